@@ -1,0 +1,85 @@
+// swift-tools-version: 6.1
+// SerialGPS: a serial GPS driver for embedded Linux that powers the receiver only while
+// someone listens. Modules follow the data path (see docs/ARCHITECTURE.md); no module
+// imports one later in the path.
+
+import PackageDescription
+
+let package = Package(
+  name: "SerialGPS",
+  products: [
+    .library(name: "NMEA", targets: ["NMEA"]),
+    .library(name: "SerialPort", targets: ["SerialPort"]),
+    .library(name: "Chipsets", targets: ["Chipsets"]),
+    .library(name: "Discovery", targets: ["Discovery"]),
+    .library(name: "SerialGPS", targets: ["SerialGPS"]),
+    .library(name: "Replay", targets: ["Replay"]),
+    .library(name: "GPSDProtocol", targets: ["GPSDProtocol"]),
+    .executable(name: "serialgps", targets: ["serialgps"]),
+    .executable(name: "nmea-bench", targets: ["nmea-bench"]),
+  ],
+  targets: [
+    // Bytes → sentences → fixes. No Foundation, no I/O, no clocks.
+    .target(name: "NMEA", linkerSettings: [.linkedLibrary("m")]),
+
+    // termios serial port. C interop kept in its own small module.
+    .target(name: "CSerialShims"),
+    .target(name: "SerialPort", dependencies: ["CSerialShims"]),
+
+    // Per-chipset command bytes, acknowledgements and passive identification.
+    .target(name: "Chipsets", dependencies: ["NMEA"]),
+
+    // libudev: enumeration, classification and hotplug.
+    .systemLibrary(
+      name: "CUdev",
+      pkgConfig: "libudev",
+      providers: [.apt(["libudev-dev"])]
+    ),
+    .target(name: "Discovery", dependencies: ["CUdev"]),
+
+    // The gated receiver: subscriptions, power policy, the reader.
+    .target(
+      name: "SerialGPS",
+      dependencies: ["NMEA", "SerialPort", "Chipsets", "Discovery"]
+    ),
+
+    // Recordings as virtual receivers and in-process sources; the receiver simulator.
+    .target(name: "Replay", dependencies: ["NMEA", "Chipsets", "SerialPort"]),
+
+    // gpsd JSON reports (TPV, SKY, DEVICE …) and client command parsing.
+    .target(name: "GPSDProtocol", dependencies: ["NMEA"]),
+    // The gpsd-compatible server whose watchers are subscribers.
+    .target(
+      name: "GPSDServer",
+      dependencies: ["GPSDProtocol", "SerialGPS", "Discovery", "NMEA"]
+    ),
+
+    .executableTarget(
+      name: "serialgps",
+      dependencies: [
+        "NMEA", "SerialPort", "Chipsets", "Discovery", "SerialGPS", "Replay",
+        "GPSDProtocol", "GPSDServer",
+      ]
+    ),
+
+    // Benchmarks. The malloc-counting shim is linked into the benchmark only.
+    .target(name: "CMallocCounter"),
+    .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "CMallocCounter"]),
+
+    .testTarget(name: "NMEATests", dependencies: ["NMEA"]),
+    .testTarget(name: "SerialPortTests", dependencies: ["SerialPort", "CSerialShims"]),
+    .testTarget(name: "ChipsetsTests", dependencies: ["Chipsets", "NMEA"]),
+    .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
+    .testTarget(
+      name: "SerialGPSTests",
+      dependencies: ["SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort"]
+    ),
+    .testTarget(name: "ReplayTests", dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort"]),
+    .testTarget(name: "GPSDProtocolTests", dependencies: ["GPSDProtocol", "NMEA"]),
+    .testTarget(
+      name: "GPSDServerTests",
+      dependencies: ["GPSDServer", "GPSDProtocol", "SerialGPS", "Replay"]
+    ),
+  ],
+  swiftLanguageModes: [.v6]
+)

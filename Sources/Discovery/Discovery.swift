@@ -1,0 +1,2 @@
+// Placeholder until this module's issue lands; see docs/ARCHITECTURE.md.
+import CUdev

@@ -1,0 +1,106 @@
+/// Everything a receiver said about one epoch (one measurement cycle), merged.
+public struct Fix: Sendable, Hashable {
+  /// UTC time of the epoch.
+  public var time: UTCTime?
+  /// UTC date: from RMC or ZDA, else carried from an earlier epoch (across midnight too).
+  public var date: UTCDate?
+  public var mode: FixMode = .noFix
+  /// GGA quality (GPS, DGPS, RTK fixed, RTK float, dead reckoning …) when the receiver
+  /// reported one.
+  public var quality: FixQuality?
+  /// The receiver's mode indicator from RMC, GLL, VTG or GNS, when given.
+  public var modeIndicator: ModeIndicator?
+  /// Latitude and longitude exactly as the receiver wrote them; `nil` without a fix.
+  public var position: Position?
+  /// Altitude above mean sea level, metres.
+  public var altitudeMSL: Double?
+  /// Geoid height above the WGS-84 ellipsoid, metres.
+  public var geoidSeparation: Double?
+  /// Altitude above the ellipsoid given by the receiver itself (`$PUBX,00`).
+  var reportedAltitudeHAE: Double?
+  /// Speed over ground, metres per second.
+  public var speed: Double?
+  /// Course over ground, degrees from true north.
+  public var course: Double?
+  /// Vertical speed, metres per second, up positive: from the receiver, or from the
+  /// altitudes of this and the previous 3D fix.
+  public var climb: Double?
+  /// Magnetic variation, degrees, east positive.
+  public var magneticVariation: Double?
+  public var hdop: Double?
+  public var vdop: Double?
+  public var pdop: Double?
+  public var tdop: Double?
+  /// Satellites used in the solution.
+  public var satellitesUsed: Int?
+  /// Latitude and longitude error, metres, one sigma (GST).
+  public var latitudeError: Double?
+  public var longitudeError: Double?
+  /// Radius of horizontal uncertainty, metres (root of the summed latitude and longitude
+  /// variances from GST, or the receiver's own estimate), as CLLocation reports it.
+  public var horizontalAccuracy: Double?
+  /// Vertical uncertainty, metres, one sigma.
+  public var verticalAccuracy: Double?
+  /// Age of differential corrections, seconds.
+  public var differentialAge: Double?
+  public var differentialStation: Int?
+
+  public init() {}
+
+  /// Altitude above the WGS-84 ellipsoid, metres: the receiver's own, or MSL plus geoid
+  /// separation.
+  public var altitudeHAE: Double? {
+    if let reportedAltitudeHAE { return reportedAltitudeHAE }
+    guard let altitudeMSL, let geoidSeparation else { return nil }
+    return altitudeMSL + geoidSeparation
+  }
+
+  /// Latitude in decimal degrees, north positive.
+  public var latitude: Double? { position?.latitude.decimalDegrees }
+  /// Longitude in decimal degrees, east positive.
+  public var longitude: Double? { position?.longitude.decimalDegrees }
+
+  /// Date and time together, when both are known.
+  public var timestamp: UTCTimestamp? {
+    guard let date, let time else { return nil }
+    return UTCTimestamp(date: date, time: time)
+  }
+}
+
+/// One satellite as seen in one epoch.
+public struct Satellite: Sendable, Hashable {
+  /// `nil` when neither the talker nor the ID tells the system.
+  public var constellation: Constellation?
+  /// The satellite number in gpsd's numbering (GPS 1–32, SBAS 120–158, GLONASS 65–96,
+  /// Galileo 301–336, BeiDou 401–437, QZSS 193–202, NavIC 801–…).
+  public var prn: Int
+  /// The number within its own system (gpsd's and u-blox's `svId`).
+  public var svid: Int
+  /// NMEA 4.10 signal ID, if the receiver gave one.
+  public var signalID: Int?
+  public var elevation: Int?
+  public var azimuth: Int?
+  /// Carrier-to-noise density, dB-Hz.
+  public var snr: Int?
+  /// Whether the satellite was used in the solution (listed in a GSA).
+  public var used: Bool
+}
+
+/// The satellites of one epoch, with the dilutions of precision.
+public struct SatelliteView: Sendable, Hashable {
+  public var time: UTCTime?
+  public var satellites: [Satellite]
+  public var hdop: Double?
+  public var vdop: Double?
+  public var pdop: Double?
+
+  /// Satellites used in the solution.
+  public var usedCount: Int { satellites.reduce(0) { $0 + ($1.used ? 1 : 0) } }
+}
+
+/// What the fix builder emits when an epoch is complete.
+public struct Epoch: Sendable, Hashable {
+  public var fix: Fix
+  /// `nil` when the epoch carried no GSV or GSA.
+  public var satellites: SatelliteView?
+}

@@ -1,0 +1,482 @@
+/// What the framer does with a sentence that has no `*hh` checksum.
+public enum ChecksumPolicy: Sendable, Hashable {
+  /// Reject it and count it as `missingChecksum` (the default).
+  case strict
+  /// Accept it. Sentences that do carry a checksum are still validated.
+  case lenient
+}
+
+/// Limits and policies of an ``NMEAFramer``.
+public struct FramerConfiguration: Sendable, Hashable {
+  /// The longest sentence accepted, in bytes from the start character through the checksum,
+  /// line ending excluded. NMEA 0183 allows 82 with the line ending; high-precision and RTK
+  /// receivers write longer sentences, hence the default of 128.
+  public var maximumSentenceLength: Int
+  /// What to do with a sentence that has no checksum.
+  public var checksumPolicy: ChecksumPolicy
+  /// The longest binary frame (UBX or SiRF, framing included) that is delivered. Longer ones
+  /// are skipped as garbage. Bounds the framer's memory together with the sentence limit.
+  public var maximumBinaryFrameLength: Int
+
+  public init(
+    maximumSentenceLength: Int = 128,
+    checksumPolicy: ChecksumPolicy = .strict,
+    maximumBinaryFrameLength: Int = 1032
+  ) {
+    self.maximumSentenceLength = max(8, maximumSentenceLength)
+    self.checksumPolicy = checksumPolicy
+    self.maximumBinaryFrameLength = max(16, maximumBinaryFrameLength)
+  }
+}
+
+/// Counters of what the framer accepted and why it rejected the rest.
+public struct FramerStatistics: Sendable, Hashable {
+  /// Sentences delivered.
+  public var sentences = 0
+  /// Sentences whose checksum did not match.
+  public var badChecksum = 0
+  /// Sentences without `*hh`, rejected under ``ChecksumPolicy/strict``.
+  public var missingChecksum = 0
+  /// Sentences longer than the configured maximum.
+  public var tooLong = 0
+  /// Sentences cut short by a control or binary byte or by a new start character, or with
+  /// bytes after the checksum.
+  public var malformed = 0
+  /// UBX frames with a valid checksum, delivered.
+  public var ubxFrames = 0
+  /// SiRF binary frames with a valid checksum, delivered.
+  public var sirfFrames = 0
+  /// Binary frames whose checksum or trailer did not match (their bytes are rescanned).
+  public var badBinaryFrames = 0
+  /// Bytes outside any sentence or frame.
+  public var garbageBytes = 0
+
+  public init() {}
+
+  /// All sentences rejected, whatever the reason.
+  public var rejectedSentences: Int { badChecksum + missingChecksum + tooLong + malformed }
+}
+
+/// One NMEA sentence as it arrived: the bytes from the start character (`$` or `!`) up to,
+/// not including, the `*` before the checksum.
+///
+/// The bytes belong to the framer or to the buffer being fed: a `RawSentence` is valid only
+/// inside the closure it was passed to. Parse it (``Sentence/init(parsing:)``) or copy it
+/// (``text``) to keep it.
+public struct RawSentence {
+  /// `$GPGGA,...` without `*hh` and line ending.
+  public let bytes: UnsafeBufferPointer<UInt8>
+  /// Whether the sentence carried a (valid) checksum.
+  public let hadChecksum: Bool
+
+  @inlinable
+  public init(bytes: UnsafeBufferPointer<UInt8>, hadChecksum: Bool) {
+    self.bytes = bytes
+    self.hadChecksum = hadChecksum
+  }
+
+  /// The sentence as text, without checksum (allocates).
+  public var text: String { String(decoding: bytes, as: UTF8.self) }
+}
+
+/// A UBX frame (`B5 62`, class, id, little-endian length, payload, Fletcher checksum).
+public struct UBXFrameView {
+  public let messageClass: UInt8
+  public let messageID: UInt8
+  /// The payload; valid only inside the closure it was passed to.
+  public let payload: UnsafeBufferPointer<UInt8>
+}
+
+/// A SiRF binary frame (`A0 A2`, big-endian length, payload, checksum, `B0 B3`).
+public struct SiRFFrameView {
+  /// The payload; its first byte is the message ID. Valid only inside the closure.
+  public let payload: UnsafeBufferPointer<UInt8>
+}
+
+/// What the framer found in the byte stream.
+public enum Frame {
+  case sentence(RawSentence)
+  case ubx(UBXFrameView)
+  case sirf(SiRFFrameView)
+}
+
+/// Splits a receiver's byte stream into NMEA sentences and binary frames.
+///
+/// Feed it chunks of any size; the frames found are the same however the stream is split.
+/// Whole sentences inside a chunk are handed out in place, without copying; only a sentence
+/// cut by a chunk boundary is copied, into a buffer of fixed size. Binary UBX and SiRF frames
+/// are recognised by their framing and checksum and reported separately, so that NMEA around
+/// them is never lost; anything else is garbage, counted and skipped, and the framer
+/// resynchronises on the next `$`.
+public struct NMEAFramer {
+  public let configuration: FramerConfiguration
+  /// What has been accepted and rejected so far.
+  public private(set) var statistics = FramerStatistics()
+
+  @usableFromInline
+  enum State: UInt8 {
+    case hunting
+    case sentence
+    case discarding  // a sentence over the length limit: skip to its end
+    case ubxSync  // saw B5
+    case ubx  // in a UBX frame; binaryBuffer holds it
+    case sirfSync  // saw A0
+    case sirf
+  }
+
+  @usableFromInline var state = State.hunting
+
+  // The sentence in progress. While `partial` is empty the sentence starts inside the chunk
+  // being scanned (at `startInChunk`); otherwise its bytes so far are in `partial`.
+  @usableFromInline var partial: [UInt8] = []
+  @usableFromInline var length = 0
+  @usableFromInline var xor: UInt8 = 0
+  @usableFromInline var starAt = -1
+  @usableFromInline var carriageReturns = 0
+
+  // The binary frame in progress.
+  @usableFromInline var binary: [UInt8] = []
+  @usableFromInline var binaryExpected = 0
+  @usableFromInline var binaryHeaderParsed = false
+
+  public init(configuration: FramerConfiguration = FramerConfiguration()) {
+    self.configuration = configuration
+    partial.reserveCapacity(configuration.maximumSentenceLength + 8)
+    binary.reserveCapacity(configuration.maximumBinaryFrameLength)
+  }
+
+  /// Feeds bytes and calls `body` for every complete frame, in stream order.
+  @inlinable
+  public mutating func feed<Bytes: Sequence>(
+    _ bytes: Bytes, _ body: (Frame) throws -> Void
+  ) rethrows where Bytes.Element == UInt8 {
+    let done: Void?? = try bytes.withContiguousStorageIfAvailable { buffer in
+      try feed(UnsafeRawBufferPointer(buffer), body)
+    }
+    if done == nil {
+      let copy = Array(bytes)
+      try copy.withUnsafeBytes { try feed($0, body) }
+    }
+  }
+
+  /// Feeds the bytes of `chunk` and calls `body` for every complete frame, in stream order.
+  public mutating func feed(_ chunk: UnsafeRawBufferPointer, _ body: (Frame) throws -> Void)
+    rethrows
+  {
+    guard let base = chunk.baseAddress, chunk.count > 0 else { return }
+    try scan(base.assumingMemoryBound(to: UInt8.self), count: chunk.count, body)
+  }
+
+  /// Drops a sentence or frame in progress (for example after the port was reopened), counting
+  /// it as malformed, and starts hunting for the next one.
+  public mutating func reset() {
+    if state == .sentence || state == .discarding { statistics.malformed += 1 }
+    if state == .ubx || state == .sirf || state == .ubxSync || state == .sirfSync {
+      statistics.garbageBytes += max(binary.count, 1)
+    }
+    state = .hunting
+    partial.removeAll(keepingCapacity: true)
+    binary.removeAll(keepingCapacity: true)
+  }
+
+  // MARK: - Scanning
+
+  /// Byte classes for the sentence loop: 0 ordinary text, everything else needs a look.
+  @usableFromInline
+  static let byteClass: [UInt8] = {
+    var table = [UInt8](repeating: 0, count: 256)
+    for byte in 0..<0x20 { table[byte] = 5 }  // control: ends the sentence badly
+    for byte in 0x7F...0xFF { table[byte] = 5 }  // binary: ends the sentence badly
+    table[Int(ASCII.lf)] = 1
+    table[Int(ASCII.star)] = 2
+    table[Int(ASCII.dollar)] = 3
+    table[Int(ASCII.bang)] = 3
+    table[Int(ASCII.cr)] = 4
+    return table
+  }()
+
+  @usableFromInline
+  mutating func scan(
+    _ p: UnsafePointer<UInt8>, count n: Int, _ body: (Frame) throws -> Void
+  ) rethrows {
+    var i = 0
+    var startInChunk = 0
+    // One more byte than the limit for a CR; the exact length is checked on delivery.
+    let limit = configuration.maximumSentenceLength + 1
+    try Self.byteClass.withUnsafeBufferPointer { classes in
+      while i < n {
+        switch state {
+        case .hunting:
+          let byte = p[i]
+          if byte == ASCII.dollar || byte == ASCII.bang {
+            beginSentence()
+            startInChunk = i
+            i += 1
+          } else if byte == 0xB5 {
+            state = .ubxSync
+            i += 1
+          } else if byte == 0xA0 {
+            state = .sirfSync
+            i += 1
+          } else {
+            statistics.garbageBytes += 1
+            i += 1
+          }
+
+        case .sentence:
+          // The hot loop: whole sentences inside the chunk are scanned once, in place.
+          var sum = xor
+          var len = length
+          var end = false
+          while i < n {
+            let byte = p[i]
+            let kind = classes[Int(byte)]
+            if kind == 0 {
+              sum ^= byte
+              len += 1
+              i += 1
+              if len > limit { break }
+              continue
+            }
+            if kind == 1 {  // LF
+              end = true
+              i += 1
+              break
+            } else if kind == 2 {  // '*'
+              if starAt < 0 { starAt = len }
+              sum ^= byte
+              len += 1
+              i += 1
+            } else if kind == 4 {  // CR: allowed only right before LF, checked at the end
+              carriageReturns += 1
+              len += 1
+              i += 1
+            } else if kind == 3 {  // a new start character: this sentence was cut short
+              statistics.malformed += 1
+              beginSentence()
+              startInChunk = i
+              sum = 0
+              len = 0
+              i += 1
+            } else {  // control or binary byte: the sentence is broken; rescan this byte
+              statistics.malformed += 1
+              partial.removeAll(keepingCapacity: true)
+              state = .hunting
+              break
+            }
+            if len > limit { break }
+          }
+          xor = sum
+          length = len
+          if state != .sentence { break }
+          if end {
+            try finishSentence(p, startInChunk: startInChunk, endInChunk: i - 1, body)
+          } else if len > limit {
+            statistics.tooLong += 1
+            partial.removeAll(keepingCapacity: true)
+            state = .discarding
+          } else if i == n {
+            // The chunk ends inside the sentence: keep what we have.
+            partial.append(
+              contentsOf: UnsafeBufferPointer(start: p + startInChunk, count: i - startInChunk))
+          }
+
+        case .discarding:
+          let byte = p[i]
+          let kind = classes[Int(byte)]
+          if kind == 1 {
+            state = .hunting
+            i += 1
+          } else if kind == 3 {
+            beginSentence()
+            startInChunk = i
+            i += 1
+          } else if kind == 5 {
+            state = .hunting  // rescan the byte: it may start a binary frame
+          } else {
+            i += 1
+          }
+
+        case .ubxSync:
+          if p[i] == 0x62 {
+            beginBinaryFrame(0xB5, 0x62, headerLength: 6)
+            state = .ubx
+            i += 1
+          } else {
+            statistics.garbageBytes += 1  // the B5; rescan this byte
+            state = .hunting
+          }
+
+        case .sirfSync:
+          if p[i] == 0xA2 {
+            beginBinaryFrame(0xA0, 0xA2, headerLength: 4)
+            state = .sirf
+            i += 1
+          } else {
+            statistics.garbageBytes += 1
+            state = .hunting
+          }
+
+        case .ubx, .sirf:
+          let take = min(binaryExpected - binary.count, n - i)
+          binary.append(contentsOf: UnsafeBufferPointer(start: p + i, count: take))
+          i += take
+          guard binary.count == binaryExpected else { break }
+          if !binaryHeaderParsed {
+            // Header complete: its length field says how much more belongs to the frame.
+            binaryHeaderParsed = true
+            if state == .ubx {
+              binaryExpected = 6 + (Int(binary[4]) | Int(binary[5]) << 8) + 2
+            } else {
+              binaryExpected = 4 + (Int(binary[2]) << 8 | Int(binary[3])) + 4
+            }
+            if binaryExpected > configuration.maximumBinaryFrameLength {
+              try rejectBinaryFrame(body)
+              startInChunk = i  // a sentence found in the rescan continues here
+            }
+          } else {
+            try finishBinaryFrame(body)
+            startInChunk = i
+          }
+        }
+      }
+    }
+  }
+
+  @usableFromInline
+  mutating func beginBinaryFrame(_ first: UInt8, _ second: UInt8, headerLength: Int) {
+    binary.removeAll(keepingCapacity: true)
+    binary.append(first)
+    binary.append(second)
+    binaryExpected = headerLength
+    binaryHeaderParsed = false
+  }
+
+  @inlinable
+  mutating func beginSentence() {
+    state = .sentence
+    partial.removeAll(keepingCapacity: true)
+    length = 1  // the start character
+    xor = 0
+    starAt = -1
+    carriageReturns = 0
+  }
+
+  @usableFromInline
+  mutating func finishSentence(
+    _ p: UnsafePointer<UInt8>, startInChunk: Int, endInChunk: Int, _ body: (Frame) throws -> Void
+  ) rethrows {
+    state = .hunting
+    if partial.isEmpty {
+      try deliverSentence(UnsafeBufferPointer(start: p + startInChunk, count: endInChunk - startInChunk), body)
+    } else {
+      partial.append(contentsOf: UnsafeBufferPointer(start: p + startInChunk, count: endInChunk - startInChunk))
+      try partial.withUnsafeBufferPointer { try deliverSentence($0, body) }
+      partial.removeAll(keepingCapacity: true)
+    }
+  }
+
+  /// Validates one line (start character up to, not including, LF) and delivers it.
+  @usableFromInline
+  mutating func deliverSentence(_ line: UnsafeBufferPointer<UInt8>, _ body: (Frame) throws -> Void)
+    rethrows
+  {
+    var end = line.count
+    var trailingCR = 0
+    while end > 0 && line[end - 1] == ASCII.cr {
+      end -= 1
+      trailingCR += 1
+    }
+    if trailingCR != carriageReturns || end < 2 {
+      statistics.malformed += 1
+      return
+    }
+    if end > configuration.maximumSentenceLength {
+      statistics.tooLong += 1
+      return
+    }
+    if starAt >= 0 {
+      // Exactly two hex digits must follow the star.
+      guard starAt == end - 3, let high = ASCII.hexValue(line[end - 2]),
+        let low = ASCII.hexValue(line[end - 1])
+      else {
+        statistics.malformed += 1
+        return
+      }
+      // `xor` covers everything after the start character; take out the star and digits.
+      let sum = xor ^ ASCII.star ^ line[end - 2] ^ line[end - 1]
+      guard sum == (high << 4 | low) else {
+        statistics.badChecksum += 1
+        return
+      }
+      guard starAt >= 2 else {
+        statistics.malformed += 1
+        return
+      }
+      statistics.sentences += 1
+      try body(.sentence(RawSentence(bytes: UnsafeBufferPointer(rebasing: line[0..<starAt]), hadChecksum: true)))
+    } else {
+      guard configuration.checksumPolicy == .lenient else {
+        statistics.missingChecksum += 1
+        return
+      }
+      statistics.sentences += 1
+      try body(.sentence(RawSentence(bytes: UnsafeBufferPointer(rebasing: line[0..<end]), hadChecksum: false)))
+    }
+  }
+
+  @usableFromInline
+  mutating func finishBinaryFrame(_ body: (Frame) throws -> Void) rethrows {
+    let valid: Bool
+    let isUBX = state == .ubx
+    if isUBX {
+      var a: UInt8 = 0
+      var b: UInt8 = 0
+      for index in 2..<(binary.count - 2) {
+        a = a &+ binary[index]
+        b = b &+ a
+      }
+      valid = a == binary[binary.count - 2] && b == binary[binary.count - 1]
+    } else {
+      var sum = 0
+      for index in 4..<(binary.count - 4) { sum += Int(binary[index]) }
+      let stated = Int(binary[binary.count - 4]) << 8 | Int(binary[binary.count - 3])
+      valid = (sum & 0x7FFF) == stated && binary[binary.count - 2] == 0xB0
+        && binary[binary.count - 1] == 0xB3
+    }
+    guard valid else {
+      try rejectBinaryFrame(body)
+      return
+    }
+    state = .hunting
+    if isUBX {
+      statistics.ubxFrames += 1
+      try binary.withUnsafeBufferPointer { frame in
+        let view = UBXFrameView(
+          messageClass: frame[2], messageID: frame[3],
+          payload: UnsafeBufferPointer(rebasing: frame[6..<(frame.count - 2)]))
+        try body(.ubx(view))
+      }
+    } else {
+      statistics.sirfFrames += 1
+      try binary.withUnsafeBufferPointer { frame in
+        try body(.sirf(SiRFFrameView(payload: UnsafeBufferPointer(rebasing: frame[4..<(frame.count - 4)]))))
+      }
+    }
+    binary.removeAll(keepingCapacity: true)
+  }
+
+  /// What looked like a binary frame was not one: count its first byte as garbage and scan the
+  /// rest again, so that a sentence hiding behind a false sync pattern is not lost.
+  @usableFromInline
+  mutating func rejectBinaryFrame(_ body: (Frame) throws -> Void) rethrows {
+    statistics.badBinaryFrames += 1
+    statistics.garbageBytes += 1
+    state = .hunting
+    let rest = Array(binary.dropFirst())  // an error path: allocating here is fine
+    binary.removeAll(keepingCapacity: true)
+    try rest.withUnsafeBufferPointer { buffer in
+      try scan(buffer.baseAddress!, count: buffer.count, body)
+    }
+  }
+}

@@ -1,0 +1,485 @@
+extension Sentence {
+  /// Parses a sentence delivered by the ``NMEAFramer``.
+  ///
+  /// Known sentence types become typed values; every other well-formed sentence becomes
+  /// ``Sentence/unknown(_:)`` with its raw fields. Empty fields are `nil`. A field that holds
+  /// something its type cannot be (letters in a number, minutes over 59) throws
+  /// ``NMEAParseError/badField(index:)``. Parsing a typed sentence allocates nothing.
+  public init(parsing raw: RawSentence) throws(NMEAParseError) {
+    let bytes = raw.bytes
+    var addressEnd = 1
+    while addressEnd < bytes.count && bytes[addressEnd] != ASCII.comma {
+      let byte = bytes[addressEnd]
+      let isAlphanumeric = (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte)
+      guard isAlphanumeric else { throw .badAddress }
+      addressEnd += 1
+    }
+    let addressLength = addressEnd - 1
+    guard addressLength >= 2 else { throw .badAddress }
+    var fields = FieldScanner(raw)
+    _ = fields.next()  // the address
+
+    if bytes[1] == 0x50 {  // 'P': proprietary
+      self = try Self.parseProprietary(bytes, addressLength: addressLength, &fields)
+      return
+    }
+    let talker = Talker(bytes[1], bytes[2])
+    guard addressLength == 5 else {
+      self = .unknown(Self.unknown(raw, talker: talker))
+      return
+    }
+    let code = UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 8 | UInt32(bytes[5])
+    switch code {
+    case SentenceCode.gga: self = .gga(try Self.parseGGA(talker, &fields))
+    case SentenceCode.rmc: self = .rmc(try Self.parseRMC(talker, &fields))
+    case SentenceCode.gsa: self = .gsa(try Self.parseGSA(talker, &fields, raw))
+    case SentenceCode.gsv: self = .gsv(try Self.parseGSV(talker, &fields, raw))
+    case SentenceCode.gll: self = .gll(try Self.parseGLL(talker, &fields))
+    case SentenceCode.vtg: self = .vtg(try Self.parseVTG(talker, &fields))
+    case SentenceCode.zda: self = .zda(try Self.parseZDA(talker, &fields))
+    case SentenceCode.gst: self = .gst(try Self.parseGST(talker, &fields))
+    case SentenceCode.gns: self = .gns(try Self.parseGNS(talker, &fields))
+    case SentenceCode.gbs: self = .gbs(try Self.parseGBS(talker, &fields))
+    case SentenceCode.grs: self = .grs(try Self.parseGRS(talker, &fields, raw))
+    case SentenceCode.dtm: self = .dtm(try Self.parseDTM(talker, &fields))
+    case SentenceCode.txt: self = .txt(try Self.parseTXT(talker, &fields))
+    default: self = .unknown(Self.unknown(raw, talker: talker))
+    }
+  }
+
+  /// Three-letter sentence types packed into integers, so dispatch is one switch.
+  enum SentenceCode {
+    static func pack(_ text: StaticString) -> UInt32 {
+      let p = text.utf8Start
+      return UInt32(p[0]) << 16 | UInt32(p[1]) << 8 | UInt32(p[2])
+    }
+    static let gga: UInt32 = 0x47_4741
+    static let rmc: UInt32 = 0x52_4D43
+    static let gsa: UInt32 = 0x47_5341
+    static let gsv: UInt32 = 0x47_5356
+    static let gll: UInt32 = 0x47_4C4C
+    static let vtg: UInt32 = 0x56_5447
+    static let zda: UInt32 = 0x5A_4441
+    static let gst: UInt32 = 0x47_5354
+    static let gns: UInt32 = 0x47_4E53
+    static let gbs: UInt32 = 0x47_4253
+    static let grs: UInt32 = 0x47_5253
+    static let dtm: UInt32 = 0x44_544D
+    static let txt: UInt32 = 0x54_5854
+  }
+
+  static func unknown(_ raw: RawSentence, talker: Talker) -> UnknownSentence {
+    var fields = FieldScanner(raw)
+    let address = fields.next().text
+    var values: [String] = []
+    while fields.hasMore { values.append(fields.next().text) }
+    return UnknownSentence(talker: talker, address: address, fields: values)
+  }
+
+  /// Number of fields after the address (commas counted once, without parsing).
+  static func fieldCount(_ raw: RawSentence) -> Int {
+    var commas = 0
+    for byte in raw.bytes where byte == ASCII.comma { commas += 1 }
+    return commas
+  }
+
+  // MARK: - Standard sentences
+
+  static func parseGGA(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> GGA {
+    let time = try f.time()
+    let position = try f.position()
+    let quality = try f.uint().map(FixQuality.init(rawValue:))
+    let used = try f.uint()
+    let hdop = try f.decimal()
+    let altitude = try f.decimal()
+    f.skip(1)  // M
+    let separation = try f.decimal()
+    f.skip(1)  // M
+    let age = try f.decimal()
+    let station = try f.uint()
+    return GGA(
+      talker: talker, time: time, position: position, quality: quality, satellitesUsed: used,
+      hdop: hdop, altitudeMSL: altitude, geoidSeparation: separation, differentialAge: age,
+      differentialStation: station)
+  }
+
+  static func parseRMC(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> RMC {
+    let time = try f.time()
+    let status = try f.status()
+    let position = try f.position()
+    let speed = try f.decimal()
+    let course = try f.decimal()
+    let date = try f.date()
+    let variation = try f.signedByHemisphere(negative: 0x57)  // W
+    let mode = try f.character().map(ModeIndicator.init(rawValue:))
+    let navigational = try f.character()
+    return RMC(
+      talker: talker, time: time, isValid: status, position: position, speedKnots: speed,
+      course: course, date: date, magneticVariation: variation, mode: mode,
+      navigationalStatus: navigational)
+  }
+
+  static func parseGSA(_ talker: Talker, _ f: inout FieldScanner, _ raw: RawSentence)
+    throws(NMEAParseError) -> GSA
+  {
+    // 17 fields up to NMEA 4.0; 4.10 adds the system ID. Some receivers list more than 12
+    // satellites; the DOPs are then the three fields before the end.
+    let count = fieldCount(raw)
+    let hasSystemID = count == 18
+    let satelliteFields = max(0, count - 5 - (hasSystemID ? 1 : 0))
+    let selection = try f.character()
+    let mode = try f.uint()
+    var satellites = SatelliteIDList()
+    for _ in 0..<satelliteFields {
+      if let id = try f.uint() {
+        guard id <= 0xFFFF else { throw .badField(index: f.index) }
+        satellites.append(UInt16(id))
+      }
+    }
+    let pdop = try f.decimal()
+    let hdop = try f.decimal()
+    let vdop = try f.decimal()
+    let system = hasSystemID ? try f.hexDigit() : nil
+    return GSA(
+      talker: talker, selectionMode: selection, fixMode: mode.flatMap { FixMode(rawValue: UInt8(clamping: $0)) },
+      satellites: satellites, pdop: pdop, hdop: hdop, vdop: vdop, systemID: system)
+  }
+
+  static func parseGSV(_ talker: Talker, _ f: inout FieldScanner, _ raw: RawSentence)
+    throws(NMEAParseError) -> GSV
+  {
+    let count = fieldCount(raw)
+    guard let messageCount = try f.uint(), let messageNumber = try f.uint() else {
+      throw .badField(index: f.index)
+    }
+    var gsv = GSV(talker: talker, messageCount: messageCount, messageNumber: messageNumber)
+    gsv.satellitesInView = try f.uint()
+    // Groups of four after the three header fields; one left over is the NMEA 4.10 signal ID.
+    let remaining = count - 3
+    let groups = min(4, remaining / 4)
+    for _ in 0..<groups {
+      let id = try f.uint()
+      let elevation = try f.signedInteger()
+      let azimuth = try f.uint()
+      let snr = try f.uint()
+      if let id { gsv.append(SatelliteInView(id: id, elevation: elevation, azimuth: azimuth, snr: snr)) }
+    }
+    if remaining - groups * 4 == 1 { gsv.signalID = try f.hexDigit() }
+    return gsv
+  }
+
+  static func parseGLL(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> GLL {
+    let position = try f.position()
+    let time = try f.time()
+    let status = try f.status()
+    let mode = try f.character().map(ModeIndicator.init(rawValue:))
+    return GLL(talker: talker, position: position, time: time, isValid: status, mode: mode)
+  }
+
+  static func parseVTG(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> VTG {
+    var vtg = VTG(talker: talker)
+    let first = try f.decimal()
+    let second = f.next()
+    if second.count == 1 && second[0] == 0x54 {  // 'T': NMEA 2.3+ with unit letters
+      vtg.courseTrue = first
+      vtg.courseMagnetic = try f.decimal()
+      f.skip(1)
+      vtg.speedKnots = try f.decimal()
+      f.skip(1)
+      vtg.speedKilometresPerHour = try f.decimal()
+      f.skip(1)
+      vtg.mode = try f.character().map(ModeIndicator.init(rawValue:))
+    } else if second.isEmpty && f.hasMore {
+      // Unit letters missing but fields present: the 2.3 layout with empty units.
+      vtg.courseTrue = first
+      vtg.courseMagnetic = try f.decimal()
+      f.skip(1)
+      vtg.speedKnots = try f.decimal()
+      f.skip(1)
+      vtg.speedKilometresPerHour = try f.decimal()
+      f.skip(1)
+      vtg.mode = try f.character().map(ModeIndicator.init(rawValue:))
+    } else {
+      // NMEA 1.x: course true, course magnetic, knots, km/h without unit letters.
+      vtg.courseTrue = first
+      vtg.courseMagnetic = second.isEmpty ? nil : FieldScanner.parseDecimal(second)
+      vtg.speedKnots = try f.decimal()
+      vtg.speedKilometresPerHour = try f.decimal()
+    }
+    return vtg
+  }
+
+  static func parseZDA(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> ZDA {
+    let time = try f.time()
+    let day = try f.uint()
+    let month = try f.uint()
+    let year = try f.uint()
+    var date: UTCDate?
+    if let day, let month, let year {
+      guard (1...31).contains(day), (1...12).contains(month), year >= 1980, year < 10_000 else {
+        throw .badField(index: f.index)
+      }
+      date = UTCDate(year: year, month: UInt8(month), day: UInt8(day))
+    }
+    let zoneHours = try f.signedInteger()
+    let zoneMinutes = try f.uint()
+    return ZDA(
+      talker: talker, time: time, date: date, localZoneHours: zoneHours,
+      localZoneMinutes: zoneMinutes)
+  }
+
+  static func parseGST(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> GST {
+    GST(
+      talker: talker, time: try f.time(), rangeRMS: try f.decimal(),
+      semiMajorError: try f.decimal(), semiMinorError: try f.decimal(),
+      orientation: try f.decimal(), latitudeError: try f.decimal(),
+      longitudeError: try f.decimal(), altitudeError: try f.decimal())
+  }
+
+  static func parseGNS(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> GNS {
+    var gns = GNS(talker: talker)
+    gns.time = try f.time()
+    gns.position = try f.position()
+    let modes = f.next()
+    for offset in 0..<min(modes.count, 8) {
+      gns.modeStorage[offset] = modes[offset]
+      gns.modeCount += 1
+    }
+    gns.satellitesUsed = try f.uint()
+    gns.hdop = try f.decimal()
+    gns.altitudeMSL = try f.decimal()
+    gns.geoidSeparation = try f.decimal()
+    gns.differentialAge = try f.decimal()
+    gns.differentialStation = try f.uint()
+    gns.navigationalStatus = try f.character()
+    return gns
+  }
+
+  static func parseGBS(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> GBS {
+    GBS(
+      talker: talker, time: try f.time(), latitudeError: try f.decimal(),
+      longitudeError: try f.decimal(), altitudeError: try f.decimal(),
+      failedSatellite: try f.uint(), probability: try f.decimal(), bias: try f.decimal(),
+      biasStandardDeviation: try f.decimal(), systemID: try f.hexDigit(),
+      signalID: try f.hexDigit())
+  }
+
+  static func parseGRS(_ talker: Talker, _ f: inout FieldScanner, _ raw: RawSentence)
+    throws(NMEAParseError) -> GRS
+  {
+    let count = fieldCount(raw)
+    let time = try f.time()
+    let mode = try f.uint()
+    let hasSystem = count >= 16
+    let residualCount = hasSystem ? 12 : max(0, count - 2)
+    var residuals: [Double?] = []
+    residuals.reserveCapacity(residualCount)
+    for _ in 0..<residualCount { residuals.append(try f.decimal()) }
+    let system = hasSystem ? try f.hexDigit() : nil
+    let signal = hasSystem ? try f.hexDigit() : nil
+    return GRS(
+      talker: talker, time: time, mode: mode, residuals: residuals, systemID: system,
+      signalID: signal)
+  }
+
+  static func parseDTM(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> DTM {
+    let datum = f.text()
+    let subDatum = f.text()
+    let latitude = try f.signedByHemisphere(negative: 0x53)  // S
+    let longitude = try f.signedByHemisphere(negative: 0x57)  // W
+    let altitude = try f.decimal()
+    let reference = f.text()
+    return DTM(
+      talker: talker, datum: datum, subDatum: subDatum, latitudeOffset: latitude,
+      longitudeOffset: longitude, altitudeOffset: altitude, referenceDatum: reference)
+  }
+
+  static func parseTXT(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> TXT {
+    let count = try f.uint()
+    let number = try f.uint()
+    let type = try f.uint()
+    // The text is everything after the third comma: it may itself hold commas.
+    var text = ""
+    if f.hasMore {
+      let first = f.next()
+      var end = first.end
+      while f.hasMore { end = f.next().end }
+      text = String(
+        decoding: UnsafeBufferPointer(start: first.base + first.start, count: end - first.start),
+        as: UTF8.self)
+    }
+    return TXT(talker: talker, messageCount: count, messageNumber: number, messageType: type, text: text)
+  }
+
+  // MARK: - Proprietary sentences
+
+  static func parseProprietary(
+    _ bytes: UnsafeBufferPointer<UInt8>, addressLength: Int, _ f: inout FieldScanner
+  ) throws(NMEAParseError) -> Sentence {
+    let address = UnsafeBufferPointer(rebasing: bytes[1..<(1 + addressLength)])
+    if address.elementsEqual("PUBX".utf8) {
+      let kind = f.next()
+      if kind.equals("00") { return .pubxPosition(try parsePUBXPosition(&f)) }
+      if kind.equals("03") { return .pubxSatellites(try parsePUBXSatellites(&f)) }
+      if kind.equals("04") { return .pubxTime(try parsePUBXTime(&f)) }
+    } else if address.elementsEqual("PMTK001".utf8) {
+      guard let command = try f.uint(), let flag = try f.uint(),
+        let result = MTKAckResult(rawValue: flag)
+      else { throw .badField(index: f.index) }
+      return .mtkAcknowledgement(MTKAcknowledgement(command: command, result: result))
+    } else if address.elementsEqual("PMTK010".utf8) {
+      guard let code = try f.uint() else { throw .badField(index: f.index) }
+      return .mtkSystemMessage(MTKSystemMessage(kind: .system(code)))
+    } else if address.elementsEqual("PMTK011".utf8) {
+      return .mtkSystemMessage(MTKSystemMessage(kind: .text(f.text() ?? "")))
+    }
+    let raw = RawSentence(bytes: bytes, hadChecksum: true)
+    return .unknown(unknown(raw, talker: .proprietary))
+  }
+
+  static func parsePUBXPosition(_ f: inout FieldScanner) throws(NMEAParseError) -> PUBXPosition {
+    let time = try f.time()
+    let position = try f.position()
+    let altitude = try f.decimal()
+    let status = f.next()
+    var navigationStatus: UInt16?
+    if status.count == 2 { navigationStatus = UInt16(status[0]) << 8 | UInt16(status[1]) }
+    let hAcc = try f.decimal()
+    let vAcc = try f.decimal()
+    let speed = try f.decimal()
+    let course = try f.decimal()
+    let velocity = try f.decimal()
+    let age = try f.decimal()
+    let hdop = try f.decimal()
+    let vdop = try f.decimal()
+    let tdop = try f.decimal()
+    let used = try f.uint()
+    f.skip(1)  // reserved
+    let deadReckoning = try f.uint().map { $0 != 0 }
+    return PUBXPosition(
+      time: time, position: position, altitudeHAE: altitude, navigationStatus: navigationStatus,
+      horizontalAccuracy: hAcc, verticalAccuracy: vAcc, speedKilometresPerHour: speed,
+      course: course, verticalVelocityDown: velocity, differentialAge: age, hdop: hdop,
+      vdop: vdop, tdop: tdop, satellitesUsed: used, deadReckoning: deadReckoning)
+  }
+
+  static func parsePUBXSatellites(_ f: inout FieldScanner) throws(NMEAParseError) -> PUBXSatellites {
+    let count = try f.uint() ?? 0
+    guard count <= 255 else { throw .badField(index: f.index) }
+    var satellites: [PUBXSatellite] = []
+    satellites.reserveCapacity(count)
+    for _ in 0..<count {
+      guard f.hasMore else { break }
+      guard let id = try f.uint() else { throw .badField(index: f.index) }
+      let status = try f.character()
+      let azimuth = try f.uint()
+      let elevation = try f.signedInteger()
+      let snr = try f.uint()
+      let lock = try f.uint()
+      satellites.append(
+        PUBXSatellite(
+          id: id, status: status, azimuth: azimuth, elevation: elevation, snr: snr,
+          lockTime: lock))
+    }
+    return PUBXSatellites(satellites: satellites)
+  }
+
+  static func parsePUBXTime(_ f: inout FieldScanner) throws(NMEAParseError) -> PUBXTime {
+    let time = try f.time()
+    let date = try f.date()
+    let tow = try f.decimal()
+    let week = try f.uint()
+    // Leap seconds: a number, with a trailing `D` when it is the firmware's default.
+    let leapField = f.next()
+    var leap: Int?
+    var isDefault = false
+    if !leapField.isEmpty {
+      var value = 0
+      var digits = 0
+      for offset in 0..<leapField.count {
+        let byte = leapField[offset]
+        if byte == 0x44 && offset == leapField.count - 1 {
+          isDefault = true
+        } else {
+          let digit = byte &- ASCII.zero
+          guard digit < 10 else { throw .badField(index: f.index) }
+          value = value * 10 + Int(digit)
+          digits += 1
+        }
+      }
+      if digits > 0 { leap = value }
+    }
+    let bias = try f.signedInteger()
+    let drift = try f.decimal()
+    let granularity = try f.uint()
+    return PUBXTime(
+      time: time, date: date, timeOfWeek: tow, week: week, leapSeconds: leap,
+      leapSecondsAreDefault: isDefault, clockBias: bias, clockDrift: drift,
+      timePulseGranularity: granularity)
+  }
+}
+
+extension FieldScanner {
+  /// Latitude with hemisphere, then longitude with hemisphere: four fields. `nil` unless
+  /// both are present, so a half-empty position is never taken for 0°.
+  mutating func position() throws(NMEAParseError) -> Position? {
+    let latitude = try coordinate(isLongitude: false)
+    let longitude = try coordinate(isLongitude: true)
+    guard let latitude, let longitude else { return nil }
+    return Position(latitude: latitude, longitude: longitude)
+  }
+
+  /// `A` → true, `V` → false.
+  mutating func status() throws(NMEAParseError) -> Bool? {
+    guard let byte = try character() else { return nil }
+    switch byte {
+    case 0x41: return true  // A
+    case 0x56: return false  // V
+    default: throw fail()
+    }
+  }
+
+  /// An integer that may be negative (elevations, time zones).
+  mutating func signedInteger() throws(NMEAParseError) -> Int? {
+    let field = next()
+    if field.isEmpty { return nil }
+    var offset = 0
+    var negative = false
+    if field[0] == ASCII.minus || field[0] == ASCII.plus {
+      negative = field[0] == ASCII.minus
+      offset = 1
+    }
+    guard offset < field.count, field.count <= 18 else { throw fail() }
+    var value = 0
+    while offset < field.count {
+      let digit = field[offset] &- ASCII.zero
+      guard digit < 10 else { throw fail() }
+      value = value * 10 + Int(digit)
+      offset += 1
+    }
+    return negative ? -value : value
+  }
+
+  /// A system or signal ID: one hexadecimal digit (NMEA 4.11 uses `A`...`F` for signals).
+  mutating func hexDigit() throws(NMEAParseError) -> Int? {
+    let field = next()
+    if field.isEmpty { return nil }
+    if field.count == 1, let value = ASCII.hexValue(field[0]) { return Int(value) }
+    // Some receivers write the ID in decimal with more digits.
+    var value = 0
+    for offset in 0..<field.count {
+      let digit = field[offset] &- ASCII.zero
+      guard digit < 10, offset < 4 else { throw fail() }
+      value = value * 10 + Int(digit)
+    }
+    return value
+  }
+
+  /// A magnitude followed by a direction letter; negative when the letter is `negative`.
+  mutating func signedByHemisphere(negative: UInt8) throws(NMEAParseError) -> Double? {
+    let value = try decimal()
+    let letter = try character()
+    guard let value else { return nil }
+    return letter == negative ? -value : value
+  }
+}

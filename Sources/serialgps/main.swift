@@ -1,0 +1,42 @@
+// The `serialgps` command: argument parsing and output only. Each subcommand lives in a file
+// of its own and registers itself in `commands` below.
+
+import Glibc
+
+/// A subcommand: its name, a one-line summary for `serialgps help`, and its entry point,
+/// which returns the process exit code.
+struct Command: Sendable {
+  let name: String
+  let usage: String
+  let summary: String
+  let run: @Sendable ([String]) async -> Int32
+}
+
+let commands: [Command] = [
+  decodeCommand
+]
+
+func printUsage(to stream: Output = .standard) {
+  var text = "usage: serialgps <command> [options]\n\ncommands:\n"
+  for command in commands {
+    text += "  " + command.usage + "\n      " + command.summary + "\n"
+  }
+  text += "\nRun `serialgps <command> --help` for a command's options.\n"
+  stream.write(text)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard let name = arguments.first else {
+  printUsage(to: .error)
+  exitProcess(2)
+}
+if name == "help" || name == "--help" || name == "-h" {
+  printUsage()
+  exitProcess(0)
+}
+guard let command = commands.first(where: { $0.name == name }) else {
+  Output.error.write("serialgps: unknown command '\(name)'\n\n")
+  printUsage(to: .error)
+  exitProcess(2)
+}
+exitProcess(await command.run(Array(arguments.dropFirst())))
