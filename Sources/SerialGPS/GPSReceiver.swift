@@ -1,0 +1,122 @@
+import NMEA
+
+/// A GPS receiver that is powered only while someone listens.
+///
+/// The first subscriber opens the port, wakes the receiver with its chipset's commands and
+/// starts reading; fixes then stream to every subscriber, and a newcomer at once gets the
+/// latest fix with its age. When the last subscription ends the receiver waits
+/// ``Options/linger``, then sends the chipset's standby commands and closes the port. A
+/// subscriber arriving during the linger keeps it powered, restarting nothing.
+///
+/// ```swift
+/// let receiver = GPSReceiver(device: "/dev/ttyACM0")
+/// for await event in receiver.subscribe() {
+///   if case .fix(let update) = event { print(update.fix.latitude ?? "-") }
+/// }
+/// ```
+///
+/// The receiver lives while this object or any of its subscriptions does; when the last of
+/// them goes away it powers off (without waiting for the linger). ``shutdown()`` does the same
+/// and waits until the receiver has been sent its standby commands.
+public final class GPSReceiver: Sendable {
+  /// How the receiver is driven.
+  public struct Options: Sendable {
+    /// How long the receiver stays powered after the last subscription ends. Zero powers off
+    /// at once.
+    public var linger: Duration = .seconds(5)
+    /// A newcomer gets the latest fix only while it is younger than this.
+    public var replayExpiry: Duration = .seconds(10)
+    /// Events buffered per subscriber before the oldest positions are dropped.
+    public var subscriberBufferSize = 32
+    /// First delay before reopening a lost device; doubled per attempt up to
+    /// ``maximumReconnectDelay``.
+    public var reconnectDelay: Duration = .milliseconds(500)
+    public var maximumReconnectDelay: Duration = .seconds(30)
+    /// The longest NMEA sentence accepted (RTK receivers exceed NMEA's 82 characters).
+    public var maximumSentenceLength = 128
+    /// What the driver sends to wake and to put the receiver to standby.
+    public var commands: PowerCommands = .none
+    /// How long to wait for a command's acknowledgement, and how often to retry it.
+    public var acknowledgementTimeout: Duration = .seconds(1)
+    public var commandAttempts = 3
+
+    public init() {}
+  }
+
+  let core: ReceiverCore
+  private let lifetime: ReceiverLifetime
+
+  /// A receiver reached through `connector`, timed by `clock`.
+  public init(
+    connector: any ReceiverConnector, options: Options = Options(),
+    clock: any DriverClock = SystemClock()
+  ) {
+    core = ReceiverCore(connector: connector, options: options, clock: clock)
+    lifetime = ReceiverLifetime(core: core)
+    core.start()
+  }
+
+  /// The device as users know it.
+  public var deviceName: String { core.connector.deviceName }
+
+  /// Subscribes to fixes, satellite views and status changes. The first subscriber powers the
+  /// receiver on. See ``ReceiverEvents`` for what ends a subscription.
+  public func subscribe(bufferSize: Int? = nil) -> ReceiverEvents {
+    ReceiverEvents(core: core.makeSubscription(bufferSize: bufferSize, lifetime: lifetime))
+  }
+
+  /// Subscribes with a callback, for code that is not async. The handler runs on a task, one
+  /// event at a time. Cancel the returned subscription, or let it go, to unsubscribe.
+  public func subscribe(
+    bufferSize: Int? = nil, _ handler: @escaping @Sendable (ReceiverEvent) -> Void
+  ) -> Subscription {
+    Subscription(
+      core: core.makeSubscription(bufferSize: bufferSize, lifetime: lifetime), handler: handler)
+  }
+
+  /// Keeps the receiver powered for `duration` even with no subscriber: the warm-up an app
+  /// does at launch so that a later screen has a precise fix at once. Holds extend, never
+  /// shorten, one another; when the hold ends the usual linger applies.
+  public func hold(for duration: Duration) {
+    core.hold(for: duration)
+  }
+
+  /// Ends every subscription, powers the receiver off (sending its standby commands at once,
+  /// without the linger) and returns when the port is closed.
+  public func shutdown() async {
+    await core.shutdown()
+  }
+
+  /// Counters since the receiver was created.
+  public var statistics: ReceiverStatistics { core.statistics }
+}
+
+/// Counters of a ``GPSReceiver``.
+public struct ReceiverStatistics: Sendable, Hashable {
+  /// Times the port was opened and the receiver powered on.
+  public var powerOns = 0
+  /// Times the receiver was powered off and the port closed (after a loss too).
+  public var powerOffs = 0
+  /// Connections lost while powered (unplugs, read errors).
+  public var connectionsLost = 0
+  /// Failed attempts to open the device.
+  public var failedOpens = 0
+  /// Fixes published.
+  public var fixes = 0
+  /// Events dropped by subscribers that fell behind (current subscribers).
+  public var droppedEvents = 0
+  /// Commands written, and those that failed after their retries.
+  public var commandsSent = 0
+  public var commandsFailed = 0
+  /// What the decoder accepted and rejected over all connections.
+  public var decoder = DecoderStatistics()
+
+  public init() {}
+}
+
+/// Ends the receiver when neither the ``GPSReceiver`` nor any subscription refers to it.
+final class ReceiverLifetime: Sendable {
+  let core: ReceiverCore
+  init(core: ReceiverCore) { self.core = core }
+  deinit { core.requestShutdown() }
+}

@@ -1,0 +1,342 @@
+import NMEA
+
+/// The machinery behind a ``GPSReceiver``: the hub, the ordered event stream, the controller
+/// task that runs the power policy's actions, and the reader thread.
+final class ReceiverCore: @unchecked Sendable {
+  enum ControllerEvent: Sendable {
+    case policy(PowerPolicy.Event)
+    /// The reader of connection `generation` stopped on an error.
+    case readerFailed(generation: Int, reason: String)
+  }
+
+  let connector: any ReceiverConnector
+  let options: GPSReceiver.Options
+  let clock: any DriverClock
+  let hub: SubscriptionHub
+  let acknowledgements = AcknowledgementMailbox()
+
+  private let events: AsyncStream<ControllerEvent>
+  private let eventSink: AsyncStream<ControllerEvent>.Continuation
+  private let counters = Locked(ReceiverStatistics())
+  private let finished = Locked<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>(
+    (false, []))
+
+  // Owned by the controller task alone.
+  private var policy: PowerPolicy
+  private var timers: [PowerPolicy.TimerID: Task<Void, Never>] = [:]
+  private var connection: (any ReceiverConnection)?
+  private var reader: ReaderThread?
+  private var readerStop: Locked<Bool>?
+  private var generation = 0
+
+  init(connector: any ReceiverConnector, options: GPSReceiver.Options, clock: any DriverClock) {
+    self.connector = connector
+    self.options = options
+    self.clock = clock
+    hub = SubscriptionHub(clock: clock, replayExpiry: options.replayExpiry)
+    (events, eventSink) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+    policy = PowerPolicy(
+      configuration: .init(
+        linger: options.linger,
+        backoff: .init(initial: options.reconnectDelay, maximum: options.maximumReconnectDelay)))
+  }
+
+  func start() {
+    Task { await self.runController() }
+  }
+
+  var statistics: ReceiverStatistics {
+    var statistics = counters.withLock { $0 }
+    statistics.droppedEvents = hub.droppedEvents
+    return statistics
+  }
+
+  // MARK: - Requests from any thread
+
+  func makeSubscription(bufferSize: Int?, lifetime: ReceiverLifetime) -> SubscriptionCore {
+    let queue = SubscriberQueue(capacity: bufferSize ?? options.subscriberBufferSize)
+    guard let id = hub.add(queue) else {
+      queue.finish()
+      return SubscriptionCore(queue: queue) {}
+    }
+    // The attach goes into the ordered stream before `subscribe()` returns, so a dispose
+    // that follows can never overtake it.
+    eventSink.yield(.policy(.attach))
+    return SubscriptionCore(queue: queue) { [weak self] in
+      _ = lifetime  // the receiver lives while a subscription does
+      guard let self else { return }
+      self.hub.remove(id)
+      self.eventSink.yield(.policy(.detach))
+    }
+  }
+
+  func hold(for duration: Duration) {
+    eventSink.yield(.policy(.hold(until: clock.now + duration)))
+  }
+
+  func requestShutdown() {
+    eventSink.yield(.policy(.shutdown))
+  }
+
+  func shutdown() async {
+    requestShutdown()
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let done = finished.withLock { state -> Bool in
+        if state.done { return true }
+        state.waiters.append(continuation)
+        return false
+      }
+      if done { continuation.resume() }
+    }
+  }
+
+  /// Tells the controller the device appeared (hotplug), so it retries at once.
+  func deviceAppeared() {
+    eventSink.yield(.policy(.deviceAppeared))
+  }
+
+  // MARK: - The controller
+
+  private func runController() async {
+    for await event in events {
+      var pending: [PowerPolicy.Event] = []
+      switch event {
+      case .policy(let policyEvent):
+        pending.append(policyEvent)
+      case .readerFailed(let failedGeneration, let reason):
+        // A stale failure from a connection already closed is no news.
+        guard failedGeneration == generation, connection != nil else { continue }
+        counters.withLock { $0.connectionsLost += 1 }
+        pending.append(.connectionLost(reason: reason))
+      }
+      while !pending.isEmpty {
+        let next = pending.removeFirst()
+        let actions = policy.handle(next, now: clock.now)
+        for action in actions {
+          if let outcome = await perform(action) { pending.append(outcome) }
+        }
+      }
+      if policy.state == .stopped { break }
+    }
+    for timer in timers.values { timer.cancel() }
+    timers.removeAll()
+    eventSink.finish()
+    hub.close()
+    let waiters = finished.withLock { state -> [CheckedContinuation<Void, Never>] in
+      state.done = true
+      defer { state.waiters.removeAll() }
+      return state.waiters
+    }
+    for waiter in waiters { waiter.resume() }
+  }
+
+  /// Runs one action; returns the event that reports its outcome, if it has one.
+  private func perform(_ action: PowerPolicy.Action) async -> PowerPolicy.Event? {
+    switch action {
+    case .powerOn:
+      return await powerOn()
+    case .powerOff:
+      await powerOff(sendCommands: true)
+      return .poweredOff
+    case .discardConnection:
+      await powerOff(sendCommands: false)
+      return nil
+    case .armTimer(let id, let deadline):
+      let clock = self.clock
+      let sink = eventSink
+      timers[id] = Task {
+        do {
+          try await clock.sleep(until: deadline)
+        } catch {
+          return  // cancelled
+        }
+        sink.yield(.policy(.timerFired(id)))
+      }
+      return nil
+    case .cancelTimer(let id):
+      timers.removeValue(forKey: id)?.cancel()
+      return nil
+    case .status(let status):
+      hub.publish(status: status)
+      return nil
+    case .finish:
+      return nil
+    }
+  }
+
+  private func powerOn() async -> PowerPolicy.Event {
+    let opened: any ReceiverConnection
+    do {
+      opened = try await connector.connect()
+    } catch {
+      counters.withLock { $0.failedOpens += 1 }
+      return .powerOnFailed(reason: String(describing: error))
+    }
+    generation += 1
+    connection = opened
+    counters.withLock { $0.powerOns += 1 }
+    startReader(on: opened, generation: generation)
+    await send(options.commands.powerOn, to: opened)
+    return .poweredOn
+  }
+
+  private func powerOff(sendCommands: Bool) async {
+    guard let current = connection else { return }
+    if sendCommands { await send(options.commands.powerOff, to: current) }
+    readerStop?.withLock { $0 = true }
+    current.interrupt()
+    await reader?.join()
+    reader = nil
+    readerStop = nil
+    current.close()
+    connection = nil
+    acknowledgements.reset()
+    counters.withLock { $0.powerOffs += 1 }
+  }
+
+  // MARK: - Commands
+
+  /// Writes each command; waits for its acknowledgement when it has one, retrying a bounded
+  /// number of times. A command that fails is reported and the next one is still sent: the
+  /// receiver may well be streaming anyway.
+  private func send(_ commands: [PowerCommand], to connection: any ReceiverConnection) async {
+    for command in commands {
+      var outcome: String?
+      for attempt in 1...max(1, options.commandAttempts) {
+        if command.acknowledgement != nil { acknowledgements.expect(command.acknowledgement!) }
+        do {
+          try connection.write(command.bytes)
+          counters.withLock { $0.commandsSent += 1 }
+        } catch {
+          outcome = "\(command.description): \(error)"
+          break  // the connection is failing; the reader will report the loss
+        }
+        guard let expected = command.acknowledgement else {
+          outcome = nil
+          break
+        }
+        let answer = await acknowledgements.wait(
+          for: expected, until: clock.now + options.acknowledgementTimeout, clock: clock)
+        switch answer {
+        case .some(let acknowledgement) where acknowledgement.positive:
+          outcome = nil
+        case .some(let acknowledgement):
+          outcome =
+            "\(command.description) rejected (\(acknowledgement.detail)) after \(attempt) attempt(s)"
+        case .none:
+          outcome =
+            "\(command.description) not acknowledged within \(options.acknowledgementTimeout) after \(attempt) attempt(s)"
+        }
+        if outcome == nil { break }
+      }
+      if let outcome {
+        counters.withLock { $0.commandsFailed += 1 }
+        hub.publish(status: .commandFailed(reason: outcome))
+      }
+      if command.settleTime > .zero {
+        try? await clock.sleep(until: clock.now + command.settleTime)
+      }
+    }
+  }
+
+  // MARK: - Reading
+
+  private func startReader(on connection: any ReceiverConnection, generation: Int) {
+    let stop = Locked(false)
+    readerStop = stop
+    let session = ReadSession(
+      connection: connection, generation: generation, stop: stop, core: self,
+      maximumSentenceLength: options.maximumSentenceLength)
+    reader = ReaderThread.start { session.run() }
+  }
+
+  fileprivate func readerFailed(generation: Int, reason: String) {
+    eventSink.yield(.readerFailed(generation: generation, reason: reason))
+  }
+
+  fileprivate func record(decoder statistics: DecoderStatistics, fixes: Int) {
+    counters.withLock {
+      $0.decoder = statistics
+      $0.fixes += fixes
+    }
+  }
+}
+
+/// One connection's reading loop, on the reader thread: bytes → decoder → hub.
+private final class ReadSession: @unchecked Sendable {
+  let connection: any ReceiverConnection
+  let generation: Int
+  let stop: Locked<Bool>
+  unowned let core: ReceiverCore
+  var decoder: NMEADecoder
+  var status: ReceiverStatus?
+
+  init(
+    connection: any ReceiverConnection, generation: Int, stop: Locked<Bool>, core: ReceiverCore,
+    maximumSentenceLength: Int
+  ) {
+    self.connection = connection
+    self.generation = generation
+    self.stop = stop
+    self.core = core
+    decoder = NMEADecoder(
+      configuration: FramerConfiguration(maximumSentenceLength: maximumSentenceLength))
+  }
+
+  func run() {
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+    defer { buffer.deallocate() }
+    var fixes = 0
+    while !stop.withLock({ $0 }) {
+      let count: Int
+      do {
+        count = try connection.read(into: buffer)
+      } catch {
+        if !stop.withLock({ $0 }) {
+          core.readerFailed(generation: generation, reason: String(describing: error))
+        }
+        break
+      }
+      if count == 0 { continue }  // interrupted: check whether to stop
+      fixes = 0
+      decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { event in
+        handle(event, fixes: &fixes)
+      }
+      core.record(decoder: decoder.statistics, fixes: fixes)
+    }
+  }
+
+  private func handle(_ event: DecoderEvent, fixes: inout Int) {
+    switch event {
+    case .sentence(let sentence):
+      if status == nil { publish(.streaming) }
+      if case .mtkAcknowledgement(let ack) = sentence {
+        core.acknowledgements.deliver(
+          ObservedAcknowledgement(
+            answers: .mtk(command: ack.command), positive: ack.result == .succeeded,
+            detail: "PMTK001 flag \(ack.result.rawValue)"))
+      }
+    case .epoch(let epoch):
+      fixes += 1
+      publish(epoch.fix.mode == .noFix ? .noFix : .streaming)
+      core.hub.publish(fix: epoch.fix)
+      if let satellites = epoch.satellites { core.hub.publish(satellites: satellites) }
+    case .ubx(let frame):
+      // UBX-ACK-ACK (05 01) / UBX-ACK-NAK (05 00): payload is the acknowledged class and ID.
+      if frame.messageClass == 0x05, frame.messageID <= 1, frame.payload.count >= 2 {
+        core.acknowledgements.deliver(
+          ObservedAcknowledgement(
+            answers: .ubx(messageClass: frame.payload[0], messageID: frame.payload[1]),
+            positive: frame.messageID == 1, detail: frame.messageID == 1 ? "ACK" : "NAK"))
+      }
+    case .parseError, .sirf:
+      break
+    }
+  }
+
+  private func publish(_ newStatus: ReceiverStatus) {
+    guard newStatus != status else { return }
+    status = newStatus
+    core.hub.publish(status: newStatus)
+  }
+}

@@ -1,0 +1,57 @@
+import NMEA
+
+/// A position delivered to a subscriber.
+public struct FixUpdate: Sendable, Hashable {
+  /// The fix as the receiver reported it.
+  public var fix: Fix
+  /// How long ago the fix arrived from the receiver: about zero for a live fix, the fix's age
+  /// for one replayed to a newcomer.
+  public var age: Duration
+  /// True when the fix is the latest one replayed to a new subscriber, not a new one.
+  public var isReplay: Bool
+
+  public init(fix: Fix, age: Duration, isReplay: Bool) {
+    self.fix = fix
+    self.age = age
+    self.isReplay = isReplay
+  }
+}
+
+/// Where the receiver is in its life, as subscribers are told.
+public enum ReceiverStatus: Sendable, Hashable, CustomStringConvertible {
+  /// The first subscriber arrived: the port is being opened and the receiver woken.
+  case poweringOn
+  /// Valid data is arriving from the receiver.
+  case streaming
+  /// Data arrives but the receiver has no position fix (yet).
+  case noFix
+  /// The receiver went away (unplugged, read error) or could not be opened; the reason says
+  /// which and what to do. While subscribers remain the driver retries with backoff.
+  case disconnected(reason: String)
+  /// The receiver is back after a disconnection and has been powered on again.
+  case reconnected
+  /// A command was not acknowledged (NAK or timeout) after its retries; data may still flow.
+  case commandFailed(reason: String)
+  /// The last subscription ended (and the linger passed): the receiver has been sent its
+  /// standby commands and the port closed.
+  case poweredOff
+
+  public var description: String {
+    switch self {
+    case .poweringOn: return "powering on"
+    case .streaming: return "streaming"
+    case .noFix: return "no fix"
+    case .disconnected(let reason): return "disconnected: \(reason)"
+    case .reconnected: return "reconnected"
+    case .commandFailed(let reason): return "command failed: \(reason)"
+    case .poweredOff: return "powered off"
+    }
+  }
+}
+
+/// What a subscription delivers.
+public enum ReceiverEvent: Sendable, Hashable {
+  case fix(FixUpdate)
+  case satellites(SatelliteView)
+  case status(ReceiverStatus)
+}

@@ -1,0 +1,99 @@
+import NMEA
+
+/// Fans events out to every subscriber and remembers what a newcomer should be told at once:
+/// the current status and the latest fix, with its age, while it is younger than the replay
+/// expiry.
+final class SubscriptionHub: @unchecked Sendable {
+  private struct State {
+    var subscribers: [UInt64: SubscriberQueue] = [:]
+    var nextID: UInt64 = 0
+    var latestFix: Fix?
+    var latestFixTime: Duration = .zero
+    var status: ReceiverStatus?
+    var closed = false
+  }
+
+  private let state = Locked(State())
+  private let clock: any DriverClock
+  private let replayExpiry: Duration
+
+  init(clock: any DriverClock, replayExpiry: Duration) {
+    self.clock = clock
+    self.replayExpiry = replayExpiry
+  }
+
+  /// Registers a subscriber's queue, preloaded with the current status and, if fresh enough,
+  /// the latest fix. Returns `nil` once the hub is closed.
+  func add(_ queue: SubscriberQueue) -> UInt64? {
+    let now = clock.now
+    return state.withLock { state -> UInt64? in
+      guard !state.closed else { return nil }
+      // The queue is new and nobody waits on it yet, so pushing under the hub lock resumes
+      // nothing; doing it here keeps the replay ahead of any live event.
+      if let status = state.status { queue.push(.status(status)) }
+      if let fix = state.latestFix {
+        let age = now - state.latestFixTime
+        if age <= replayExpiry {
+          queue.push(.fix(FixUpdate(fix: fix, age: age, isReplay: true)))
+        }
+      }
+      state.nextID += 1
+      state.subscribers[state.nextID] = queue
+      return state.nextID
+    }
+  }
+
+  func remove(_ id: UInt64) {
+    _ = state.withLock { $0.subscribers.removeValue(forKey: id) }
+  }
+
+  var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+
+  /// Total events dropped by slow subscribers still attached.
+  var droppedEvents: Int {
+    let queues = state.withLock { Array($0.subscribers.values) }
+    return queues.reduce(0) { $0 + $1.dropped }
+  }
+
+  func publish(fix: Fix) {
+    let now = clock.now
+    let queues = state.withLock { state -> [SubscriberQueue] in
+      state.latestFix = fix
+      state.latestFixTime = now
+      return Array(state.subscribers.values)
+    }
+    let event = ReceiverEvent.fix(FixUpdate(fix: fix, age: .zero, isReplay: false))
+    for queue in queues { queue.push(event) }
+  }
+
+  func publish(satellites: SatelliteView) {
+    let queues = state.withLock { Array($0.subscribers.values) }
+    let event = ReceiverEvent.satellites(satellites)
+    for queue in queues { queue.push(event) }
+  }
+
+  /// Publishes a status change; repeats of the current status are not sent again.
+  func publish(status: ReceiverStatus) {
+    let queues = state.withLock { state -> [SubscriberQueue] in
+      if state.status == status { return [] }
+      state.status = status
+      return Array(state.subscribers.values)
+    }
+    for queue in queues { queue.push(.status(status)) }
+  }
+
+  /// The latest fix, if any, and when it arrived.
+  var latest: (fix: Fix, receivedAt: Duration)? {
+    state.withLock { state in state.latestFix.map { ($0, state.latestFixTime) } }
+  }
+
+  /// Ends every subscription and refuses new ones.
+  func close() {
+    let queues = state.withLock { state -> [SubscriberQueue] in
+      state.closed = true
+      defer { state.subscribers.removeAll() }
+      return Array(state.subscribers.values)
+    }
+    for queue in queues { queue.finish() }
+  }
+}

@@ -1,0 +1,249 @@
+import NMEA
+import Testing
+
+@testable import SerialGPS
+
+@Suite struct GPSReceiverTests {
+  func makeReceiver(
+    linger: Duration = .seconds(5), replayExpiry: Duration = .seconds(10),
+    commands: PowerCommands = .none, connector: MemoryConnector = MemoryConnector(),
+    clock: ManualClock = ManualClock()
+  ) -> (GPSReceiver, MemoryConnector, ManualClock) {
+    var options = GPSReceiver.Options()
+    options.linger = linger
+    options.replayExpiry = replayExpiry
+    options.commands = commands
+    options.reconnectDelay = .milliseconds(500)
+    options.acknowledgementTimeout = .milliseconds(200)
+    return (GPSReceiver(connector: connector, options: options, clock: clock), connector, clock)
+  }
+
+  @Test func nothingOpensWithoutSubscribers() async throws {
+    let (receiver, connector, _) = makeReceiver()
+    receiver.hold(for: .zero)  // a hold that has already ended powers nothing
+    try await Task.sleep(for: .milliseconds(50))
+    #expect(connector.opens == 0)
+    await receiver.shutdown()
+    #expect(connector.opens == 0)
+  }
+
+  @Test func firstSubscriberPowersOnAndFixesStream() async throws {
+    let (receiver, connector, _) = makeReceiver()
+    let log = EventLog(receiver.subscribe())
+    #expect(await eventually { connector.opens == 1 })
+    connector.latest!.feed(cycle(second: 1) + cycle(second: 2))
+    #expect(await eventually { log.fixes.count >= 1 })
+    let first = log.fixes[0]
+    #expect(first.fix.time == UTCTime(hour: 12, minute: 0, second: 1))
+    #expect(first.fix.mode == .threeD)
+    #expect(first.isReplay == false)
+    #expect(log.statuses.prefix(2) == [.poweringOn, .streaming])
+    log.stop()
+    await receiver.shutdown()
+    #expect(connector.latest!.isClosed)
+  }
+
+  @Test func lingerThenPowerOffAfterTheLastSubscription() async throws {
+    let (receiver, connector, clock) = makeReceiver(linger: .seconds(5))
+    let events = receiver.subscribe()
+    #expect(await eventually { connector.opens == 1 })
+    events.cancel()
+    #expect(await eventually { clock.sleeperCount == 1 })  // the linger timer
+    #expect(!connector.latest!.isClosed)
+    clock.advance(by: .seconds(4))
+    try await Task.sleep(for: .milliseconds(20))
+    #expect(!connector.latest!.isClosed)
+    clock.advance(by: .seconds(1))
+    #expect(await eventually { connector.latest!.isClosed })
+    #expect(receiver.statistics.powerOffs == 1)
+    await receiver.shutdown()
+  }
+
+  @Test func returningSubscriberCancelsTheLingerAndRestartsNothing() async throws {
+    let (receiver, connector, clock) = makeReceiver(linger: .seconds(5))
+    let first = receiver.subscribe()
+    #expect(await eventually { connector.opens == 1 })
+    first.cancel()
+    #expect(await eventually { clock.sleeperCount == 1 })
+    clock.advance(by: .seconds(3))
+    let second = receiver.subscribe()
+    #expect(await eventually { clock.sleeperCount == 0 })  // the linger was cancelled
+    clock.advance(by: .seconds(10))
+    try await Task.sleep(for: .milliseconds(20))
+    #expect(connector.opens == 1)
+    #expect(!connector.latest!.isClosed)
+    second.cancel()
+    #expect(await eventually { clock.sleeperCount == 1 })
+    clock.advance(by: .seconds(5))
+    #expect(await eventually { connector.latest!.isClosed })
+    await receiver.shutdown()
+  }
+
+  @Test func newcomerGetsTheLatestFixWithItsAge() async throws {
+    let (receiver, connector, clock) = makeReceiver(replayExpiry: .seconds(10))
+    let first = EventLog(receiver.subscribe())
+    #expect(await eventually { connector.opens == 1 })
+    connector.latest!.feed(cycle(second: 1) + cycle(second: 2))
+    #expect(await eventually { first.fixes.count == 1 })
+    clock.advance(by: .seconds(3))
+    let second = EventLog(receiver.subscribe())
+    #expect(await eventually { second.fixes.count == 1 })
+    let replay = second.fixes[0]
+    #expect(replay.isReplay)
+    #expect(replay.age == .seconds(3))
+    #expect(replay.fix.time == UTCTime(hour: 12, minute: 0, second: 1))
+    first.stop()
+    second.stop()
+    await receiver.shutdown()
+  }
+
+  @Test func anExpiredFixIsNotReplayed() async throws {
+    let (receiver, connector, clock) = makeReceiver(replayExpiry: .seconds(10))
+    let first = EventLog(receiver.subscribe())
+    #expect(await eventually { connector.opens == 1 })
+    connector.latest!.feed(cycle(second: 1) + cycle(second: 2))
+    #expect(await eventually { first.fixes.count == 1 })
+    clock.advance(by: .seconds(11))
+    let second = EventLog(receiver.subscribe())
+    try await Task.sleep(for: .milliseconds(50))
+    #expect(second.fixes.isEmpty)
+    #expect(second.statuses == [.streaming])  // the current status, at once
+    first.stop()
+    second.stop()
+    await receiver.shutdown()
+  }
+
+  @Test func holdPowersOnWithoutSubscribersAndEnds() async throws {
+    let (receiver, connector, clock) = makeReceiver(linger: .zero)
+    receiver.hold(for: .seconds(30))
+    #expect(await eventually { connector.opens == 1 })
+    #expect(await eventually { clock.sleeperCount == 1 })
+    clock.advance(by: .seconds(29))
+    try await Task.sleep(for: .milliseconds(20))
+    #expect(!connector.latest!.isClosed)
+    clock.advance(by: .seconds(1))
+    #expect(await eventually { connector.latest!.isClosed })
+    await receiver.shutdown()
+  }
+
+  @Test func unplugDuringStreamingReconnectsWhileSubscribed() async throws {
+    let (receiver, connector, clock) = makeReceiver()
+    let log = EventLog(receiver.subscribe())
+    #expect(await eventually { connector.opens == 1 })
+    connector.latest!.feed(cycle(second: 1) + cycle(second: 2))
+    #expect(await eventually { log.fixes.count == 1 })
+    connector.failNextOpen("still unplugged")
+    connector.latest!.hangUp()
+    #expect(
+      await eventually {
+        log.statuses.contains { if case .disconnected = $0 { true } else { false } }
+      })
+    #expect(await eventually { connector.latest!.isClosed })
+    #expect(await eventually { clock.sleeperCount == 1 })
+    clock.advance(by: .milliseconds(500))  // first retry: fails
+    #expect(await eventually { clock.sleeperCount == 1 && connector.opens == 1 })
+    try await Task.sleep(for: .milliseconds(20))
+    clock.advance(by: .seconds(1))  // second retry (doubled backoff): the device is back
+    #expect(await eventually { connector.opens == 2 })
+    #expect(await eventually { log.statuses.contains(.reconnected) })
+    connector.latest!.feed(cycle(second: 5) + cycle(second: 6))
+    #expect(await eventually { log.fixes.count == 2 })
+    #expect(receiver.statistics.connectionsLost == 1)
+    log.stop()
+    await receiver.shutdown()
+    #expect(connector.overlaps == 0)
+  }
+
+  @Test func aReceiverThatNeverSendsIsStillClosedAfterTheLastSubscription() async throws {
+    let (receiver, connector, clock) = makeReceiver(linger: .seconds(1))
+    let events = receiver.subscribe()
+    #expect(await eventually { connector.opens == 1 })
+    events.cancel()
+    #expect(await eventually { clock.sleeperCount == 1 })
+    clock.advance(by: .seconds(1))
+    #expect(await eventually { connector.latest!.isClosed })
+    await receiver.shutdown()
+  }
+
+  @Test func droppingTheSequenceEndsTheSubscription() async throws {
+    let (receiver, connector, clock) = makeReceiver(linger: .zero)
+    do {
+      let events = receiver.subscribe()
+      _ = events
+    }
+    #expect(await eventually { connector.opens == 1 })
+    #expect(await eventually { connector.latest!.isClosed })
+    _ = clock
+    await receiver.shutdown()
+  }
+
+  @Test func taskCancellationEndsTheSubscription() async throws {
+    let (receiver, connector, _) = makeReceiver(linger: .zero)
+    let events = receiver.subscribe()
+    let task = Task {
+      var count = 0
+      for await _ in events { count += 1 }
+      return count
+    }
+    #expect(await eventually { connector.opens == 1 })
+    task.cancel()
+    _ = await task.value
+    #expect(await eventually { connector.latest!.isClosed })
+    await receiver.shutdown()
+  }
+
+  @Test func callbackSubscriptionEndsWhenReleased() async throws {
+    let (receiver, connector, _) = makeReceiver(linger: .zero)
+    let count = Locked(0)
+    var subscription: Subscription? = receiver.subscribe { event in
+      if case .fix = event { count.withLock { $0 += 1 } }
+    }
+    #expect(await eventually { connector.opens == 1 })
+    connector.latest!.feed(cycle(second: 1) + cycle(second: 2))
+    #expect(await eventually { count.withLock { $0 } == 1 })
+    _ = subscription
+    subscription = nil
+    #expect(await eventually { connector.latest!.isClosed })
+    await receiver.shutdown()
+  }
+
+  @Test func aSlowSubscriberLosesOldFixesNotTheOthers() async throws {
+    let (receiver, connector, _) = makeReceiver()
+    let slow = receiver.subscribe(bufferSize: 2)
+    let fast = EventLog(receiver.subscribe())
+    #expect(await eventually { connector.opens == 1 })
+    var text = ""
+    for second in 1...21 { text += cycle(second: second) }
+    connector.latest!.feed(text)
+    // Once the builder has learned that GGA ends each cycle, the 21st epoch is out at once.
+    #expect(await eventually { fast.fixes.count == 21 })
+    #expect(slow.droppedEvents > 0)
+    // The newest events won: the slow subscriber still gets the latest fix, and the status.
+    var iterator = slow.makeAsyncIterator()
+    var received: [ReceiverEvent] = []
+    while received.count < 2, let event = await iterator.next() { received.append(event) }
+    #expect(received.first == .status(.streaming))
+    guard case .fix(let last) = received.last else {
+      Issue.record("expected the newest fix, got \(received)")
+      return
+    }
+    #expect(last.fix.time?.second == 21)
+    fast.stop()
+    slow.cancel()
+    await receiver.shutdown()
+  }
+
+  @Test func shutdownEndsSubscriptions() async throws {
+    let (receiver, connector, _) = makeReceiver()
+    let events = receiver.subscribe()
+    #expect(await eventually { connector.opens == 1 })
+    await receiver.shutdown()
+    var iterator = events.makeAsyncIterator()
+    while await iterator.next() != nil {}
+    #expect(connector.latest!.isClosed)
+    // After shutdown nothing powers on again.
+    _ = receiver.subscribe()
+    try await Task.sleep(for: .milliseconds(20))
+    #expect(connector.opens == 1)
+  }
+}

@@ -1,0 +1,169 @@
+import Testing
+
+@testable import SerialGPS
+
+@Suite struct PowerPolicyTests {
+  var policy = PowerPolicy(
+    configuration: .init(
+      linger: .seconds(5), backoff: .init(initial: .milliseconds(500), maximum: .seconds(4))))
+
+  @Test mutating func firstAttachPowersOnAndLaterOnesDoNothing() {
+    #expect(policy.handle(.attach, now: .zero) == [.status(.poweringOn), .powerOn])
+    #expect(policy.handle(.attach, now: .zero) == [])
+    #expect(policy.handle(.poweredOn, now: .zero) == [])
+    #expect(policy.state == .on)
+    #expect(policy.handle(.attach, now: .zero) == [])
+    #expect(policy.subscribers == 3)
+  }
+
+  @Test mutating func lastDetachLingersThenPowersOff() {
+    _ = policy.handle(.attach, now: .zero)
+    _ = policy.handle(.poweredOn, now: .zero)
+    let actions = policy.handle(.detach, now: .seconds(10))
+    guard case .armTimer(let timer, let deadline) = actions.first, actions.count == 1 else {
+      Issue.record("expected one timer, got \(actions)")
+      return
+    }
+    #expect(deadline == .seconds(15))
+    #expect(policy.handle(.timerFired(timer), now: .seconds(15)) == [.powerOff])
+    #expect(policy.handle(.poweredOff, now: .seconds(15)) == [.status(.poweredOff)])
+    #expect(policy.state == .off)
+  }
+
+  @Test mutating func subscriberDuringLingerCancelsPowerOffAndRestartsNothing() {
+    _ = policy.handle(.attach, now: .zero)
+    _ = policy.handle(.poweredOn, now: .zero)
+    guard case .armTimer(let timer, _) = policy.handle(.detach, now: .zero).first else {
+      Issue.record("no linger timer")
+      return
+    }
+    #expect(policy.handle(.attach, now: .seconds(1)) == [.cancelTimer(timer)])
+    #expect(policy.state == .on)
+    // The cancelled timer may still fire (it raced the cancel): it must change nothing.
+    #expect(policy.handle(.timerFired(timer), now: .seconds(5)) == [])
+    #expect(policy.state == .on)
+    // A new linger gets a new timer.
+    guard case .armTimer(let second, let deadline) = policy.handle(.detach, now: .seconds(6)).first
+    else {
+      Issue.record("no second linger timer")
+      return
+    }
+    #expect(second != timer)
+    #expect(deadline == .seconds(11))
+  }
+
+  @Test func zeroLingerPowersOffAtOnce() {
+    var policy = PowerPolicy(
+      configuration: .init(
+        linger: .zero, backoff: .init(initial: .seconds(1), maximum: .seconds(1))))
+    _ = policy.handle(.attach, now: .zero)
+    _ = policy.handle(.poweredOn, now: .zero)
+    #expect(policy.handle(.detach, now: .zero) == [.powerOff])
+  }
+
+  @Test mutating func everyoneLeavingDuringPowerOnStillPowersOff() {
+    _ = policy.handle(.attach, now: .zero)
+    // The detach arrives while the port opens; the controller handles it afterwards.
+    _ = policy.handle(.detach, now: .zero)
+    let actions = policy.handle(.poweredOn, now: .zero)
+    guard case .armTimer = actions.first else {
+      Issue.record("expected the linger to start, got \(actions)")
+      return
+    }
+  }
+
+  @Test mutating func attachDuringPowerOffPowersOnAgainAfterIt() {
+    _ = policy.handle(.attach, now: .zero)
+    _ = policy.handle(.poweredOn, now: .zero)
+    guard case .armTimer(let timer, _) = policy.handle(.detach, now: .zero).first else { return }
+    #expect(policy.handle(.timerFired(timer), now: .seconds(5)) == [.powerOff])
+    #expect(policy.handle(.attach, now: .seconds(5)) == [])  // power-off in progress
+    #expect(
+      policy.handle(.poweredOff, now: .seconds(5)) == [
+        .status(.poweredOff), .status(.poweringOn), .powerOn,
+      ])
+  }
+
+  @Test mutating func lostConnectionRetriesWithGrowingBackoffWhileSubscribed() {
+    _ = policy.handle(.attach, now: .zero)
+    _ = policy.handle(.poweredOn, now: .zero)
+    let lost = policy.handle(.connectionLost(reason: "unplugged"), now: .seconds(1))
+    #expect(lost.first == .discardConnection)
+    #expect(lost.contains(.status(.disconnected(reason: "unplugged"))))
+    guard case .armTimer(let first, let firstDeadline) = lost.last else {
+      Issue.record("no reconnect timer in \(lost)")
+      return
+    }
+    #expect(firstDeadline == .seconds(1) + .milliseconds(500))
+    #expect(policy.handle(.timerFired(first), now: firstDeadline) == [.powerOn])
+    // Still missing: the same reason is not repeated, the delay doubles.
+    let again = policy.handle(.powerOnFailed(reason: "unplugged"), now: firstDeadline)
+    guard case .armTimer(let second, let secondDeadline) = again.last, again.count == 1 else {
+      Issue.record("expected only a timer, got \(again)")
+      return
+    }
+    #expect(secondDeadline == firstDeadline + .seconds(1))
+    #expect(policy.handle(.timerFired(second), now: secondDeadline) == [.powerOn])
+    #expect(policy.handle(.poweredOn, now: secondDeadline) == [.status(.reconnected)])
+  }
+
+  @Test func backoffIsCapped() {
+    let backoff = PowerPolicy.Backoff(initial: .milliseconds(500), maximum: .seconds(4))
+    #expect(
+      (1...6).map { backoff.delay(attempt: $0) } == [
+        .milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(4), .seconds(4),
+      ])
+  }
+
+  @Test mutating func lastSubscriberLeavingWhileReconnectingStopsTrying() {
+    _ = policy.handle(.attach, now: .zero)
+    _ = policy.handle(.poweredOn, now: .zero)
+    let lost = policy.handle(.connectionLost(reason: "gone"), now: .zero)
+    guard case .armTimer(let timer, _) = lost.last else { return }
+    #expect(policy.handle(.detach, now: .zero) == [.cancelTimer(timer), .status(.poweredOff)])
+    #expect(policy.state == .off)
+  }
+
+  @Test mutating func hotplugRetriesAtOnce() {
+    _ = policy.handle(.attach, now: .zero)
+    let failed = policy.handle(.powerOnFailed(reason: "missing"), now: .zero)
+    guard case .armTimer(let timer, _) = failed.last else { return }
+    #expect(policy.handle(.deviceAppeared, now: .zero) == [.cancelTimer(timer), .powerOn])
+  }
+
+  @Test mutating func holdKeepsPowerWithoutSubscribersThenLingers() {
+    let actions = policy.handle(.hold(until: .seconds(30)), now: .zero)
+    guard case .armTimer(let hold, .seconds(30)) = actions.first else {
+      Issue.record("no hold timer in \(actions)")
+      return
+    }
+    #expect(Array(actions.dropFirst()) == [.status(.poweringOn), .powerOn])
+    _ = policy.handle(.poweredOn, now: .zero)
+    _ = policy.handle(.attach, now: .seconds(1))
+    #expect(policy.handle(.detach, now: .seconds(2)) == [])  // the hold still stands
+    let expired = policy.handle(.timerFired(hold), now: .seconds(30))
+    guard case .armTimer(_, let deadline) = expired.first else {
+      Issue.record("expected the linger after the hold, got \(expired)")
+      return
+    }
+    #expect(deadline == .seconds(35))
+  }
+
+  @Test mutating func holdsExtendNeverShorten() {
+    _ = policy.handle(.hold(until: .seconds(30)), now: .zero)
+    let actions = policy.handle(.hold(until: .seconds(10)), now: .zero)
+    #expect(actions.contains { if case .armTimer(_, .seconds(30)) = $0 { true } else { false } })
+  }
+
+  @Test mutating func shutdownPowersOffAndStops() {
+    _ = policy.handle(.attach, now: .zero)
+    _ = policy.handle(.poweredOn, now: .zero)
+    #expect(policy.handle(.shutdown, now: .zero) == [.powerOff, .status(.poweredOff), .finish])
+    #expect(policy.handle(.attach, now: .zero) == [])
+  }
+
+  @Test mutating func unbalancedDetachIsIgnored() {
+    #expect(policy.handle(.detach, now: .zero) == [])
+    #expect(policy.subscribers == 0)
+  }
+}
