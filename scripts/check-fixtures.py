@@ -445,10 +445,12 @@ def main():
         path = os.path.join(directory, file_name)
         truth_path = path[: -len(".nmea")] + ".truth.json"
         try:
-            print(check(path, truth_path))
+            summary = check(path, truth_path)
         except (Failure, OSError, KeyError, ValueError, StopIteration) as error:
             print(f"check-fixtures: {file_name}: {type(error).__name__}: {error}", file=sys.stderr)
             failed += 1
+            continue
+        print(summary)
     return 1 if failed else 0
 
 
