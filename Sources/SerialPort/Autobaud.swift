@@ -85,7 +85,7 @@ public enum Autobaud {
     for rate in memory.searchOrder(for: port.path, candidates: candidates) {
       do {
         try port.setBaudRate(rate)
-      } catch where error.reason == .unsupportedBaudRate(rate) {
+      } catch  where error.reason == .unsupportedBaudRate(rate) {
         continue  // the driver cannot do this rate, so the receiver is not using it here
       }
       try port.flushInput()

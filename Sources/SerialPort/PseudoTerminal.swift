@@ -18,20 +18,28 @@ import Glibc
 ///   ``SerialPort/read(into:deadline:)`` wakes with
 ///   ``SerialPortError/Reason/disconnected(_:)``, as when a USB receiver is unplugged. Bytes
 ///   the port had not read yet are discarded by the kernel, as on a real unplug. The pair
-///   cannot come back: a "replugged" receiver is a new `PseudoTerminal` with a new path.
+///   cannot come back: a "replugged" receiver is a new `PseudoTerminal`, with a new
+///   `/dev/pts/N`. Give both the same `symlink` to keep one stable name across the replug, as
+///   `/dev/serial/by-id/…` does for a USB receiver.
 ///
 /// Threading: as for ``SerialPort``, one reader and one writer at a time, ``interrupt()``
 /// and ``hangUp()`` from anywhere.
 public final class PseudoTerminal: Sendable {
   /// The device side's path, `/dev/pts/N`.
   public let devicePath: String
+  /// A symbolic link to ``devicePath``, when one was asked for; removed by ``hangUp()``.
+  public let symlinkPath: String?
 
   let io: PolledIO
   let device: FileDescriptor
   let lifetime: DescriptorGuard
 
   /// Opens a new pair (`openpty`).
-  public init() throws(SerialPortError) {
+  ///
+  /// - Parameter symlink: a path at which to create a symbolic link to the device side. An
+  ///   existing symbolic link there is replaced (a replugged receiver takes over the name);
+  ///   any other file there is an error.
+  public init(symlink: String? = nil) throws(SerialPortError) {
     let interruptSignal: EventSignal
     let closeSignal: EventSignal
     do {
@@ -54,7 +62,21 @@ public final class PseudoTerminal: Sendable {
       closeSignal.close()
       throw SerialPortError(device: "a new pty", operation: .open, errno: error)
     }
-    self.devicePath = String(decoding: path.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let devicePath = String(
+      decoding: path.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    if let symlink {
+      do throws(Errno) {
+        try Self.link(symlink, to: devicePath)
+      } catch {
+        Glibc.close(controller)
+        Glibc.close(device)
+        interruptSignal.close()
+        closeSignal.close()
+        throw SerialPortError(device: symlink, operation: .open, errno: error)
+      }
+    }
+    self.devicePath = devicePath
+    self.symlinkPath = symlink
     self.io = PolledIO(
       descriptor: FileDescriptor(rawValue: controller), interruptSignal: interruptSignal,
       closeSignal: closeSignal)
@@ -176,15 +198,35 @@ public final class PseudoTerminal: Sendable {
   }
 
   /// Closes the controller and this object's hold on the device side: to a port that has the
-  /// device open, the receiver was unplugged. Reads and writes in flight here are woken and
-  /// throw ``SerialPortError/Reason/closed``. Idempotent; callable from any thread.
+  /// device open, the receiver was unplugged. Removes ``symlinkPath`` if it still points here.
+  /// Reads and writes in flight here are woken and throw ``SerialPortError/Reason/closed``.
+  /// Idempotent; callable from any thread.
   public func hangUp() {
     let io = io
     let device = device
+    let devicePath = devicePath
+    let symlinkPath = symlinkPath
     lifetime.close {
+      if let symlinkPath, Self.linkTarget(symlinkPath) == devicePath { unlink(symlinkPath) }
       try? io.descriptor.close()
       try? device.close()
       io.interruptSignal.close()
     }
+  }
+
+  private static func link(_ link: String, to target: String) throws(Errno) {
+    var status = stat()
+    if lstat(link, &status) == 0 {
+      guard status.st_mode & S_IFMT == S_IFLNK else { throw Errno(rawValue: EEXIST) }
+      _ = try valueOrErrno(unlink(link))
+    }
+    _ = try valueOrErrno(symlink(target, link))
+  }
+
+  private static func linkTarget(_ link: String) -> String? {
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let count = readlink(link, &buffer, buffer.count - 1)
+    guard count >= 0 else { return nil }
+    return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
 }

@@ -304,7 +304,8 @@ extension IOFailure {
       SerialPortError(device: device, operation: operation, reason: .closed)
     case .disconnected(let cause):
       if case .errno(let errno) = cause {
-        SerialPortError(device: device, operation: operation, reason: .disconnected(cause), errno: errno)
+        SerialPortError(
+          device: device, operation: operation, reason: .disconnected(cause), errno: errno)
       } else {
         SerialPortError(device: device, operation: operation, reason: .disconnected(cause))
       }

@@ -140,10 +140,12 @@ public struct SerialPortError: Error, Hashable, Sendable, CustomStringConvertibl
       text += " (\(ownership.summary))."
       if let group = ownership.groupName, ownership.groupCanReadAndWrite {
         if ownership.callerIsInGroup {
-          text += " This process is already in group \(group), so something else denies access"
+          text +=
+            " This process is already in group \(group), so something else denies access"
             + " (a security policy such as AppArmor, or a read-only mount)."
         } else {
-          text += " Add your user to group \(group): `sudo usermod -aG \(group) $USER`, then log"
+          text +=
+            " Add your user to group \(group): `sudo usermod -aG \(group) $USER`, then log"
             + " out and back in."
         }
         return text + " Or install the project's udev rule \(Self.udevRuleAdvice)."

@@ -11,7 +11,9 @@ public struct TerminalSettings: Equatable, @unchecked Sendable {
   init(_ attributes: termios) { self.attributes = attributes }
 
   /// The output speed, or nil for B0 (hang up) and speeds outside the C library's table.
-  public var baudRate: BaudRate? { withUnsafePointer(to: attributes) { BaudRate(speed: cserial_output_speed($0)) } }
+  public var baudRate: BaudRate? {
+    withUnsafePointer(to: attributes) { BaudRate(speed: cserial_output_speed($0)) }
+  }
 
   /// Sets both input and output speed. Returns false, changing nothing, for a rate outside
   /// ``BaudRate/supported``.

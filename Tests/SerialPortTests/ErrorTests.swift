@@ -96,7 +96,8 @@ struct ErrorTests {
     #expect(!closedError.description.contains("usermod"))
     #expect(closedError.description.contains("udev-rules/60-serialgps.rules"))
 
-    let unknown = SerialPortError(device: "/dev/ttyS0", operation: .open, reason: .permissionDenied(nil))
+    let unknown = SerialPortError(
+      device: "/dev/ttyS0", operation: .open, reason: .permissionDenied(nil))
     #expect(unknown.description.contains("/dev/ttyS0"))
     #expect(unknown.description.contains("udev-rules/60-serialgps.rules"))
   }

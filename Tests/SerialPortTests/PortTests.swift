@@ -85,7 +85,9 @@ struct PortTests {
       let waited = ContinuousClock.now - start
       var buffer = [UInt8](repeating: 0, count: 8)
       let past = ContinuousClock.now.advanced(by: .seconds(-1))
-      let pastDeadline = try buffer.withUnsafeMutableBytes { try port.read(into: $0, deadline: past) }
+      let pastDeadline = try buffer.withUnsafeMutableBytes {
+        try port.read(into: $0, deadline: past)
+      }
       return (first, waited, try port.readOnce(timeout: .zero), pastDeadline)
     }
     #expect(first == .timedOut)

@@ -101,11 +101,14 @@ extension SerialPort {
     let deadline = ContinuousClock.now.advanced(by: timeout)
     while bytes.count < count {
       let result = try buffer.withUnsafeMutableBytes {
-        try read(into: UnsafeMutableRawBufferPointer(rebasing: $0[..<min($0.count, count - bytes.count)]), deadline: deadline)
+        try read(
+          into: UnsafeMutableRawBufferPointer(rebasing: $0[..<min($0.count, count - bytes.count)]),
+          deadline: deadline)
       }
       switch result {
       case .received(let n): bytes += buffer[..<n]
-      case .timedOut, .interrupted: throw TestFailure("read \(bytes.count) of \(count) bytes: \(result)")
+      case .timedOut, .interrupted:
+        throw TestFailure("read \(bytes.count) of \(count) bytes: \(result)")
       }
     }
     return bytes
@@ -125,7 +128,8 @@ extension PseudoTerminal {
     var bytes: [UInt8] = []
     let deadline = ContinuousClock.now.advanced(by: timeout)
     while bytes.count < count {
-      let chunk = try read(upTo: min(65536, count - bytes.count), timeout: ContinuousClock.now.duration(to: deadline))
+      let chunk = try read(
+        upTo: min(65536, count - bytes.count), timeout: ContinuousClock.now.duration(to: deadline))
       if chunk.isEmpty { throw TestFailure("read \(bytes.count) of \(count) bytes, then nothing") }
       bytes += chunk
     }
@@ -173,7 +177,8 @@ func containsChecksumValidSentence(_ bytes: [UInt8]) -> Bool {
 }
 
 /// A checksum-valid sentence.
-let validSentence = Array("$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*47\r\n".utf8)
+let validSentence = Array(
+  "$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*47\r\n".utf8)
 
 /// Runs `body` with CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and CAP_SYS_ADMIN dropped from this
 /// thread's effective set, so that root sees what an unprivileged user sees. Synchronous on

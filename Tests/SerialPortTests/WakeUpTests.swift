@@ -75,12 +75,15 @@ struct WakeUpTests {
       try pty.write(validSentence)
       let bytes = try port.readExactly(validSentence.count)
       pty.hangUp()
-      let afterRead = Result { () throws(SerialPortError) in try port.readOnce(timeout: .seconds(60)) }
+      let afterRead = Result { () throws(SerialPortError) in
+        try port.readOnce(timeout: .seconds(60))
+      }
       let afterWrite = Result { () throws(SerialPortError) in try port.write(validSentence) }
       return (bytes, afterRead, afterWrite)
     }
     #expect(bytes == validSentence)
-    guard case .failure(let readError) = afterRead, case .failure(let writeError) = afterWrite else {
+    guard case .failure(let readError) = afterRead, case .failure(let writeError) = afterWrite
+    else {
       Issue.record("read or write after hang-up succeeded: \(afterRead), \(afterWrite)")
       return
     }
