@@ -17,6 +17,8 @@
 
 int cserial_set_exclusive(int fd) { return ioctl(fd, TIOCEXCL); }
 
+int cserial_get_exclusive(int fd, int *exclusive) { return ioctl(fd, TIOCGEXCL, exclusive); }
+
 int cserial_clear_exclusive(int fd) { return ioctl(fd, TIOCNXCL); }
 
 int cserial_modem_lines_raise(int fd, int lines) { return ioctl(fd, TIOCMBIS, &lines); }

@@ -32,8 +32,9 @@ import Glibc
 public final class SerialPort: Sendable {
   /// The device path as given to ``open(path:baudRate:exclusive:)``.
   public let path: String
-  /// Whether TIOCEXCL took: other opens fail with EBUSY (except by root, who bypasses it).
-  /// False where the driver does not support it (umockdev, some USB bridges).
+  /// Whether TIOCEXCL took: other opens fail with EBUSY. Root bypasses TIOCEXCL in the
+  /// kernel, but ``open(path:baudRate:exclusive:)`` checks for it (TIOCGEXCL) and refuses
+  /// anyway. False where the driver does not support it (umockdev, some USB bridges).
   public let isExclusive: Bool
   /// Whether the line has modem control (DTR/RTS). False on ptys, which refuse it with ENOTTY.
   public let supportsModemLines: Bool
@@ -69,6 +70,10 @@ public final class SerialPort: Sendable {
   /// carrier ignored and no flow control; the rate is set and read back; DTR and RTS are
   /// raised where the line has them (some receivers draw power from them); stale input is
   /// discarded.
+  ///
+  /// A tty another program holds exclusively is refused with ``SerialPortError/Reason/busy``
+  /// even when the kernel would let this process in (root bypasses TIOCEXCL): two readers on
+  /// one tty each get part of the bytes.
   ///
   /// - Throws: ``SerialPortError`` naming `path`: ``SerialPortError/Reason/missing``,
   ///   ``SerialPortError/Reason/permissionDenied(_:)``, ``SerialPortError/Reason/busy``,
@@ -109,13 +114,23 @@ public final class SerialPort: Sendable {
     }
 
     var saved: TerminalSettings? = nil
+    var setExclusive = false
     func abandon(_ error: SerialPortError) -> SerialPortError {
       if let saved { try? tty.setAttributes(saved.attributes) }
-      if exclusive { _ = cserial_clear_exclusive(tty.rawValue) }
+      if setExclusive { _ = cserial_clear_exclusive(tty.rawValue) }
       try? tty.close()
       interruptSignal.close()
       closeSignal.close()
       return error
+    }
+
+    // Another program holding the tty exclusively makes open fail with EBUSY, except for root
+    // (CAP_SYS_ADMIN), whose open succeeds. Two readers on one tty would each get part of
+    // the bytes, so root is refused too, before anything of the other program's is touched.
+    var heldExclusively: CInt = 0
+    if cserial_get_exclusive(tty.rawValue, &heldExclusively) == 0, heldExclusively != 0 {
+      throw abandon(
+        SerialPortError(device: path, operation: .open, reason: .busy, errno: .deviceBusy))
     }
 
     do {
@@ -125,8 +140,9 @@ public final class SerialPort: Sendable {
     }
     let original = saved!
 
-    // TIOCEXCL is advisory for root and unsupported under umockdev: not worth failing over.
-    let isExclusive = exclusive && cserial_set_exclusive(tty.rawValue) == 0
+    // Not supported everywhere (umockdev, some drivers): not worth failing over.
+    setExclusive = exclusive && cserial_set_exclusive(tty.rawValue) == 0
+    let isExclusive = setExclusive
 
     var settings = original
     settings.makeRaw8N1()
@@ -146,11 +162,13 @@ public final class SerialPort: Sendable {
       supportsModemLines = false
     }
 
+    // Bytes queued before this open arrived at whatever rate the line had: drop them. Only a
+    // device that went away makes this fatal.
     do {
       try tty.flush(TCIFLUSH)
-    } catch {
+    } catch  where error.meansDeviceGone {
       throw abandon(failure(.flush, error))
-    }
+    } catch {}
 
     let io = PolledIO(
       descriptor: tty, interruptSignal: interruptSignal, closeSignal: closeSignal)

@@ -172,6 +172,32 @@ struct ErrorTests {
     #expect(throws: Never.self) { try third.get().close() }
   }
 
+  /// Root gets past TIOCEXCL in the kernel; the port checks TIOCGEXCL and refuses anyway,
+  /// whether or not it asks for exclusivity itself, and leaves the holder's flag alone.
+  @Test func anExclusivePortIsBusyEvenForRoot() throws {
+    let pty = try PseudoTerminal()
+    let holder = try SerialPort.open(path: pty.devicePath, baudRate: 4800)
+    defer { holder.close() }
+    for exclusive in [true, false] {
+      do {
+        let intruder = try SerialPort.open(
+          path: pty.devicePath, baudRate: 9600, exclusive: exclusive)
+        intruder.close()
+        Issue.record("opened a port another holds exclusively (exclusive: \(exclusive))")
+      } catch {
+        #expect(error.reason == .busy)
+      }
+    }
+    // The holder's settings and exclusivity are untouched.
+    #expect(try pty.deviceSettings().baudRate == 4800)
+    let again: Result<SerialPort, SerialPortError> = try withoutPrivilegeOverrides {
+      Result { () throws(SerialPortError) in
+        try SerialPort.open(path: pty.devicePath, baudRate: 9600)
+      }
+    }
+    #expect(throws: SerialPortError.self) { try again.get() }
+  }
+
   @Test func openingWithoutExclusivityLeavesOthersIn() throws {
     let pty = try PseudoTerminal()
     let first = try SerialPort.open(path: pty.devicePath, baudRate: 9600, exclusive: false)

@@ -12,6 +12,8 @@
 
 /// TIOCEXCL: further opens of the tty fail with EBUSY (unless the opener has CAP_SYS_ADMIN).
 int cserial_set_exclusive(int fd);
+/// TIOCGEXCL: whether TIOCEXCL is set on the tty (by anyone). Linux 3.8 and later.
+int cserial_get_exclusive(int fd, int *exclusive);
 /// TIOCNXCL: clears TIOCEXCL. The flag belongs to the tty, not to the open file, so it outlives
 /// a close while anyone else still holds the tty open.
 int cserial_clear_exclusive(int fd);
