@@ -17,6 +17,7 @@ let package = Package(
     .library(name: "GPSDProtocol", targets: ["GPSDProtocol"]),
     .executable(name: "serialgps", targets: ["serialgps"]),
     .executable(name: "nmea-bench", targets: ["nmea-bench"]),
+    .executable(name: "serial-bench", targets: ["serial-bench"]),
   ],
   targets: [
     // Bytes → sentences → fixes. No Foundation, no I/O, no clocks.
@@ -65,6 +66,8 @@ let package = Package(
     // Benchmarks. The malloc-counting shim is linked into the benchmark only.
     .target(name: "CMallocCounter"),
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "CMallocCounter"]),
+    // What an idle SerialPort reader costs and how fast a blocked reader wakes.
+    .executableTarget(name: "serial-bench", dependencies: ["SerialPort", "CSerialShims"]),
 
     .testTarget(name: "NMEATests", dependencies: ["NMEA"]),
     .testTarget(name: "SerialPortTests", dependencies: ["SerialPort", "CSerialShims"]),
