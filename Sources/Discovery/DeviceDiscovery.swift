@@ -15,7 +15,7 @@
 /// Dropping the last reference, or calling `shutdown()`, stops the thread and finishes every
 /// event stream.
 public final class DeviceDiscovery: Sendable {
-  private let thread: DiscoveryThread
+  let thread: DiscoveryThread
 
   /// Starts the discovery thread. `source` picks the netlink source for hotplug events;
   /// the default uses udevd's events where udevd runs and the kernel's elsewhere.

@@ -1,4 +1,5 @@
 import CUdev
+import Glibc
 
 /// Turns a libudev device into a `SerialDevice`. Called on the discovery thread only: the
 /// pointers it touches belong to that thread's udev context.
@@ -41,10 +42,12 @@ enum DeviceReader {
         product: trimmed(productName),
         interfaceNumber: interfaceText.flatMap { UInt8($0, radix: 16) })
       computedByID = UdevSerialName.byIDPath(
-        UdevSerialName.Attributes(
+        UdevSerialName.RawAttributes(
           kernelName: string(udev_device_get_sysname(device)) ?? "",
           vendorID: vendorText, productID: productText,
-          manufacturer: manufacturer, product: productName, serial: serial,
+          manufacturer: rawAttribute(usbDevice, "manufacturer"),
+          product: rawAttribute(usbDevice, "product"),
+          serial: rawAttribute(usbDevice, "serial"),
           interfaceNumber: interfaceText,
           portNumber: usbSerialPort.flatMap { attribute($0, "port_number") }))
     }
@@ -92,6 +95,14 @@ enum DeviceReader {
 
   static func attribute(_ device: OpaquePointer, _ name: String) -> String? {
     string(udev_device_get_sysattr_value(device, name))
+  }
+
+  /// An attribute's bytes, not repaired into valid UTF-8.
+  static func rawAttribute(_ device: OpaquePointer, _ name: String) -> [UInt8]? {
+    guard let pointer = udev_device_get_sysattr_value(device, name) else { return nil }
+    return Array(UnsafeBufferPointer(start: pointer, count: strlen(pointer))).map {
+      UInt8(bitPattern: $0)
+    }
   }
 
   static func property(_ device: OpaquePointer, _ name: String) -> String? {

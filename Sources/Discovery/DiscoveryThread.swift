@@ -70,6 +70,9 @@ final class DiscoveryThread: @unchecked Sendable {
     if wakeDescriptor >= 0 { close(wakeDescriptor) }
   }
 
+  /// True once the thread has left its loop (or never started). For tests.
+  var hasExited: Bool { lock.withLock { exited } }
+
   /// A fresh subscriber number.
   func makeSubscriberID() -> UInt64 {
     lock.withLock {

@@ -8,8 +8,9 @@
 ///   devices already present rather than whichever was reported first.
 /// - Once attached it stays on that device until it is removed, rejected or stops matching;
 ///   it never switches because a "better" one was plugged in.
-/// - After a removal it prefers the device it followed (same serial number or by-id path)
-///   when that comes back; with `.first` it otherwise takes the next best present receiver.
+/// - After a removal it takes the next best matching device present, else waits. With a
+///   named selector (serial number, by-id path) only that receiver matches, so it waits for
+///   that one to come back, whatever node it then gets; with `.first` any receiver will do.
 public struct ReceiverTracker: Sendable {
   /// What the driver should do.
   public enum Action: Sendable, Hashable, CustomStringConvertible {
@@ -35,8 +36,6 @@ public struct ReceiverTracker: Sendable {
   public let selector: ReceiverSelector
   /// The device in use, if any.
   public private(set) var attached: SerialDevice?
-  /// The identity of the last device attached, preferred when it comes back.
-  public private(set) var followed: ReceiverSelector?
   private var present: [String: SerialDevice] = [:]
   private var rejected: Set<String> = []
   private var enumerated = false
@@ -93,11 +92,8 @@ public struct ReceiverTracker: Sendable {
   private mutating func attachIfIdle() -> [Action] {
     guard enumerated, attached == nil else { return [] }
     let available = present.values.filter { !rejected.contains($0.sysPath) }
-    let candidates = selector.candidates(in: Array(available))
-    let returning = followed.flatMap { identity in candidates.first { identity.matches($0) } }
-    guard let chosen = returning ?? candidates.first else { return [] }
+    guard let chosen = selector.candidates(in: Array(available)).first else { return [] }
     attached = chosen
-    followed = ReceiverSelector.identity(of: chosen)
     return [.attach(chosen, mayWrite: selector.mayWrite(to: chosen))]
   }
 }

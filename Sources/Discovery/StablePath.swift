@@ -43,30 +43,55 @@ public enum UdevSerialName {
     }
   }
 
+  /// The string descriptors as the bytes sysfs holds: they need not be valid UTF-8, and udev
+  /// replaces invalid bytes, which a Swift `String` would already have turned into U+FFFD.
+  struct RawAttributes {
+    var kernelName: String
+    var vendorID: String
+    var productID: String
+    var manufacturer: [UInt8]?
+    var product: [UInt8]?
+    var serial: [UInt8]?
+    var interfaceNumber: String?
+    var portNumber: String?
+  }
+
   /// udev's `ID_SERIAL` for the device.
   public static func idSerial(_ attributes: Attributes) -> String {
-    let vendor = encode(attributes.manufacturer ?? attributes.vendorID, limit: 63)
-    let model = encode(attributes.product ?? attributes.productID, limit: 63)
+    idSerial(raw(attributes))
+  }
+
+  /// udev's `ID_SERIAL_SHORT`: the sanitised serial number, or `nil` when udev would drop it.
+  public static func shortSerial(_ serial: String?) -> String? {
+    shortSerial(bytes: serial.map { Array($0.utf8) })
+  }
+
+  /// The by-id link path, or `nil` when udev would make none for this port.
+  public static func byIDPath(_ attributes: Attributes) -> String? {
+    byIDPath(raw(attributes))
+  }
+
+  static func idSerial(_ attributes: RawAttributes) -> String {
+    let vendor = encode(attributes.manufacturer ?? Array(attributes.vendorID.utf8), limit: 63)
+    let model = encode(attributes.product ?? Array(attributes.productID.utf8), limit: 63)
     var result = vendor + "_" + model
-    if let serial = shortSerial(attributes.serial) {
+    if let serial = shortSerial(bytes: attributes.serial) {
       result += "_" + serial
     }
     return result
   }
 
-  /// udev's `ID_SERIAL_SHORT`: the sanitised serial number, or `nil` when udev would drop it.
-  public static func shortSerial(_ serial: String?) -> String? {
+  static func shortSerial(bytes serial: [UInt8]?) -> String? {
     guard let serial else { return nil }
     // Windows' rule, which udev follows: such serial numbers are not unique identifiers.
-    for byte in serial.utf8 where byte < 0x20 || byte > 0x7f || byte == UInt8(ascii: ",") {
+    for byte in serial where byte < 0x20 || byte > 0x7f || byte == UInt8(ascii: ",") {
       return nil
     }
     let encoded = encode(serial, limit: 511)
     return encoded.isEmpty ? nil : encoded
   }
 
-  /// The by-id link path, or `nil` when udev would make none for this port.
-  public static func byIDPath(_ attributes: Attributes) -> String? {
+  static func byIDPath(_ attributes: RawAttributes) -> String? {
     guard
       attributes.kernelName.hasPrefix("ttyUSB") || attributes.kernelName.hasPrefix("ttyACM"),
       let interface = attributes.interfaceNumber, !interface.isEmpty
@@ -78,10 +103,19 @@ public enum UdevSerialName {
     return path
   }
 
+  private static func raw(_ attributes: Attributes) -> RawAttributes {
+    RawAttributes(
+      kernelName: attributes.kernelName, vendorID: attributes.vendorID,
+      productID: attributes.productID, manufacturer: attributes.manufacturer.map { Array($0.utf8) },
+      product: attributes.product.map { Array($0.utf8) },
+      serial: attributes.serial.map { Array($0.utf8) },
+      interfaceNumber: attributes.interfaceNumber, portNumber: attributes.portNumber)
+  }
+
   /// `udev_replace_whitespace(text, buffer, limit)` followed by `udev_replace_chars(buffer,
-  /// NULL)`.
-  static func encode(_ text: String, limit: Int) -> String {
-    replaceChars(replaceWhitespace(Array(text.utf8), limit: limit))
+  /// NULL)`. The result is valid UTF-8: invalid bytes are among those replaced.
+  static func encode(_ bytes: [UInt8], limit: Int) -> String {
+    replaceChars(replaceWhitespace(bytes, limit: limit))
   }
 
   /// Drops leading and trailing whitespace and turns each inner run into one `_`, reading and
@@ -119,7 +153,8 @@ public enum UdevSerialName {
         index += 1
         continue
       }
-      if byte == UInt8(ascii: "\\"), index + 1 < output.count, output[index + 1] == UInt8(ascii: "x")
+      if byte == UInt8(ascii: "\\"), index + 1 < output.count,
+        output[index + 1] == UInt8(ascii: "x")
       {
         index += 2
         continue

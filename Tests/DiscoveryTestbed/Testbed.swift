@@ -13,7 +13,8 @@ final class Testbed {
     @convention(c) (
       OpaquePointer, UnsafePointer<CChar>, UnsafeMutablePointer<UnsafeMutableRawPointer?>?
     ) -> Int32
-  private typealias Uevent = @convention(c) (OpaquePointer, UnsafePointer<CChar>, UnsafePointer<CChar>)
+  private typealias Uevent =
+    @convention(c) (OpaquePointer, UnsafePointer<CChar>, UnsafePointer<CChar>)
     -> Void
   private typealias RemoveDevice = @convention(c) (OpaquePointer, UnsafePointer<CChar>) -> Void
   private typealias GetDevFD = @convention(c) (OpaquePointer, UnsafePointer<CChar>) -> Int32

@@ -76,7 +76,9 @@ func discoveryThreadAlive() -> Bool {
     var buffer = [CChar](repeating: 0, count: 64)
     _ = fgets(&buffer, 64, handle)
     fclose(handle)
-    if String(cString: buffer).hasPrefix("serialgps-udev") { return true }
+    let command = String(
+      decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    if command.hasPrefix("serialgps-udev") { return true }
   }
   return false
 }
@@ -171,9 +173,15 @@ func scenario(fixtures: String, source: HotplugSource) async {
         for action in tracker.handle(event) {
           switch action {
           case .attach(let device, let mayWrite):
-            emit([("action", quoted("attach")), ("path", quoted(device.path)), ("mayWrite", "\(mayWrite)")])
+            emit([
+              ("action", quoted("attach")), ("path", quoted(device.path)),
+              ("mayWrite", "\(mayWrite)"),
+            ])
           case .update(let device, let mayWrite):
-            emit([("action", quoted("update")), ("path", quoted(device.path)), ("mayWrite", "\(mayWrite)")])
+            emit([
+              ("action", quoted("update")), ("path", quoted(device.path)),
+              ("mayWrite", "\(mayWrite)"),
+            ])
           case .detach(let device):
             emit([("action", quoted("detach")), ("path", quoted(device.path))])
           }
