@@ -246,7 +246,14 @@ final class DiscoveryThread: @unchecked Sendable {
   private func receiveMonitorEvents() {
     guard let monitor, let udev else { return }
     // The socket is non-blocking: take everything queued, then go back to poll.
-    while let device = udev_monitor_receive_device(monitor) {
+    while true {
+      errno = 0
+      guard let device = udev_monitor_receive_device(monitor) else {
+        // The socket buffer overflowed and events were dropped: compare with sysfs so that
+        // no plug or unplug goes unreported.
+        if errno == ENOBUFS { resynchronize(udev) }
+        return
+      }
       let action = DeviceReader.string(udev_device_get_action(device)) ?? ""
       let sysPath = DeviceReader.string(udev_device_get_syspath(device))
       let oldPath = DeviceReader.property(device, "DEVPATH_OLD").map { "/sys" + $0 }
@@ -267,18 +274,37 @@ final class DiscoveryThread: @unchecked Sendable {
         let serial = DeviceReader.serialDevice(fresh)
         udev_device_unref(fresh)
         guard let serial else { continue }
-        if let previous = present[sysPath] {
-          if previous != serial { events.append(.changed(serial)) }
-        } else {
-          events.append(.added(serial))
-        }
-        present[sysPath] = serial
+        events += record(serial)
       default:
         continue
       }
-      for event in events {
-        for continuation in subscribers.values { continuation.yield(event) }
-      }
+      publish(events)
+    }
+  }
+
+  /// Notes `device` as present; the event that tells subscribers, if anything changed.
+  private func record(_ device: SerialDevice) -> [HotplugEvent] {
+    let previous = present.updateValue(device, forKey: device.sysPath)
+    guard let previous else { return [.added(device)] }
+    return previous == device ? [] : [.changed(device)]
+  }
+
+  /// Brings `present` in line with a fresh enumeration, reporting the differences.
+  private func resynchronize(_ udev: OpaquePointer) {
+    guard let devices = DeviceReader.enumerate(udev) else { return }
+    let current = Set(devices.map(\.sysPath))
+    var events: [HotplugEvent] = []
+    for (sysPath, device) in present where !current.contains(sysPath) {
+      present[sysPath] = nil
+      events.append(.removed(device))
+    }
+    for device in devices { events += record(device) }
+    publish(events)
+  }
+
+  private func publish(_ events: [HotplugEvent]) {
+    for event in events {
+      for continuation in subscribers.values { continuation.yield(event) }
     }
   }
 }

@@ -221,7 +221,8 @@ func scenario(fixtures: String, source: HotplugSource) async {
   let sentence = "$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*47\r\n"
   let command = "$PUBX,40,GSV,0,0,0,0,0,0*59\r\n"
   emit([
-    ("step", quoted("stream")), ("raw", "\(raw)"), ("sent", quoted(sentence)),
+    ("step", quoted("stream")), ("raw", "\(raw)"), ("isatty", "\(isatty(port) == 1)"),
+    ("sent", quoted(sentence)),
     ("received", quoted(transfer(sentence, from: master, to: port))),
     ("commandSent", quoted(command)),
     ("commandReceived", quoted(transfer(command, from: port, to: master))),
