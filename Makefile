@@ -4,8 +4,9 @@
 SWIFT ?= swift
 # Needed to build at all (the libudev system library).
 BUILD_PACKAGES := libudev-dev pkg-config
-# Needed by the tests: mock udev devices, real gpsd clients, the GPX schema check.
-TEST_PACKAGES := $(BUILD_PACKAGES) umockdev libumockdev-dev socat gpsd-clients python3-gps \
+# Needed by the tests: mock udev devices and udevadm (udev) for the rules test, real gpsd
+# clients, the GPX schema check, Python for the fixture checker.
+TEST_PACKAGES := $(BUILD_PACKAGES) umockdev libumockdev-dev udev socat gpsd-clients python3-gps \
 	libxml2-utils util-linux python3
 
 .PHONY: all deps test-deps build run test test-unit test-tsan fuzz-smoke bench format lint clean \

@@ -72,7 +72,12 @@ let package = Package(
     .testTarget(name: "NMEATests", dependencies: ["NMEA"]),
     .testTarget(name: "SerialPortTests", dependencies: ["SerialPort", "CSerialShims"]),
     .testTarget(name: "ChipsetsTests", dependencies: ["Chipsets", "NMEA"]),
-    .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
+    .testTarget(
+      name: "DiscoveryTests", dependencies: ["Discovery"], exclude: ["Fixtures", "Support"]),
+    // Drives Discovery through umockdev's testbed for DiscoveryTests (run under
+    // umockdev-wrapper); loads libumockdev at run time, so building needs nothing extra.
+    .executableTarget(
+      name: "discovery-testbed", dependencies: ["Discovery"], path: "Tests/DiscoveryTestbed"),
     .testTarget(
       name: "SerialGPSTests",
       dependencies: ["SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort"]
