@@ -4,11 +4,13 @@
 SWIFT ?= swift
 # Needed to build at all (the libudev system library).
 BUILD_PACKAGES := libudev-dev pkg-config
-# Needed by the tests: mock udev devices, real gpsd clients, the GPX schema check.
-TEST_PACKAGES := $(BUILD_PACKAGES) umockdev libumockdev-dev socat gpsd-clients python3-gps \
-	libxml2-utils util-linux
+# Needed by the tests: mock udev devices and udevadm (udev) for the rules test, real gpsd
+# clients, the GPX schema check, Python for the fixture checker.
+TEST_PACKAGES := $(BUILD_PACKAGES) umockdev libumockdev-dev udev socat gpsd-clients python3-gps \
+	libxml2-utils util-linux python3
 
-.PHONY: all deps test-deps build run test test-unit test-tsan fuzz-smoke bench format lint clean
+.PHONY: all deps test-deps build run test test-unit test-tsan fuzz-smoke bench format lint clean \
+	fixtures fixtures-check
 
 all: build
 
@@ -27,7 +29,7 @@ run: deps
 	.build/release/serialgps decode fixtures/ublox-m8-drive.nmea
 
 # Everything CI checks.
-test: test-deps test-unit test-tsan fuzz-smoke
+test: test-deps fixtures-check test-unit test-tsan fuzz-smoke
 
 test-unit:
 	$(SWIFT) build --build-tests
@@ -40,6 +42,25 @@ test-tsan:
 # A short libFuzzer run over framer, parser and fix builder.
 fuzz-smoke:
 	@true
+
+# The recordings in fixtures/ come from a seeded generator (docs/fixtures.md).
+fixtures:
+	python3 scripts/make-fixtures.py
+	python3 scripts/check-fixtures.py fixtures
+
+# Two runs of the generator (with different hash seeds) must give the same bytes, and the
+# bytes committed in fixtures/; then every fixture is checked against its truth file.
+fixtures-check:
+	@set -e; first=$$(mktemp -d); second=$$(mktemp -d); trap 'rm -rf "$$first" "$$second"' EXIT; \
+	PYTHONHASHSEED=1 python3 scripts/make-fixtures.py --out "$$first"; \
+	PYTHONHASHSEED=2 python3 scripts/make-fixtures.py --out "$$second"; \
+	for file in "$$first"/*; do \
+		name=$$(basename "$$file"); \
+		cmp -s "$$file" "$$second/$$name" || { echo "fixtures: two runs of the generator differ in $$name" >&2; exit 1; }; \
+		cmp -s "$$file" "fixtures/$$name" || { echo "fixtures: fixtures/$$name is not what the generator writes; run make fixtures" >&2; exit 1; }; \
+	done; \
+	echo "fixtures: the generator reproduces fixtures/ byte for byte"; \
+	python3 scripts/check-fixtures.py fixtures
 
 bench:
 	$(SWIFT) run -c release nmea-bench

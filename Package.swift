@@ -17,6 +17,7 @@ let package = Package(
     .library(name: "GPSDProtocol", targets: ["GPSDProtocol"]),
     .executable(name: "serialgps", targets: ["serialgps"]),
     .executable(name: "nmea-bench", targets: ["nmea-bench"]),
+    .executable(name: "serial-bench", targets: ["serial-bench"]),
   ],
   targets: [
     // Bytes → sentences → fixes. No Foundation, no I/O, no clocks.
@@ -65,11 +66,18 @@ let package = Package(
     // Benchmarks. The malloc-counting shim is linked into the benchmark only.
     .target(name: "CMallocCounter"),
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "CMallocCounter"]),
+    // What an idle SerialPort reader costs and how fast a blocked reader wakes.
+    .executableTarget(name: "serial-bench", dependencies: ["SerialPort", "CSerialShims"]),
 
     .testTarget(name: "NMEATests", dependencies: ["NMEA"]),
     .testTarget(name: "SerialPortTests", dependencies: ["SerialPort", "CSerialShims"]),
     .testTarget(name: "ChipsetsTests", dependencies: ["Chipsets", "NMEA"]),
-    .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"]),
+    .testTarget(
+      name: "DiscoveryTests", dependencies: ["Discovery"], exclude: ["Fixtures", "Support"]),
+    // Drives Discovery through umockdev's testbed for DiscoveryTests (run under
+    // umockdev-wrapper); loads libumockdev at run time, so building needs nothing extra.
+    .executableTarget(
+      name: "discovery-testbed", dependencies: ["Discovery"], path: "Tests/DiscoveryTestbed"),
     .testTarget(
       name: "SerialGPSTests",
       dependencies: ["SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort"]

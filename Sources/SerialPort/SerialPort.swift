@@ -1,1 +1,338 @@
-// Placeholder until this module's issue lands; see docs/ARCHITECTURE.md.
+import CSerialShims
+import Glibc
+
+/// A tty opened for a GPS receiver: raw 8N1 at a chosen rate, exclusive, read through `poll`.
+///
+/// ```swift
+/// let port = try SerialPort.open(path: "/dev/ttyACM0", baudRate: 9600)
+/// defer { port.close() }
+/// var buffer = [UInt8](repeating: 0, count: 4096)
+/// while case .received(let count) = try buffer.withUnsafeMutableBytes({
+///   try port.read(into: $0, timeout: .seconds(5))
+/// }) {
+///   decoder.feed(buffer[..<count])
+/// }
+/// ```
+///
+/// ## Threading contract
+/// - **One reader.** ``read(into:deadline:)`` is called by one thread at a time, typically a
+///   dedicated reader thread that blocks in it. A blocked reader sleeps in `poll` with no timer
+///   armed unless it gave a deadline: an idle port costs no wake-ups.
+/// - **One writer context.** ``write(_:timeout:)``, ``setBaudRate(_:)``, ``flushInput()`` and
+///   ``setModemLines(_:raised:)`` are called from one context at a time (say, the task that
+///   runs the power policy), concurrently with the reader.
+/// - **Interrupt and close from anywhere.** ``interrupt()`` ends the reader's current or next
+///   read with ``ReadResult/interrupted``. ``close()`` wakes and waits for any read or write in
+///   flight (they throw ``SerialPortError/Reason/closed``), then restores the saved settings
+///   and closes the descriptor, so a descriptor is never closed under a thread still using it.
+///   Both may be called from any thread, any number of times.
+///
+/// Every call is a blocking system call: call them from threads you own, not from Swift
+/// concurrency's cooperative pool, where a blocked read would starve other tasks.
+public final class SerialPort: Sendable {
+  /// The device path as given to ``open(path:baudRate:exclusive:)``.
+  public let path: String
+  /// Whether TIOCEXCL took: other opens fail with EBUSY. Root bypasses TIOCEXCL in the
+  /// kernel, but ``open(path:baudRate:exclusive:)`` checks for it (TIOCGEXCL) and refuses
+  /// anyway. False where the driver does not support it (umockdev, some USB bridges).
+  public let isExclusive: Bool
+  /// Whether the line has modem control (DTR/RTS). False on ptys, which refuse it with ENOTTY.
+  public let supportsModemLines: Bool
+
+  let io: PolledIO
+  let lifetime: DescriptorGuard
+  let savedSettings: TerminalSettings
+  let currentRate: Locked<BaudRate>
+
+  private init(
+    path: String, io: PolledIO, savedSettings: TerminalSettings, baudRate: BaudRate,
+    isExclusive: Bool, supportsModemLines: Bool
+  ) {
+    self.path = path
+    self.io = io
+    self.lifetime = DescriptorGuard(closeSignal: io.closeSignal)
+    self.savedSettings = savedSettings
+    self.currentRate = Locked(baudRate)
+    self.isExclusive = isExclusive
+    self.supportsModemLines = supportsModemLines
+  }
+
+  deinit {
+    close()
+  }
+
+  /// Opens `path` for reading and writing as a raw 8N1 port at `baudRate`.
+  ///
+  /// The tty is opened `O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC` (it never becomes the
+  /// controlling terminal, never blocks in open waiting for carrier, and does not leak into
+  /// child processes). Then, in order: its settings are saved (restored by ``close()``);
+  /// TIOCEXCL is set when `exclusive`; the line is made raw 8N1 with the receiver enabled,
+  /// carrier ignored and no flow control; the rate is set and read back; DTR and RTS are
+  /// raised where the line has them (some receivers draw power from them); stale input is
+  /// discarded.
+  ///
+  /// A tty another program holds exclusively is refused with ``SerialPortError/Reason/busy``
+  /// even when the kernel would let this process in (root bypasses TIOCEXCL): two readers on
+  /// one tty each get part of the bytes.
+  ///
+  /// - Throws: ``SerialPortError`` naming `path`: ``SerialPortError/Reason/missing``,
+  ///   ``SerialPortError/Reason/permissionDenied(_:)``, ``SerialPortError/Reason/busy``,
+  ///   ``SerialPortError/Reason/notATerminal``,
+  ///   ``SerialPortError/Reason/unsupportedBaudRate(_:)``,
+  ///   ``SerialPortError/Reason/disconnected(_:)`` and others.
+  public static func open(
+    path: String, baudRate: BaudRate, exclusive: Bool = true
+  ) throws(SerialPortError) -> SerialPort {
+    func failure(_ operation: SerialPortError.Operation, _ errno: Errno) -> SerialPortError {
+      SerialPortError(device: path, operation: operation, errno: errno)
+    }
+    guard baudRate.isSupported else {
+      throw SerialPortError(device: path, operation: .open, reason: .unsupportedBaudRate(baudRate))
+    }
+
+    let interruptSignal: EventSignal
+    let closeSignal: EventSignal
+    do {
+      interruptSignal = try EventSignal.make()
+    } catch {
+      throw failure(.open, error)
+    }
+    do {
+      closeSignal = try EventSignal.make()
+    } catch {
+      interruptSignal.close()
+      throw failure(.open, error)
+    }
+
+    let tty: FileDescriptor
+    do {
+      tty = try FileDescriptor.open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
+    } catch {
+      interruptSignal.close()
+      closeSignal.close()
+      throw failure(.open, error)
+    }
+
+    var saved: TerminalSettings? = nil
+    var setExclusive = false
+    func abandon(_ error: SerialPortError) -> SerialPortError {
+      if let saved { try? tty.setAttributes(saved.attributes) }
+      if setExclusive { _ = cserial_clear_exclusive(tty.rawValue) }
+      try? tty.close()
+      interruptSignal.close()
+      closeSignal.close()
+      return error
+    }
+
+    // Another program holding the tty exclusively makes open fail with EBUSY, except for root
+    // (CAP_SYS_ADMIN), whose open succeeds. Two readers on one tty would each get part of
+    // the bytes, so root is refused too, before anything of the other program's is touched.
+    var heldExclusively: CInt = 0
+    if cserial_get_exclusive(tty.rawValue, &heldExclusively) == 0, heldExclusively != 0 {
+      throw abandon(
+        SerialPortError(device: path, operation: .open, reason: .busy, errno: .deviceBusy))
+    }
+
+    do {
+      saved = TerminalSettings(try tty.attributes())
+    } catch {
+      throw abandon(failure(.open, error))
+    }
+    let original = saved!
+
+    // Not supported everywhere (umockdev, some drivers): not worth failing over.
+    setExclusive = exclusive && cserial_set_exclusive(tty.rawValue) == 0
+    let isExclusive = setExclusive
+
+    var settings = original
+    settings.makeRaw8N1()
+    settings.setBaudRate(baudRate)
+    do {
+      try applySettings(settings, rate: baudRate, to: tty, path: path)
+    } catch {
+      throw abandon(error)
+    }
+
+    let lines = CSERIAL_MODEM_LINE_DTR | CSERIAL_MODEM_LINE_RTS
+    var supportsModemLines = true
+    if cserial_modem_lines_raise(tty.rawValue, lines) != 0 {
+      let error = Errno.current
+      if error.meansDeviceGone { throw abandon(failure(.modemLines, error)) }
+      // ENOTTY on ptys, EINVAL on some USB bridges: a line without modem control.
+      supportsModemLines = false
+    }
+
+    // Bytes queued before this open arrived at whatever rate the line had: drop them. Only a
+    // device that went away makes this fatal.
+    do {
+      try tty.flush(TCIFLUSH)
+    } catch  where error.meansDeviceGone {
+      throw abandon(failure(.flush, error))
+    } catch {}
+
+    let io = PolledIO(
+      descriptor: tty, interruptSignal: interruptSignal, closeSignal: closeSignal)
+    return SerialPort(
+      path: path, io: io, savedSettings: original, baudRate: baudRate,
+      isExclusive: isExclusive, supportsModemLines: supportsModemLines)
+  }
+
+  /// tcsetattr reports success when any one change took, so read the settings back and check
+  /// the rate, which a driver may quietly round to one it can do.
+  private static func applySettings(
+    _ settings: TerminalSettings, rate: BaudRate, to tty: FileDescriptor, path: String
+  ) throws(SerialPortError) {
+    do {
+      try tty.setAttributes(settings.attributes)
+    } catch {
+      if error == .invalidArgument {
+        throw SerialPortError(
+          device: path, operation: .configure, reason: .unsupportedBaudRate(rate), errno: error)
+      }
+      throw SerialPortError(device: path, operation: .configure, errno: error)
+    }
+    let applied: TerminalSettings
+    do {
+      applied = TerminalSettings(try tty.attributes())
+    } catch {
+      throw SerialPortError(device: path, operation: .configure, errno: error)
+    }
+    guard applied.baudRate == rate else {
+      throw SerialPortError(device: path, operation: .configure, reason: .unsupportedBaudRate(rate))
+    }
+  }
+
+  /// The rate the port is set to.
+  public var baudRate: BaudRate { currentRate.withLock { $0 } }
+
+  /// Whether ``close()`` has been called.
+  public var isClosed: Bool { !lifetime.isOpen }
+
+  /// Runs `body` while the descriptors are guaranteed open; throws ``SerialPortError/Reason/closed``
+  /// once ``close()`` has begun.
+  func withOpenDescriptors<T>(
+    _ operation: SerialPortError.Operation, _ body: () throws(SerialPortError) -> T
+  ) throws(SerialPortError) -> T {
+    guard lifetime.enter() else {
+      throw SerialPortError(device: path, operation: operation, reason: .closed)
+    }
+    defer { lifetime.leave() }
+    return try body()
+  }
+
+  /// Changes the rate of an open port (input and output). Bytes already queued at the old
+  /// rate stay queued; call ``flushInput()`` to drop them.
+  public func setBaudRate(_ rate: BaudRate) throws(SerialPortError) {
+    guard rate.isSupported else {
+      throw SerialPortError(device: path, operation: .configure, reason: .unsupportedBaudRate(rate))
+    }
+    try withOpenDescriptors(.configure) { () throws(SerialPortError) in
+      var settings: TerminalSettings
+      do throws(Errno) {
+        settings = TerminalSettings(try io.descriptor.attributes())
+      } catch {
+        throw SerialPortError(device: path, operation: .configure, errno: error)
+      }
+      settings.setBaudRate(rate)
+      try Self.applySettings(settings, rate: rate, to: io.descriptor, path: path)
+      currentRate.withLock { $0 = rate }
+    }
+  }
+
+  /// Drops bytes received but not yet read (TCIFLUSH), e.g. what arrived at the old rate.
+  public func flushInput() throws(SerialPortError) {
+    try withOpenDescriptors(.flush) { () throws(SerialPortError) in
+      do throws(Errno) {
+        try io.descriptor.flush(TCIFLUSH)
+      } catch {
+        throw SerialPortError(device: path, operation: .flush, errno: error)
+      }
+    }
+  }
+
+  /// Raises or lowers DTR and/or RTS. Returns false, doing nothing, on a line without modem
+  /// control (see ``supportsModemLines``).
+  @discardableResult
+  public func setModemLines(_ lines: ModemLines, raised: Bool) throws(SerialPortError) -> Bool {
+    guard supportsModemLines else { return false }
+    var mask: CInt = 0
+    if lines.contains(.dataTerminalReady) { mask |= CSERIAL_MODEM_LINE_DTR }
+    if lines.contains(.requestToSend) { mask |= CSERIAL_MODEM_LINE_RTS }
+    try withOpenDescriptors(.modemLines) { () throws(SerialPortError) in
+      let fd = io.descriptor.rawValue
+      let status =
+        raised ? cserial_modem_lines_raise(fd, mask) : cserial_modem_lines_lower(fd, mask)
+      if status != 0 {
+        throw SerialPortError(device: path, operation: .modemLines, errno: Errno.current)
+      }
+    }
+    return true
+  }
+
+  /// Ends the reader's current read with ``ReadResult/interrupted``, or its next one if no
+  /// read is waiting: an interrupt stays pending until a read consumes it, so a reader that
+  /// checks a stop flag and then reads cannot miss it. Several interrupts before a read count
+  /// as one. Does nothing once the port is closed. Callable from any thread.
+  public func interrupt() {
+    guard lifetime.enter() else { return }
+    defer { lifetime.leave() }
+    io.interruptSignal.signal()
+  }
+
+  /// Closes the port, restoring the settings it had before ``open(path:baudRate:exclusive:)``
+  /// and clearing TIOCEXCL (which belongs to the tty and would otherwise outlive this
+  /// descriptor while anyone else holds the tty open).
+  ///
+  /// Reads and writes in flight on other threads are woken and throw
+  /// ``SerialPortError/Reason/closed``; this waits for them to return before closing the
+  /// descriptor (a write that is draining waits for its bytes to go out first). Idempotent and
+  /// callable from any thread; later calls return once the first has finished. Errors are not
+  /// reported: restoring settings on a device that went away fails with EIO by nature, and
+  /// `close` is never retried (on Linux the descriptor is released even when it reports EINTR).
+  public func close() {
+    let io = io
+    let saved = savedSettings
+    let isExclusive = isExclusive
+    lifetime.close {
+      try? io.descriptor.setAttributes(saved.attributes)
+      if isExclusive { _ = cserial_clear_exclusive(io.descriptor.rawValue) }
+      try? io.descriptor.close()
+      io.interruptSignal.close()
+    }
+  }
+}
+
+/// Modem control lines a port can raise or lower.
+public struct ModemLines: OptionSet, Hashable, Sendable {
+  public let rawValue: Int
+  public init(rawValue: Int) { self.rawValue = rawValue }
+
+  /// DTR.
+  public static let dataTerminalReady = ModemLines(rawValue: 1 << 0)
+  /// RTS.
+  public static let requestToSend = ModemLines(rawValue: 1 << 1)
+}
+
+extension IOFailure {
+  func serialPortError(
+    device: String, operation: SerialPortError.Operation, timeout: Duration?, total: Int = 0
+  ) -> SerialPortError {
+    switch self {
+    case .closed:
+      SerialPortError(device: device, operation: operation, reason: .closed)
+    case .disconnected(let cause):
+      if case .errno(let errno) = cause {
+        SerialPortError(
+          device: device, operation: operation, reason: .disconnected(cause), errno: errno)
+      } else {
+        SerialPortError(device: device, operation: operation, reason: .disconnected(cause))
+      }
+    case .errno(let errno):
+      SerialPortError(device: device, operation: operation, errno: errno)
+    case .writeTimedOut(let written):
+      SerialPortError(
+        device: device, operation: operation,
+        reason: .writeTimedOut(after: timeout ?? .zero, written: written, of: total))
+    }
+  }
+}

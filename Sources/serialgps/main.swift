@@ -13,7 +13,8 @@ struct Command: Sendable {
 }
 
 let commands: [Command] = [
-  decodeCommand
+  decodeCommand,
+  listCommand,
 ]
 
 func printUsage(to stream: Output = .standard) {

@@ -1,2 +1,0 @@
-// Placeholder until this module's issue lands; see docs/ARCHITECTURE.md.
-import NMEA

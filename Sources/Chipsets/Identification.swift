@@ -1,0 +1,342 @@
+import NMEA
+
+/// How sure an identification is.
+public enum IdentificationConfidence: Int, Sendable, Hashable, Comparable, CustomStringConvertible {
+  /// Nothing seen that names a family.
+  case none = 0
+  /// A hint only: a vendor sentence that some, not all, of the family's receivers send
+  /// (Quectel `$PQTM…`, which newer Quectel modules built on other chips send too).
+  case low = 1
+  /// Not used by the built-in rules; reserved for callers that combine hints.
+  case medium = 2
+  /// Something only this family sends: a UBX or SiRF binary frame, a u-blox `$GxTXT` banner,
+  /// `$PUBX`, `$PMTK`, `$PSRF`.
+  case high = 3
+
+  public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+
+  public var description: String {
+    switch self {
+    case .none: return "none"
+    case .low: return "low"
+    case .medium: return "medium"
+    case .high: return "high"
+    }
+  }
+}
+
+/// What passive identification learned about a receiver.
+public struct ChipsetIdentification: Sendable, Hashable, CustomStringConvertible {
+  /// The family; ``ChipsetFamily/nmea`` when nothing (or contradicting evidence) was seen.
+  public var family: ChipsetFamily
+  public var confidence: IdentificationConfidence
+  /// The maker, when a sentence names it (`u-blox`, `Quectel`, `Garmin`, `SkyTraq` …), even
+  /// for receivers the driver has no commands for.
+  public var vendor: String?
+  /// The module or product (`LEA-5H-0`, `ZED-F9P`, `QUECTEL-L70`, `Fastrax IT500`).
+  public var model: String?
+  /// The firmware (`ROM CORE 3.01 (107888)`, `AXN_2.51_3339_19071200`).
+  public var firmware: String?
+  /// The hardware (u-blox `00080000`, or the chip `UBX-M80xx`).
+  public var hardware: String?
+  /// The UBX protocol version a u-blox receiver reported.
+  public var ubloxProtocolVersion: UbloxProtocolVersion?
+  /// u-blox only: which configuration messages the receiver takes, from the protocol version
+  /// or else the hardware version; `nil` when neither was seen.
+  public var ubloxGeneration: UbloxGeneration?
+  /// What was seen, one line per kind of evidence, in the order first seen.
+  public var evidence: [String]
+
+  public init(
+    family: ChipsetFamily = .nmea, confidence: IdentificationConfidence = .none,
+    vendor: String? = nil, model: String? = nil, firmware: String? = nil,
+    hardware: String? = nil, ubloxProtocolVersion: UbloxProtocolVersion? = nil,
+    ubloxGeneration: UbloxGeneration? = nil, evidence: [String] = []
+  ) {
+    self.family = family
+    self.confidence = confidence
+    self.vendor = vendor
+    self.model = model
+    self.firmware = firmware
+    self.hardware = hardware
+    self.ubloxProtocolVersion = ubloxProtocolVersion
+    self.ubloxGeneration = ubloxGeneration
+    self.evidence = evidence
+  }
+
+  /// The family whose commands may be sent: ``family`` when identification is at least
+  /// `minimum` sure, ``ChipsetFamily/nmea`` (no commands) otherwise.
+  public func familyForCommands(minimum: IdentificationConfidence = .medium) -> ChipsetFamily {
+    confidence >= minimum ? family : .nmea
+  }
+
+  public var description: String {
+    var parts = ["\(family.displayName) (confidence \(confidence))"]
+    if let vendor, !family.displayName.contains(vendor) { parts.append(vendor) }
+    if let model { parts.append("model \(model)") }
+    if let firmware { parts.append("firmware \(firmware)") }
+    if let hardware { parts.append("hardware \(hardware)") }
+    if let ubloxProtocolVersion { parts.append("protocol \(ubloxProtocolVersion)") }
+    return parts.joined(separator: ", ")
+  }
+}
+
+/// Identifies a receiver's chipset from what it sends, without ever writing to it.
+///
+/// Feed it everything the framer and parser produce; read ``identification`` at any time.
+/// Memory is bounded (one evidence line per kind, a few strings) and observing a standard
+/// sentence (GGA, RMC …) costs a switch.
+///
+/// ```swift
+/// var identifier = ChipsetIdentifier()
+/// framer.feed(bytes) { frame in identifier.observe(frame) }
+/// if identifier.identification.confidence == .high { … }
+/// ```
+public struct ChipsetIdentifier: Sendable {
+  /// Details learned per family, so one stray sentence cannot mix two receivers' details.
+  struct Details: Sendable {
+    var level = IdentificationConfidence.none
+    var vendor: String?
+    var model: String?
+    var firmware: String?
+    var hardware: String?
+  }
+
+  var details: [ChipsetFamily: Details] = [:]
+  var protocolVersion: UbloxProtocolVersion?
+  var otherVendor: String?
+  var evidence: [String] = []
+  static let evidenceLimit = 24
+
+  public init() {}
+
+  // MARK: - Observing
+
+  /// Observes whatever the framer found.
+  public mutating func observe(_ frame: Frame) {
+    switch frame {
+    case .sentence(let raw): observe(raw)
+    case .ubx(let ubx): observe(ubx)
+    case .sirf(let sirf): observe(sirf)
+    }
+  }
+
+  /// Observes a raw sentence. Only proprietary (`$P…`) and `TXT` sentences can tell a
+  /// chipset apart, so only those are parsed.
+  public mutating func observe(_ raw: RawSentence) {
+    let bytes = raw.bytes
+    guard bytes.count >= 6 else { return }
+    let proprietary = bytes[1] == 0x50  // P
+    let text = bytes[3] == 0x54 && bytes[4] == 0x58 && bytes[5] == 0x54  // TXT
+    guard proprietary || text else { return }
+    guard let sentence = try? Sentence(parsing: raw) else { return }
+    observe(sentence)
+  }
+
+  /// Observes a parsed sentence.
+  public mutating func observe(_ sentence: Sentence) {
+    switch sentence {
+    case .txt(let txt):
+      observeText(txt.text)
+    case .pubxPosition, .pubxSatellites, .pubxTime:
+      raise(.ublox, .high, "$PUBX sentence")
+    case .mtkAcknowledgement:
+      raise(.mediatek, .high, "$PMTK001 acknowledgement")
+    case .mtkSystemMessage(let message):
+      switch message.kind {
+      case .system(let code): raise(.mediatek, .high, "$PMTK010 system message \(pad3(code))")
+      case .text(let text): raise(.mediatek, .high, "$PMTK011 \(text)")
+      }
+    case .unknown(let unknown) where unknown.talker == .proprietary:
+      observeProprietary(unknown.address, unknown.fields)
+    default:
+      break
+    }
+  }
+
+  /// Observes a UBX frame: any frame with a valid checksum is u-blox; `UBX-MON-VER` names
+  /// the firmware, hardware and protocol version.
+  public mutating func observe(_ frame: UBXFrameView) {
+    let id = UBXMessageID(frame)
+    raise(.ublox, .high, "UBX binary frame")
+    guard id == .monVer, let version = UBXVersion(frame) else { return }
+    note(.ublox, "UBX-MON-VER: \(version.software), hardware \(version.hardware)")
+    update(.ublox) { details in
+      details.vendor = "u-blox"
+      if !version.software.isEmpty { details.firmware = version.software }
+      if let firmware = version.extensionValue("FWVER") { details.firmware = firmware }
+      if !version.hardware.isEmpty { details.hardware = version.hardware }
+      if let model = version.extensionValue("MOD") { details.model = model }
+    }
+    if let protocolVersion = version.protocolVersion { self.protocolVersion = protocolVersion }
+  }
+
+  /// Observes a SiRF binary frame; message 6 (software version string) names the firmware.
+  public mutating func observe(_ frame: SiRFFrameView) {
+    guard let id = frame.payload.first else { return }
+    raise(.sirf, .high, "SiRF binary frame")
+    guard id == 6 else { return }
+    var bytes: [UInt8] = []
+    for byte in frame.payload.dropFirst() {
+      if (0x20...0x7E).contains(byte) {
+        bytes.append(byte)
+      } else if !bytes.isEmpty {
+        break
+      }
+    }
+    let version = String(decoding: bytes, as: UTF8.self).trimmingSpaces()
+    guard !version.isEmpty else { return }
+    note(.sirf, "SiRF software version \(version)")
+    update(.sirf) { $0.firmware = version }
+  }
+
+  // MARK: - Result
+
+  /// What has been learned so far.
+  public var identification: ChipsetIdentification {
+    let top = details.values.map(\.level).max() ?? .none
+    let leaders = details.filter { $0.value.level == top && top > .none }.map(\.key)
+    guard leaders.count == 1, let family = leaders.first, let found = details[family] else {
+      var evidence = self.evidence
+      if leaders.count > 1 {
+        let names = leaders.map(\.displayName).sorted().joined(separator: " and ")
+        evidence.append("conflicting evidence for \(names): treated as generic NMEA")
+      }
+      return ChipsetIdentification(
+        family: .nmea, confidence: .none, vendor: otherVendor, evidence: evidence)
+    }
+    var result = ChipsetIdentification(
+      family: family, confidence: found.level,
+      vendor: found.vendor ?? defaultVendor(family), model: found.model,
+      firmware: found.firmware, hardware: found.hardware, evidence: evidence)
+    if family == .ublox {
+      result.ubloxProtocolVersion = protocolVersion
+      if let protocolVersion {
+        result.ubloxGeneration = UbloxGeneration(protocolVersion: protocolVersion)
+      } else if let hardware = found.hardware {
+        result.ubloxGeneration = UbloxGeneration(hardwareVersion: hardware)
+      }
+    }
+    return result
+  }
+
+  func defaultVendor(_ family: ChipsetFamily) -> String? {
+    switch family {
+    case .nmea: return otherVendor
+    case .ublox: return "u-blox"
+    case .mediatek: return "MediaTek"
+    case .sirf: return "SiRF"
+    }
+  }
+
+  // MARK: - Rules
+
+  mutating func observeText(_ text: String) {
+    let lower = text.lowercased()
+    if lower.contains("u-blox") {
+      raise(.ublox, .high, "u-blox banner in $GxTXT")
+      update(.ublox) { $0.vendor = "u-blox" }
+      return
+    }
+    // The rest of the u-blox start-up banner (UBX-13003221, "NMEA-Gx-TXT"; gpsd captures
+    // nl2008u.log, ublox-lea-5h.log): "HW UBX-M80xx 00080000", "PROTVER 15.00",
+    // "ROM CORE 3.01 (107888)", "EXT CORE 6.00 (33247) …", "FWVER=SPG 3.01", "MOD LEA-5H-0".
+    let words = text.split(separator: " ")
+    if words.first == "HW", words.count >= 2, words[1].hasPrefix("UBX-") {
+      raise(.ublox, .high, "u-blox hardware banner in $GxTXT")
+      update(.ublox) { details in
+        details.hardware = words.count >= 3 ? String(words[2]) : String(words[1])
+      }
+    } else if let version = UbloxProtocolVersion(banner: text), text.hasPrefix("PROTVER") {
+      protocolVersion = version
+      note(.ublox, "PROTVER \(version) in $GxTXT")
+    } else if text.hasPrefix("ROM CORE") || text.hasPrefix("EXT CORE") {
+      // "EXT CORE 6.00 (33247) May 13 2009 17:35:46": keep the version and build only.
+      let firmware = words.prefix(4).joined(separator: " ")
+      update(.ublox) { details in
+        if details.firmware == nil || text.hasPrefix("EXT") { details.firmware = firmware }
+      }
+    } else if text.hasPrefix("FWVER=") {
+      update(.ublox) { $0.firmware = String(text.dropFirst(6)) }
+    } else if text.hasPrefix("MOD ") || text.hasPrefix("MOD=") {
+      update(.ublox) { $0.model = String(text.dropFirst(4)).trimmingSpaces() }
+    } else if lower.hasPrefix("telit") {
+      otherVendor = "Telit"
+    }
+  }
+
+  mutating func observeProprietary(_ address: String, _ fields: [String]) {
+    if address.hasPrefix("PMTK") {
+      raise(.mediatek, .high, "$\(address) sentence")
+      guard address == "PMTK705" else { return }
+      // $PMTK705,<release>,<build>,<product model>,<SDK version> (PMTK_DT_RELEASE).
+      update(.mediatek) { details in
+        if let release = fields.first, !release.isEmpty {
+          details.firmware =
+            fields.count > 1 && !fields[1].isEmpty
+            ? "\(release) build \(fields[1])" : release
+        }
+        if fields.count > 2, !fields[2].isEmpty {
+          details.model = fields[2]
+          if fields[2].uppercased().hasPrefix("QUECTEL") { details.vendor = "Quectel" }
+        }
+      }
+    } else if address == "PUBX" {
+      raise(.ublox, .high, "$PUBX sentence")
+    } else if address.hasPrefix("PSRF") {
+      raise(.sirf, .high, "$\(address) sentence")
+    } else if address == "PQVERNO" || address.hasPrefix("PQTM") {
+      // Quectel's own sentences. The MediaTek-based L70/L76/L80 send them, but so do newer
+      // Quectel modules on other chips, so they are a hint only.
+      raise(.mediatek, .low, "Quectel $\(address) sentence")
+      update(.mediatek) { details in
+        details.vendor = "Quectel"
+        if address == "PQVERNO", fields.count > 1, !fields[1].isEmpty {
+          details.firmware = details.firmware ?? fields[1]
+          details.model = details.model ?? Self.quectelModel(fields[1])
+        }
+      }
+    } else if let vendor = Self.vendorPrefixes.first(where: { address.hasPrefix($0.0) })?.1 {
+      otherVendor = vendor
+    }
+  }
+
+  /// Makers named by their proprietary prefix, whose receivers the driver has no commands
+  /// for. `PQ` alone is Quectel's cellular modules (EG25-G `$PQGSV`), not MediaTek.
+  static let vendorPrefixes: [(String, String)] = [
+    ("PGRM", "Garmin"), ("PSTI", "SkyTraq"), ("PSTM", "STMicroelectronics"),
+    ("PTNL", "Trimble"), ("PASHR", "Ashtech"), ("PSAT", "Hemisphere"),
+    ("PQ", "Quectel"),
+  ]
+
+  /// `L70BGR03A05S` → `L70`: the letters and digits of the module name.
+  static func quectelModel(_ version: String) -> String? {
+    let letters = version.prefix { $0.isUppercase && $0.isLetter }
+    let digits = version.dropFirst(letters.count).prefix { $0.isNumber }
+    guard !letters.isEmpty, !digits.isEmpty else { return nil }
+    return String(letters) + String(digits)
+  }
+
+  // MARK: - Bookkeeping
+
+  mutating func raise(
+    _ family: ChipsetFamily, _ level: IdentificationConfidence, _ what: String
+  ) {
+    var current = details[family] ?? Details()
+    if level > current.level { current.level = level }
+    details[family] = current
+    note(family, what)
+  }
+
+  mutating func update(_ family: ChipsetFamily, _ change: (inout Details) -> Void) {
+    var current = details[family] ?? Details()
+    change(&current)
+    details[family] = current
+  }
+
+  mutating func note(_ family: ChipsetFamily, _ what: String) {
+    let line = "\(family.displayName): \(what)"
+    guard evidence.count < Self.evidenceLimit, !evidence.contains(line) else { return }
+    evidence.append(line)
+  }
+}

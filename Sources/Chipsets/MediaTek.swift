@@ -1,0 +1,68 @@
+import NMEA
+
+/// MediaTek commands (MT3329, MT3339 and the modules built on them: Quectel L70, L76, L80,
+/// GlobalTop PA6H, Fastrax IT500 …), from the MediaTek PMTK command packet manual and the
+/// Quectel L76 series GNSS protocol specification.
+///
+/// Power on: one byte wakes the chip from standby (the byte itself may be lost), so a CR LF,
+/// which no MediaTek parser acts on, goes first, then a settle time; `$PMTK314` then selects
+/// the sentences and is acknowledged with `$PMTK001,314,3`, which proves the chip is awake.
+/// Power off: `$PMTK161,0` (standby), acknowledged with `$PMTK001,161,3` before the chip
+/// sleeps. Standby keeps RAM, so the next fix is a hot start.
+public struct MediaTekCommandSet: ReceiverCommandSet {
+  public let sentences: NMEASelection
+
+  public init(sentences: NMEASelection = .standard) {
+    self.sentences = sentences
+  }
+
+  public var family: ChipsetFamily { .mediatek }
+
+  /// What wakes the chip from standby. Any byte does; CR LF ends whatever partial line the
+  /// chip may hold and is otherwise ignored.
+  public static let wakeBytes: [UInt8] = [0x0D, 0x0A]
+  /// Wait after the wake bytes. MediaTek states no figure; `$PMTK314` is acknowledged, so a
+  /// chip that needs longer costs one retry.
+  public static let wakeSettleMilliseconds = 200
+
+  public var powerOnSteps: [CommandStep] {
+    [
+      CommandStep(
+        bytes: Self.wakeBytes, summary: "wake from standby: CR LF on RX",
+        settleMilliseconds: Self.wakeSettleMilliseconds),
+      sentenceSelection,
+    ]
+  }
+
+  public var powerOffSteps: [CommandStep] { [Self.standby] }
+
+  public var powerProfile: PowerProfile {
+    // Quectel L70/L76/L80 hardware designs and the GlobalTop PA6H (MT3339) data sheet: hot
+    // start 1 s.
+    PowerProfile(offState: .standby, wakesOverSerial: true, hotStartMilliseconds: 1000)
+  }
+
+  /// `$PMTK161,0`: PMTK_CMD_STANDBY_MODE, 0 = stop mode (standby).
+  public static let standby = CommandStep(
+    bytes: NMEAChecksum.frame("PMTK161,0"), summary: "$PMTK161,0 standby",
+    acknowledgement: .mtk(command: 161))
+
+  /// `$PMTK314`: PMTK_API_SET_NMEA_OUTPUT, 19 fields, each the output interval in fixes
+  /// (0 off, 1 every fix).
+  public var sentenceSelection: CommandStep {
+    var fields = [Int](repeating: 0, count: 19)
+    for sentence in sentences.sentences {
+      if let index = Self.pmtk314Field[sentence] { fields[index] = 1 }
+    }
+    let body = "PMTK314," + fields.map(String.init).joined(separator: ",")
+    return CommandStep(
+      bytes: NMEAChecksum.frame(body), summary: "$\(body) select \(sentences)",
+      acknowledgement: .mtk(command: 314))
+  }
+
+  /// The `$PMTK314` field of each sentence: 0 GLL, 1 RMC, 2 VTG, 3 GGA, 4 GSA, 5 GSV, 6 GRS,
+  /// 7 GST, 8–12 reserved, 13–16 MALM, MEPH, MDGP, MDBG, 17 ZDA, 18 MCHN.
+  public static let pmtk314Field: [NMEASentenceType: Int] = [
+    .gll: 0, .rmc: 1, .vtg: 2, .gga: 3, .gsa: 4, .gsv: 5, .grs: 6, .gst: 7, .zda: 17,
+  ]
+}

@@ -1,0 +1,103 @@
+/// The power state a receiver is left in by a family's power-off steps.
+public enum ReceiverPowerState: String, Sendable, Hashable, CustomStringConvertible {
+  /// Nothing changes on the receiver: it keeps tracking; only the port is closed.
+  case running
+  /// The GNSS engine is stopped; the receiver still answers commands (u-blox controlled
+  /// GNSS stop).
+  case gnssStopped
+  /// The receiver sleeps with its RAM kept and wakes on a byte (MediaTek standby).
+  case standby
+  /// Only the backup domain (RTC and battery-backed RAM) is powered (u-blox backup).
+  case backup
+  /// SiRF hibernate: woken only by a pulse on the ON_OFF pin.
+  case hibernate
+
+  public var description: String {
+    switch self {
+    case .running: return "running (port closed)"
+    case .gnssStopped: return "GNSS stopped"
+    case .standby: return "standby"
+    case .backup: return "backup"
+    case .hibernate: return "hibernate"
+    }
+  }
+}
+
+/// What powering a receiver off and on again costs: the state it reaches and how it comes
+/// back.
+public struct PowerProfile: Sendable, Hashable {
+  /// The state the power-off steps leave the receiver in.
+  public var offState: ReceiverPowerState
+  /// Whether the power-on steps can bring the receiver back over the serial line alone.
+  /// `false` means a pin (SiRF ON_OFF) or a power cycle is needed.
+  public var wakesOverSerial: Bool
+  /// Typical time from power-on to the next fix after a short off period (a hot start), in
+  /// milliseconds, as the manufacturer's data sheet states it; `nil` when not known.
+  public var hotStartMilliseconds: Int?
+
+  public init(offState: ReceiverPowerState, wakesOverSerial: Bool, hotStartMilliseconds: Int?) {
+    self.offState = offState
+    self.wakesOverSerial = wakesOverSerial
+    self.hotStartMilliseconds = hotStartMilliseconds
+  }
+}
+
+/// The commands of one chipset family: what to write, in order, to power a receiver on and
+/// off, and what that costs.
+///
+/// Values are immutable and `Sendable`; building the steps has no side effects. The gated
+/// receiver writes each step's bytes, waits for its acknowledgement where there is one, and
+/// then waits its settle time.
+public protocol ReceiverCommandSet: Sendable {
+  var family: ChipsetFamily { get }
+  /// Wake or start the receiver and select its NMEA sentences.
+  var powerOnSteps: [CommandStep] { get }
+  /// Put the receiver into standby, backup or GNSS stop.
+  var powerOffSteps: [CommandStep] { get }
+  var powerProfile: PowerProfile { get }
+}
+
+/// How a receiver is attached; decides what power-off a u-blox receiver can use.
+public enum ReceiverConnection: String, Sendable, Hashable {
+  /// The receiver's own USB port (a `ttyACM` device for u-blox).
+  case usb
+  /// A UART, possibly behind a USB-serial bridge (`ttyS`, `ttyAMA`, `ttyUSB`).
+  case uart
+}
+
+/// A receiver with no known chipset: no commands at all. Gating it is opening and closing
+/// its port; it keeps running in between.
+public struct GenericNMEACommandSet: ReceiverCommandSet {
+  public init() {}
+  public var family: ChipsetFamily { .nmea }
+  public var powerOnSteps: [CommandStep] { [] }
+  public var powerOffSteps: [CommandStep] { [] }
+  public var powerProfile: PowerProfile {
+    PowerProfile(offState: .running, wakesOverSerial: true, hotStartMilliseconds: nil)
+  }
+}
+
+extension ChipsetFamily {
+  /// The command set for a receiver of this family, with options chosen from how it is
+  /// connected and, for u-blox, from what identification learned (M8 and older or M9 and
+  /// later). ``nmea`` gives ``GenericNMEACommandSet``, which writes nothing.
+  public func commandSet(
+    connection: ReceiverConnection, identification: ChipsetIdentification? = nil,
+    sentences: NMEASelection = .standard
+  ) -> any ReceiverCommandSet {
+    switch self {
+    case .nmea:
+      return GenericNMEACommandSet()
+    case .ublox:
+      let generation = identification?.ubloxGeneration ?? .m8AndOlder
+      return UbloxCommandSet(
+        UbloxOptions(
+          generation: generation, port: connection == .usb ? .usb : .uart1,
+          sentences: sentences))
+    case .mediatek:
+      return MediaTekCommandSet(sentences: sentences)
+    case .sirf:
+      return SiRFCommandSet(sentences: sentences)
+    }
+  }
+}

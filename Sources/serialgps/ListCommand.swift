@@ -1,0 +1,145 @@
+import Discovery
+
+// `serialgps list`: the receivers discovery finds, known and possible; `--all` adds every
+// other serial port. Text for people, `--json` (an array, one object per port) for scripts.
+let listCommand = Command(
+  name: "list", usage: "list [--json] [--all]",
+  summary: "List GPS receivers (known, and possible ones on generic USB-serial bridges)."
+) { arguments in
+  var json = false
+  var all = false
+  for argument in arguments {
+    switch argument {
+    case "--json": json = true
+    case "--all", "-a": all = true
+    case "--help", "-h":
+      Output.standard.write(listHelp)
+      return 0
+    default:
+      Output.error.line("serialgps list: unknown option '\(argument)'")
+      Output.error.write(listHelp)
+      return 2
+    }
+  }
+
+  let discovery = DeviceDiscovery()
+  defer { discovery.shutdown() }
+  let ports: [SerialDevice]
+  do {
+    ports = try await discovery.serialPorts()
+  } catch {
+    Output.error.line("\(error)")
+    return 1
+  }
+  let receivers = ReceiverSelector.first.candidates(in: ports)
+  let shown = all ? receivers + ports.filter { !$0.isReceiverCandidate } : receivers
+
+  if json {
+    Output.standard.line(listJSON(shown))
+  } else {
+    Output.standard.write(listText(shown, otherCount: ports.count - receivers.count, all: all))
+  }
+  return 0
+}
+
+private let listHelp = """
+  usage: serialgps list [--json] [--all]
+
+  Lists the GPS receivers attached: known receivers (USB IDs in the catalogue, or marked by a
+  udev rule with SERIALGPS_CHIPSET) and possible ones (generic USB-serial bridges such as
+  PL2303, CP210x, FTDI, CH340, which serialgps only listens to unless you name the device).
+
+    --json   one JSON array, an object per port
+    --all    also list every other serial port
+
+  """
+
+private func listText(_ devices: [SerialDevice], otherCount: Int, all: Bool) -> String {
+  var text = ""
+  if !devices.contains(where: \.isReceiverCandidate) {
+    text += "No GPS receiver found.\n"
+    if !all && otherCount > 0 {
+      text += "\(otherCount) other serial port\(otherCount == 1 ? "" : "s") found: "
+      text += "`serialgps list --all` shows \(otherCount == 1 ? "it" : "them").\n"
+    }
+    text += "A receiver on a USB-serial adapter not in the catalogue can be declared with a "
+    text += "udev rule; see docs/discovery.md.\n"
+    if devices.isEmpty { return text }
+    text += "\n"
+  }
+  for (index, device) in devices.enumerated() {
+    if index > 0 { text += "\n" }
+    text += device.path + "  " + headline(device) + "\n"
+    if let stable = device.stablePath {
+      text += "  stable path  " + stable
+      text += device.stablePathFromUdev ? "\n" : "  (computed; udev made no such link)\n"
+    }
+    for link in device.links where link != device.stablePath {
+      text += "  link         " + link + "\n"
+    }
+    if let usb = device.usb {
+      var line = "  usb          " + usb.id.description
+      if let interface = usb.interfaceNumber { line += ", interface \(interface)" }
+      if let driver = device.driver { line += ", driver " + driver }
+      text += line + "\n"
+      let names = [usb.manufacturer, usb.product].compactMap { $0 }
+      if !names.isEmpty { text += "  product      " + names.joined(separator: " / ") + "\n" }
+      text += "  serial       " + (usb.serialNumber ?? "none") + "\n"
+    } else if let driver = device.driver {
+      text += "  driver       " + driver + "\n"
+    }
+  }
+  if !all && otherCount > 0 && devices.contains(where: \.isReceiverCandidate) {
+    text += "\n(\(otherCount) other serial port\(otherCount == 1 ? "" : "s") not shown; "
+    text += "use --all)\n"
+  }
+  return text
+}
+
+private func headline(_ device: SerialDevice) -> String {
+  let classification = device.classification
+  var text: String
+  switch classification.kind {
+  case .known:
+    text = "known receiver, chipset " + (classification.chipset?.rawValue ?? "unknown")
+  case .possible:
+    text = "possible receiver (generic USB-serial bridge; listened to, not written to)"
+  case .other:
+    text = "serial port"
+  }
+  if let model = classification.model { text += " — " + model }
+  if classification.source == .udevProperty {
+    text += classification.kind == .other ? " [ignored by udev rule]" : " [declared by udev rule]"
+  }
+  return text
+}
+
+private func listJSON(_ devices: [SerialDevice]) -> String {
+  let objects = devices.map { device -> String in
+    let usb = device.usb
+    var fields: [String] = []
+    fields.append("\"path\":" + jsonString(device.path))
+    fields.append("\"stablePath\":" + jsonString(device.stablePath))
+    fields.append("\"stablePathFromUdev\":\(device.stablePathFromUdev)")
+    fields.append("\"links\":[" + device.links.map { jsonString($0) }.joined(separator: ",") + "]")
+    fields.append("\"vendorId\":" + jsonString(usb.map { hex4($0.id.vendor) }))
+    fields.append("\"productId\":" + jsonString(usb.map { hex4($0.id.product) }))
+    fields.append("\"serialNumber\":" + jsonString(usb?.serialNumber))
+    fields.append("\"manufacturer\":" + jsonString(usb?.manufacturer))
+    fields.append("\"product\":" + jsonString(usb?.product))
+    fields.append("\"interface\":" + (usb?.interfaceNumber.map { "\($0)" } ?? "null"))
+    fields.append("\"driver\":" + jsonString(device.driver))
+    fields.append("\"kind\":" + jsonString(device.classification.kind.rawValue))
+    fields.append("\"chipset\":" + jsonString(device.classification.chipset?.rawValue))
+    fields.append("\"model\":" + jsonString(device.classification.model))
+    fields.append("\"source\":" + jsonString(device.classification.source.rawValue))
+    fields.append("\"sysPath\":" + jsonString(device.sysPath))
+    return "{" + fields.joined(separator: ",") + "}"
+  }
+  return "[" + objects.joined(separator: ",") + "]"
+}
+
+private func hex4(_ value: UInt16) -> String {
+  let digits = String(value, radix: 16)
+  return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+}
