@@ -58,7 +58,7 @@ public protocol ReceiverCommandSet: Sendable {
 }
 
 /// How a receiver is attached; decides what power-off a u-blox receiver can use.
-public enum ReceiverConnection: String, Sendable, Hashable {
+public enum HostInterface: String, Sendable, Hashable {
   /// The receiver's own USB port (a `ttyACM` device for u-blox).
   case usb
   /// A UART, possibly behind a USB-serial bridge (`ttyS`, `ttyAMA`, `ttyUSB`).
@@ -82,7 +82,7 @@ extension ChipsetFamily {
   /// connected and, for u-blox, from what identification learned (M8 and older or M9 and
   /// later). ``nmea`` gives ``GenericNMEACommandSet``, which writes nothing.
   public func commandSet(
-    connection: ReceiverConnection, identification: ChipsetIdentification? = nil,
+    interface: HostInterface, identification: ChipsetIdentification? = nil,
     sentences: NMEASelection = .standard
   ) -> any ReceiverCommandSet {
     switch self {
@@ -92,7 +92,7 @@ extension ChipsetFamily {
       let generation = identification?.ubloxGeneration ?? .m8AndOlder
       return UbloxCommandSet(
         UbloxOptions(
-          generation: generation, port: connection == .usb ? .usb : .uart1,
+          generation: generation, port: interface == .usb ? .usb : .uart1,
           sentences: sentences))
     case .mediatek:
       return MediaTekCommandSet(sentences: sentences)

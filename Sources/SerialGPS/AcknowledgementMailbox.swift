@@ -1,36 +1,38 @@
+import Chipsets
+
 /// Hands acknowledgements seen by the reader thread to the controller waiting for them.
 final class AcknowledgementMailbox: @unchecked Sendable {
   private struct Waiter {
     let token: UInt64
-    let expected: PowerCommand.Acknowledgement
-    let continuation: CheckedContinuation<ObservedAcknowledgement?, Never>
+    let continuation: CheckedContinuation<ReceiverAcknowledgement?, Never>
   }
 
   private struct State {
-    var expected: PowerCommand.Acknowledgement?
-    var arrived: ObservedAcknowledgement?
+    var expected: CommandStep?
+    var arrived: ReceiverAcknowledgement?
     var waiter: Waiter?
     var nextToken: UInt64 = 0
   }
 
   private let state = Locked(State())
 
-  /// Announces the acknowledgement the next command expects, before the command is written,
+  /// Announces the command whose acknowledgement is awaited, before the command is written,
   /// so that a fast answer is not missed.
-  func expect(_ acknowledgement: PowerCommand.Acknowledgement) {
+  func expect(_ step: CommandStep) {
     state.withLock {
-      $0.expected = acknowledgement
+      $0.expected = step
       $0.arrived = nil
     }
   }
 
-  /// Called by the reader for every acknowledgement it sees.
-  func deliver(_ acknowledgement: ObservedAcknowledgement) {
+  /// Called by the reader for every acknowledgement it sees; unrelated ones are ignored.
+  func deliver(_ acknowledgement: ReceiverAcknowledgement) {
     let waiter: Waiter? = state.withLock { state in
-      guard state.expected == acknowledgement.answers else { return nil }
-      if let waiter = state.waiter, waiter.expected == acknowledgement.answers {
+      guard let expected = state.expected, expected.isAcknowledged(by: acknowledgement) != nil
+      else { return nil }
+      state.expected = nil
+      if let waiter = state.waiter {
         state.waiter = nil
-        state.expected = nil
         return waiter
       }
       state.arrived = acknowledgement
@@ -39,10 +41,8 @@ final class AcknowledgementMailbox: @unchecked Sendable {
     waiter?.continuation.resume(returning: acknowledgement)
   }
 
-  /// Waits for the expected acknowledgement until `deadline`; `nil` on timeout.
-  func wait(
-    for expected: PowerCommand.Acknowledgement, until deadline: Duration, clock: any DriverClock
-  ) async -> ObservedAcknowledgement? {
+  /// Waits for the acknowledgement of the expected command until `deadline`; `nil` on timeout.
+  func wait(until deadline: Duration, clock: any DriverClock) async -> ReceiverAcknowledgement? {
     let token = state.withLock { state -> UInt64 in
       state.nextToken += 1
       return state.nextToken
@@ -53,13 +53,12 @@ final class AcknowledgementMailbox: @unchecked Sendable {
     }
     defer { timeout.cancel() }
     return await withCheckedContinuation { continuation in
-      let ready: ObservedAcknowledgement?? = state.withLock { state in
-        if let arrived = state.arrived, arrived.answers == expected {
+      let ready: ReceiverAcknowledgement?? = state.withLock { state in
+        if let arrived = state.arrived {
           state.arrived = nil
-          state.expected = nil
           return .some(arrived)
         }
-        state.waiter = Waiter(token: token, expected: expected, continuation: continuation)
+        state.waiter = Waiter(token: token, continuation: continuation)
         return nil
       }
       if let ready { continuation.resume(returning: ready) }
@@ -70,6 +69,7 @@ final class AcknowledgementMailbox: @unchecked Sendable {
     let waiter: Waiter? = state.withLock { state in
       guard let waiter = state.waiter, waiter.token == token else { return nil }
       state.waiter = nil
+      state.expected = nil
       return waiter
     }
     waiter?.continuation.resume(returning: nil)

@@ -1,3 +1,5 @@
+import Chipsets
+
 /// An open byte stream to a receiver: a serial port, or an in-process replay.
 ///
 /// Threading contract: one thread reads (the receiver's reader thread), one task writes at a
@@ -21,4 +23,24 @@ public protocol ReceiverConnector: Sendable {
   var deviceName: String { get }
   /// Opens the device. Errors should say what went wrong and what to do.
   func connect() async throws -> any ReceiverConnection
+  /// What is known about the device before it says anything: its chipset from its USB IDs or
+  /// a udev property, and how it is attached. `nil` when nothing is known.
+  var chipsetHint: ChipsetHint? { get }
+}
+
+extension ReceiverConnector {
+  public var chipsetHint: ChipsetHint? { nil }
+}
+
+/// What a connector knows about the receiver behind it.
+public struct ChipsetHint: Sendable, Hashable {
+  /// The chipset family, when the device is known to be a GPS receiver of that family.
+  public var family: ChipsetFamily?
+  /// How the receiver is attached (its own USB port, or a UART perhaps behind a bridge).
+  public var interface: HostInterface
+
+  public init(family: ChipsetFamily?, interface: HostInterface) {
+    self.family = family
+    self.interface = interface
+  }
 }

@@ -1,3 +1,4 @@
+import Chipsets
 import NMEA
 
 /// A GPS receiver that is powered only while someone listens.
@@ -34,8 +35,8 @@ public final class GPSReceiver: Sendable {
     public var maximumReconnectDelay: Duration = .seconds(30)
     /// The longest NMEA sentence accepted (RTK receivers exceed NMEA's 82 characters).
     public var maximumSentenceLength = 128
-    /// What the driver sends to wake and to put the receiver to standby.
-    public var commands: PowerCommands = .none
+    /// What the driver sends to wake the receiver and to put it to standby.
+    public var chipset: ChipsetChoice = .automatic
     /// How long to wait for a command's acknowledgement, and how often to retry it.
     public var acknowledgementTimeout: Duration = .seconds(1)
     public var commandAttempts = 3

@@ -1,3 +1,4 @@
+import Chipsets
 import NMEA
 
 /// The machinery behind a ``GPSReceiver``: the hub, the ordered event stream, the controller
@@ -18,6 +19,8 @@ final class ReceiverCore: @unchecked Sendable {
   private let events: AsyncStream<ControllerEvent>
   private let eventSink: AsyncStream<ControllerEvent>.Continuation
   private let counters = Locked(ReceiverStatistics())
+  /// What the receiver has said about itself, kept across connections.
+  let identification = Locked<ChipsetIdentification?>(nil)
   private let finished = Locked<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>(
     (false, []))
 
@@ -176,13 +179,14 @@ final class ReceiverCore: @unchecked Sendable {
     connection = opened
     counters.withLock { $0.powerOns += 1 }
     startReader(on: opened, generation: generation)
-    await send(options.commands.powerOn, to: opened)
+    await send(commandSet().powerOnSteps, to: opened)
     return .poweredOn
   }
 
   private func powerOff(sendCommands: Bool) async {
     guard let current = connection else { return }
-    if sendCommands { await send(options.commands.powerOff, to: current) }
+    // The identification may have arrived while streaming: the standby commands use it.
+    if sendCommands { await send(commandSet().powerOffSteps, to: current) }
     readerStop?.withLock { $0 = true }
     current.interrupt()
     await reader?.join()
@@ -196,45 +200,64 @@ final class ReceiverCore: @unchecked Sendable {
 
   // MARK: - Commands
 
+  /// The commands for this receiver: the user's choice, else what the connector knows, else
+  /// what the receiver said about itself. With none of these, no commands: a port not known to
+  /// hold a GPS receiver is never written to.
+  func commandSet() -> any ReceiverCommandSet {
+    let hint = connector.chipsetHint
+    let interface = hint?.interface ?? .uart
+    let identified = identification.withLock { $0 }
+    switch options.chipset {
+    case .custom(let set):
+      return set
+    case .family(let family):
+      return family.commandSet(interface: interface, identification: identified)
+    case .automatic:
+      if let family = hint?.family {
+        return family.commandSet(interface: interface, identification: identified)
+      }
+      let family = identified?.familyForCommands() ?? .nmea
+      return family.commandSet(interface: interface, identification: identified)
+    }
+  }
+
   /// Writes each command; waits for its acknowledgement when it has one, retrying a bounded
   /// number of times. A command that fails is reported and the next one is still sent: the
   /// receiver may well be streaming anyway.
-  private func send(_ commands: [PowerCommand], to connection: any ReceiverConnection) async {
-    for command in commands {
-      var outcome: String?
-      for attempt in 1...max(1, options.commandAttempts) {
-        if command.acknowledgement != nil { acknowledgements.expect(command.acknowledgement!) }
+  private func send(_ steps: [CommandStep], to connection: any ReceiverConnection) async {
+    for step in steps {
+      var failure: String?
+      let attempts = step.acknowledgement == .none ? 1 : max(1, options.commandAttempts)
+      for attempt in 1...attempts {
+        if step.acknowledgement != .none { acknowledgements.expect(step) }
         do {
-          try connection.write(command.bytes)
+          try connection.write(step.bytes)
           counters.withLock { $0.commandsSent += 1 }
         } catch {
-          outcome = "\(command.description): \(error)"
-          break  // the connection is failing; the reader will report the loss
+          failure = "\(step.summary): \(error)"
+          break  // the connection is failing; the reader reports the loss
         }
-        guard let expected = command.acknowledgement else {
-          outcome = nil
+        guard step.acknowledgement != .none else {
+          failure = nil
           break
         }
         let answer = await acknowledgements.wait(
-          for: expected, until: clock.now + options.acknowledgementTimeout, clock: clock)
-        switch answer {
-        case .some(let acknowledgement) where acknowledgement.positive:
-          outcome = nil
-        case .some(let acknowledgement):
-          outcome =
-            "\(command.description) rejected (\(acknowledgement.detail)) after \(attempt) attempt(s)"
-        case .none:
-          outcome =
-            "\(command.description) not acknowledged within \(options.acknowledgementTimeout) after \(attempt) attempt(s)"
+          until: clock.now + options.acknowledgementTimeout, clock: clock)
+        if let answer, answer.isPositive {
+          failure = nil
+          break
         }
-        if outcome == nil { break }
+        let why =
+          answer?.failureReason
+          ?? "no acknowledgement within \(options.acknowledgementTimeout)"
+        failure = "\(step.summary): \(why) (\(attempt) of \(attempts) attempts)"
       }
-      if let outcome {
+      if let failure {
         counters.withLock { $0.commandsFailed += 1 }
-        hub.publish(status: .commandFailed(reason: outcome))
+        hub.publish(status: .commandFailed(reason: failure))
       }
-      if command.settleTime > .zero {
-        try? await clock.sleep(until: clock.now + command.settleTime)
+      if step.settle > .zero {
+        try? await clock.sleep(until: clock.now + step.settle)
       }
     }
   }
@@ -270,6 +293,9 @@ private final class ReadSession: @unchecked Sendable {
   unowned let core: ReceiverCore
   var decoder: NMEADecoder
   var status: ReceiverStatus?
+  var identifier = ChipsetIdentifier()
+  /// Identification stops once sure, or after this many sentences: banners come early.
+  var identificationBudget = 2000
 
   init(
     connection: any ReceiverConnection, generation: Int, stop: Locked<Bool>, core: ReceiverCore,
@@ -310,28 +336,38 @@ private final class ReadSession: @unchecked Sendable {
     switch event {
     case .sentence(let sentence):
       if status == nil { publish(.streaming) }
-      if case .mtkAcknowledgement(let ack) = sentence {
-        core.acknowledgements.deliver(
-          ObservedAcknowledgement(
-            answers: .mtk(command: ack.command), positive: ack.result == .succeeded,
-            detail: "PMTK001 flag \(ack.result.rawValue)"))
+      if let acknowledgement = ReceiverAcknowledgement(sentence) {
+        core.acknowledgements.deliver(acknowledgement)
       }
+      if identificationBudget > 0 { observe { $0.observe(sentence) } }
     case .epoch(let epoch):
       fixes += 1
       publish(epoch.fix.mode == .noFix ? .noFix : .streaming)
       core.hub.publish(fix: epoch.fix)
       if let satellites = epoch.satellites { core.hub.publish(satellites: satellites) }
     case .ubx(let frame):
-      // UBX-ACK-ACK (05 01) / UBX-ACK-NAK (05 00): payload is the acknowledged class and ID.
-      if frame.messageClass == 0x05, frame.messageID <= 1, frame.payload.count >= 2 {
-        core.acknowledgements.deliver(
-          ObservedAcknowledgement(
-            answers: .ubx(messageClass: frame.payload[0], messageID: frame.payload[1]),
-            positive: frame.messageID == 1, detail: frame.messageID == 1 ? "ACK" : "NAK"))
+      if let acknowledgement = ReceiverAcknowledgement(frame) {
+        core.acknowledgements.deliver(acknowledgement)
       }
-    case .parseError, .sirf:
+      if identificationBudget > 0 { observe { $0.observe(frame) } }
+    case .sirf(let frame):
+      if identificationBudget > 0 { observe { $0.observe(frame) } }
+    case .parseError:
       break
     }
+  }
+
+  /// Feeds the chipset identifier until it is sure, and shares what it learns.
+  private func observe(_ body: (inout ChipsetIdentifier) -> Void) {
+    identificationBudget -= 1
+    let before = identifier.identification
+    body(&identifier)
+    let after = identifier.identification
+    guard after != before else { return }
+    if after.confidence >= .medium {
+      core.identification.withLock { $0 = after }
+    }
+    if after.confidence == .high { identificationBudget = 0 }
   }
 
   private func publish(_ newStatus: ReceiverStatus) {

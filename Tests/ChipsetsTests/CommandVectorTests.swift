@@ -256,7 +256,7 @@ struct FamilyTests {
 
   @Test("generic NMEA writes nothing, whatever it is asked")
   func genericSendsNothing() {
-    let set = ChipsetFamily.nmea.commandSet(connection: .uart)
+    let set = ChipsetFamily.nmea.commandSet(interface: .uart)
     #expect(set.family == .nmea)
     #expect(set.powerOnSteps.isEmpty)
     #expect(set.powerOffSteps.isEmpty)
@@ -268,16 +268,16 @@ struct FamilyTests {
 
   @Test("the factory picks options from the connection and the identification")
   func factory() throws {
-    let usb = try #require(ChipsetFamily.ublox.commandSet(connection: .usb) as? UbloxCommandSet)
+    let usb = try #require(ChipsetFamily.ublox.commandSet(interface: .usb) as? UbloxCommandSet)
     #expect(
       usb.options == UbloxOptions(generation: .m8AndOlder, port: .usb, powerOffMode: .gnssStop))
     let f9 = ChipsetIdentification(family: .ublox, confidence: .high, ubloxGeneration: .m9AndLater)
     let uart = try #require(
-      ChipsetFamily.ublox.commandSet(connection: .uart, identification: f9) as? UbloxCommandSet)
+      ChipsetFamily.ublox.commandSet(interface: .uart, identification: f9) as? UbloxCommandSet)
     #expect(
       uart.options == UbloxOptions(generation: .m9AndLater, port: .uart1, powerOffMode: .backup))
-    #expect(ChipsetFamily.mediatek.commandSet(connection: .usb) is MediaTekCommandSet)
-    #expect(ChipsetFamily.sirf.commandSet(connection: .usb) is SiRFCommandSet)
+    #expect(ChipsetFamily.mediatek.commandSet(interface: .usb) is MediaTekCommandSet)
+    #expect(ChipsetFamily.sirf.commandSet(interface: .usb) is SiRFCommandSet)
   }
 
   @Test("selections are ordered and free of repeats")

@@ -6,13 +6,13 @@ import Testing
 @Suite struct GPSReceiverTests {
   func makeReceiver(
     linger: Duration = .seconds(5), replayExpiry: Duration = .seconds(10),
-    commands: PowerCommands = .none, connector: MemoryConnector = MemoryConnector(),
+    chipset: ChipsetChoice = .automatic, connector: MemoryConnector = MemoryConnector(),
     clock: ManualClock = ManualClock()
   ) -> (GPSReceiver, MemoryConnector, ManualClock) {
     var options = GPSReceiver.Options()
     options.linger = linger
     options.replayExpiry = replayExpiry
-    options.commands = commands
+    options.chipset = chipset
     options.reconnectDelay = .milliseconds(500)
     options.acknowledgementTimeout = .milliseconds(200)
     return (GPSReceiver(connector: connector, options: options, clock: clock), connector, clock)

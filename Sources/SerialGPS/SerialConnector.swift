@@ -1,0 +1,117 @@
+import Chipsets
+import NMEA
+import SerialPort
+
+/// Opens a receiver on a serial port (a tty), at a fixed baud rate or at the rate found by
+/// listening.
+public struct SerialConnector: ReceiverConnector {
+  /// How the baud rate is chosen.
+  public enum BaudSetting: Sendable, Hashable {
+    /// Listen at each candidate rate (never writing) until checksum-valid NMEA arrives; the
+    /// rate found is remembered and tried first next time. A receiver that sends nothing (in
+    /// standby) is opened at the remembered rate, else the first candidate, so that its wake-up
+    /// commands can go out. USB CDC-ACM devices (`ttyACM`) ignore the rate: no search.
+    case automatic(
+      candidates: [BaudRate] = Autobaud.defaultCandidates,
+      timePerRate: Duration = .milliseconds(1500))
+    case fixed(BaudRate)
+  }
+
+  public let path: String
+  public let baud: BaudSetting
+  public let chipsetHint: ChipsetHint?
+  private let memory: Locked<BaudRateMemory>
+
+  /// - Parameters:
+  ///   - hint: what is known of the device (its chipset from USB IDs); by default the
+  ///     interface is guessed from the name: `ttyACM` is the receiver's own USB port.
+  public init(path: String, baud: BaudSetting = .automatic(), hint: ChipsetHint? = nil) {
+    self.path = path
+    self.baud = baud
+    self.chipsetHint = hint ?? ChipsetHint(family: nil, interface: Self.guessInterface(path))
+    memory = Locked(BaudRateMemory())
+  }
+
+  public var deviceName: String { path }
+
+  static func guessInterface(_ path: String) -> HostInterface {
+    path.contains("ttyACM") ? .usb : .uart
+  }
+
+  public func connect() async throws -> any ReceiverConnection {
+    switch baud {
+    case .fixed(let rate):
+      return SerialConnection(port: try SerialPort.open(path: path, baudRate: rate))
+    case .automatic(let candidates, let timePerRate):
+      let remembered = memory.withLock { $0.rate(for: path) }
+      let initial = remembered ?? candidates.first ?? .b9600
+      let port = try SerialPort.open(path: path, baudRate: initial)
+      if path.contains("ttyACM") { return SerialConnection(port: port) }
+      let memory = self.memory
+      let found: Result<BaudRate, SerialPortError> = await onOwnThread {
+        var known = memory.withLock { $0 }
+        let result = Result { () throws(SerialPortError) in
+          try Autobaud.detect(
+            on: port, candidates: candidates, timePerRate: timePerRate, memory: &known,
+            recognises: Self.containsValidNMEA
+          ).rate
+        }
+        memory.withLock { $0 = known }
+        return result
+      }
+      switch found {
+      case .success:
+        break
+      case .failure(let error) where error.isDisconnected:
+        port.close()
+        throw error
+      case .failure:
+        // Silent: perhaps in standby. Stay at the initial rate so the wake-up goes out.
+        try? port.setBaudRate(initial)
+      }
+      return SerialConnection(port: port)
+    }
+  }
+
+  /// Whether the bytes hold at least two checksum-valid NMEA sentences (one could be luck).
+  @Sendable static func containsValidNMEA(_ bytes: [UInt8]) -> Bool {
+    var framer = NMEAFramer()
+    var valid = 0
+    framer.feed(bytes) { frame in
+      if case .sentence(let sentence) = frame, sentence.hadChecksum { valid += 1 }
+    }
+    return valid >= 2
+  }
+}
+
+/// A ``ReceiverConnection`` over a ``SerialPort``.
+final class SerialConnection: ReceiverConnection {
+  let port: SerialPort
+
+  init(port: SerialPort) { self.port = port }
+
+  func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    switch try port.read(into: buffer, timeout: nil) {
+    case .received(let count): return count
+    case .timedOut, .interrupted: return 0
+    }
+  }
+
+  func write(_ bytes: [UInt8]) throws {
+    try port.write(bytes, timeout: .seconds(5))
+  }
+
+  func interrupt() { port.interrupt() }
+
+  func close() { port.close() }
+}
+
+extension GPSReceiver {
+  /// A receiver on the serial device at `path` (`/dev/ttyACM0`, `/dev/serial/by-id/…`).
+  public convenience init(
+    device path: String, baud: SerialConnector.BaudSetting = .automatic(),
+    options: Options = Options(), clock: any DriverClock = SystemClock()
+  ) {
+    self.init(connector: SerialConnector(path: path, baud: baud), options: options, clock: clock)
+  }
+}
