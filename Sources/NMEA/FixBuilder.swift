@@ -8,6 +8,10 @@ public struct FixBuilderStatistics: Sendable, Hashable {
   public var lateSentences = 0
   /// Times the learned end of cycle proved wrong and was forgotten.
   public var cycleEndsForgotten = 0
+  /// Epochs dropped because they held only time and date (ZDA, GST, GBS, GRS) stamped later
+  /// than the sentences that followed them: a receiver whose ZDA runs ahead of its fixes.
+  /// Their date is kept.
+  public var strayEpochs = 0
 
   public init() {}
 }
@@ -31,6 +35,7 @@ public struct FixBuilder {
   var fix = Fix()
   var epochTime: UTCTime?
   var hasData = false
+  var holdsFixData = false  // anything besides time, date and error statistics
   var explicitDate: UTCDate?
   var positionValid: Bool?
   var modeFromGSA: FixMode?
@@ -85,7 +90,11 @@ public struct FixBuilder {
 
     if let time {
       if let epochTime, time != epochTime {
-        try closeEpoch(endedBy: nil, emit: emit)
+        if !holdsFixData, Self.isShortlyBefore(time, epochTime) {
+          dropStrayEpoch()
+        } else {
+          try closeEpoch(endedBy: nil, emit: emit)
+        }
       } else if epochTime == nil, closedByCycleEnd, let lastEmittedTime, time == lastEmittedTime {
         // Data for the epoch just emitted at the learned cycle end: the guess was wrong.
         statistics.lateSentences += 1
@@ -108,6 +117,7 @@ public struct FixBuilder {
     closedByCycleEnd = false
     merge(sentence)
     hasData = true
+    if !Self.carriesOnlyTime(sentence) { holdsFixData = true }
     keyCounts[key, default: 0] += 1
     lastKey = key
 
@@ -159,10 +169,37 @@ public struct FixBuilder {
     }
   }
 
+  /// Forgets an epoch that held only a time and date from a sentence running ahead of the
+  /// fixes (AC12's ZDA is two seconds ahead of its GGA and RMC); its date is carried.
+  mutating func dropStrayEpoch() {
+    if let explicitDate, let epochTime {
+      carriedDate = explicitDate
+      carriedDateTime = epochTime
+    }
+    statistics.strayEpochs += 1
+    resetEpoch()
+  }
+
+  /// Whether `time` is earlier than `reference` by less than twelve hours (so not the next
+  /// day after midnight).
+  static func isShortlyBefore(_ time: UTCTime, _ reference: UTCTime) -> Bool {
+    let difference = reference.nanosecondsOfDay - time.nanosecondsOfDay
+    return difference > 0 && difference < 12 * 3600 * 1_000_000_000
+  }
+
+  /// Sentences that carry a time, a date or error statistics, but nothing of the position.
+  static func carriesOnlyTime(_ sentence: Sentence) -> Bool {
+    switch sentence {
+    case .zda, .gst, .gbs, .grs, .pubxTime: return true
+    default: return false
+    }
+  }
+
   mutating func resetEpoch() {
     fix = Fix()
     epochTime = nil
     hasData = false
+    holdsFixData = false
     explicitDate = nil
     positionValid = nil
     modeFromGSA = nil
@@ -198,10 +235,14 @@ public struct FixBuilder {
       fix.date = self.carriedDate
     }
 
-    // Mode: the GSA's, unless the position sentences disagree about having a fix at all.
-    var mode = modeFromGSA ?? derivedMode ?? .noFix
-    if positionValid == false && modeFromGSA == nil { mode = .noFix }
-    if mode == .noFix, positionValid == true, fix.position != nil {
+    // Mode: no position, no fix. With a position, the receiver's own fix type from GSA when
+    // it gave one, else what the position sentences imply (see `derivedMode`).
+    let mode: FixMode
+    if fix.position == nil {
+      mode = .noFix
+    } else if let fromGSA = modeFromGSA, fromGSA != .noFix {
+      mode = fromGSA
+    } else {
       mode = derivedMode ?? .twoD
     }
     fix.mode = mode
@@ -231,7 +272,8 @@ public struct FixBuilder {
   mutating func markUsedSatellites() {
     guard !used.isEmpty else { return }
     for index in satellites.indices {
-      let key = UsedKey(constellation: satellites[index].constellation, svid: satellites[index].svid)
+      let key = UsedKey(
+        constellation: satellites[index].constellation, svid: satellites[index].svid)
       if used.contains(key) { satellites[index].used = true }
     }
   }
@@ -247,7 +289,7 @@ public struct FixBuilder {
         takePosition(gga.position, rank: 3)
         if let altitude = gga.altitudeMSL { fix.altitudeMSL = altitude }
         if let separation = gga.geoidSeparation { fix.geoidSeparation = separation }
-        derivedMode = max(derivedMode ?? .noFix, gga.altitudeMSL != nil ? .threeD : .twoD)
+        noteDerivedMode(altitude: gga.altitudeMSL, satellitesUsed: gga.satellitesUsed)
       }
       if let quality = gga.quality { fix.quality = quality }
       if let used = gga.satellitesUsed { fix.satellitesUsed = used }
@@ -285,7 +327,7 @@ public struct FixBuilder {
         takePosition(gns.position, rank: 3)
         if let altitude = gns.altitudeMSL { fix.altitudeMSL = altitude }
         if let separation = gns.geoidSeparation { fix.geoidSeparation = separation }
-        derivedMode = max(derivedMode ?? .noFix, gns.altitudeMSL != nil ? .threeD : .twoD)
+        noteDerivedMode(altitude: gns.altitudeMSL, satellitesUsed: gns.satellitesUsed)
       }
       if let mode, fix.modeIndicator == nil { fix.modeIndicator = mode }
       if let used = gns.satellitesUsed { fix.satellitesUsed = used }
@@ -321,14 +363,16 @@ public struct FixBuilder {
     case .gsv(let gsv):
       sawGSV = true
       for satellite in gsv {
-        let identity = SatelliteNumbering.identify(id: satellite.id, talker: gsv.talker, systemID: nil)
+        let identity = SatelliteNumbering.identify(
+          id: satellite.id, talker: gsv.talker, systemID: nil)
         let entry = Satellite(
           constellation: identity.constellation, prn: identity.prn, svid: identity.svid,
           signalID: gsv.signalID, elevation: satellite.elevation, azimuth: satellite.azimuth,
           snr: satellite.snr, used: false)
         // A satellite repeated for the same signal (a resent GSV part) replaces itself.
         if let index = satellites.firstIndex(where: {
-          $0.prn == entry.prn && $0.signalID == entry.signalID && $0.constellation == entry.constellation
+          $0.prn == entry.prn && $0.signalID == entry.signalID
+            && $0.constellation == entry.constellation
         }) {
           satellites[index] = entry
         } else {
@@ -354,7 +398,8 @@ public struct FixBuilder {
       if valid {
         takePosition(pubx.position, rank: 2)
         if let altitude = pubx.altitudeHAE { fix.reportedAltitudeHAE = altitude }
-        let threeD = status == Self.pubx3D || status == Self.pubxDifferential3D
+        let threeD =
+          status == Self.pubx3D || status == Self.pubxDifferential3D
           || status == Self.pubxRTK
         derivedMode = max(derivedMode ?? .noFix, threeD ? .threeD : .twoD)
         if let kmh = pubx.speedKilometresPerHour { fix.speed = kmh / 3.6 }
@@ -374,6 +419,15 @@ public struct FixBuilder {
     default:
       break
     }
+  }
+
+  /// A valid position with an altitude is 3D, unless the receiver says it used one to three
+  /// satellites: so few can only give a 2D fix with the altitude held. (A count of 0 beside a
+  /// valid fix is a receiver that does not count, not a statement.)
+  mutating func noteDerivedMode(altitude: Double?, satellitesUsed: Int?) {
+    let holdsAltitude = satellitesUsed.map { (1...3).contains($0) } ?? false
+    let mode: FixMode = altitude != nil && !holdsAltitude ? .threeD : .twoD
+    derivedMode = max(derivedMode ?? .noFix, mode)
   }
 
   mutating func notePositionValidity(_ valid: Bool) {
