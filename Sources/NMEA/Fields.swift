@@ -254,8 +254,14 @@ public struct FieldScanner {
         offset += 1
       }
     }
-    let degrees = whole / 100
-    let minutes = whole % 100
+    var degrees = whole / 100
+    var minutes = whole % 100
+    // MediaTek receivers without a fix write latitude `8960.000000` (89°60′, the pole): take
+    // exactly 60 minutes as the next degree. More than 60 is an error.
+    if minutes == 60 && fraction == 0 {
+      degrees += 1
+      minutes = 0
+    }
     guard minutes < 60, degrees <= (isLongitude ? 180 : 90) else { return nil }
     let scaled = minutes * Powers.ten(fractionDigits) + fraction
     // The exact pole or antimeridian only: 90°00.000' is fine, 90°00.001' is not.

@@ -12,13 +12,14 @@ import Testing
 enum GPSDCorpus {
   static let environmentKey = "SERIALGPS_CORPUS"
 
-  /// Where the corpus may be: `$SERIALGPS_CORPUS`, then `<package>/../shared/corpus/gpsd`,
-  /// then one level further up (helpers' worktrees live in `<root>/wt/<name>`).
+  /// Where the corpus may be: `$SERIALGPS_CORPUS` when set (and then only there), else
+  /// `<package>/../shared/corpus/gpsd`, then one level further up (for git worktrees kept in
+  /// `<root>/wt/<name>`).
   static var candidates: [URL] {
-    var urls: [URL] = []
     if let path = ProcessInfo.processInfo.environment[environmentKey], !path.isEmpty {
-      urls.append(URL(fileURLWithPath: path))
+      return [URL(fileURLWithPath: path)]
     }
+    var urls: [URL] = []
     let package = URL(fileURLWithPath: #filePath)
       .deletingLastPathComponent()  // NMEATests
       .deletingLastPathComponent()  // Tests
@@ -455,5 +456,127 @@ struct ConformanceTests {
       totalCompared, overall * 100)
     print(report)
     #expect(totalCompared >= 1250, "too few epochs compared: \(totalCompared)")
+  }
+}
+
+// MARK: - Nothing lost around binary data
+
+/// An independent, deliberately naive count of what a log holds: NMEA lines found by looking
+/// for `$`/`!` … `*hh` line by line, UBX and SiRF frames found by their sync bytes, length
+/// and checksum. The framer must find the same.
+struct CorpusCensus {
+  var sentences = 0
+  var longSentences = 0
+  var ubxFrames = 0
+  var sirfFrames = 0
+
+  init(_ bytes: [UInt8], maximumSentenceLength: Int = 128) {
+    var i = 0
+    let n = bytes.count
+    while i < n {
+      let byte = bytes[i]
+      if byte == 0xB5, i + 7 < n, bytes[i + 1] == 0x62 {
+        let length = Int(bytes[i + 4]) | Int(bytes[i + 5]) << 8
+        let end = i + 6 + length + 2
+        if end <= n {
+          var a: UInt8 = 0
+          var b: UInt8 = 0
+          for k in (i + 2)..<(end - 2) {
+            a = a &+ bytes[k]
+            b = b &+ a
+          }
+          if a == bytes[end - 2] && b == bytes[end - 1] {
+            ubxFrames += 1
+            i = end
+            continue
+          }
+        }
+      }
+      if byte == 0xA0, i + 8 < n, bytes[i + 1] == 0xA2 {
+        let length = Int(bytes[i + 2]) << 8 | Int(bytes[i + 3])
+        let end = i + 4 + length + 4
+        if end <= n, bytes[end - 2] == 0xB0, bytes[end - 1] == 0xB3 {
+          var sum = 0
+          for k in (i + 4)..<(end - 4) { sum += Int(bytes[k]) }
+          if sum & 0x7FFF == Int(bytes[end - 4]) << 8 | Int(bytes[end - 3]) {
+            sirfFrames += 1
+            i = end
+            continue
+          }
+        }
+      }
+      if byte == 0x24 || byte == 0x21 {
+        // A sentence: printable text up to `*hh`, then LF after any number of CRs.
+        var j = i + 1
+        var sum: UInt8 = 0
+        while j < n, bytes[j] != 0x2A, (0x20...0x7E).contains(bytes[j]), bytes[j] != 0x24 {
+          sum ^= bytes[j]
+          j += 1
+        }
+        if j + 2 < n, bytes[j] == 0x2A,
+          let stated = UInt8(String(decoding: bytes[(j + 1)...(j + 2)], as: UTF8.self), radix: 16),
+          stated == sum
+        {
+          var k = j + 3
+          while k < n, bytes[k] == 0x0D { k += 1 }
+          if k < n, bytes[k] == 0x0A {
+            if j + 3 - i > maximumSentenceLength { longSentences += 1 } else { sentences += 1 }
+            i = k + 1
+            continue
+          }
+        }
+      }
+      i += 1
+    }
+  }
+}
+
+extension ConformanceTests {
+  @Test("no sentence is lost: the framer accepts every well-formed sentence of every log")
+  func everySentenceAccepted() throws {
+    let directory = try GPSDCorpus.require()
+    var totalSentences = 0
+    for log in try GPSDCorpus.logs(in: directory) {
+      let bytes = try GPSDCorpus.recording(directory.appendingPathComponent(log))
+      let census = CorpusCensus(bytes)
+      var decoder = NMEADecoder()
+      decoder.decode(bytes) { _ in }
+      decoder.finish { _ in }
+      let framer = decoder.statistics.framer
+      #expect(framer.sentences == census.sentences, "\(log): sentences \(framer) vs \(census)")
+      #expect(framer.tooLong == census.longSentences, "\(log): too long \(framer) vs \(census)")
+      #expect(framer.ubxFrames == census.ubxFrames, "\(log): UBX \(framer) vs \(census)")
+      #expect(framer.sirfFrames == census.sirfFrames, "\(log): SiRF \(framer) vs \(census)")
+      #expect(decoder.statistics.parseErrors == 0, "\(log): \(decoder.statistics)")
+      totalSentences += framer.sentences
+      if ProcessInfo.processInfo.environment["SERIALGPS_CONFORMANCE_VERBOSE"] != nil {
+        print("\(log): \(decoder.statistics)")
+      }
+    }
+    #expect(totalSentences > 10_000)
+  }
+
+  @Test("the binary logs: every frame found, and the NMEA around them intact")
+  func binaryLogs() throws {
+    let directory = try GPSDCorpus.require()
+    var results: [String: (FramerStatistics, CorpusCensus)] = [:]
+    for log in GPSDCorpus.binaryOnlyLogs.union(GPSDCorpus.binaryMixedLogs) {
+      let bytes = try GPSDCorpus.recording(directory.appendingPathComponent(log))
+      var framer = NMEAFramer()
+      framer.feed(bytes) { _ in }
+      results[log] = (framer.statistics, CorpusCensus(bytes))
+    }
+    let neo = try #require(results["ublox-neo-m8n.log"])
+    // 53 `B5 62` pairs, one of them inside another frame's payload.
+    #expect(neo.0.ubxFrames == 52 && neo.1.ubxFrames == 52)
+    #expect(neo.0.sentences == 0 && neo.0.rejectedSentences == 0)
+    let sirf = try #require(results["sirfstarv.log"])
+    #expect(sirf.0.sirfFrames == 495 && sirf.1.sirfFrames == 495)
+    #expect(sirf.0.sentences == 0)
+    let mixed = try #require(results["ublox-8.log"])
+    // 1009 sentences; the last is cut short by the end of the capture (no checksum).
+    #expect(mixed.0.sentences == 1008 && mixed.1.sentences == 1008)
+    #expect(mixed.0.missingChecksum == 1 && mixed.0.rejectedSentences == 1)
+    #expect(mixed.0.garbageBytes > 100, "the line noise at the start is counted")
   }
 }
