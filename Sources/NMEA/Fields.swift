@@ -45,8 +45,9 @@ public struct FieldScanner {
   let base: UnsafePointer<UInt8>
   let count: Int
   var offset: Int
-  /// Index of the field that `next()` returns next (1 = first field after the address).
-  public private(set) var index = 0
+  /// Index of the field `next()` returned last: 0 is the address, 1 the first field after it
+  /// (NMEA's own numbering, the one ``NMEAParseError/badField(index:)`` reports).
+  public private(set) var index = -1
 
   /// A scanner positioned at the address field of `sentence`.
   public init(_ sentence: RawSentence) {

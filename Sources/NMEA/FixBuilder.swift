@@ -364,7 +364,7 @@ public struct FixBuilder {
       sawGSV = true
       for satellite in gsv {
         let identity = SatelliteNumbering.identify(
-          id: satellite.id, talker: gsv.talker, systemID: nil)
+          id: satellite.id, talker: gsv.talker, systemID: gsv.systemID)
         let entry = Satellite(
           constellation: identity.constellation, prn: identity.prn, svid: identity.svid,
           signalID: gsv.signalID, elevation: satellite.elevation, azimuth: satellite.azimuth,
