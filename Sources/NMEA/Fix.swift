@@ -84,6 +84,20 @@ public struct Satellite: Sendable, Hashable {
   public var snr: Int?
   /// Whether the satellite was used in the solution (listed in a GSA).
   public var used: Bool
+
+  public init(
+    constellation: Constellation?, prn: Int, svid: Int, signalID: Int? = nil,
+    elevation: Int? = nil, azimuth: Int? = nil, snr: Int? = nil, used: Bool = false
+  ) {
+    self.constellation = constellation
+    self.prn = prn
+    self.svid = svid
+    self.signalID = signalID
+    self.elevation = elevation
+    self.azimuth = azimuth
+    self.snr = snr
+    self.used = used
+  }
 }
 
 /// The satellites of one epoch, with the dilutions of precision.
@@ -94,6 +108,17 @@ public struct SatelliteView: Sendable, Hashable {
   public var vdop: Double?
   public var pdop: Double?
 
+  public init(
+    time: UTCTime? = nil, satellites: [Satellite], hdop: Double? = nil, vdop: Double? = nil,
+    pdop: Double? = nil
+  ) {
+    self.time = time
+    self.satellites = satellites
+    self.hdop = hdop
+    self.vdop = vdop
+    self.pdop = pdop
+  }
+
   /// Satellites used in the solution.
   public var usedCount: Int { satellites.reduce(0) { $0 + ($1.used ? 1 : 0) } }
 }
@@ -103,4 +128,9 @@ public struct Epoch: Sendable, Hashable {
   public var fix: Fix
   /// `nil` when the epoch carried no GSV or GSA.
   public var satellites: SatelliteView?
+
+  public init(fix: Fix, satellites: SatelliteView? = nil) {
+    self.fix = fix
+    self.satellites = satellites
+  }
 }

@@ -36,14 +36,13 @@ public struct FixBuilder {
   var epochTime: UTCTime?
   var hasData = false
   var holdsFixData = false  // anything besides time, date and error statistics
+  var holdsPositionSentence = false  // GGA, RMC, GLL, GNS or PUBX,00, valid or not
   var explicitDate: UTCDate?
-  var positionValid: Bool?
   var modeFromGSA: FixMode?
   var derivedMode: FixMode?
   var positionSourceRank = 0
   var usedFromGSA = 0
   var sawGSA = false
-  var timelessRepeatKeys = 0 as UInt64  // bit per sentence kind seen without a time
 
   // Satellites of the epoch in progress.
   var satellites: [Satellite] = []
@@ -58,7 +57,7 @@ public struct FixBuilder {
   var carriedDateTime: UTCTime?
   var lastEmittedTime: UTCTime?
   var previousAltitude: Double?
-  var previousTimestamp: Double?
+  var previousAltitudeTime: Double?  // seconds of the day
 
   // Learning which sentence ends the cycle.
   var lastKey: UInt32 = 0
@@ -66,7 +65,7 @@ public struct FixBuilder {
   var keyCounts: [UInt32: Int] = [:]
   var candidateEnd: UInt32?
   var learnedEnd: UInt32?
-  var closedByCycleEnd = false
+  var lastClosedByCycleEnd = false  // how the epoch emitted last was closed
 
   struct UsedKey: Hashable {
     var constellation: Constellation?
@@ -89,39 +88,41 @@ public struct FixBuilder {
     let time = sentence.time
 
     if let time {
+      if time != epochTime, let lastEmittedTime, time == lastEmittedTime {
+        // Data for an epoch already emitted: merging it would make a second fix for that
+        // time. If the learned cycle end closed that epoch, the guess was wrong: learn again.
+        statistics.lateSentences += 1
+        if lastClosedByCycleEnd {
+          statistics.cycleEndsForgotten += 1
+          learnedEnd = nil
+          candidateEnd = nil
+          lastClosedByCycleEnd = false
+        }
+        return
+      }
       if let epochTime, time != epochTime {
         if !holdsFixData, Self.isShortlyBefore(time, epochTime) {
           dropStrayEpoch()
         } else {
           try closeEpoch(endedBy: nil, emit: emit)
         }
-      } else if epochTime == nil, closedByCycleEnd, let lastEmittedTime, time == lastEmittedTime {
-        // Data for the epoch just emitted at the learned cycle end: the guess was wrong.
-        statistics.lateSentences += 1
-        statistics.cycleEndsForgotten += 1
-        learnedEnd = nil
-        candidateEnd = nil
-        return
-      } else if epochTime == nil, hasData, let lastEmittedTime, time == lastEmittedTime {
-        statistics.lateSentences += 1
-        return
       }
       if epochTime == nil { epochTime = time }
-    } else if Self.normallyTimed(sentence) {
-      // A position sentence without time (no fix yet): a repeat means a new cycle.
-      let bit: UInt64 = 1 << UInt64(key >> 24)
-      if timelessRepeatKeys & bit != 0 { try closeEpoch(endedBy: nil, emit: emit) }
-      timelessRepeatKeys |= bit
+    } else if Self.normallyTimed(sentence), keyCounts[key] != nil {
+      // The same position sentence again, without a time (no fix yet): a new cycle.
+      try closeEpoch(endedBy: nil, emit: emit)
     }
 
-    closedByCycleEnd = false
     merge(sentence)
     hasData = true
     if !Self.carriesOnlyTime(sentence) { holdsFixData = true }
+    if Self.normallyTimed(sentence) { holdsPositionSentence = true }
     keyCounts[key, default: 0] += 1
     lastKey = key
 
-    if let learnedEnd, key == learnedEnd {
+    // At the learned end of the cycle, unless nothing of the cycle's position has come yet
+    // (those sentences were lost): the epoch then waits for them or for the next time.
+    if let learnedEnd, key == learnedEnd, holdsPositionSentence {
       try closeEpoch(endedBy: key, emit: emit)
     }
   }
@@ -146,7 +147,7 @@ public struct FixBuilder {
       statistics.epochs += 1
       if key != nil { statistics.epochsClosedAtCycleEnd += 1 }
       lastEmittedTime = fix.time
-      closedByCycleEnd = key != nil
+      lastClosedByCycleEnd = key != nil
       let epoch = Epoch(fix: fix, satellites: view)
       view = nil
       try emit(epoch)
@@ -200,15 +201,14 @@ public struct FixBuilder {
     epochTime = nil
     hasData = false
     holdsFixData = false
+    holdsPositionSentence = false
     explicitDate = nil
-    positionValid = nil
     modeFromGSA = nil
     derivedMode = nil
     positionSourceRank = 0
     usedFromGSA = 0
     sawGSA = false
     sawGSV = false
-    timelessRepeatKeys = 0
     viewHDOP = nil
     viewVDOP = nil
     viewPDOP = nil
@@ -253,20 +253,46 @@ public struct FixBuilder {
     }
     if fix.satellitesUsed == nil && sawGSA { fix.satellitesUsed = usedFromGSA }
 
-    // Climb from successive 3D altitudes when the receiver does not report it.
-    let altitude = fix.altitudeHAE ?? fix.altitudeMSL
-    let seconds = fix.timestamp.map(\.unixTime)
-    if mode == .threeD, let altitude, let seconds {
-      if fix.climb == nil, let previousAltitude, let previousTimestamp {
-        let interval = seconds - previousTimestamp
+    // Without GGA, the quality the mode indicator stands for.
+    if fix.quality == nil, mode != .noFix, let indicator = fix.modeIndicator {
+      fix.quality = Self.quality(of: indicator)
+    }
+
+    // Climb from successive 3D altitudes when the receiver does not report it. Times of day
+    // suffice (no date needed); an interval that looks negative crossed midnight.
+    let altitude = fix.altitudeMSL ?? fix.altitudeHAE
+    if mode == .threeD, let altitude, let time = epochTime {
+      let seconds = Double(time.nanosecondsOfDay) / 1e9
+      if fix.climb == nil, let previousAltitude, let previousAltitudeTime {
+        var interval = seconds - previousAltitudeTime
+        if interval < 0 { interval += 86_400 }
         if interval > 0 && interval <= 10 { fix.climb = (altitude - previousAltitude) / interval }
       }
       previousAltitude = altitude
-      previousTimestamp = seconds
-    } else if mode != .threeD {
+      previousAltitudeTime = seconds
+    } else {
       previousAltitude = nil
-      previousTimestamp = nil
+      previousAltitudeTime = nil
     }
+  }
+
+  static func quality(of indicator: ModeIndicator) -> FixQuality? {
+    switch indicator {
+    case .autonomous: return .gps
+    case .differential, .precise: return .differential
+    case .rtkFixed: return .rtkFixed
+    case .rtkFloat: return .rtkFloat
+    case .estimated: return .deadReckoning
+    case .manual: return .manual
+    case .simulator: return .simulated
+    default: return nil
+    }
+  }
+
+  /// Receivers write 99.0 or 99.99 for a DOP they do not know.
+  static func dop(_ value: Double?) -> Double? {
+    guard let value, value < 99 else { return nil }
+    return value
   }
 
   mutating func markUsedSatellites() {
@@ -284,7 +310,6 @@ public struct FixBuilder {
     switch sentence {
     case .gga(let gga):
       let valid = (gga.quality?.rawValue ?? 0) > 0
-      notePositionValidity(valid)
       if valid {
         takePosition(gga.position, rank: 3)
         if let altitude = gga.altitudeMSL { fix.altitudeMSL = altitude }
@@ -293,13 +318,12 @@ public struct FixBuilder {
       }
       if let quality = gga.quality { fix.quality = quality }
       if let used = gga.satellitesUsed { fix.satellitesUsed = used }
-      if let hdop = gga.hdop { fix.hdop = hdop }
+      if let hdop = Self.dop(gga.hdop) { fix.hdop = hdop }
       if let age = gga.differentialAge { fix.differentialAge = age }
       if let station = gga.differentialStation { fix.differentialStation = station }
 
     case .rmc(let rmc):
       let valid = rmc.isValid != false && rmc.mode?.isValid != false
-      notePositionValidity(valid)
       if let date = rmc.date { explicitDate = date }
       if valid {
         takePosition(rmc.position, rank: 2)
@@ -312,7 +336,6 @@ public struct FixBuilder {
 
     case .gll(let gll):
       let valid = gll.isValid != false && gll.mode?.isValid != false
-      notePositionValidity(valid)
       if valid {
         takePosition(gll.position, rank: 1)
         derivedMode = max(derivedMode ?? .noFix, .twoD)
@@ -322,7 +345,6 @@ public struct FixBuilder {
     case .gns(let gns):
       let mode = gns.bestMode
       let valid = mode?.isValid ?? false
-      notePositionValidity(valid)
       if valid {
         takePosition(gns.position, rank: 3)
         if let altitude = gns.altitudeMSL { fix.altitudeMSL = altitude }
@@ -331,7 +353,7 @@ public struct FixBuilder {
       }
       if let mode, fix.modeIndicator == nil { fix.modeIndicator = mode }
       if let used = gns.satellitesUsed { fix.satellitesUsed = used }
-      if let hdop = gns.hdop { fix.hdop = hdop }
+      if let hdop = Self.dop(gns.hdop) { fix.hdop = hdop }
       if let age = gns.differentialAge { fix.differentialAge = age }
 
     case .vtg(let vtg):
@@ -347,9 +369,18 @@ public struct FixBuilder {
     case .gsa(let gsa):
       sawGSA = true
       if let mode = gsa.fixMode { modeFromGSA = max(modeFromGSA ?? .noFix, mode) }
-      if let pdop = gsa.pdop { fix.pdop = pdop; viewPDOP = pdop }
-      if let hdop = gsa.hdop { fix.hdop = hdop; viewHDOP = hdop }
-      if let vdop = gsa.vdop { fix.vdop = vdop; viewVDOP = vdop }
+      if let pdop = Self.dop(gsa.pdop) {
+        fix.pdop = pdop
+        viewPDOP = pdop
+      }
+      if let hdop = Self.dop(gsa.hdop) {
+        fix.hdop = hdop
+        viewHDOP = hdop
+      }
+      if let vdop = Self.dop(gsa.vdop) {
+        fix.vdop = vdop
+        viewVDOP = vdop
+      }
       for id in gsa.satellites {
         let identity = SatelliteNumbering.identify(
           id: Int(id), talker: gsa.talker, systemID: gsa.systemID)
@@ -394,7 +425,6 @@ public struct FixBuilder {
     case .pubxPosition(let pubx):
       let status = pubx.navigationStatus
       let valid = status != nil && status != Self.pubxNoFix && status != Self.pubxTimeOnly
-      notePositionValidity(valid)
       if valid {
         takePosition(pubx.position, rank: 2)
         if let altitude = pubx.altitudeHAE { fix.reportedAltitudeHAE = altitude }
@@ -408,9 +438,9 @@ public struct FixBuilder {
       }
       if let h = pubx.horizontalAccuracy { fix.horizontalAccuracy = h }
       if let v = pubx.verticalAccuracy { fix.verticalAccuracy = v }
-      if let hdop = pubx.hdop { fix.hdop = hdop }
-      if let vdop = pubx.vdop { fix.vdop = vdop }
-      if let tdop = pubx.tdop { fix.tdop = tdop }
+      if let hdop = Self.dop(pubx.hdop) { fix.hdop = hdop }
+      if let vdop = Self.dop(pubx.vdop) { fix.vdop = vdop }
+      if let tdop = Self.dop(pubx.tdop) { fix.tdop = tdop }
       if let used = pubx.satellitesUsed { fix.satellitesUsed = used }
 
     case .pubxTime(let pubx):
@@ -428,10 +458,6 @@ public struct FixBuilder {
     let holdsAltitude = satellitesUsed.map { (1...3).contains($0) } ?? false
     let mode: FixMode = altitude != nil && !holdsAltitude ? .threeD : .twoD
     derivedMode = max(derivedMode ?? .noFix, mode)
-  }
-
-  mutating func notePositionValidity(_ valid: Bool) {
-    positionValid = (positionValid ?? false) || valid
   }
 
   /// Positions from GGA and GNS (which carry altitude) win over RMC, RMC over GLL.

@@ -141,7 +141,8 @@ extension Sentence {
     let vdop = try f.decimal()
     let system = hasSystemID ? try f.hexDigit() : nil
     return GSA(
-      talker: talker, selectionMode: selection, fixMode: mode.flatMap { FixMode(rawValue: UInt8(clamping: $0)) },
+      talker: talker, selectionMode: selection,
+      fixMode: mode.flatMap { FixMode(rawValue: UInt8(clamping: $0)) },
       satellites: satellites, pdop: pdop, hdop: hdop, vdop: vdop, systemID: system)
   }
 
@@ -163,7 +164,9 @@ extension Sentence {
       let elevation = try f.signedInteger()
       let azimuth = try f.uint()
       let snr = try f.uint()
-      if let id { gsv.append(SatelliteInView(id: id, elevation: elevation, azimuth: azimuth, snr: snr)) }
+      if let id {
+        gsv.append(SatelliteInView(id: id, elevation: elevation, azimuth: azimuth, snr: snr))
+      }
     }
     let extra = remaining - groups * 4
     if extra == 1 || extra == 2 { gsv.signalID = try f.hexDigit() }
@@ -314,7 +317,8 @@ extension Sentence {
         decoding: UnsafeBufferPointer(start: first.base + first.start, count: end - first.start),
         as: UTF8.self)
     }
-    return TXT(talker: talker, messageCount: count, messageNumber: number, messageType: type, text: text)
+    return TXT(
+      talker: talker, messageCount: count, messageNumber: number, messageType: type, text: text)
   }
 
   // MARK: - Proprietary sentences
@@ -374,7 +378,8 @@ extension Sentence {
       vdop: vdop, tdop: tdop, satellitesUsed: used, deadReckoning: deadReckoning)
   }
 
-  static func parsePUBXSatellites(_ f: inout FieldScanner) throws(NMEAParseError) -> PUBXSatellites {
+  static func parsePUBXSatellites(_ f: inout FieldScanner) throws(NMEAParseError) -> PUBXSatellites
+  {
     let count = try f.uint() ?? 0
     guard count <= 255 else { throw .badField(index: f.index) }
     var satellites: [PUBXSatellite] = []

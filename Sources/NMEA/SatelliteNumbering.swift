@@ -36,6 +36,10 @@ enum SatelliteNumbering {
       return Identity(constellation: .glonass, prn: id, svid: id)
     case .galileo:
       if id > 300 && id <= 336 { return Identity(constellation: .galileo, prn: id, svid: id - 300) }
+      // Quectel numbers Galileo 101–136.
+      if id > 100 && id <= 136 {
+        return Identity(constellation: .galileo, prn: id + 200, svid: id - 100)
+      }
       return Identity(constellation: .galileo, prn: id + 300, svid: id)
     case .beidou:
       if id > 400 && id <= 463 { return Identity(constellation: .beidou, prn: id, svid: id - 400) }
