@@ -71,8 +71,9 @@ public struct Fix: Sendable, Hashable {
 public struct Satellite: Sendable, Hashable {
   /// `nil` when neither the talker nor the ID tells the system.
   public var constellation: Constellation?
-  /// The satellite number in gpsd's numbering (GPS 1–32, SBAS 120–158, GLONASS 65–96,
-  /// Galileo 301–336, BeiDou 401–437, QZSS 193–202, NavIC 801–…).
+  /// The satellite number as gpsd reports it from NMEA (GPS 1–32, SBAS 33–64 or 120–158 as
+  /// the receiver wrote it, GLONASS 65–96, Galileo 301–336, BeiDou 401–437, QZSS 193–202,
+  /// NavIC 801–…).
   public var prn: Int
   /// The number within its own system (gpsd's and u-blox's `svId`).
   public var svid: Int

@@ -28,8 +28,9 @@ enum SatelliteNumbering {
     case .gps:
       return Identity(constellation: .gps, prn: id, svid: id)
     case .sbas:
-      let prn = id < 100 ? id + 87 : id
-      return Identity(constellation: .sbas, prn: prn, svid: prn)
+      // gpsd keeps the receiver's number as the PRN (NMEA 33–64 or 120–158); the svid is the
+      // SBAS PRN proper, 120–158.
+      return Identity(constellation: .sbas, prn: id, svid: id < 100 ? id + 87 : id)
     case .glonass:
       if id > 64 && id <= 96 { return Identity(constellation: .glonass, prn: id, svid: id - 64) }
       if id <= 32 { return Identity(constellation: .glonass, prn: id + 64, svid: id) }

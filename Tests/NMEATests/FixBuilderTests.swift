@@ -484,7 +484,7 @@ struct FixBuilderTests {
 
   static let numberingCases: [(String, Constellation, Int, Int)] = [
     ("GPGSV,1,1,01,07,40,083,46", .gps, 7, 7),
-    ("GPGSV,1,1,01,46,40,083,46", .sbas, 133, 133),  // NMEA 33–64 → 120–151
+    ("GPGSV,1,1,01,46,40,083,46", .sbas, 46, 133),  // NMEA 33–64: svid 120–151
     ("GPGSV,1,1,01,133,40,083,46", .sbas, 133, 133),
     ("GPGSV,1,1,01,70,40,083,46", .glonass, 70, 6),  // single-talker receivers
     ("GLGSV,1,1,01,70,40,083,46", .glonass, 70, 6),
