@@ -8,10 +8,14 @@ public struct FixBuilderStatistics: Sendable, Hashable {
   public var lateSentences = 0
   /// Times the learned end of cycle proved wrong and was forgotten.
   public var cycleEndsForgotten = 0
-  /// Epochs dropped because they held only time and date (ZDA, GST, GBS, GRS) stamped later
-  /// than the sentences that followed them: a receiver whose ZDA runs ahead of its fixes.
-  /// Their date is kept.
-  public var strayEpochs = 0
+  /// Epochs not emitted because they held only time, date or error statistics (ZDA, GST,
+  /// GBS, GRS, PUBX,04): a ZDA running ahead of the fixes, or a cycle whose other sentences
+  /// were lost. Their date is carried.
+  public var timeOnlyEpochs = 0
+  /// Epochs whose time came from a ZDA (or GST …) running ahead of the fixes and was replaced
+  /// by the earlier time of the position sentences that followed (the Magellan AC12 stamps its
+  /// ZDA two seconds ahead).
+  public var retimedEpochs = 0
 
   public init() {}
 }
@@ -36,6 +40,7 @@ public struct FixBuilder {
   var epochTime: UTCTime?
   var hasData = false
   var holdsFixData = false  // anything besides time, date and error statistics
+  var timedByFixSentence = false  // the time came from something else than ZDA, GST …
   var holdsPositionSentence = false  // GGA, RMC, GLL, GNS or PUBX,00, valid or not
   var explicitDate: UTCDate?
   var modeFromGSA: FixMode?
@@ -56,6 +61,10 @@ public struct FixBuilder {
   var carriedDate: UTCDate?
   var carriedDateTime: UTCTime?
   var lastEmittedTime: UTCTime?
+  // The times of the last epochs emitted (nanoseconds of the day; -1 unused), so that a late
+  // sentence never makes a second fix for a time.
+  var recentTimes = InlineArray<8, Int64>(repeating: -1)
+  var recentIndex = 0
   var previousAltitude: Double?
   var previousAltitudeTime: Double?  // seconds of the day
 
@@ -88,11 +97,11 @@ public struct FixBuilder {
     let time = sentence.time
 
     if let time {
-      if time != epochTime, let lastEmittedTime, time == lastEmittedTime {
+      if time != epochTime, wasEmittedRecently(time) {
         // Data for an epoch already emitted: merging it would make a second fix for that
         // time. If the learned cycle end closed that epoch, the guess was wrong: learn again.
         statistics.lateSentences += 1
-        if lastClosedByCycleEnd {
+        if lastClosedByCycleEnd, time == lastEmittedTime {
           statistics.cycleEndsForgotten += 1
           learnedEnd = nil
           candidateEnd = nil
@@ -100,14 +109,16 @@ public struct FixBuilder {
         }
         return
       }
+      let onlyTime = Self.carriesOnlyTime(sentence)
       if let epochTime, time != epochTime {
-        if !holdsFixData, Self.isShortlyBefore(time, epochTime) {
-          dropStrayEpoch()
+        if !timedByFixSentence, !onlyTime, Self.isShortlyBefore(time, epochTime) {
+          retime(to: time)
         } else {
           try closeEpoch(endedBy: nil, emit: emit)
         }
       }
       if epochTime == nil { epochTime = time }
+      if !onlyTime { timedByFixSentence = true }
     } else if Self.normallyTimed(sentence), keyCounts[key] != nil {
       // The same position sentence again, without a time (no fix yet): a new cycle.
       try closeEpoch(endedBy: nil, emit: emit)
@@ -135,7 +146,14 @@ public struct FixBuilder {
   // MARK: - Epochs
 
   mutating func closeEpoch(endedBy key: UInt32?, emit: (Epoch) throws -> Void) rethrows {
-    if hasData {
+    if hasData && !holdsFixData {
+      // Time, date or error statistics only: not a fix. Its date still counts.
+      if let explicitDate, let epochTime {
+        carriedDate = explicitDate
+        carriedDateTime = epochTime
+      }
+      statistics.timeOnlyEpochs += 1
+    } else if hasData {
       learn(endedBy: key)
       finishFix()
       var view: SatelliteView?
@@ -148,6 +166,10 @@ public struct FixBuilder {
       if key != nil { statistics.epochsClosedAtCycleEnd += 1 }
       lastEmittedTime = fix.time
       lastClosedByCycleEnd = key != nil
+      if let time = fix.time {
+        recentTimes[recentIndex] = time.nanosecondsOfDay
+        recentIndex = (recentIndex + 1) % recentTimes.count
+      }
       let epoch = Epoch(fix: fix, satellites: view)
       view = nil
       try emit(epoch)
@@ -170,15 +192,24 @@ public struct FixBuilder {
     }
   }
 
-  /// Forgets an epoch that held only a time and date from a sentence running ahead of the
-  /// fixes (AC12's ZDA is two seconds ahead of its GGA and RMC); its date is carried.
-  mutating func dropStrayEpoch() {
+  func wasEmittedRecently(_ time: UTCTime) -> Bool {
+    let value = time.nanosecondsOfDay
+    for index in 0..<recentTimes.count where recentTimes[index] == value { return true }
+    return false
+  }
+
+  /// The epoch's time came only from a ZDA (or GST …) running ahead of the fixes, and a
+  /// position sentence with an earlier time arrived: the position sentence's time is the
+  /// epoch's (the Magellan AC12 stamps its ZDA two seconds ahead of its GGA and RMC). The
+  /// ZDA's date is kept as the carried one.
+  mutating func retime(to time: UTCTime) {
     if let explicitDate, let epochTime {
       carriedDate = explicitDate
       carriedDateTime = epochTime
     }
-    statistics.strayEpochs += 1
-    resetEpoch()
+    explicitDate = nil
+    epochTime = time
+    statistics.retimedEpochs += 1
   }
 
   /// Whether `time` is earlier than `reference` by less than twelve hours (so not the next
@@ -201,6 +232,7 @@ public struct FixBuilder {
     epochTime = nil
     hasData = false
     holdsFixData = false
+    timedByFixSentence = false
     holdsPositionSentence = false
     explicitDate = nil
     modeFromGSA = nil
@@ -229,7 +261,7 @@ public struct FixBuilder {
       if let carriedTime = carriedDateTime,
         carriedTime.nanosecondsOfDay - time.nanosecondsOfDay > 12 * 3600 * 1_000_000_000
       {
-        self.carriedDate = carriedDate.next
+        self.carriedDate = carriedDate.next  // midnight passed
       }
       carriedDateTime = time
       fix.date = self.carriedDate

@@ -580,3 +580,39 @@ extension ConformanceTests {
     #expect(mixed.0.garbageBytes > 100, "the line noise at the start is counted")
   }
 }
+
+extension ConformanceTests {
+  @Test("every log, split at random and with bytes flipped, decodes the same as when whole")
+  func splitAndDamagedLogs() throws {
+    let directory = try GPSDCorpus.require()
+    var generator = SeededGenerator(seed: 0xC0FFEE)
+    for log in try GPSDCorpus.logs(in: directory) {
+      var bytes = try GPSDCorpus.recording(directory.appendingPathComponent(log))
+      for pass in 0..<2 {
+        if pass == 1 {
+          // Damage: flip one byte in about every 200.
+          for _ in 0..<(bytes.count / 200) {
+            let index = Int.random(in: 0..<bytes.count, using: &generator)
+            bytes[index] ^= UInt8.random(in: 1...255, using: &generator)
+          }
+        }
+        let whole = Self.decodeAll([bytes])
+        let split = Self.decodeAll(randomSplit(bytes, using: &generator, maximumChunk: 97))
+        #expect(split.epochs == whole.epochs, "\(log) pass \(pass)")
+        #expect(split.statistics == whole.statistics, "\(log) pass \(pass)")
+        let times = whole.epochs.compactMap(\.fix.time)
+        #expect(Set(times).count == times.count, "\(log) pass \(pass): two fixes for one time")
+      }
+    }
+  }
+
+  static func decodeAll(_ chunks: [[UInt8]]) -> (epochs: [Epoch], statistics: DecoderStatistics) {
+    var decoder = NMEADecoder()
+    var epochs: [Epoch] = []
+    for chunk in chunks {
+      decoder.decode(chunk) { if case .epoch(let epoch) = $0 { epochs.append(epoch) } }
+    }
+    decoder.finish { if case .epoch(let epoch) = $0 { epochs.append(epoch) } }
+    return (epochs, decoder.statistics)
+  }
+}

@@ -120,30 +120,37 @@ struct FixBuilderTests {
   func randomDeletions(seed: UInt64, probability: Double) {
     var generator = SeededGenerator(seed: seed)
     var bodies: [String] = []
-    var expectedTimes: [String] = []
+    var required: [String] = []  // cycles with a position sentence left: must have an epoch
+    var possible: Set<String> = []  // cycles with only their ZDA left may have one
     var positions: [String: Int] = [:]
     var firstDated: UTCTime?
     for second in 0..<600 {
       let latitude = 7000 + second % 500
-      var kept = false
+      var positionLeft = false
+      var zdaLeft = false
       var dated = false
-      for body in ubloxCycle(second % 3600, latitudeMinutes: latitude)
+      for body in ubloxCycle(second, latitudeMinutes: latitude)
       where Double.random(in: 0..<1, using: &generator) >= probability {
         bodies.append(body)
-        if body.hasPrefix("GNRMC") || body.hasPrefix("GNGGA") || body.hasPrefix("GNGLL")
-          || body.hasPrefix("GNZDA")
-        {
-          kept = true
+        if body.hasPrefix("GNRMC") || body.hasPrefix("GNGGA") || body.hasPrefix("GNGLL") {
+          positionLeft = true
         }
+        if body.hasPrefix("GNZDA") { zdaLeft = true }
         if body.hasPrefix("GNRMC") || body.hasPrefix("GNZDA") { dated = true }
       }
-      let time = UTCTime(hour: 12, minute: UInt8(second / 60 % 60), second: UInt8(second % 60))
-      if kept { expectedTimes.append(time.description) }
+      let time = UTCTime(hour: 12, minute: UInt8(second / 60), second: UInt8(second % 60))
+      if positionLeft { required.append(time.description) }
+      if positionLeft || zdaLeft { possible.insert(time.description) }
       if firstDated == nil, dated { firstDated = time }
       positions[time.description] = latitude
     }
     let emitted = feed(bodies).map(\.epoch)
-    #expect(emitted.map(\.timeText) == expectedTimes)
+    let times = emitted.map(\.timeText)
+    // Every cycle with a position sentence left is one epoch; nothing else but cycles with
+    // their ZDA left; in order, never twice.
+    #expect(times.filter { required.contains($0) } == required)
+    #expect(times.allSatisfy { possible.contains($0) })
+    #expect(times == times.sorted() && Set(times).count == times.count)
     for epoch in emitted {
       guard let position = epoch.fix.position, let time = epoch.fix.time else { continue }
       // The position is the cycle's own, never a neighbour's.
@@ -196,9 +203,9 @@ struct FixBuilderTests {
       bodies.append("GPZDA,1932\(second + 2).00,23,12,2007,00,00")
     }
     let emitted = feed(bodies).map(\.epoch)
-    #expect(emitted.map(\.timeText) == (21..<26).map { "19:32:\($0).000" } + ["19:32:27.000"])
-    #expect(emitted.dropLast().allSatisfy { $0.fix.mode == .threeD })
-    #expect(emitted.first?.fix.date == UTCDate(year: 2007, month: 12, day: 23))
+    #expect(emitted.map(\.timeText) == (21..<26).map { "19:32:\($0).000" })
+    #expect(emitted.allSatisfy { $0.fix.mode == .threeD })
+    #expect(emitted.allSatisfy { $0.fix.date == UTCDate(year: 2007, month: 12, day: 23) })
   }
 
   // MARK: Dates

@@ -576,3 +576,50 @@ struct ParserTests {
     #expect(try parse("$GPHDT,1,T").time == nil)
   }
 }
+
+extension ParserTests {
+  static let samples = [
+    "$GNGGA,092725.00,4717.11399,N,00833.91590,E,4,08,1.01,499.6,M,48.0,M,1.5,0136",
+    "$GNRMC,083559.00,A,4717.11437,S,00833.91522,W,0.004,77.52,091202,2.5,W,D,V",
+    "$GNGSA,A,3,82,66,81,,,,,,,,,,1.05,0.64,0.83,2",
+    "$GAGSV,3,1,09,02,00,179,,04,09,321,,07,11,134,11,11,10,227,,7",
+    "$GNGLL,4404.13387,N,12118.85628,W,000941.00,A,A", "$GPVTG,054.7,T,034.4,M,005.5,N,010.2,K,A",
+    "$GPZDA,201530.00,04,07,2002,-05,30", "$GNGST,082356.00,1.8,,,,1.7,1.3,2.2",
+    "$GNGNS,043539.00,4333.190206,N,00127.618380,E,AAAAN,14,1.3,250.8,50.0,,,V",
+    "$GNGBS,170556.00,3.0,2.9,8.3,,,,,1,7", "$GPGRS,112257.00,1,-0.1,-0.3,-0.1,,,,,,,,,",
+    "$GPDTM,999,,0.08,S,0.07,W,-47.7,W84", "$GPTXT,01,01,02,ANTSTATUS=OK",
+    "$PUBX,00,081350.00,4717.113210,N,00833.915187,E,546.589,G3,2.1,2.0,0.007,77.52,0.007,,0.92,1.19,0.77,9,0,0",
+    "$PUBX,03,03,23,-,,,45,010,29,-,,,46,013,07,U,067,31,42,025",
+    "$PUBX,04,073731.00,091202,113851.00,1196,15D,1930035,-2660.664,43", "$PMTK001,604,3",
+    "$PMTK010,001", "$PMTK011,MTKGPS", "$PQGSV,2,1,08,02,20,116,,03,,,,05,34,137,,07,06,045,,0,4",
+  ]
+
+  @Test("property: damaged sentences parse or throw, never crash", arguments: 0..<4)
+  func damagedSentences(seed: UInt64) {
+    var generator = SeededGenerator(seed: seed)
+    let alphabet = Array("0123456789,.-+*$!ABCDEFGNPSVWXZ ".utf8)
+    var parsed = 0
+    var thrown = 0
+    for _ in 0..<5000 {
+      var bytes = Array(Self.samples.randomElement(using: &generator)!.utf8)
+      for _ in 0..<Int.random(in: 1...4, using: &generator) {
+        let index = Int.random(in: 1..<bytes.count, using: &generator)
+        switch Int.random(in: 0..<3, using: &generator) {
+        case 0: bytes[index] = alphabet.randomElement(using: &generator)!
+        case 1: bytes.remove(at: index)
+        default: bytes.insert(alphabet.randomElement(using: &generator)!, at: index)
+        }
+      }
+      let result = bytes.withUnsafeBufferPointer { buffer in
+        Result { () throws(NMEAParseError) -> Sentence in
+          try Sentence(parsing: RawSentence(bytes: buffer, hadChecksum: true))
+        }
+      }
+      switch result {
+      case .success: parsed += 1
+      case .failure: thrown += 1
+      }
+    }
+    #expect(parsed > 0 && thrown > 0)
+  }
+}
