@@ -45,8 +45,9 @@ public struct FieldScanner {
   let base: UnsafePointer<UInt8>
   let count: Int
   var offset: Int
-  /// Index of the field that `next()` returns next (1 = first field after the address).
-  public private(set) var index = 0
+  /// Index of the field `next()` returned last: 0 is the address, 1 the first field after it
+  /// (NMEA's own numbering, the one ``NMEAParseError/badField(index:)`` reports).
+  public private(set) var index = -1
 
   /// A scanner positioned at the address field of `sentence`.
   public init(_ sentence: RawSentence) {
@@ -254,8 +255,14 @@ public struct FieldScanner {
         offset += 1
       }
     }
-    let degrees = whole / 100
-    let minutes = whole % 100
+    var degrees = whole / 100
+    var minutes = whole % 100
+    // MediaTek receivers without a fix write latitude `8960.000000` (89°60′, the pole): take
+    // exactly 60 minutes as the next degree. More than 60 is an error.
+    if minutes == 60 && fraction == 0 {
+      degrees += 1
+      minutes = 0
+    }
     guard minutes < 60, degrees <= (isLongitude ? 180 : 90) else { return nil }
     let scaled = minutes * Powers.ten(fractionDigits) + fraction
     // The exact pole or antimeridian only: 90°00.000' is fine, 90°00.001' is not.

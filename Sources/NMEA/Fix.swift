@@ -71,8 +71,9 @@ public struct Fix: Sendable, Hashable {
 public struct Satellite: Sendable, Hashable {
   /// `nil` when neither the talker nor the ID tells the system.
   public var constellation: Constellation?
-  /// The satellite number in gpsd's numbering (GPS 1–32, SBAS 120–158, GLONASS 65–96,
-  /// Galileo 301–336, BeiDou 401–437, QZSS 193–202, NavIC 801–…).
+  /// The satellite number as gpsd reports it from NMEA (GPS 1–32, SBAS 33–64 or 120–158 as
+  /// the receiver wrote it, GLONASS 65–96, Galileo 301–336, BeiDou 401–437, QZSS 193–202,
+  /// NavIC 801–…).
   public var prn: Int
   /// The number within its own system (gpsd's and u-blox's `svId`).
   public var svid: Int
@@ -84,6 +85,20 @@ public struct Satellite: Sendable, Hashable {
   public var snr: Int?
   /// Whether the satellite was used in the solution (listed in a GSA).
   public var used: Bool
+
+  public init(
+    constellation: Constellation?, prn: Int, svid: Int, signalID: Int? = nil,
+    elevation: Int? = nil, azimuth: Int? = nil, snr: Int? = nil, used: Bool = false
+  ) {
+    self.constellation = constellation
+    self.prn = prn
+    self.svid = svid
+    self.signalID = signalID
+    self.elevation = elevation
+    self.azimuth = azimuth
+    self.snr = snr
+    self.used = used
+  }
 }
 
 /// The satellites of one epoch, with the dilutions of precision.
@@ -94,6 +109,17 @@ public struct SatelliteView: Sendable, Hashable {
   public var vdop: Double?
   public var pdop: Double?
 
+  public init(
+    time: UTCTime? = nil, satellites: [Satellite], hdop: Double? = nil, vdop: Double? = nil,
+    pdop: Double? = nil
+  ) {
+    self.time = time
+    self.satellites = satellites
+    self.hdop = hdop
+    self.vdop = vdop
+    self.pdop = pdop
+  }
+
   /// Satellites used in the solution.
   public var usedCount: Int { satellites.reduce(0) { $0 + ($1.used ? 1 : 0) } }
 }
@@ -103,4 +129,9 @@ public struct Epoch: Sendable, Hashable {
   public var fix: Fix
   /// `nil` when the epoch carried no GSV or GSA.
   public var satellites: SatelliteView?
+
+  public init(fix: Fix, satellites: SatelliteView? = nil) {
+    self.fix = fix
+    self.satellites = satellites
+  }
 }

@@ -8,6 +8,14 @@ public struct FixBuilderStatistics: Sendable, Hashable {
   public var lateSentences = 0
   /// Times the learned end of cycle proved wrong and was forgotten.
   public var cycleEndsForgotten = 0
+  /// Epochs not emitted because they held only time, date or error statistics (ZDA, GST,
+  /// GBS, GRS, PUBX,04): a ZDA running ahead of the fixes, or a cycle whose other sentences
+  /// were lost. Their date is carried.
+  public var timeOnlyEpochs = 0
+  /// Epochs whose time came from a ZDA (or GST …) running ahead of the fixes and was replaced
+  /// by the earlier time of the position sentences that followed (the Magellan AC12 stamps its
+  /// ZDA two seconds ahead).
+  public var retimedEpochs = 0
 
   public init() {}
 }
@@ -31,14 +39,15 @@ public struct FixBuilder {
   var fix = Fix()
   var epochTime: UTCTime?
   var hasData = false
+  var holdsFixData = false  // anything besides time, date and error statistics
+  var timedByFixSentence = false  // the time came from something else than ZDA, GST …
+  var holdsPositionSentence = false  // GGA, RMC, GLL, GNS or PUBX,00, valid or not
   var explicitDate: UTCDate?
-  var positionValid: Bool?
   var modeFromGSA: FixMode?
   var derivedMode: FixMode?
   var positionSourceRank = 0
   var usedFromGSA = 0
   var sawGSA = false
-  var timelessRepeatKeys = 0 as UInt64  // bit per sentence kind seen without a time
 
   // Satellites of the epoch in progress.
   var satellites: [Satellite] = []
@@ -52,8 +61,12 @@ public struct FixBuilder {
   var carriedDate: UTCDate?
   var carriedDateTime: UTCTime?
   var lastEmittedTime: UTCTime?
+  // The times of the last epochs emitted (nanoseconds of the day; -1 unused), so that a late
+  // sentence never makes a second fix for a time.
+  var recentTimes = InlineArray<8, Int64>(repeating: -1)
+  var recentIndex = 0
   var previousAltitude: Double?
-  var previousTimestamp: Double?
+  var previousAltitudeTime: Double?  // seconds of the day
 
   // Learning which sentence ends the cycle.
   var lastKey: UInt32 = 0
@@ -61,7 +74,7 @@ public struct FixBuilder {
   var keyCounts: [UInt32: Int] = [:]
   var candidateEnd: UInt32?
   var learnedEnd: UInt32?
-  var closedByCycleEnd = false
+  var lastClosedByCycleEnd = false  // how the epoch emitted last was closed
 
   struct UsedKey: Hashable {
     var constellation: Constellation?
@@ -84,34 +97,43 @@ public struct FixBuilder {
     let time = sentence.time
 
     if let time {
-      if let epochTime, time != epochTime {
-        try closeEpoch(endedBy: nil, emit: emit)
-      } else if epochTime == nil, closedByCycleEnd, let lastEmittedTime, time == lastEmittedTime {
-        // Data for the epoch just emitted at the learned cycle end: the guess was wrong.
+      if time != epochTime, wasEmittedRecently(time) {
+        // Data for an epoch already emitted: merging it would make a second fix for that
+        // time. If the learned cycle end closed that epoch, the guess was wrong: learn again.
         statistics.lateSentences += 1
-        statistics.cycleEndsForgotten += 1
-        learnedEnd = nil
-        candidateEnd = nil
-        return
-      } else if epochTime == nil, hasData, let lastEmittedTime, time == lastEmittedTime {
-        statistics.lateSentences += 1
+        if lastClosedByCycleEnd, time == lastEmittedTime {
+          statistics.cycleEndsForgotten += 1
+          learnedEnd = nil
+          candidateEnd = nil
+          lastClosedByCycleEnd = false
+        }
         return
       }
+      let onlyTime = Self.carriesOnlyTime(sentence)
+      if let epochTime, time != epochTime {
+        if !timedByFixSentence, !onlyTime, Self.isShortlyBefore(time, epochTime) {
+          retime(to: time)
+        } else {
+          try closeEpoch(endedBy: nil, emit: emit)
+        }
+      }
       if epochTime == nil { epochTime = time }
-    } else if Self.normallyTimed(sentence) {
-      // A position sentence without time (no fix yet): a repeat means a new cycle.
-      let bit: UInt64 = 1 << UInt64(key >> 24)
-      if timelessRepeatKeys & bit != 0 { try closeEpoch(endedBy: nil, emit: emit) }
-      timelessRepeatKeys |= bit
+      if !onlyTime { timedByFixSentence = true }
+    } else if Self.normallyTimed(sentence), keyCounts[key] != nil {
+      // The same position sentence again, without a time (no fix yet): a new cycle.
+      try closeEpoch(endedBy: nil, emit: emit)
     }
 
-    closedByCycleEnd = false
     merge(sentence)
     hasData = true
+    if !Self.carriesOnlyTime(sentence) { holdsFixData = true }
+    if Self.normallyTimed(sentence) { holdsPositionSentence = true }
     keyCounts[key, default: 0] += 1
     lastKey = key
 
-    if let learnedEnd, key == learnedEnd {
+    // At the learned end of the cycle, unless nothing of the cycle's position has come yet
+    // (those sentences were lost): the epoch then waits for them or for the next time.
+    if let learnedEnd, key == learnedEnd, holdsPositionSentence {
       try closeEpoch(endedBy: key, emit: emit)
     }
   }
@@ -124,7 +146,14 @@ public struct FixBuilder {
   // MARK: - Epochs
 
   mutating func closeEpoch(endedBy key: UInt32?, emit: (Epoch) throws -> Void) rethrows {
-    if hasData {
+    if hasData && !holdsFixData {
+      // Time, date or error statistics only: not a fix. Its date still counts.
+      if let explicitDate, let epochTime {
+        carriedDate = explicitDate
+        carriedDateTime = epochTime
+      }
+      statistics.timeOnlyEpochs += 1
+    } else if hasData {
       learn(endedBy: key)
       finishFix()
       var view: SatelliteView?
@@ -136,7 +165,11 @@ public struct FixBuilder {
       statistics.epochs += 1
       if key != nil { statistics.epochsClosedAtCycleEnd += 1 }
       lastEmittedTime = fix.time
-      closedByCycleEnd = key != nil
+      lastClosedByCycleEnd = key != nil
+      if let time = fix.time {
+        recentTimes[recentIndex] = time.nanosecondsOfDay
+        recentIndex = (recentIndex + 1) % recentTimes.count
+      }
       let epoch = Epoch(fix: fix, satellites: view)
       view = nil
       try emit(epoch)
@@ -159,19 +192,55 @@ public struct FixBuilder {
     }
   }
 
+  func wasEmittedRecently(_ time: UTCTime) -> Bool {
+    let value = time.nanosecondsOfDay
+    for index in 0..<recentTimes.count where recentTimes[index] == value { return true }
+    return false
+  }
+
+  /// The epoch's time came only from a ZDA (or GST …) running ahead of the fixes, and a
+  /// position sentence with an earlier time arrived: the position sentence's time is the
+  /// epoch's (the Magellan AC12 stamps its ZDA two seconds ahead of its GGA and RMC). The
+  /// ZDA's date is kept as the carried one.
+  mutating func retime(to time: UTCTime) {
+    if let explicitDate, let epochTime {
+      carriedDate = explicitDate
+      carriedDateTime = epochTime
+    }
+    explicitDate = nil
+    epochTime = time
+    statistics.retimedEpochs += 1
+  }
+
+  /// Whether `time` is earlier than `reference` by less than twelve hours (so not the next
+  /// day after midnight).
+  static func isShortlyBefore(_ time: UTCTime, _ reference: UTCTime) -> Bool {
+    let difference = reference.nanosecondsOfDay - time.nanosecondsOfDay
+    return difference > 0 && difference < 12 * 3600 * 1_000_000_000
+  }
+
+  /// Sentences that carry a time, a date or error statistics, but nothing of the position.
+  static func carriesOnlyTime(_ sentence: Sentence) -> Bool {
+    switch sentence {
+    case .zda, .gst, .gbs, .grs, .pubxTime: return true
+    default: return false
+    }
+  }
+
   mutating func resetEpoch() {
     fix = Fix()
     epochTime = nil
     hasData = false
+    holdsFixData = false
+    timedByFixSentence = false
+    holdsPositionSentence = false
     explicitDate = nil
-    positionValid = nil
     modeFromGSA = nil
     derivedMode = nil
     positionSourceRank = 0
     usedFromGSA = 0
     sawGSA = false
     sawGSV = false
-    timelessRepeatKeys = 0
     viewHDOP = nil
     viewVDOP = nil
     viewPDOP = nil
@@ -192,16 +261,20 @@ public struct FixBuilder {
       if let carriedTime = carriedDateTime,
         carriedTime.nanosecondsOfDay - time.nanosecondsOfDay > 12 * 3600 * 1_000_000_000
       {
-        self.carriedDate = carriedDate.next
+        self.carriedDate = carriedDate.next  // midnight passed
       }
       carriedDateTime = time
       fix.date = self.carriedDate
     }
 
-    // Mode: the GSA's, unless the position sentences disagree about having a fix at all.
-    var mode = modeFromGSA ?? derivedMode ?? .noFix
-    if positionValid == false && modeFromGSA == nil { mode = .noFix }
-    if mode == .noFix, positionValid == true, fix.position != nil {
+    // Mode: no position, no fix. With a position, the receiver's own fix type from GSA when
+    // it gave one, else what the position sentences imply (see `derivedMode`).
+    let mode: FixMode
+    if fix.position == nil {
+      mode = .noFix
+    } else if let fromGSA = modeFromGSA, fromGSA != .noFix {
+      mode = fromGSA
+    } else {
       mode = derivedMode ?? .twoD
     }
     fix.mode = mode
@@ -212,26 +285,53 @@ public struct FixBuilder {
     }
     if fix.satellitesUsed == nil && sawGSA { fix.satellitesUsed = usedFromGSA }
 
-    // Climb from successive 3D altitudes when the receiver does not report it.
-    let altitude = fix.altitudeHAE ?? fix.altitudeMSL
-    let seconds = fix.timestamp.map(\.unixTime)
-    if mode == .threeD, let altitude, let seconds {
-      if fix.climb == nil, let previousAltitude, let previousTimestamp {
-        let interval = seconds - previousTimestamp
+    // Without GGA, the quality the mode indicator stands for.
+    if fix.quality == nil, mode != .noFix, let indicator = fix.modeIndicator {
+      fix.quality = Self.quality(of: indicator)
+    }
+
+    // Climb from successive 3D altitudes when the receiver does not report it. Times of day
+    // suffice (no date needed); an interval that looks negative crossed midnight.
+    let altitude = fix.altitudeMSL ?? fix.altitudeHAE
+    if mode == .threeD, let altitude, let time = epochTime {
+      let seconds = Double(time.nanosecondsOfDay) / 1e9
+      if fix.climb == nil, let previousAltitude, let previousAltitudeTime {
+        var interval = seconds - previousAltitudeTime
+        if interval < 0 { interval += 86_400 }
         if interval > 0 && interval <= 10 { fix.climb = (altitude - previousAltitude) / interval }
       }
       previousAltitude = altitude
-      previousTimestamp = seconds
-    } else if mode != .threeD {
+      previousAltitudeTime = seconds
+    } else {
       previousAltitude = nil
-      previousTimestamp = nil
+      previousAltitudeTime = nil
     }
+  }
+
+  static func quality(of indicator: ModeIndicator) -> FixQuality? {
+    switch indicator {
+    case .autonomous: return .gps
+    case .differential, .precise: return .differential
+    case .rtkFixed: return .rtkFixed
+    case .rtkFloat: return .rtkFloat
+    case .estimated: return .deadReckoning
+    case .manual: return .manual
+    case .simulator: return .simulated
+    default: return nil
+    }
+  }
+
+  /// Receivers write 99.0 or 99.99 for a DOP they do not know.
+  static func dop(_ value: Double?) -> Double? {
+    guard let value, value < 99 else { return nil }
+    return value
   }
 
   mutating func markUsedSatellites() {
     guard !used.isEmpty else { return }
     for index in satellites.indices {
-      let key = UsedKey(constellation: satellites[index].constellation, svid: satellites[index].svid)
+      let key = UsedKey(
+        constellation: satellites[index].constellation, svid: satellites[index].svid)
       if used.contains(key) { satellites[index].used = true }
     }
   }
@@ -242,22 +342,20 @@ public struct FixBuilder {
     switch sentence {
     case .gga(let gga):
       let valid = (gga.quality?.rawValue ?? 0) > 0
-      notePositionValidity(valid)
       if valid {
         takePosition(gga.position, rank: 3)
         if let altitude = gga.altitudeMSL { fix.altitudeMSL = altitude }
         if let separation = gga.geoidSeparation { fix.geoidSeparation = separation }
-        derivedMode = max(derivedMode ?? .noFix, gga.altitudeMSL != nil ? .threeD : .twoD)
+        noteDerivedMode(altitude: gga.altitudeMSL, satellitesUsed: gga.satellitesUsed)
       }
       if let quality = gga.quality { fix.quality = quality }
       if let used = gga.satellitesUsed { fix.satellitesUsed = used }
-      if let hdop = gga.hdop { fix.hdop = hdop }
+      if let hdop = Self.dop(gga.hdop) { fix.hdop = hdop }
       if let age = gga.differentialAge { fix.differentialAge = age }
       if let station = gga.differentialStation { fix.differentialStation = station }
 
     case .rmc(let rmc):
       let valid = rmc.isValid != false && rmc.mode?.isValid != false
-      notePositionValidity(valid)
       if let date = rmc.date { explicitDate = date }
       if valid {
         takePosition(rmc.position, rank: 2)
@@ -270,7 +368,6 @@ public struct FixBuilder {
 
     case .gll(let gll):
       let valid = gll.isValid != false && gll.mode?.isValid != false
-      notePositionValidity(valid)
       if valid {
         takePosition(gll.position, rank: 1)
         derivedMode = max(derivedMode ?? .noFix, .twoD)
@@ -280,16 +377,15 @@ public struct FixBuilder {
     case .gns(let gns):
       let mode = gns.bestMode
       let valid = mode?.isValid ?? false
-      notePositionValidity(valid)
       if valid {
         takePosition(gns.position, rank: 3)
         if let altitude = gns.altitudeMSL { fix.altitudeMSL = altitude }
         if let separation = gns.geoidSeparation { fix.geoidSeparation = separation }
-        derivedMode = max(derivedMode ?? .noFix, gns.altitudeMSL != nil ? .threeD : .twoD)
+        noteDerivedMode(altitude: gns.altitudeMSL, satellitesUsed: gns.satellitesUsed)
       }
       if let mode, fix.modeIndicator == nil { fix.modeIndicator = mode }
       if let used = gns.satellitesUsed { fix.satellitesUsed = used }
-      if let hdop = gns.hdop { fix.hdop = hdop }
+      if let hdop = Self.dop(gns.hdop) { fix.hdop = hdop }
       if let age = gns.differentialAge { fix.differentialAge = age }
 
     case .vtg(let vtg):
@@ -305,9 +401,18 @@ public struct FixBuilder {
     case .gsa(let gsa):
       sawGSA = true
       if let mode = gsa.fixMode { modeFromGSA = max(modeFromGSA ?? .noFix, mode) }
-      if let pdop = gsa.pdop { fix.pdop = pdop; viewPDOP = pdop }
-      if let hdop = gsa.hdop { fix.hdop = hdop; viewHDOP = hdop }
-      if let vdop = gsa.vdop { fix.vdop = vdop; viewVDOP = vdop }
+      if let pdop = Self.dop(gsa.pdop) {
+        fix.pdop = pdop
+        viewPDOP = pdop
+      }
+      if let hdop = Self.dop(gsa.hdop) {
+        fix.hdop = hdop
+        viewHDOP = hdop
+      }
+      if let vdop = Self.dop(gsa.vdop) {
+        fix.vdop = vdop
+        viewVDOP = vdop
+      }
       for id in gsa.satellites {
         let identity = SatelliteNumbering.identify(
           id: Int(id), talker: gsa.talker, systemID: gsa.systemID)
@@ -321,14 +426,16 @@ public struct FixBuilder {
     case .gsv(let gsv):
       sawGSV = true
       for satellite in gsv {
-        let identity = SatelliteNumbering.identify(id: satellite.id, talker: gsv.talker, systemID: nil)
+        let identity = SatelliteNumbering.identify(
+          id: satellite.id, talker: gsv.talker, systemID: gsv.systemID)
         let entry = Satellite(
           constellation: identity.constellation, prn: identity.prn, svid: identity.svid,
           signalID: gsv.signalID, elevation: satellite.elevation, azimuth: satellite.azimuth,
           snr: satellite.snr, used: false)
         // A satellite repeated for the same signal (a resent GSV part) replaces itself.
         if let index = satellites.firstIndex(where: {
-          $0.prn == entry.prn && $0.signalID == entry.signalID && $0.constellation == entry.constellation
+          $0.prn == entry.prn && $0.signalID == entry.signalID
+            && $0.constellation == entry.constellation
         }) {
           satellites[index] = entry
         } else {
@@ -350,11 +457,11 @@ public struct FixBuilder {
     case .pubxPosition(let pubx):
       let status = pubx.navigationStatus
       let valid = status != nil && status != Self.pubxNoFix && status != Self.pubxTimeOnly
-      notePositionValidity(valid)
       if valid {
         takePosition(pubx.position, rank: 2)
         if let altitude = pubx.altitudeHAE { fix.reportedAltitudeHAE = altitude }
-        let threeD = status == Self.pubx3D || status == Self.pubxDifferential3D
+        let threeD =
+          status == Self.pubx3D || status == Self.pubxDifferential3D
           || status == Self.pubxRTK
         derivedMode = max(derivedMode ?? .noFix, threeD ? .threeD : .twoD)
         if let kmh = pubx.speedKilometresPerHour { fix.speed = kmh / 3.6 }
@@ -363,9 +470,9 @@ public struct FixBuilder {
       }
       if let h = pubx.horizontalAccuracy { fix.horizontalAccuracy = h }
       if let v = pubx.verticalAccuracy { fix.verticalAccuracy = v }
-      if let hdop = pubx.hdop { fix.hdop = hdop }
-      if let vdop = pubx.vdop { fix.vdop = vdop }
-      if let tdop = pubx.tdop { fix.tdop = tdop }
+      if let hdop = Self.dop(pubx.hdop) { fix.hdop = hdop }
+      if let vdop = Self.dop(pubx.vdop) { fix.vdop = vdop }
+      if let tdop = Self.dop(pubx.tdop) { fix.tdop = tdop }
       if let used = pubx.satellitesUsed { fix.satellitesUsed = used }
 
     case .pubxTime(let pubx):
@@ -376,8 +483,13 @@ public struct FixBuilder {
     }
   }
 
-  mutating func notePositionValidity(_ valid: Bool) {
-    positionValid = (positionValid ?? false) || valid
+  /// A valid position with an altitude is 3D, unless the receiver says it used one to three
+  /// satellites: so few can only give a 2D fix with the altitude held. (A count of 0 beside a
+  /// valid fix is a receiver that does not count, not a statement.)
+  mutating func noteDerivedMode(altitude: Double?, satellitesUsed: Int?) {
+    let holdsAltitude = satellitesUsed.map { (1...3).contains($0) } ?? false
+    let mode: FixMode = altitude != nil && !holdsAltitude ? .threeD : .twoD
+    derivedMode = max(derivedMode ?? .noFix, mode)
   }
 
   /// Positions from GGA and GNS (which carry altitude) win over RMC, RMC over GLL.

@@ -212,6 +212,8 @@ public struct NMEAFramer {
             beginSentence()
             startInChunk = i
             i += 1
+            // A start character that ends the chunk is all the next chunk's sentence has.
+            if i == n { partial.append(byte) }
           } else if byte == 0xB5 {
             state = .ubxSync
             i += 1
@@ -256,7 +258,7 @@ public struct NMEAFramer {
               beginSentence()
               startInChunk = i
               sum = 0
-              len = 0
+              len = 1  // the start character
               i += 1
             } else {  // control or binary byte: the sentence is broken; rescan this byte
               statistics.malformed += 1
@@ -291,6 +293,7 @@ public struct NMEAFramer {
             beginSentence()
             startInChunk = i
             i += 1
+            if i == n { partial.append(byte) }
           } else if kind == 5 {
             state = .hunting  // rescan the byte: it may start a binary frame
           } else {

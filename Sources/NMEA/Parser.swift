@@ -141,7 +141,8 @@ extension Sentence {
     let vdop = try f.decimal()
     let system = hasSystemID ? try f.hexDigit() : nil
     return GSA(
-      talker: talker, selectionMode: selection, fixMode: mode.flatMap { FixMode(rawValue: UInt8(clamping: $0)) },
+      talker: talker, selectionMode: selection,
+      fixMode: mode.flatMap { FixMode(rawValue: UInt8(clamping: $0)) },
       satellites: satellites, pdop: pdop, hdop: hdop, vdop: vdop, systemID: system)
   }
 
@@ -154,7 +155,8 @@ extension Sentence {
     }
     var gsv = GSV(talker: talker, messageCount: messageCount, messageNumber: messageNumber)
     gsv.satellitesInView = try f.uint()
-    // Groups of four after the three header fields; one left over is the NMEA 4.10 signal ID.
+    // Groups of four after the three header fields; one left over is the NMEA 4.10 signal ID,
+    // two are the signal ID and a system ID (Quectel's `$PQGSV`).
     let remaining = count - 3
     let groups = min(4, remaining / 4)
     for _ in 0..<groups {
@@ -162,9 +164,13 @@ extension Sentence {
       let elevation = try f.signedInteger()
       let azimuth = try f.uint()
       let snr = try f.uint()
-      if let id { gsv.append(SatelliteInView(id: id, elevation: elevation, azimuth: azimuth, snr: snr)) }
+      if let id {
+        gsv.append(SatelliteInView(id: id, elevation: elevation, azimuth: azimuth, snr: snr))
+      }
     }
-    if remaining - groups * 4 == 1 { gsv.signalID = try f.hexDigit() }
+    let extra = remaining - groups * 4
+    if extra == 1 || extra == 2 { gsv.signalID = try f.hexDigit() }
+    if extra == 2 { gsv.systemID = try f.hexDigit() }
     return gsv
   }
 
@@ -202,7 +208,10 @@ extension Sentence {
     } else {
       // NMEA 1.x: course true, course magnetic, knots, km/h without unit letters.
       vtg.courseTrue = first
-      vtg.courseMagnetic = second.isEmpty ? nil : FieldScanner.parseDecimal(second)
+      if !second.isEmpty {
+        guard let magnetic = FieldScanner.parseDecimal(second) else { throw .badField(index: 2) }
+        vtg.courseMagnetic = magnetic
+      }
       vtg.speedKnots = try f.decimal()
       vtg.speedKilometresPerHour = try f.decimal()
     }
@@ -212,13 +221,13 @@ extension Sentence {
   static func parseZDA(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> ZDA {
     let time = try f.time()
     let day = try f.uint()
+    if let day, !(1...31).contains(day) { throw .badField(index: f.index) }
     let month = try f.uint()
+    if let month, !(1...12).contains(month) { throw .badField(index: f.index) }
     let year = try f.uint()
+    if let year, !(1980..<10_000).contains(year) { throw .badField(index: f.index) }
     var date: UTCDate?
     if let day, let month, let year {
-      guard (1...31).contains(day), (1...12).contains(month), year >= 1980, year < 10_000 else {
-        throw .badField(index: f.index)
-      }
       date = UTCDate(year: year, month: UInt8(month), day: UInt8(day))
     }
     let zoneHours = try f.signedInteger()
@@ -308,7 +317,8 @@ extension Sentence {
         decoding: UnsafeBufferPointer(start: first.base + first.start, count: end - first.start),
         as: UTF8.self)
     }
-    return TXT(talker: talker, messageCount: count, messageNumber: number, messageType: type, text: text)
+    return TXT(
+      talker: talker, messageCount: count, messageNumber: number, messageType: type, text: text)
   }
 
   // MARK: - Proprietary sentences
@@ -322,6 +332,11 @@ extension Sentence {
       if kind.equals("00") { return .pubxPosition(try parsePUBXPosition(&f)) }
       if kind.equals("03") { return .pubxSatellites(try parsePUBXSatellites(&f)) }
       if kind.equals("04") { return .pubxTime(try parsePUBXTime(&f)) }
+    } else if address.elementsEqual("PQGSV".utf8) {
+      // Quectel's GSV and GSA for BeiDou and QZSS, told apart by a trailing system ID.
+      return .gsv(try parseGSV(.pq, &f, RawSentence(bytes: bytes, hadChecksum: true)))
+    } else if address.elementsEqual("PQGSA".utf8) {
+      return .gsa(try parseGSA(.pq, &f, RawSentence(bytes: bytes, hadChecksum: true)))
     } else if address.elementsEqual("PMTK001".utf8) {
       guard let command = try f.uint(), let flag = try f.uint(),
         let result = MTKAckResult(rawValue: flag)
@@ -363,7 +378,8 @@ extension Sentence {
       vdop: vdop, tdop: tdop, satellitesUsed: used, deadReckoning: deadReckoning)
   }
 
-  static func parsePUBXSatellites(_ f: inout FieldScanner) throws(NMEAParseError) -> PUBXSatellites {
+  static func parsePUBXSatellites(_ f: inout FieldScanner) throws(NMEAParseError) -> PUBXSatellites
+  {
     let count = try f.uint() ?? 0
     guard count <= 255 else { throw .badField(index: f.index) }
     var satellites: [PUBXSatellite] = []

@@ -28,14 +28,19 @@ enum SatelliteNumbering {
     case .gps:
       return Identity(constellation: .gps, prn: id, svid: id)
     case .sbas:
-      let prn = id < 100 ? id + 87 : id
-      return Identity(constellation: .sbas, prn: prn, svid: prn)
+      // gpsd keeps the receiver's number as the PRN (NMEA 33–64 or 120–158); the svid is the
+      // SBAS PRN proper, 120–158.
+      return Identity(constellation: .sbas, prn: id, svid: id < 100 ? id + 87 : id)
     case .glonass:
       if id > 64 && id <= 96 { return Identity(constellation: .glonass, prn: id, svid: id - 64) }
       if id <= 32 { return Identity(constellation: .glonass, prn: id + 64, svid: id) }
       return Identity(constellation: .glonass, prn: id, svid: id)
     case .galileo:
       if id > 300 && id <= 336 { return Identity(constellation: .galileo, prn: id, svid: id - 300) }
+      // Quectel numbers Galileo 101–136.
+      if id > 100 && id <= 136 {
+        return Identity(constellation: .galileo, prn: id + 200, svid: id - 100)
+      }
       return Identity(constellation: .galileo, prn: id + 300, svid: id)
     case .beidou:
       if id > 400 && id <= 463 { return Identity(constellation: .beidou, prn: id, svid: id - 400) }

@@ -171,6 +171,8 @@ public struct GSV: Sendable, Hashable, RandomAccessCollection {
   public var satellitesInView: Int?
   /// NMEA 4.10 signal ID (for GPS: 1 L1 C/A, 5 L2C-M, 6 L2C-L, 7 L5-I, 8 L5-Q …).
   public var signalID: Int?
+  /// A system ID after the signal ID (NMEA 4.10 numbering), as Quectel's `$PQGSV` writes it.
+  public var systemID: Int?
   var storage = InlineArray<4, SatelliteInView>(repeating: SatelliteInView(id: 0))
   var storedCount = 0
 
@@ -193,7 +195,7 @@ public struct GSV: Sendable, Hashable, RandomAccessCollection {
   public static func == (lhs: GSV, rhs: GSV) -> Bool {
     lhs.talker == rhs.talker && lhs.messageCount == rhs.messageCount
       && lhs.messageNumber == rhs.messageNumber && lhs.satellitesInView == rhs.satellitesInView
-      && lhs.signalID == rhs.signalID && lhs.elementsEqual(rhs)
+      && lhs.signalID == rhs.signalID && lhs.systemID == rhs.systemID && lhs.elementsEqual(rhs)
   }
 
   public func hash(into hasher: inout Hasher) {
@@ -370,6 +372,18 @@ public struct PUBXSatellite: Sendable, Hashable {
   public var snr: Int?
   /// Seconds the carrier has been locked.
   public var lockTime: Int?
+
+  public init(
+    id: Int, status: UInt8? = nil, azimuth: Int? = nil, elevation: Int? = nil, snr: Int? = nil,
+    lockTime: Int? = nil
+  ) {
+    self.id = id
+    self.status = status
+    self.azimuth = azimuth
+    self.elevation = elevation
+    self.snr = snr
+    self.lockTime = lockTime
+  }
 }
 
 /// `$PUBX,03`: u-blox satellite status.
@@ -404,6 +418,11 @@ public struct MTKAcknowledgement: Sendable, Hashable {
   /// The command number acknowledged (`161` for `$PMTK161`).
   public var command: Int
   public var result: MTKAckResult
+
+  public init(command: Int, result: MTKAckResult) {
+    self.command = command
+    self.result = result
+  }
 }
 
 /// `$PMTK010` system message or `$PMTK011` text, both sent at start-up.
@@ -415,6 +434,8 @@ public struct MTKSystemMessage: Sendable, Hashable {
     case text(String)
   }
   public var kind: Kind
+
+  public init(kind: Kind) { self.kind = kind }
 }
 
 /// A sentence the parser has no type for: its address and raw fields.
@@ -424,6 +445,12 @@ public struct UnknownSentence: Sendable, Hashable {
   /// The address after `$` (`GPXTE`, `PGRMZ`, `AIVDM` …).
   public var address: String
   public var fields: [String]
+
+  public init(talker: Talker, address: String, fields: [String]) {
+    self.talker = talker
+    self.address = address
+    self.fields = fields
+  }
 }
 
 /// A parsed NMEA sentence.

@@ -80,6 +80,8 @@ public struct Talker: RawRepresentable, Sendable, Hashable, CustomStringConverti
   public static let gi = Talker(0x47, 0x49)
   /// Combined (multi-constellation) solution.
   public static let gn = Talker(0x47, 0x4E)
+  /// Quectel's `$PQGSV` and `$PQGSA`: BeiDou or QZSS, as their system ID says.
+  public static let pq = Talker(0x50, 0x51)
   /// A proprietary sentence (`$P…`) has no talker; it reads as `P`.
   public static let proprietary = Talker(0x50, 0x20)
 
