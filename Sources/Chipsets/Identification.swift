@@ -149,6 +149,11 @@ public struct ChipsetIdentifier: Sendable {
       }
     case .unknown(let unknown) where unknown.talker == .proprietary:
       observeProprietary(unknown.address, unknown.fields)
+    case .gsv(let gsv) where gsv.talker == .pq:
+      // The parser types Quectel's `$PQGSV`/`$PQGSA` like GSV and GSA; they still name the maker.
+      otherVendor = "Quectel"
+    case .gsa(let gsa) where gsa.talker == .pq:
+      otherVendor = "Quectel"
     default:
       break
     }
