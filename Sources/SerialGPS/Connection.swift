@@ -26,10 +26,18 @@ public protocol ReceiverConnector: Sendable {
   /// What is known about the device before it says anything: its chipset from its USB IDs or
   /// a udev property, and how it is attached. `nil` when nothing is known.
   var chipsetHint: ChipsetHint? { get }
+  /// Starts watching for the device to (re)appear; `appeared` is called each time it does,
+  /// so the receiver retries at once instead of after its backoff. Called once, when the
+  /// receiver starts.
+  func startWatching(appeared: @escaping @Sendable () -> Void)
+  /// Stops watching (the receiver shut down).
+  func stopWatching()
 }
 
 extension ReceiverConnector {
   public var chipsetHint: ChipsetHint? { nil }
+  public func startWatching(appeared: @escaping @Sendable () -> Void) {}
+  public func stopWatching() {}
 }
 
 /// What a connector knows about the receiver behind it.

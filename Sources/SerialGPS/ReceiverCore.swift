@@ -8,6 +8,8 @@ final class ReceiverCore: @unchecked Sendable {
     case policy(PowerPolicy.Event)
     /// The reader of connection `generation` stopped on an error.
     case readerFailed(generation: Int, reason: String)
+    /// Resumed once every event before it has been handled (for tests and shutdown paths).
+    case barrier(CheckedContinuation<Void, Never>)
   }
 
   let connector: any ReceiverConnector
@@ -45,6 +47,7 @@ final class ReceiverCore: @unchecked Sendable {
   }
 
   func start() {
+    connector.startWatching { [weak self] in self?.deviceAppeared() }
     Task { await self.runController() }
   }
 
@@ -93,6 +96,13 @@ final class ReceiverCore: @unchecked Sendable {
     }
   }
 
+  /// Returns once the controller has handled every event sent before this call.
+  func settle() async {
+    await withCheckedContinuation { continuation in
+      if case .terminated = eventSink.yield(.barrier(continuation)) { continuation.resume() }
+    }
+  }
+
   /// Tells the controller the device appeared (hotplug), so it retries at once.
   func deviceAppeared() {
     eventSink.yield(.policy(.deviceAppeared))
@@ -101,7 +111,8 @@ final class ReceiverCore: @unchecked Sendable {
   // MARK: - The controller
 
   private func runController() async {
-    for await event in events {
+    var iterator = events.makeAsyncIterator()
+    while let event = await iterator.next() {
       var pending: [PowerPolicy.Event] = []
       switch event {
       case .policy(let policyEvent):
@@ -111,6 +122,9 @@ final class ReceiverCore: @unchecked Sendable {
         guard failedGeneration == generation, connection != nil else { continue }
         counters.withLock { $0.connectionsLost += 1 }
         pending.append(.connectionLost(reason: reason))
+      case .barrier(let continuation):
+        continuation.resume()
+        continue
       }
       while !pending.isEmpty {
         let next = pending.removeFirst()
@@ -123,7 +137,12 @@ final class ReceiverCore: @unchecked Sendable {
     }
     for timer in timers.values { timer.cancel() }
     timers.removeAll()
+    connector.stopWatching()
     eventSink.finish()
+    // Nothing is handled after the stop, but nobody may be left waiting on a barrier.
+    while let leftover = await iterator.next() {
+      if case .barrier(let continuation) = leftover { continuation.resume() }
+    }
     hub.close()
     let waiters = finished.withLock { state -> [CheckedContinuation<Void, Never>] in
       state.done = true
