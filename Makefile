@@ -35,9 +35,12 @@ test-unit:
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-# The concurrency-heavy suites again under ThreadSanitizer.
+# The concurrency-heavy suites again under ThreadSanitizer, in a build directory of their own.
+TSAN_SUITES := SerialGPSTests|SerialPortTests|ReplayTests|GPSDServerTests
 test-tsan:
-	@true
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
+	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread \
+		--scratch-path .build/tsan --filter '$(TSAN_SUITES)'
 
 # A short libFuzzer run over framer, parser and fix builder.
 fuzz-smoke:
