@@ -340,6 +340,12 @@ public struct NMEAFramer {
           }
         }
       }
+      // A start character that was the chunk's last byte (seen while hunting or discarding)
+      // begins a sentence whose bytes the sentence state never got to keep: keep them now.
+      if state == .sentence && partial.isEmpty {
+        partial.append(
+          contentsOf: UnsafeBufferPointer(start: p + startInChunk, count: n - startInChunk))
+      }
     }
   }
 
