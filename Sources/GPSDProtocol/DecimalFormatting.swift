@@ -64,7 +64,10 @@ enum DecimalFormatting {
     let error = fusedError(fraction, scale, product)
     var scaled = product.rounded(.down)
     let remainder = product - scaled  // exact
-    if remainder > 0.5 || (remainder == 0.5 && (error > 0 || (error == 0 && isOdd(scaled)))) {
+    // On an exact tie the last digit written decides: the fraction's, or with no decimals
+    // the integer part's.
+    let lastDigitIsOdd = decimals == 0 ? isOdd(whole) : isOdd(scaled)
+    if remainder > 0.5 || (remainder == 0.5 && (error > 0 || (error == 0 && lastDigitIsOdd))) {
       scaled += 1
     }
     if scaled >= scale {  // the fraction rounded up to a whole unit
