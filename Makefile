@@ -8,7 +8,7 @@ BUILD_PACKAGES := libudev-dev pkg-config
 TEST_PACKAGES := $(BUILD_PACKAGES) umockdev libumockdev-dev socat gpsd-clients python3-gps \
 	libxml2-utils util-linux
 
-.PHONY: all deps test-deps build run test test-unit test-tsan fuzz-smoke bench format lint clean
+.PHONY: all deps test-deps build run test test-unit test-tsan fuzz-smoke fuzz bench format lint clean
 
 all: build
 
@@ -37,11 +37,17 @@ test-unit:
 test-tsan:
 	@true
 
-# A short libFuzzer run over framer, parser and fix builder.
-fuzz-smoke:
-	@true
+# A short libFuzzer run over framer, parser and fix builder (builds into Fuzz/.build).
+fuzz-smoke: deps
+	scripts/fuzz.sh 60
 
-bench:
+# Longer fuzzing: make fuzz SECONDS=3600
+SECONDS ?= 600
+fuzz: deps
+	scripts/fuzz.sh $(SECONDS)
+
+# Framer, parser and pipeline throughput and allocations (see BENCHMARKS.md).
+bench: deps
 	$(SWIFT) run -c release nmea-bench
 
 format:
@@ -51,4 +57,4 @@ lint:
 	$(SWIFT) format lint --recursive Package.swift Sources Tests
 
 clean:
-	rm -rf .build
+	rm -rf .build Fuzz/.build
