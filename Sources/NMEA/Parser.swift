@@ -402,7 +402,9 @@ extension Sentence {
           isDefault = true
         } else {
           let digit = byte &- ASCII.zero
-          guard digit < 10 else { throw .badField(index: f.index) }
+          // More than 18 digits would overflow (a crash, found by fuzzing); no leap second
+          // count is that long.
+          guard digit < 10, digits < 18 else { throw .badField(index: f.index) }
           value = value * 10 + Int(digit)
           digits += 1
         }
