@@ -43,6 +43,9 @@ public struct FixBuilder {
   // Satellites of the epoch in progress.
   var satellites: [Satellite] = []
   var used: [UsedKey] = []
+  // Quick "certainly not" answers before the linear searches of `used` and `satellites`.
+  var usedFilter = KeyFilter()
+  var satelliteFilter = KeyFilter()
   var sawGSV = false
   var viewHDOP: Double?
   var viewVDOP: Double?
@@ -66,6 +69,9 @@ public struct FixBuilder {
   struct UsedKey: Hashable {
     var constellation: Constellation?
     var svid: Int
+
+    /// Input for a ``KeyFilter``: equal keys give equal values.
+    var filterHash: Int { svid &* 9 &+ Int(constellation?.rawValue ?? 8) }
   }
 
   public init() {
@@ -177,6 +183,8 @@ public struct FixBuilder {
     viewPDOP = nil
     satellites.removeAll(keepingCapacity: true)
     used.removeAll(keepingCapacity: true)
+    usedFilter.removeAll()
+    satelliteFilter.removeAll()
     keyCounts.removeAll(keepingCapacity: true)
   }
 
@@ -232,7 +240,9 @@ public struct FixBuilder {
     guard !used.isEmpty else { return }
     for index in satellites.indices {
       let key = UsedKey(constellation: satellites[index].constellation, svid: satellites[index].svid)
-      if used.contains(key) { satellites[index].used = true }
+      if usedFilter.mayContain(key.filterHash) && used.contains(key) {
+        satellites[index].used = true
+      }
     }
   }
 
@@ -312,8 +322,9 @@ public struct FixBuilder {
         let identity = SatelliteNumbering.identify(
           id: Int(id), talker: gsa.talker, systemID: gsa.systemID)
         let key = UsedKey(constellation: identity.constellation, svid: identity.svid)
-        if !used.contains(key) {
+        if !usedFilter.mayContain(key.filterHash) || !used.contains(key) {
           used.append(key)
+          usedFilter.insert(key.filterHash)
           usedFromGSA += 1
         }
       }
@@ -327,12 +338,17 @@ public struct FixBuilder {
           signalID: gsv.signalID, elevation: satellite.elevation, azimuth: satellite.azimuth,
           snr: satellite.snr, used: false)
         // A satellite repeated for the same signal (a resent GSV part) replaces itself.
-        if let index = satellites.firstIndex(where: {
-          $0.prn == entry.prn && $0.signalID == entry.signalID && $0.constellation == entry.constellation
-        }) {
+        let filterHash = entry.prn
+        if satelliteFilter.mayContain(filterHash),
+          let index = satellites.firstIndex(where: {
+            $0.prn == entry.prn && $0.signalID == entry.signalID
+              && $0.constellation == entry.constellation
+          })
+        {
           satellites[index] = entry
         } else {
           satellites.append(entry)
+          satelliteFilter.insert(filterHash)
         }
       }
 
@@ -425,5 +441,28 @@ public struct FixBuilder {
     case .pubxSatellites: return key(14, .proprietary)
     case .dtm, .txt, .mtkAcknowledgement, .mtkSystemMessage, .unknown: return nil
     }
+  }
+}
+
+/// A 256-bit set of hashed keys in front of a linear search: when it says a key is absent,
+/// the key is absent and the search is skipped; when it says "maybe", the search decides.
+/// Keeps the per-epoch satellite bookkeeping from growing with the square of the satellites.
+struct KeyFilter {
+  var words = InlineArray<4, UInt64>(repeating: 0)
+
+  @inline(__always)
+  mutating func insert(_ hash: Int) {
+    let bit = hash & 255
+    words[bit >> 6] |= 1 << UInt64(bit & 63)
+  }
+
+  @inline(__always)
+  func mayContain(_ hash: Int) -> Bool {
+    let bit = hash & 255
+    return words[bit >> 6] & (1 << UInt64(bit & 63)) != 0
+  }
+
+  mutating func removeAll() {
+    words = InlineArray<4, UInt64>(repeating: 0)
   }
 }
