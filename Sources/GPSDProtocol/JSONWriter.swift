@@ -122,6 +122,13 @@ public struct JSONWriter: Sendable {
     needsComma = true
   }
 
+  /// A string known at compile time (a report class), written without making a `String`.
+  public mutating func string(literal value: StaticString) {
+    separate()
+    value.withUTF8Buffer { appendQuoted(utf8: $0) }
+    needsComma = true
+  }
+
   /// A string given as bytes from a device (a receiver's text, a version string): valid
   /// UTF-8 sequences are decoded as such; any other byte is taken as Latin-1 (as gpsd does),
   /// so nothing a receiver sends can make the output invalid.

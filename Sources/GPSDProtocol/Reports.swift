@@ -18,7 +18,7 @@ extension JSONWriter {
   public mutating func report(_ className: StaticString, _ members: (inout JSONWriter) -> Void) {
     beginObject()
     key("class")
-    string(className.description)
+    string(literal: className)
     members(&self)
     endObject()
   }
