@@ -411,6 +411,7 @@ public struct FixBuilder {
   static let pubxRTK: UInt16 = 0x524B  // RK
 
   /// Whether the sentence type normally carries the time of a position.
+  @inline(__always)
   static func normallyTimed(_ sentence: Sentence) -> Bool {
     switch sentence {
     case .gga, .rmc, .gll, .gns, .pubxPosition: return true
@@ -420,6 +421,7 @@ public struct FixBuilder {
 
   /// Identifies a sentence's place in the cycle: kind, talker, and for GSV whether it is the
   /// last part, for GSA its system. `nil` for sentences that carry nothing for a fix.
+  @inline(__always)
   static func cycleKey(_ sentence: Sentence) -> UInt32? {
     func key(_ kind: UInt32, _ talker: Talker, _ variant: UInt32 = 0) -> UInt32 {
       kind << 24 | UInt32(talker.rawValue) << 8 | variant
