@@ -120,6 +120,8 @@ enum DecodeCommand {
       buffer.withUnsafeBytes {
         session.feed(UnsafeRawBufferPointer(rebasing: $0[0..<count]), write)
       }
+      // Lines appear as soon as their epoch is complete, also when reading a live pipe.
+      Output.standard.flush()
     }
     session.finish(write)
     Output.standard.flush()
