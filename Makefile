@@ -9,7 +9,7 @@ BUILD_PACKAGES := libudev-dev pkg-config
 TEST_PACKAGES := $(BUILD_PACKAGES) umockdev libumockdev-dev udev socat gpsd-clients python3-gps \
 	libxml2-utils util-linux python3
 
-.PHONY: all deps test-deps build run test test-unit test-tsan fuzz-smoke bench format lint clean \
+.PHONY: all deps test-deps build run test test-unit test-tsan fuzz-smoke fuzz bench format lint clean \
 	fixtures fixtures-check
 
 all: build
@@ -42,9 +42,9 @@ test-tsan:
 	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread \
 		--scratch-path .build/tsan --filter '$(TSAN_SUITES)'
 
-# A short libFuzzer run over framer, parser and fix builder.
-fuzz-smoke:
-	@true
+# A short libFuzzer run over framer, parser and fix builder (builds into Fuzz/.build).
+fuzz-smoke: deps
+	scripts/fuzz.sh 60
 
 # The recordings in fixtures/ come from a seeded generator (docs/fixtures.md).
 fixtures:
@@ -65,7 +65,13 @@ fixtures-check:
 	echo "fixtures: the generator reproduces fixtures/ byte for byte"; \
 	python3 scripts/check-fixtures.py fixtures
 
-bench:
+# Longer fuzzing: make fuzz SECONDS=3600
+SECONDS ?= 600
+fuzz: deps
+	scripts/fuzz.sh $(SECONDS)
+
+# Framer, parser and pipeline throughput and allocations (see BENCHMARKS.md).
+bench: deps
 	$(SWIFT) run -c release nmea-bench
 
 format:
@@ -75,4 +81,4 @@ lint:
 	$(SWIFT) format lint --recursive Package.swift Sources Tests
 
 clean:
-	rm -rf .build
+	rm -rf .build Fuzz/.build

@@ -84,6 +84,7 @@ let package = Package(
     ),
     .testTarget(name: "ReplayTests", dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort"]),
     .testTarget(name: "GPSDProtocolTests", dependencies: ["GPSDProtocol", "NMEA"]),
+    .testTarget(name: "serialgpsTests", dependencies: ["serialgps", "GPSDProtocol", "NMEA"]),
     .testTarget(
       name: "GPSDServerTests",
       dependencies: ["GPSDServer", "GPSDProtocol", "SerialGPS", "Replay"]

@@ -82,15 +82,25 @@ public struct FieldScanner {
 
   /// An unsigned decimal integer.
   public mutating func uint() throws(NMEAParseError) -> Int? {
-    let field = next()
-    if field.isEmpty { return nil }
-    guard field.count <= 18 else { throw fail() }
+    // One pass instead of next() and a digit loop: the digits are summed while looking for
+    // the comma, and the field is judged at its end (empty, too long, or not all digits).
+    index += 1
+    guard offset <= count else { return nil }
+    var position = offset
     var value = 0
-    for offset in 0..<field.count {
-      let digit = field[offset] &- ASCII.zero
-      guard digit < 10 else { throw fail() }
+    var allDigits = true
+    while position < count {
+      let byte = base[position]
+      if byte == ASCII.comma { break }
+      let digit = byte &- ASCII.zero
+      allDigits = allDigits && digit < 10
       value = value &* 10 &+ Int(digit)
+      position += 1
     }
+    let length = position - offset
+    offset = position + 1
+    if length == 0 { return nil }
+    guard length <= 18, allDigits else { throw fail() }
     return value
   }
 

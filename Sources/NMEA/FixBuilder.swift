@@ -52,6 +52,9 @@ public struct FixBuilder {
   // Satellites of the epoch in progress.
   var satellites: [Satellite] = []
   var used: [UsedKey] = []
+  // Quick "certainly not" answers before the linear searches of `used` and `satellites`.
+  var usedFilter = KeyFilter()
+  var satelliteFilter = KeyFilter()
   var sawGSV = false
   var viewHDOP: Double?
   var viewVDOP: Double?
@@ -79,6 +82,9 @@ public struct FixBuilder {
   struct UsedKey: Hashable {
     var constellation: Constellation?
     var svid: Int
+
+    /// Input for a ``KeyFilter``: equal keys give equal values.
+    var filterHash: Int { svid &* 9 &+ Int(constellation?.rawValue ?? 8) }
   }
 
   public init() {
@@ -246,6 +252,8 @@ public struct FixBuilder {
     viewPDOP = nil
     satellites.removeAll(keepingCapacity: true)
     used.removeAll(keepingCapacity: true)
+    usedFilter.removeAll()
+    satelliteFilter.removeAll()
     keyCounts.removeAll(keepingCapacity: true)
   }
 
@@ -330,9 +338,10 @@ public struct FixBuilder {
   mutating func markUsedSatellites() {
     guard !used.isEmpty else { return }
     for index in satellites.indices {
-      let key = UsedKey(
-        constellation: satellites[index].constellation, svid: satellites[index].svid)
-      if used.contains(key) { satellites[index].used = true }
+      let key = UsedKey(constellation: satellites[index].constellation, svid: satellites[index].svid)
+      if usedFilter.mayContain(key.filterHash) && used.contains(key) {
+        satellites[index].used = true
+      }
     }
   }
 
@@ -417,8 +426,9 @@ public struct FixBuilder {
         let identity = SatelliteNumbering.identify(
           id: Int(id), talker: gsa.talker, systemID: gsa.systemID)
         let key = UsedKey(constellation: identity.constellation, svid: identity.svid)
-        if !used.contains(key) {
+        if !usedFilter.mayContain(key.filterHash) || !used.contains(key) {
           used.append(key)
+          usedFilter.insert(key.filterHash)
           usedFromGSA += 1
         }
       }
@@ -433,13 +443,17 @@ public struct FixBuilder {
           signalID: gsv.signalID, elevation: satellite.elevation, azimuth: satellite.azimuth,
           snr: satellite.snr, used: false)
         // A satellite repeated for the same signal (a resent GSV part) replaces itself.
-        if let index = satellites.firstIndex(where: {
-          $0.prn == entry.prn && $0.signalID == entry.signalID
-            && $0.constellation == entry.constellation
-        }) {
+        let filterHash = entry.prn
+        if satelliteFilter.mayContain(filterHash),
+          let index = satellites.firstIndex(where: {
+            $0.prn == entry.prn && $0.signalID == entry.signalID
+              && $0.constellation == entry.constellation
+          })
+        {
           satellites[index] = entry
         } else {
           satellites.append(entry)
+          satelliteFilter.insert(filterHash)
         }
       }
 
@@ -507,6 +521,7 @@ public struct FixBuilder {
   static let pubxRTK: UInt16 = 0x524B  // RK
 
   /// Whether the sentence type normally carries the time of a position.
+  @inline(__always)
   static func normallyTimed(_ sentence: Sentence) -> Bool {
     switch sentence {
     case .gga, .rmc, .gll, .gns, .pubxPosition: return true
@@ -516,6 +531,7 @@ public struct FixBuilder {
 
   /// Identifies a sentence's place in the cycle: kind, talker, and for GSV whether it is the
   /// last part, for GSA its system. `nil` for sentences that carry nothing for a fix.
+  @inline(__always)
   static func cycleKey(_ sentence: Sentence) -> UInt32? {
     func key(_ kind: UInt32, _ talker: Talker, _ variant: UInt32 = 0) -> UInt32 {
       kind << 24 | UInt32(talker.rawValue) << 8 | variant
@@ -537,5 +553,28 @@ public struct FixBuilder {
     case .pubxSatellites: return key(14, .proprietary)
     case .dtm, .txt, .mtkAcknowledgement, .mtkSystemMessage, .unknown: return nil
     }
+  }
+}
+
+/// A 256-bit set of hashed keys in front of a linear search: when it says a key is absent,
+/// the key is absent and the search is skipped; when it says "maybe", the search decides.
+/// Keeps the per-epoch satellite bookkeeping from growing with the square of the satellites.
+struct KeyFilter {
+  var words = InlineArray<4, UInt64>(repeating: 0)
+
+  @inline(__always)
+  mutating func insert(_ hash: Int) {
+    let bit = hash & 255
+    words[bit >> 6] |= 1 << UInt64(bit & 63)
+  }
+
+  @inline(__always)
+  func mayContain(_ hash: Int) -> Bool {
+    let bit = hash & 255
+    return words[bit >> 6] & (1 << UInt64(bit & 63)) != 0
+  }
+
+  mutating func removeAll() {
+    words = InlineArray<4, UInt64>(repeating: 0)
   }
 }

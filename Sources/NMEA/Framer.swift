@@ -230,6 +230,23 @@ public struct NMEAFramer {
           var sum = xor
           var len = length
           var end = false
+          // Eight ordinary bytes at a time while they last (up to the `*`, usually), then one
+          // at a time through the cases below.
+          var position = i
+          var length8 = len
+          var words: UInt64 = 0
+          while position &+ 8 <= n && length8 &+ 8 <= limit {
+            let word = UnsafeRawPointer(p + position).loadUnaligned(as: UInt64.self)
+            if Self.hasSpecialByte(word) { break }
+            words ^= word
+            position &+= 8
+            length8 &+= 8
+          }
+          if position != i {
+            sum ^= Self.foldXOR(words)
+            i = position
+            len = length8
+          }
           while i < n {
             let byte = p[i]
             let kind = classes[Int(byte)]
@@ -343,7 +360,38 @@ public struct NMEAFramer {
           }
         }
       }
+      // A start character that was the chunk's last byte (seen while hunting or discarding)
+      // begins a sentence whose bytes the sentence state never got to keep: keep them now.
+      if state == .sentence && partial.isEmpty {
+        partial.append(
+          contentsOf: UnsafeBufferPointer(start: p + startInChunk, count: n - startInChunk))
+      }
     }
+  }
+
+  /// Whether any of the eight bytes of `word` is not ordinary sentence text: a control
+  /// byte (CR and LF included), DEL or a byte over 0x7F, `$`, `!` or `*`. Exact, with the
+  /// carry-free tests from "Bit Twiddling Hacks" (hasless, hasmore, haszero).
+  @inlinable @inline(__always)
+  static func hasSpecialByte(_ word: UInt64) -> Bool {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let highs: UInt64 = 0x8080_8080_8080_8080
+    let below20 = (word &- ones &* 0x20) & ~word
+    let above7E = (word &+ ones &* (127 - 0x7E)) | word
+    let dollar = word ^ (ones &* UInt64(ASCII.dollar))
+    let bang = word ^ (ones &* UInt64(ASCII.bang))
+    let star = word ^ (ones &* UInt64(ASCII.star))
+    let zeros = ((dollar &- ones) & ~dollar) | ((bang &- ones) & ~bang) | ((star &- ones) & ~star)
+    return (below20 | above7E | zeros) & highs != 0
+  }
+
+  /// The exclusive-or of the eight bytes of `word`.
+  @inlinable @inline(__always)
+  static func foldXOR(_ word: UInt64) -> UInt8 {
+    var folded = word ^ (word >> 32)
+    folded ^= folded >> 16
+    folded ^= folded >> 8
+    return UInt8(truncatingIfNeeded: folded)
   }
 
   @usableFromInline

@@ -78,13 +78,31 @@ extension Sentence {
 
   /// Number of fields after the address (commas counted once, without parsing).
   static func fieldCount(_ raw: RawSentence) -> Int {
+    // Eight bytes at a time: an exact per-byte zero test on the word XOR ",,,,,,,,", then the
+    // eight 0-or-1 flags summed into the top byte by one multiplication (the x86-64 baseline
+    // has no popcnt instruction).
+    let bytes = raw.bytes
+    guard let base = bytes.baseAddress else { return 0 }
+    let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+    let commas8: UInt64 = 0x2C2C_2C2C_2C2C_2C2C
     var commas = 0
-    for byte in raw.bytes where byte == ASCII.comma { commas += 1 }
+    var index = 0
+    while index &+ 8 <= bytes.count {
+      let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self) ^ commas8
+      let zeroBytes = ~(((word & low7) &+ low7) | word | low7)
+      commas &+= Int(((zeroBytes >> 7) &* 0x0101_0101_0101_0101) >> 56)
+      index &+= 8
+    }
+    while index < bytes.count {
+      if base[index] == ASCII.comma { commas &+= 1 }
+      index &+= 1
+    }
     return commas
   }
 
   // MARK: - Standard sentences
 
+  @inline(__always)
   static func parseGGA(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> GGA {
     let time = try f.time()
     let position = try f.position()
@@ -103,6 +121,7 @@ extension Sentence {
       differentialStation: station)
   }
 
+  @inline(__always)
   static func parseRMC(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> RMC {
     let time = try f.time()
     let status = try f.status()
@@ -119,6 +138,7 @@ extension Sentence {
       navigationalStatus: navigational)
   }
 
+  @inline(__always)
   static func parseGSA(_ talker: Talker, _ f: inout FieldScanner, _ raw: RawSentence)
     throws(NMEAParseError) -> GSA
   {
@@ -146,6 +166,7 @@ extension Sentence {
       satellites: satellites, pdop: pdop, hdop: hdop, vdop: vdop, systemID: system)
   }
 
+  @inline(__always)
   static func parseGSV(_ talker: Talker, _ f: inout FieldScanner, _ raw: RawSentence)
     throws(NMEAParseError) -> GSV
   {
@@ -418,7 +439,9 @@ extension Sentence {
           isDefault = true
         } else {
           let digit = byte &- ASCII.zero
-          guard digit < 10 else { throw .badField(index: f.index) }
+          // More than 18 digits would overflow (a crash, found by fuzzing); no leap second
+          // count is that long.
+          guard digit < 10, digits < 18 else { throw .badField(index: f.index) }
           value = value * 10 + Int(digit)
           digits += 1
         }

@@ -476,6 +476,7 @@ public enum Sentence: Sendable, Hashable {
   case unknown(UnknownSentence)
 
   /// The UTC time of day the sentence carries, if it carries one.
+  @inline(__always)
   public var time: UTCTime? {
     switch self {
     case .gga(let s): return s.time

@@ -27,8 +27,13 @@ final class Output: @unchecked Sendable {
   }
 
   func write(_ text: String) {
+    write(bytes: text.utf8)
+  }
+
+  /// Writes bytes as they are (JSON from `JSONWriter`, for one).
+  func write<Bytes: Sequence>(bytes: Bytes) where Bytes.Element == UInt8 {
     pthread_mutex_lock(&mutex)
-    buffer.append(contentsOf: text.utf8)
+    buffer.append(contentsOf: bytes)
     let pending = !buffered || buffer.count >= 1 << 15 ? takeBuffer() : []
     pthread_mutex_unlock(&mutex)
     writeAll(pending)

@@ -1,0 +1,20 @@
+// swift-tools-version:5.4
+// The libFuzzer target over the NMEA framer, parser and fix builder. A package of its own,
+// with tools version 5.4, because SwiftPM 5.5 and later rename an executable's `main` for
+// testing, which clashes with the `main` that `-sanitize=fuzzer` links in. Build and run it
+// with scripts/fuzz.sh; it builds into Fuzz/.build, apart from the main package's .build.
+
+import PackageDescription
+
+let package = Package(
+  name: "SerialGPSFuzz",
+  dependencies: [
+    .package(name: "SerialGPS", path: "..")
+  ],
+  targets: [
+    .executableTarget(
+      name: "FuzzDecoder",
+      dependencies: [.product(name: "NMEA", package: "SerialGPS")]
+    )
+  ]
+)

@@ -1,0 +1,184 @@
+// libFuzzer entry point: arbitrary bytes through framer, parser and fix builder.
+//
+// Input layout (so that the fuzzer chooses the configuration and the split points):
+//
+//   byte 0      bits 0-3: number of split points n (0...15)
+//               bit 4: lenient checksum policy; bit 5: 82-byte sentence limit (else 128)
+//               bit 6: also feed the bytes one at a time
+//   2n bytes    split points, little-endian UInt16, each taken modulo (payload length + 1)
+//   the rest    the payload: what a receiver sent
+//
+// Checked for every input, by trapping (which libFuzzer reports as a crash):
+// - split independence: the payload fed whole, fed in the chosen pieces (and byte by byte)
+//   gives the same frames, sentences, parse errors, epochs and counters;
+// - counters agree with what was delivered (sentences, binary frames, parse errors, epochs)
+//   and garbage never exceeds the input;
+// - every delivered sentence starts with `$` or `!`, is printable ASCII, holds no `*` when
+//   it carried a checksum, and fits the configured limit;
+// - parsing is deterministic;
+// - fixes are sane: latitude within ±90°, longitude within ±180°, no position without a fix.
+
+import NMEA
+
+/// One thing the framer or decoder handed out, kept for comparison between runs.
+enum Observed: Equatable {
+  case sentence(bytes: [UInt8], hadChecksum: Bool)
+  case ubx(messageClass: UInt8, messageID: UInt8, payload: [UInt8])
+  case sirf(payload: [UInt8])
+  case parsed(Sentence)
+  case parseError(NMEAParseError, bytes: [UInt8])
+  case epoch(Epoch)
+  case ubxEvent(messageClass: UInt8, messageID: UInt8, length: Int)
+  case sirfEvent(length: Int)
+}
+
+/// Everything observable from one decoding run.
+struct Run: Equatable {
+  var frames: [Observed] = []
+  var events: [Observed] = []
+  var framerStatistics = FramerStatistics()
+  var decoderStatistics = DecoderStatistics()
+}
+
+func check(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
+  if !condition() { fatalError("invariant violated: " + message()) }
+}
+
+func parse(_ raw: RawSentence) -> Observed {
+  do {
+    return .parsed(try Sentence(parsing: raw))
+  } catch let error as NMEAParseError {
+    return .parseError(error, bytes: Array(raw.bytes))
+  } catch {
+    fatalError("Sentence(parsing:) threw \(error), not an NMEAParseError")
+  }
+}
+
+/// Runs the payload through a framer and a decoder in the given pieces.
+func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfiguration) -> Run {
+  var result = Run()
+  var framer = NMEAFramer(configuration: configuration)
+  var decoder = NMEADecoder(configuration: configuration)
+  var sentences = 0
+  var ubx = 0
+  var sirf = 0
+  var parseErrors = 0
+  var epochs = 0
+
+  let onFrame: (Frame) -> Void = { frame in
+    switch frame {
+    case .sentence(let raw):
+      sentences += 1
+      let bytes = Array(raw.bytes)
+      result.frames.append(.sentence(bytes: bytes, hadChecksum: raw.hadChecksum))
+      check(bytes.count >= 2, "sentence shorter than two bytes")
+      check(bytes.count <= configuration.maximumSentenceLength, "sentence over the limit")
+      check(bytes[0] == 0x24 || bytes[0] == 0x21, "sentence without a start character")
+      check(bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F }, "control or binary byte in a sentence")
+      if raw.hadChecksum { check(!bytes.dropFirst().contains(0x2A), "star left in a sentence") }
+      check(
+        configuration.checksumPolicy == .lenient || raw.hadChecksum,
+        "sentence without checksum accepted in strict mode")
+      // Parsing is a pure function of the bytes.
+      check(parse(raw) == parse(raw), "parsing not deterministic")
+    case .ubx(let view):
+      ubx += 1
+      result.frames.append(
+        .ubx(
+          messageClass: view.messageClass, messageID: view.messageID, payload: Array(view.payload)))
+    case .sirf(let view):
+      sirf += 1
+      result.frames.append(.sirf(payload: Array(view.payload)))
+    }
+  }
+
+  let onEvent: (DecoderEvent) -> Void = { event in
+    switch event {
+    case .sentence(let sentence):
+      result.events.append(.parsed(sentence))
+    case .parseError(let raw, let error):
+      parseErrors += 1
+      result.events.append(.parseError(error, bytes: Array(raw.bytes)))
+    case .epoch(let epoch):
+      epochs += 1
+      let fix = epoch.fix
+      if let latitude = fix.latitude { check(abs(latitude) <= 90, "latitude \(latitude)") }
+      if let longitude = fix.longitude { check(abs(longitude) <= 180, "longitude \(longitude)") }
+      if fix.mode == .noFix { check(fix.position == nil, "a position without a fix") }
+      result.events.append(.epoch(epoch))
+    case .ubx(let view):
+      result.events.append(
+        .ubxEvent(
+          messageClass: view.messageClass, messageID: view.messageID, length: view.payload.count))
+    case .sirf(let view):
+      result.events.append(.sirfEvent(length: view.payload.count))
+    }
+  }
+
+  payload.withUnsafeBytes { raw in
+    for piece in pieces {
+      let chunk = UnsafeRawBufferPointer(rebasing: raw[piece])
+      framer.feed(chunk, onFrame)
+      decoder.decode(chunk, onEvent)
+    }
+  }
+  decoder.finish(onEvent)
+
+  let statistics = framer.statistics
+  check(
+    statistics.sentences == sentences,
+    "framer counted \(statistics.sentences), delivered \(sentences)")
+  check(statistics.ubxFrames == ubx, "UBX frames counted \(statistics.ubxFrames), delivered \(ubx)")
+  check(
+    statistics.sirfFrames == sirf, "SiRF frames counted \(statistics.sirfFrames), delivered \(sirf)"
+  )
+  check(statistics.garbageBytes <= payload.count, "more garbage than input")
+  check(
+    statistics.sentences + statistics.rejectedSentences <= payload.count,
+    "more sentences than bytes")
+  let decoderStatistics = decoder.statistics
+  check(decoderStatistics.framer == statistics, "framer inside the decoder counted differently")
+  check(decoderStatistics.parseErrors == parseErrors, "parse errors counted differently")
+  check(decoderStatistics.builder.epochs == epochs, "epochs counted differently")
+  check(parseErrors <= sentences, "more parse errors than sentences")
+  result.framerStatistics = statistics
+  result.decoderStatistics = decoderStatistics
+  return result
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+  guard size > 0 else { return 0 }
+  let input = Array(UnsafeBufferPointer(start: data, count: size))
+  let control = input[0]
+  let splitCount = Int(control & 0x0F)
+  let headerLength = 1 + 2 * splitCount
+  guard input.count >= headerLength else { return 0 }
+  let payload = Array(input[headerLength...])
+  let configuration = FramerConfiguration(
+    maximumSentenceLength: control & 0x20 != 0 ? 82 : 128,
+    checksumPolicy: control & 0x10 != 0 ? .lenient : .strict)
+
+  var splits: [Int] = []
+  for index in 0..<splitCount {
+    let value = Int(input[1 + 2 * index]) | Int(input[2 + 2 * index]) << 8
+    splits.append(value % (payload.count + 1))
+  }
+  splits.sort()
+  var pieces: [Range<Int>] = []
+  var start = 0
+  for split in splits + [payload.count] {
+    pieces.append(start..<split)
+    start = split
+  }
+
+  let whole = run(payload, pieces: [0..<payload.count], configuration: configuration)
+  let split = run(payload, pieces: pieces, configuration: configuration)
+  check(whole == split, "output depends on the split points \(splits)")
+  if control & 0x40 != 0 {
+    let bytewise = run(
+      payload, pieces: payload.indices.map { $0..<($0 + 1) }, configuration: configuration)
+    check(whole == bytewise, "output differs when fed one byte at a time")
+  }
+  return 0
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer target over the NMEA framer, parser and fix builder (Fuzz/) and runs
+# it for SECONDS (default 60). Exit status 0 when nothing was found; otherwise libFuzzer's,
+# with the input that failed saved under Fuzz/.build/artifacts/.
+#
+#   scripts/fuzz.sh [SECONDS]
+#
+# The nested package builds into Fuzz/.build, never the main package's .build. Seeds come
+# from Fuzz/Seeds (built in), the project's fixtures/ and, when present, gpsd's captures in
+# shared/corpus/gpsd next to the package; each is cut into pieces of at most 2 KiB behind a
+# header byte of 0 (no extra split points, strict checksums), which the fuzzer then mutates.
+set -euo pipefail
+
+seconds="${1:-60}"
+case "$seconds" in
+  '' | *[!0-9]*) echo "usage: scripts/fuzz.sh [SECONDS]" >&2; exit 2 ;;
+esac
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+fuzz="$root/Fuzz"
+build="$fuzz/.build"
+export SWIFT_BACKTRACE=enable=no
+mkdir -p "$build"
+
+# AddressSanitizer as well when this toolchain can link it; libFuzzer alone otherwise.
+sanitizers=fuzzer,address
+if ! swift build --package-path "$fuzz" -c release -Xswiftc -sanitize=$sanitizers \
+  -Xswiftc -parse-as-library >"$build/fuzz-build.log" 2>&1; then
+  echo "fuzz: building with AddressSanitizer failed; trying libFuzzer alone" >&2
+  sanitizers=fuzzer
+  if ! swift build --package-path "$fuzz" -c release -Xswiftc -sanitize=$sanitizers \
+    -Xswiftc -parse-as-library >"$build/fuzz-build.log" 2>&1; then
+    cat "$build/fuzz-build.log" >&2
+    echo "fuzz: the fuzz target did not build (log above)" >&2
+    exit 1
+  fi
+fi
+binary="$(swift build --package-path "$fuzz" -c release --show-bin-path)/FuzzDecoder"
+
+# Seeds, rebuilt each run; the working corpus (what the fuzzer found interesting) persists.
+seeds="$build/seeds"
+corpus="$build/corpus"
+artifacts="$build/artifacts"
+rm -rf "$seeds"
+mkdir -p "$seeds" "$corpus" "$artifacts"
+cp "$fuzz"/Seeds/* "$seeds"/
+
+add_recording() {
+  local file="$1" name
+  name="$(basename "$file")"
+  local pieces="$build/pieces"
+  rm -rf "$pieces"
+  mkdir -p "$pieces"
+  split -b 2048 -a 4 "$file" "$pieces/$name."
+  for piece in "$pieces"/*; do
+    { printf '\0'; cat "$piece"; } >"$seeds/$(basename "$piece")"
+  done
+  rm -rf "$pieces"
+}
+
+shopt -s nullglob
+for file in "$root"/fixtures/*; do
+  [ -f "$file" ] && add_recording "$file"
+done
+corpus_dir=""
+for candidate in "$root/../shared/corpus/gpsd" "$root/../../shared/corpus/gpsd"; do
+  if [ -d "$candidate" ]; then corpus_dir="$candidate"; break; fi
+done
+if [ -n "$corpus_dir" ]; then
+  for file in "$corpus_dir"/*.log; do add_recording "$file"; done
+fi
+echo "fuzz: $(ls "$seeds" | wc -l) seeds, sanitizers $sanitizers, $seconds s" >&2
+
+"$binary" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+  -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" "$seeds"
