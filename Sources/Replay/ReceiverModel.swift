@@ -259,7 +259,8 @@ public struct ReceiverModel {
           ubx
           ? Int(bytes[index + 4]) | Int(bytes[index + 5]) << 8
           : Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
-        let total = 8 + length  // sync, header and checksum (and the SiRF trailer) around the payload
+        // Both frames wrap the payload in 8 bytes: sync, header, checksum (and SiRF's trailer).
+        let total = 8 + length
         if total <= 1032, index + total > count { return index }
       default:
         break

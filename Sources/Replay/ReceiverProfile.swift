@@ -100,7 +100,9 @@ public enum SimulatedPowerState: String, Sendable, Hashable, CustomStringConvert
   /// Starting after a wake, a reset or a power cycle: silent, input is lost, until the wake
   /// delay has passed.
   case booting
-  /// No power: unplugged (``ReceiverSimulator/hangUp()``).
+  /// No power: unplugged (``ReceiverSimulator/hangUp()``), or started unpowered so that a
+  /// test can open the port before the first byte (``ReceiverSimulator/powerCycle()`` then
+  /// starts it).
   case off
 
   /// Whether the receiver streams its recording in this state.

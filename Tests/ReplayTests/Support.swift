@@ -52,7 +52,7 @@ func eventually(timeout: Duration = .seconds(15), _ condition: () -> Bool) async
 func makeSimulator(
   _ fixture: String, profile: ReceiverProfile, pace: Pace = .recorded(speed: 10),
   initialPowerState: SimulatedPowerState = .running, responses: ResponseMode = .normal,
-  wakeDelay: Duration = .milliseconds(50), loops: Bool = true
+  wakeDelay: Duration = .milliseconds(10), loops: Bool = true
 ) throws -> ReceiverSimulator {
   try ReceiverSimulator(
     recording: loadFixture(fixture),
@@ -71,11 +71,16 @@ final class PortListener: @unchecked Sendable {
   private var _ubx: [(UBXMessageID, [UInt8])] = []
   private var _acknowledgements: [ReceiverAcknowledgement] = []
   private var _epochs = 0
+  private var _firstSentenceAddress: String?
   private var _error: SerialPortError?
   private let finished = DispatchSemaphore(value: 0)
+  private let keepingBytes: Bool
+  private var _receivedBytes: [UInt8] = []
 
-  init(_ port: SerialPort) {
+  /// - Parameter keepingBytes: keep every byte received (``receivedBytes``).
+  init(_ port: SerialPort, keepingBytes: Bool = false) {
     self.port = port
+    self.keepingBytes = keepingBytes
     let thread = Thread { [self] in run() }
     thread.stackSize = 1 << 20
     thread.start()
@@ -97,9 +102,11 @@ final class PortListener: @unchecked Sendable {
       case .received(let count):
         locked {
           _bytes += count
+          if keepingBytes { _receivedBytes += buffer[..<count] }
           decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { event in
             switch event {
             case .sentence(let sentence):
+              if _firstSentenceAddress == nil { _firstSentenceAddress = address(of: sentence) }
               if let ack = ReceiverAcknowledgement(sentence) { _acknowledgements.append(ack) }
             case .ubx(let frame):
               _ubx.append((UBXMessageID(frame), Array(frame.payload)))
@@ -124,8 +131,11 @@ final class PortListener: @unchecked Sendable {
   }
 
   var bytes: Int { locked { _bytes } }
+  var receivedBytes: [UInt8] { locked { _receivedBytes } }
   var sentences: Int { locked { decoder.statistics.framer.sentences } }
   var epochs: Int { locked { _epochs } }
+  /// The address of the first sentence that arrived (`PMTK010`, `GPRMC` …).
+  var firstSentenceAddress: String? { locked { _firstSentenceAddress } }
   var ubxFrames: [(UBXMessageID, [UInt8])] { locked { _ubx } }
   var acknowledgements: [ReceiverAcknowledgement] { locked { _acknowledgements } }
   var error: SerialPortError? { locked { _error } }
@@ -166,4 +176,18 @@ func write(_ bytes: [UInt8], to port: SerialPort) async throws {
 func openPort(_ simulator: ReceiverSimulator, baud: BaudRate = .b9600) async throws -> SerialPort {
   let path = simulator.devicePath
   return try await onOwnThread { try SerialPort.open(path: path, baudRate: baud) }
+}
+
+/// A sentence's address, for the few kinds tests look at.
+func address(of sentence: Sentence) -> String {
+  switch sentence {
+  case .mtkSystemMessage(let message):
+    if case .text = message.kind { return "PMTK011" }
+    return "PMTK010"
+  case .mtkAcknowledgement: return "PMTK001"
+  case .unknown(let unknown): return unknown.address
+  case .rmc(let rmc): return rmc.talker.description + "RMC"
+  case .gga(let gga): return gga.talker.description + "GGA"
+  default: return "other"
+  }
 }
