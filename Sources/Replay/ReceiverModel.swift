@@ -80,6 +80,7 @@ public struct ReceiverModel {
     replies = []
     defer { replies = [] }
     guard !bytes.isEmpty else { return [] }
+    applyDeadline(now)
     // The chunk's first byte is an edge on RX: it wakes a sleeping chip and is lost, and so is
     // everything else that arrives while it boots.
     if responses != .unresponsive, power == .backup || power == .standby {
@@ -144,13 +145,21 @@ public struct ReceiverModel {
   /// messages the receiver sends by itself (MediaTek's `$PMTK010,001` start-up message).
   public mutating func advance(to now: Duration) -> [[UInt8]] {
     replies = []
-    guard let deadline = nextDeadline, deadline <= now else { return [] }
+    defer { replies = [] }
+    applyDeadline(now)
+    return replies
+  }
+
+  /// What was due by `now` happens first, whenever the caller got round to asking: the
+  /// model's behaviour depends on the times given, never on when it is called.
+  private mutating func applyDeadline(_ now: Duration) {
+    guard let deadline = nextDeadline, deadline <= now else { return }
     nextDeadline = nil
     switch deadlineAction {
     case .finishBooting:
-      guard power == .booting else { return [] }
+      guard power == .booting else { return }
       // Input that arrived while booting never reached the chip.
-      flushNoise(at: now, final: true)
+      flushNoise(at: deadline, final: true)
       framer.reset()
       setPower(.running)
       if profile == .mediatek {
@@ -158,11 +167,10 @@ public struct ReceiverModel {
         replies.append(NMEAChecksum.frame("PMTK010,001"))
       }
     case .wakeFromTimedBackup:
-      guard power == .backup else { return [] }
-      enterBooting(at: now)
+      guard power == .backup else { return }
+      enterBooting(at: deadline)
+      applyDeadline(now)  // the boot may be over by now too
     }
-    defer { replies = [] }
-    return replies
   }
 
   /// Power cut and restored, or the ON_OFF / FORCE_ON pin pulsed: boots from any state, for

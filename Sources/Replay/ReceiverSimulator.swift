@@ -50,15 +50,17 @@ public final class ReceiverSimulator: Sendable {
     /// Where the device appears: a symbolic link to the current pty, kept across
     /// ``replug()``. `nil`: `gps0` in a new directory under `/tmp`, removed by ``stop()``.
     public var devicePath: String?
-    /// How long a write may wait for room in the pty before its bytes are dropped (nobody is
-    /// reading: the port is closed, as on a real line, where unread bytes are lost).
+    /// How long a write may wait for room in the pty before its bytes are dropped, as unread
+    /// bytes on a real line are lost. The pty fills only when nobody reads (the port is
+    /// closed; opening it discards what is queued and makes room at once) or the reader is
+    /// far behind, so this is long: a slow reader on a loaded machine loses nothing.
     public var writeTimeout: Duration
 
     public init(
       profile: ReceiverProfile, pace: Pace = .realTime, loops: Bool = true,
       initialPowerState: SimulatedPowerState = .running,
       wakeDelay: Duration = .milliseconds(50), responses: ResponseMode = .normal,
-      devicePath: String? = nil, writeTimeout: Duration = .seconds(1)
+      devicePath: String? = nil, writeTimeout: Duration = .seconds(10)
     ) {
       self.profile = profile
       self.pace = pace

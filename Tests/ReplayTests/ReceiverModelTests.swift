@@ -85,6 +85,18 @@ import Testing
       ])
   }
 
+  /// What was due happens first, however late the caller asks: a command arriving after the
+  /// wake delay is answered even if nobody called `advance` in between.
+  @Test func inputAfterTheWakeDelayFindsTheChipRunning() {
+    var model = ReceiverModel(profile: .mediatek, power: .standby, wakeDelay: ms(50))
+    _ = model.receive(MediaTekCommandSet.wakeBytes, at: ms(0))
+    #expect(model.power == .booting)
+    let replies = model.receive(MediaTekCommandSet().sentenceSelection.bytes, at: ms(200))
+    #expect(replies.first == NMEAChecksum.frame("PMTK010,001"))
+    #expect(decoded(replies) == [.mtk(command: 314, result: .succeeded)])
+    #expect(model.received.last?.outcome == .acknowledged)
+  }
+
   @Test func ubloxTimedBackupWakesByItself() {
     var model = ReceiverModel(profile: .ublox(.m8), wakeDelay: ms(10))
     let request = try! UBX.frame(.rxmPmreq, payload: [0xE8, 0x03, 0, 0, 0x02, 0, 0, 0])  // 1 s

@@ -46,13 +46,17 @@ import Testing
   @Test func mediatekStandbyAndWakeAreAcknowledged() async throws {
     let simulator = try makeSimulator("mtk-cold-start", profile: .mediatek)
     defer { simulator.stop() }
-    let standby = try await serialgps([simulator.devicePath, "standby", "--chipset", "mtk"])
+    let standby = try await serialgps([
+      simulator.devicePath, "standby", "--chipset", "mtk", "--timeout", "5",
+    ])
     #expect(standby.status == 0, "\(standby)")
     #expect(standby.output.contains("acknowledged ($PMTK001,161,3)"))
     #expect(standby.output.contains("standby: done."))
     #expect(simulator.powerState == .standby)
 
-    let wake = try await serialgps([simulator.devicePath, "wake", "--chipset", "mtk"])
+    let wake = try await serialgps([
+      simulator.devicePath, "wake", "--chipset", "mtk", "--timeout", "5",
+    ])
     #expect(wake.status == 0, "\(wake)")
     #expect(wake.output.contains("acknowledged ($PMTK001,314,3)"))
     #expect(simulator.powerState == .running)
@@ -64,7 +68,9 @@ import Testing
   @Test func rejectionsAndSilenceAreReportedWithExitStatusOne() async throws {
     let simulator = try makeSimulator("mtk-cold-start", profile: .mediatek)
     defer { simulator.stop() }
-    let unknown = try await serialgps([simulator.devicePath, "PMTK999,1", "--chipset", "mtk"])
+    let unknown = try await serialgps([
+      simulator.devicePath, "PMTK999,1", "--chipset", "mtk", "--timeout", "5",
+    ])
     #expect(unknown.status == 1, "\(unknown)")
     #expect(unknown.output.contains("rejected: the receiver does not support $PMTK999"))
 
@@ -82,13 +88,15 @@ import Testing
     let simulator = try makeSimulator("ublox-m8-drive", profile: .ublox(.m8))
     defer { simulator.stop() }
     let path = simulator.devicePath
-    let rate = try await serialgps([path, "CFG-MSG F0 00 01", "--chipset", "ublox"])
+    let rate = try await serialgps([
+      path, "CFG-MSG F0 00 01", "--chipset", "ublox", "--timeout", "5",
+    ])
     #expect(rate.status == 0, "\(rate)")
     #expect(rate.output.contains("acknowledged (UBX-ACK-ACK UBX-CFG-MSG)"))
     #expect(simulator.received.last?.bytes == (try UBX.frame(.cfgMsg, payload: [0xF0, 0, 1])))
 
     let valset = try await serialgps([
-      path, "06 8A 00 01 00 00 BB 00 91 20 01", "--chipset", "ublox",
+      path, "06 8A 00 01 00 00 BB 00 91 20 01", "--chipset", "ublox", "--timeout", "5",
     ])
     #expect(valset.status == 1, "\(valset)")
     #expect(valset.output.contains("rejected: the receiver rejected UBX-CFG-VALSET (UBX-ACK-NAK)"))
@@ -99,7 +107,7 @@ import Testing
     #expect(standby.output.contains("sent; u-blox receivers do not acknowledge this command"))
     #expect(await simulator.waitForPowerState(.backup))
 
-    let wake = try await serialgps([path, "wake", "--chipset", "ublox"])
+    let wake = try await serialgps([path, "wake", "--chipset", "ublox", "--timeout", "5"])
     #expect(wake.status == 0, "\(wake)")
     #expect(await simulator.waitForPowerState(.running))
   }
@@ -108,7 +116,7 @@ import Testing
     // noisy-ublox carries a UBX NAV-PVT frame every epoch: u-blox, high confidence.
     let ublox = try makeSimulator("noisy-ublox", profile: .ublox(.m8))
     defer { ublox.stop() }
-    let run = try await serialgps([ublox.devicePath, "CFG-MSG F0 02 01"])
+    let run = try await serialgps([ublox.devicePath, "CFG-MSG F0 02 01", "--timeout", "5"])
     #expect(run.status == 0, "\(run)")
     #expect(run.output.contains("u-blox, identified by listening"))
     #expect(run.output.contains("acknowledged"))

@@ -90,6 +90,10 @@ final class PortListener: @unchecked Sendable {
     defer { finished.signal() }
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
     defer { buffer.deallocate() }
+    // NMEAFramer loses a sentence whose `$` ends a chunk (docs/simulator.md); a loaded
+    // listener reads 4096-byte chunks that end anywhere, so a trailing start character waits
+    // for the next read.
+    var carry: [UInt8] = []
     while true {
       let result: ReadResult
       do {
@@ -103,7 +107,10 @@ final class PortListener: @unchecked Sendable {
         locked {
           _bytes += count
           if keepingBytes { _receivedBytes += buffer[..<count] }
-          decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { event in
+          var chunk = carry + buffer[..<count]
+          carry = []
+          if let last = chunk.last, last == 0x24 || last == 0x21 { carry = [chunk.removeLast()] }
+          decoder.decode(chunk) { event in
             switch event {
             case .sentence(let sentence):
               if _firstSentenceAddress == nil { _firstSentenceAddress = address(of: sentence) }
@@ -158,9 +165,32 @@ final class PortListener: @unchecked Sendable {
     return result ?? false
   }
 
-  /// Whether nothing at all arrives during `window`. A window of silence cannot be proven
-  /// faster: the simulator's epoch at the paces used is a tenth of it or less.
+  /// Waits until nothing has arrived for `quiet`: whatever was written before has been read,
+  /// however far behind a loaded machine left this reader. False if the bytes never stop.
+  func drain(quiet: Duration = .milliseconds(300), timeout: Duration = .seconds(15)) async
+    -> Bool
+  {
+    let deadline = ContinuousClock.now + timeout
+    var last = bytes
+    var since = ContinuousClock.now
+    while ContinuousClock.now < deadline {
+      try? await Task.sleep(for: .milliseconds(20))
+      let now = bytes
+      if now != last {
+        last = now
+        since = ContinuousClock.now
+      } else if ContinuousClock.now - since >= quiet {
+        return true
+      }
+    }
+    return false
+  }
+
+  /// Whether nothing at all arrives during `window`, once what was already written has been
+  /// read. A window of silence cannot be proven faster: the simulator's epoch at the paces
+  /// used is a tenth of it or less.
   func staysSilent(for window: Duration) async -> Bool {
+    guard await drain() else { return false }
     let before = bytes
     try? await Task.sleep(for: window)
     return bytes == before
