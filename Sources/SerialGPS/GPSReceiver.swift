@@ -62,17 +62,26 @@ public final class GPSReceiver: Sendable {
 
   /// Subscribes to fixes, satellite views and status changes. The first subscriber powers the
   /// receiver on. See ``ReceiverEvents`` for what ends a subscription.
-  public func subscribe(bufferSize: Int? = nil) -> ReceiverEvents {
-    ReceiverEvents(core: core.makeSubscription(bufferSize: bufferSize, lifetime: lifetime))
+  ///
+  /// - Parameter includingRawData: also deliver the bytes read from the device, as
+  ///   ``ReceiverEvent/rawData(_:)`` events (for a server that passes NMEA through). They are
+  ///   copied only while such a subscription exists.
+  public func subscribe(bufferSize: Int? = nil, includingRawData: Bool = false) -> ReceiverEvents {
+    ReceiverEvents(
+      core: core.makeSubscription(
+        bufferSize: bufferSize, rawData: includingRawData, lifetime: lifetime))
   }
 
   /// Subscribes with a callback, for code that is not async. The handler runs on a task, one
   /// event at a time. Cancel the returned subscription, or let it go, to unsubscribe.
   public func subscribe(
-    bufferSize: Int? = nil, _ handler: @escaping @Sendable (ReceiverEvent) -> Void
+    bufferSize: Int? = nil, includingRawData: Bool = false,
+    _ handler: @escaping @Sendable (ReceiverEvent) -> Void
   ) -> Subscription {
     Subscription(
-      core: core.makeSubscription(bufferSize: bufferSize, lifetime: lifetime), handler: handler)
+      core: core.makeSubscription(
+        bufferSize: bufferSize, rawData: includingRawData, lifetime: lifetime),
+      handler: handler)
   }
 
   /// Keeps the receiver powered for `duration` even with no subscriber: the warm-up an app

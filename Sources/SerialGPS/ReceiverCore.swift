@@ -59,9 +59,11 @@ final class ReceiverCore: @unchecked Sendable {
 
   // MARK: - Requests from any thread
 
-  func makeSubscription(bufferSize: Int?, lifetime: ReceiverLifetime) -> SubscriptionCore {
+  func makeSubscription(bufferSize: Int?, rawData: Bool = false, lifetime: ReceiverLifetime)
+    -> SubscriptionCore
+  {
     let queue = SubscriberQueue(capacity: bufferSize ?? options.subscriberBufferSize)
-    guard let id = hub.add(queue) else {
+    guard let id = hub.add(queue, rawData: rawData) else {
       queue.finish()
       return SubscriptionCore(queue: queue) {}
     }
@@ -343,6 +345,10 @@ private final class ReadSession: @unchecked Sendable {
         break
       }
       if count == 0 { continue }  // interrupted: check whether to stop
+      // Before decoding, so that a chunk reaches subscribers ahead of the fixes it completes.
+      if core.hub.wantsRawData {
+        core.hub.publish(rawData: Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
+      }
       fixes = 0
       decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { event in
         handle(event, fixes: &fixes)

@@ -54,4 +54,9 @@ public enum ReceiverEvent: Sendable, Hashable {
   case fix(FixUpdate)
   case satellites(SatelliteView)
   case status(ReceiverStatus)
+  /// Bytes exactly as read from the device (sentences, binary frames, noise), for a
+  /// subscription made with `includingRawData: true` only. Each chunk arrives before the
+  /// fixes decoded from it. Like positions, chunks are dropped when the subscriber falls
+  /// behind, so a consumer that frames them must expect gaps.
+  case rawData([UInt8])
 }

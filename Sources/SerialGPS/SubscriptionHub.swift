@@ -6,6 +6,8 @@ import NMEA
 final class SubscriptionHub: @unchecked Sendable {
   private struct State {
     var subscribers: [UInt64: SubscriberQueue] = [:]
+    /// The subscribers that asked for the bytes read from the device.
+    var rawDataSubscribers: Set<UInt64> = []
     var nextID: UInt64 = 0
     var latestFix: Fix?
     var latestFixTime: Duration = .zero
@@ -24,7 +26,7 @@ final class SubscriptionHub: @unchecked Sendable {
 
   /// Registers a subscriber's queue, preloaded with the current status and, if fresh enough,
   /// the latest fix. Returns `nil` once the hub is closed.
-  func add(_ queue: SubscriberQueue) -> UInt64? {
+  func add(_ queue: SubscriberQueue, rawData: Bool = false) -> UInt64? {
     let now = clock.now
     return state.withLock { state -> UInt64? in
       guard !state.closed else { return nil }
@@ -39,12 +41,28 @@ final class SubscriptionHub: @unchecked Sendable {
       }
       state.nextID += 1
       state.subscribers[state.nextID] = queue
+      if rawData { state.rawDataSubscribers.insert(state.nextID) }
       return state.nextID
     }
   }
 
   func remove(_ id: UInt64) {
-    _ = state.withLock { $0.subscribers.removeValue(forKey: id) }
+    state.withLock { state in
+      state.subscribers.removeValue(forKey: id)
+      state.rawDataSubscribers.remove(id)
+    }
+  }
+
+  /// Whether any subscriber wants the bytes read from the device (the reader copies them only
+  /// then).
+  var wantsRawData: Bool { state.withLock { !$0.rawDataSubscribers.isEmpty } }
+
+  func publish(rawData: [UInt8]) {
+    let queues = state.withLock { state in
+      state.rawDataSubscribers.compactMap { state.subscribers[$0] }
+    }
+    let event = ReceiverEvent.rawData(rawData)
+    for queue in queues { queue.push(event) }
   }
 
   var subscriberCount: Int { state.withLock { $0.subscribers.count } }
@@ -91,7 +109,10 @@ final class SubscriptionHub: @unchecked Sendable {
   func close() {
     let queues = state.withLock { state -> [SubscriberQueue] in
       state.closed = true
-      defer { state.subscribers.removeAll() }
+      defer {
+        state.subscribers.removeAll()
+        state.rawDataSubscribers.removeAll()
+      }
       return Array(state.subscribers.values)
     }
     for queue in queues { queue.finish() }
