@@ -49,10 +49,11 @@ let package = Package(
 
     // gpsd JSON reports (TPV, SKY, DEVICE …) and client command parsing.
     .target(name: "GPSDProtocol", dependencies: ["NMEA"]),
-    // The gpsd-compatible server whose watchers are subscribers.
+    // The gpsd-compatible server whose watchers are subscribers; its libc shims.
+    .target(name: "CServerShims"),
     .target(
       name: "GPSDServer",
-      dependencies: ["GPSDProtocol", "SerialGPS", "Discovery", "NMEA"]
+      dependencies: ["GPSDProtocol", "SerialGPS", "Discovery", "NMEA", "Chipsets", "CServerShims"]
     ),
 
     .executableTarget(

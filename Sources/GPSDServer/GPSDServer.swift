@@ -1,1 +1,249 @@
-// Placeholder until this module's issue lands; see docs/ARCHITECTURE.md.
+import CServerShims
+import Discovery
+import Glibc
+import SerialGPS
+
+/// A server that speaks gpsd's JSON protocol (port 2947) for the receivers it serves, so
+/// gpsd's clients (`gpspipe`, `cgps`, `gpxlogger`, the Python `gps` module …) work unchanged.
+///
+/// Power follows the watchers: a receiver is woken at the first `?WATCH` that covers it and
+/// put to standby after ``GPSReceiver/Options/linger`` once the last such watcher disabled
+/// its watch or disconnected. Clients that only ask (`?POLL;`, `?DEVICES;`) never power
+/// anything.
+///
+/// ```swift
+/// let server = try GPSDServer(devices: .discovery(DeviceDiscovery()))
+/// print("listening on \(server.listenAddress)")
+/// // … later
+/// await server.shutdown()
+/// ```
+///
+/// One thread runs the protocol: `poll(2)` over non-blocking sockets. See docs/server.md.
+public final class GPSDServer: Sendable {
+  /// How the server listens and what it allows.
+  public struct Configuration: Sendable {
+    /// Where to listen. Loopback by default; anything else needs ``allowRemote``.
+    public var listenAddress = ListenAddress.loopback()
+    /// Permits a non-loopback ``listenAddress``: the protocol has no authentication, and any
+    /// watcher can keep the receivers powered.
+    public var allowRemote = false
+    /// Clients served at once; further ones are told so in an `ERROR` report and closed.
+    public var maximumClients = 64
+    /// The longest request accepted, in bytes (see `GPSDRequestReader`).
+    public var maximumRequestLength = 1024
+    /// Bytes queued for a client that is not reading before it is dropped.
+    public var maximumBacklog = 256 * 1024
+    /// `SO_SNDBUF` for client sockets; `nil` leaves the kernel's default.
+    public var clientSendBufferSize: Int?
+    /// How each receiver is driven: linger, replay expiry, chipset.
+    public var receiverOptions = GPSReceiver.Options()
+    /// Events buffered per receiver subscription between the reader and the server thread.
+    public var subscriptionBufferSize = 128
+    /// Baud rate for receivers found by discovery.
+    public var baud: SerialConnector.BaudSetting = .automatic()
+    /// What the VERSION report says.
+    public var release = "serialgps"
+    public var revision = "serialgps"
+    /// Where the server reports what happens (clients refused or dropped, devices appearing);
+    /// called on the server's thread, must not block.
+    public var log: (@Sendable (String) -> Void)?
+
+    public init() {}
+  }
+
+  /// A device served from start to end.
+  public struct ServedDevice: Sendable {
+    /// The path clients see and name (`/dev/ttyACM0`).
+    public var path: String
+    /// Other names clients may use for it in `?WATCH={"device":…}`.
+    public var aliases: [String]
+    /// How to open it.
+    public var connector: any ReceiverConnector
+
+    public init(path: String, aliases: [String] = [], connector: any ReceiverConnector) {
+      self.path = path
+      self.aliases = aliases
+      self.connector = connector
+    }
+
+    /// A serial port; a symbolic link (`/dev/serial/by-id/…`) also answers to the node it
+    /// points to.
+    public static func serialPort(path: String, baud: SerialConnector.BaudSetting = .automatic())
+      -> ServedDevice
+    {
+      var aliases: [String] = []
+      if let resolved = realpath(path, nil) {
+        let node = String(cString: resolved)
+        free(resolved)
+        if node != path { aliases.append(node) }
+      }
+      return ServedDevice(
+        path: path, aliases: aliases, connector: SerialConnector(path: path, baud: baud))
+    }
+  }
+
+  /// Which receivers the server serves.
+  public enum Devices: Sendable {
+    /// These, whether present or not.
+    case fixed([ServedDevice])
+    /// Every receiver discovery finds (known and possible ones), following hotplug.
+    case discovery(DeviceDiscovery)
+  }
+
+  let loop: EventLoop
+  private let thread: LoopThread
+  private let discoveryTask: Task<Void, Never>?
+
+  /// Binds the listening socket and starts serving.
+  ///
+  /// - Parameter clock: times the receivers' linger and replay expiry (tests pass a
+  ///   `ManualClock`).
+  /// - Throws: ``GPSDServerError`` when the address is remote without ``Configuration/allowRemote``
+  ///   or cannot be bound.
+  public init(
+    configuration: Configuration = Configuration(), devices: Devices,
+    clock: any DriverClock = SystemClock()
+  ) throws(GPSDServerError) {
+    let address = configuration.listenAddress
+    guard address.isLoopback || configuration.allowRemote else {
+      throw GPSDServerError(
+        "listening on \(address) would let other machines connect: the gpsd protocol has no "
+          + "authentication and any watcher keeps the receivers powered; pass --allow-remote "
+          + "to do it anyway, or listen on 127.0.0.1")
+    }
+    let listener: ListeningSocket
+    let wakeup: Wakeup
+    do {
+      listener = try ListeningSocket(address: address)
+      wakeup = try Wakeup()
+    } catch {
+      let hint =
+        error.code == EADDRINUSE
+        ? " (is gpsd running? `systemctl stop gpsd.socket gpsd`, or choose another --listen port)"
+        : error.code == EACCES ? " (ports below 1024 need privileges)" : ""
+      throw GPSDServerError("cannot listen on \(address): \(error)\(hint)")
+    }
+    loop = EventLoop(configuration: configuration, clock: clock, listener: listener, wakeup: wakeup)
+    switch devices {
+    case .fixed(let served):
+      for device in served {
+        let receiver = GPSReceiver(
+          connector: device.connector, options: configuration.receiverOptions, clock: clock)
+        loop.addInitialDevice(
+          DeviceDescription(path: device.path, aliases: device.aliases), receiver: receiver)
+      }
+      discoveryTask = nil
+    case .discovery(let discovery):
+      let loop = self.loop
+      let events = discovery.events(includingPresent: true)
+      discoveryTask = Task {
+        do {
+          for try await event in events { loop.post(.hotplug(event)) }
+        } catch {
+          loop.post(.discoveryFailed(String(describing: error)))
+        }
+      }
+    }
+    let loop = self.loop
+    thread = LoopThread.start { loop.run() }
+  }
+
+  /// The address listened on, with the port the kernel chose when port 0 was asked for.
+  public var listenAddress: ListenAddress { loop.listener.address }
+
+  /// Counters and gauges, for monitoring and tests.
+  public var statistics: ServerStatistics { loop.counters.withLock { $0 } }
+
+  /// Stops listening, closes every client, and powers every receiver off (without the
+  /// linger); returns when they are all closed.
+  public func shutdown() async {
+    discoveryTask?.cancel()
+    loop.post(.stop)
+    await thread.join()
+    let receivers = loop.retired.withLock { $0 }
+    for receiver in receivers { await receiver.shutdown() }
+  }
+
+  /// Returns once the server thread has handled every receiver and hotplug event posted
+  /// before the call.
+  func settle() async {
+    await withCheckedContinuation { continuation in
+      loop.post(.barrier(continuation))
+    }
+  }
+}
+
+/// Why the server could not start.
+public struct GPSDServerError: Error, Sendable, Hashable, CustomStringConvertible {
+  public let description: String
+  init(_ description: String) { self.description = description }
+}
+
+/// What the server has done so far, and what it serves now.
+public struct ServerStatistics: Sendable, Hashable {
+  /// Clients connected now.
+  public var clients = 0
+  /// Clients with watcher mode enabled now.
+  public var watchers = 0
+  /// Devices whose receiver the server subscribes to now (powered or lingering to power off).
+  public var subscribedDevices = 0
+  /// Clients accepted since the start.
+  public var clientsAccepted = 0
+  /// Clients turned away because ``GPSDServer/Configuration/maximumClients`` were connected.
+  public var clientsRefused = 0
+  /// Clients dropped because they stopped reading.
+  public var clientsDropped = 0
+
+  public init() {}
+}
+
+/// The server's thread.
+final class LoopThread: @unchecked Sendable {
+  private let body: @Sendable () -> Void
+  private let state = Locked<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>(
+    (false, []))
+
+  private init(body: @escaping @Sendable () -> Void) { self.body = body }
+
+  static func start(_ body: @escaping @Sendable () -> Void) -> LoopThread {
+    let thread = LoopThread(body: body)
+    let unmanaged = Unmanaged.passRetained(thread)
+    var handle = pthread_t()
+    let result = pthread_create(
+      &handle, nil,
+      { argument in
+        let thread = Unmanaged<LoopThread>.fromOpaque(argument!).takeRetainedValue()
+        cserver_name_thread("serialgps-serve")
+        thread.body()
+        thread.markDone()
+        return nil
+      }, unmanaged.toOpaque())
+    if result != 0 {
+      unmanaged.release()
+      thread.markDone()
+    } else {
+      pthread_detach(handle)
+    }
+    return thread
+  }
+
+  private func markDone() {
+    let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+      state.done = true
+      defer { state.waiters.removeAll() }
+      return state.waiters
+    }
+    for waiter in waiters { waiter.resume() }
+  }
+
+  func join() async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let finished = state.withLock { state -> Bool in
+        if state.done { return true }
+        state.waiters.append(continuation)
+        return false
+      }
+      if finished { continuation.resume() }
+    }
+  }
+}

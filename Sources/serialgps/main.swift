@@ -15,6 +15,7 @@ struct Command: Sendable {
 let commands: [Command] = [
   decodeCommand,
   listCommand,
+  serveCommand,
   sendCommand,
 ]
 

@@ -1,0 +1,467 @@
+import Chipsets
+import Discovery
+import GPSDProtocol
+import Glibc
+import NMEA
+import SerialGPS
+
+/// The server's one thread: `poll(2)` on the listening socket, the clients and a wake-up
+/// eventfd; every socket non-blocking. Receivers' events and hotplug events arrive through
+/// an inbox that other threads append to before writing the eventfd. Protocol decisions are
+/// `ServerState`'s; this type performs its actions: queue bytes, (un)subscribe receivers.
+///
+/// No thread ever waits for a client: a write takes what the socket accepts now and queues
+/// the rest, and a client whose queue passes ``GPSDServer/Configuration/maximumBacklog`` is
+/// dropped. Receivers' readers never see the server at all: they publish to their
+/// subscription queues, whose handler tasks only append to the inbox.
+final class EventLoop: @unchecked Sendable {
+  enum Message: Sendable {
+    case receiver(DeviceID, generation: Int, ReceiverEvent)
+    case hotplug(HotplugEvent)
+    case discoveryFailed(String)
+    case barrier(CheckedContinuation<Void, Never>)
+    case stop
+  }
+
+  struct ReceiverSlot {
+    let receiver: GPSReceiver
+    var subscription: Subscription?
+    var need: ReceiverNeed?
+    /// Events of an older subscription still in flight are recognised by this and dropped.
+    var generation = 0
+    /// The port's sysfs path, for devices found by discovery.
+    var sysPath: String?
+  }
+
+  struct Connection {
+    let socket: ClientSocket
+    var output = OutputQueue()
+    let peer: String
+  }
+
+  let configuration: GPSDServer.Configuration
+  let clock: any DriverClock
+  let listener: ListeningSocket
+  let wakeup: Wakeup
+  private let inbox = Locked<[Message]>([])
+  let counters = Locked(ServerStatistics())
+  /// Receivers to shut down once the loop has stopped.
+  let retired = Locked<[GPSReceiver]>([])
+
+  // Owned by the loop thread (set up before it starts).
+  private var state: ServerState
+  private var connections: [ClientID: Connection] = [:]
+  private(set) var receivers: [DeviceID: ReceiverSlot] = [:]
+  private var nextClientID = 1
+  private var nextDeviceID = 1
+  private var stopping = false
+
+  init(
+    configuration: GPSDServer.Configuration, clock: any DriverClock, listener: ListeningSocket,
+    wakeup: Wakeup
+  ) {
+    self.configuration = configuration
+    self.clock = clock
+    self.listener = listener
+    self.wakeup = wakeup
+    var settings = ServerState.Settings()
+    settings.release = configuration.release
+    settings.revision = configuration.revision
+    settings.maximumRequestLength = configuration.maximumRequestLength
+    settings.replayExpiry = configuration.receiverOptions.replayExpiry
+    state = ServerState(settings: settings)
+  }
+
+  /// Adds a device before the loop starts (devices named on the command line).
+  func addInitialDevice(_ description: DeviceDescription, receiver: GPSReceiver) {
+    let id = nextDeviceID
+    nextDeviceID += 1
+    receivers[id] = ReceiverSlot(receiver: receiver)
+    perform(state.deviceAdded(id, description, wallClock: wallClockNow()))
+  }
+
+  // MARK: - From other threads
+
+  func post(_ message: Message) {
+    inbox.withLock { $0.append(message) }
+    wakeup.signal()
+  }
+
+  // MARK: - The loop
+
+  func run() {
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 1)
+    defer { buffer.deallocate() }
+    var descriptors: [pollfd] = []
+    var order: [ClientID] = []
+    while !stopping {
+      descriptors.removeAll(keepingCapacity: true)
+      order.removeAll(keepingCapacity: true)
+      descriptors.append(pollfd(fd: wakeup.descriptor, events: Int16(POLLIN), revents: 0))
+      descriptors.append(pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0))
+      for (id, connection) in connections {
+        order.append(id)
+        let events = Int16(POLLIN) | (connection.output.isEmpty ? 0 : Int16(POLLOUT))
+        descriptors.append(pollfd(fd: connection.socket.descriptor, events: events, revents: 0))
+      }
+      // No timeout: nothing here is periodic, so an idle server never wakes.
+      let ready = poll(&descriptors, nfds_t(descriptors.count), -1)
+      if ready < 0 {
+        if errno == EINTR { continue }
+        log("serialgps serve: poll failed: \(SocketError("poll")); stopping")
+        break
+      }
+      if descriptors[0].revents != 0 {
+        wakeup.drain()
+        handleInbox()
+      }
+      if descriptors[1].revents != 0 { acceptClients() }
+      for (offset, id) in order.enumerated() {
+        let revents = descriptors[offset + 2].revents
+        guard revents != 0, connections[id] != nil else { continue }
+        if revents & Int16(POLLOUT) != 0 { flush(id) }
+        if revents & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0 {
+          readClient(id, into: buffer)
+        }
+      }
+    }
+    finish()
+  }
+
+  private func handleInbox() {
+    let messages = inbox.withLock { messages -> [Message] in
+      defer { messages.removeAll(keepingCapacity: true) }
+      return messages
+    }
+    for message in messages {
+      switch message {
+      case .receiver(let id, let generation, let event):
+        guard receivers[id]?.generation == generation else { continue }
+        perform(state.receiverEvent(id, event, now: clock.now, wallClock: wallClockNow()))
+      case .hotplug(let event):
+        handleHotplug(event)
+      case .discoveryFailed(let reason):
+        log(
+          "serialgps serve: receiver discovery stopped: \(reason); serving the receivers found so far"
+        )
+      case .barrier(let continuation):
+        continuation.resume()
+      case .stop:
+        stopping = true
+      }
+    }
+  }
+
+  // MARK: - Clients
+
+  private func acceptClients() {
+    while true {
+      let descriptor: Int32?
+      do {
+        descriptor = try listener.accept()
+      } catch {
+        // EMFILE and the like: say so; the pending connection stays queued for later.
+        log("serialgps serve: cannot accept a client: \(error)")
+        return
+      }
+      guard let descriptor else { return }
+      let socket = ClientSocket(descriptor: descriptor)
+      let peer = peerName(descriptor)
+      guard connections.count < configuration.maximumClients else {
+        refuse(socket, peer: peer)
+        continue
+      }
+      socket.configure(sendBufferSize: configuration.clientSendBufferSize)
+      let id = nextClientID
+      nextClientID += 1
+      connections[id] = Connection(socket: socket, peer: peer)
+      counters.withLock {
+        $0.clientsAccepted += 1
+        $0.clients = connections.count
+      }
+      perform(state.clientConnected(id))
+    }
+  }
+
+  /// Tells a client over the limit why, then closes it. The message fits any socket buffer,
+  /// so the write never waits.
+  private func refuse(_ socket: ClientSocket, peer: String) {
+    var writer = JSONWriter()
+    writer.error(
+      "Too many clients: this server serves at most \(configuration.maximumClients) at once; "
+        + "try again later")
+    writer.newline(crlf: true)
+    _ = writer.bytes.withUnsafeBytes { socket.write($0) }
+    socket.close()
+    counters.withLock { $0.clientsRefused += 1 }
+    log(
+      "serialgps serve: refused a client from \(peer): \(configuration.maximumClients) clients "
+        + "already connected (raise --max-clients to serve more)")
+  }
+
+  private func readClient(_ id: ClientID, into buffer: UnsafeMutableRawBufferPointer) {
+    guard let connection = connections[id] else { return }
+    // A few reads per wake at most, so one chatty client cannot starve the others.
+    for _ in 0..<4 {
+      switch connection.socket.read(into: buffer) {
+      case .received(let count):
+        perform(
+          state.clientInput(
+            id, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), now: clock.now,
+            wallClock: wallClockNow()))
+        guard connections[id] != nil else { return }
+      case .wouldBlock:
+        return
+      case .closed:
+        disconnect(id, reason: nil)
+        return
+      }
+    }
+  }
+
+  private func send(_ bytes: [UInt8], to id: ClientID) {
+    guard var connection = connections[id] else { return }
+    var offset = 0
+    if connection.output.isEmpty {
+      guard let written = bytes.withUnsafeBytes({ connection.socket.write($0) }) else {
+        disconnect(id, reason: nil)
+        return
+      }
+      offset = written
+    }
+    if offset < bytes.count { connection.output.append(bytes[offset...]) }
+    connections[id] = connection
+    if connection.output.count > configuration.maximumBacklog {
+      counters.withLock { $0.clientsDropped += 1 }
+      disconnect(
+        id,
+        reason: "dropped client \(connection.peer): it stopped reading "
+          + "(\(connection.output.count) bytes waiting, limit \(configuration.maximumBacklog))")
+    }
+  }
+
+  private func flush(_ id: ClientID) {
+    guard var connection = connections[id] else { return }
+    let written = connection.output.withPending { connection.socket.write($0) }
+    guard let written else {
+      disconnect(id, reason: nil)
+      return
+    }
+    connection.output.consume(written)
+    connections[id] = connection
+  }
+
+  private func disconnect(_ id: ClientID, reason: String?) {
+    guard let connection = connections.removeValue(forKey: id) else { return }
+    connection.socket.close()
+    counters.withLock { $0.clients = connections.count }
+    if let reason { log("serialgps serve: \(reason)") }
+    perform(state.clientDisconnected(id))
+    counters.withLock { $0.watchers = state.watcherCount }
+  }
+
+  // MARK: - Actions
+
+  private func perform(_ actions: [ServerAction]) {
+    for action in actions {
+      switch action {
+      case .send(let id, let bytes):
+        send(bytes, to: id)
+      case .subscribe(let id, let need):
+        subscribe(id, need)
+      case .release(let id):
+        guard let slot = receivers.removeValue(forKey: id) else { continue }
+        slot.subscription?.cancel()
+        let receiver = slot.receiver
+        retired.withLock { $0.append(receiver) }
+        Task { await receiver.shutdown() }
+      }
+    }
+    counters.withLock { $0.watchers = state.watcherCount }
+  }
+
+  /// Gives the device the subscription it needs now. A replacement is made before the old
+  /// one is cancelled, so the receiver never sees zero subscribers in between (no power
+  /// cycle); events of the old one still queued are dropped by their generation.
+  private func subscribe(_ id: DeviceID, _ need: ReceiverNeed?) {
+    guard var slot = receivers[id], slot.need != need else { return }
+    let old = slot.subscription
+    slot.generation += 1
+    slot.need = need
+    slot.subscription = nil
+    if let need {
+      let generation = slot.generation
+      slot.subscription = slot.receiver.subscribe(
+        bufferSize: configuration.subscriptionBufferSize,
+        includingRawData: need == .reportsAndRawData
+      ) { [weak self] event in
+        self?.post(.receiver(id, generation: generation, event))
+      }
+    }
+    receivers[id] = slot
+    old?.cancel()
+    counters.withLock { $0.subscribedDevices = receivers.values.filter { $0.need != nil }.count }
+  }
+
+  // MARK: - Hotplug
+
+  private func handleHotplug(_ event: HotplugEvent) {
+    switch event {
+    case .added(let device):
+      addDiscovered(device)
+    case .removed(let device):
+      removeDiscovered(sysPath: device.sysPath, reason: "unplugged")
+    case .changed(let device):
+      if let id = receivers.first(where: { $0.value.sysPath == device.sysPath })?.key {
+        if device.isReceiverCandidate {
+          state.deviceRenamed(id, Self.description(of: device))
+        } else {
+          removeDiscovered(sysPath: device.sysPath, reason: "no longer classified as a receiver")
+        }
+      } else {
+        addDiscovered(device)
+      }
+    case .enumerationComplete:
+      let count = receivers.count
+      log(
+        count == 0
+          ? "serialgps serve: no receiver attached; waiting for one to be plugged in"
+          : "serialgps serve: serving \(count) receiver\(count == 1 ? "" : "s")")
+    }
+  }
+
+  private func addDiscovered(_ device: SerialDevice) {
+    guard device.isReceiverCandidate,
+      !receivers.values.contains(where: { $0.sysPath == device.sysPath })
+    else { return }
+    let interface: HostInterface = device.driver == "cdc_acm" ? .usb : .uart
+    // A generic bridge gets no family: the receiver must identify itself before anything is
+    // written to it (docs/discovery.md).
+    let family =
+      device.classification.mayWriteUnprompted
+      ? device.classification.chipset.flatMap { ChipsetFamily(cliName: $0.rawValue) } : nil
+    let connector = SerialConnector(
+      path: device.path, baud: configuration.baud,
+      hint: ChipsetHint(family: family, interface: interface))
+    let receiver = GPSReceiver(
+      connector: connector, options: configuration.receiverOptions, clock: clock)
+    let id = nextDeviceID
+    nextDeviceID += 1
+    var slot = ReceiverSlot(receiver: receiver)
+    slot.sysPath = device.sysPath
+    receivers[id] = slot
+    log("serialgps serve: \(device.path) appeared (\(device.classification.kind) receiver)")
+    perform(state.deviceAdded(id, Self.description(of: device), wallClock: wallClockNow()))
+  }
+
+  private func removeDiscovered(sysPath: String, reason: String) {
+    guard let (id, _) = receivers.first(where: { $0.value.sysPath == sysPath }) else { return }
+    log("serialgps serve: stopped serving \(sysPath): \(reason)")
+    perform(state.deviceRemoved(id))
+  }
+
+  static func description(of device: SerialDevice) -> DeviceDescription {
+    var aliases = device.links
+    if let stable = device.stablePath, !aliases.contains(stable) { aliases.append(stable) }
+    return DeviceDescription(path: device.path, aliases: aliases.filter { $0 != device.path })
+  }
+
+  // MARK: - Stopping
+
+  private func finish() {
+    for (_, connection) in connections { connection.socket.close() }
+    connections.removeAll()
+    listener.close()
+    for (_, slot) in receivers { slot.subscription?.cancel() }
+    let all = receivers.values.map(\.receiver)
+    retired.withLock { $0 += all }
+    receivers.removeAll()
+    counters.withLock {
+      $0.clients = 0
+      $0.watchers = 0
+      $0.subscribedDevices = 0
+    }
+    // Anyone still waiting on a barrier is released.
+    for message in inbox.withLock({ messages -> [Message] in
+      defer { messages.removeAll() }
+      return messages
+    }) {
+      if case .barrier(let continuation) = message { continuation.resume() }
+    }
+  }
+
+  // MARK: - Helpers
+
+  private func log(_ message: String) {
+    configuration.log?(message)
+  }
+
+  private func peerName(_ descriptor: Int32) -> String {
+    var storage = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    let result = withUnsafeMutablePointer(to: &storage) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) }
+    }
+    guard result == 0 else { return "an unknown peer" }
+    var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+    let port = ListenAddress.port(of: storage)
+    let isIPv6 = storage.ss_family == sa_family_t(AF_INET6)
+    return withUnsafePointer(to: storage) { pointer -> String in
+      if isIPv6 {
+        return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
+          var raw = address.pointee.sin6_addr
+          inet_ntop(AF_INET6, &raw, &text, socklen_t(text.count))
+          return "[" + Self.string(text) + "]:\(port)"
+        }
+      }
+      return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address in
+        var raw = address.pointee.sin_addr
+        inet_ntop(AF_INET, &raw, &text, socklen_t(text.count))
+        return Self.string(text) + ":\(port)"
+      }
+    }
+  }
+}
+
+extension EventLoop {
+  static func string(_ characters: [CChar]) -> String {
+    let bytes = characters.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+    return String(decoding: bytes, as: UTF8.self)
+  }
+}
+
+/// The wall-clock time now, for `activated` and POLL's `time`.
+func wallClockNow() -> UTCTimestamp {
+  var now = timespec()
+  clock_gettime(CLOCK_REALTIME, &now)
+  return UTCTimestamp(secondsSinceUnixEpoch: Int64(now.tv_sec), nanoseconds: UInt32(now.tv_nsec))
+}
+
+/// Bytes waiting to be written to one client.
+struct OutputQueue {
+  private var bytes: [UInt8] = []
+  private var head = 0
+
+  var count: Int { bytes.count - head }
+  var isEmpty: Bool { head == bytes.count }
+
+  mutating func append(_ more: ArraySlice<UInt8>) {
+    if head > 0 && head * 2 >= bytes.count {
+      bytes.removeFirst(head)
+      head = 0
+    }
+    bytes.append(contentsOf: more)
+  }
+
+  func withPending<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+    bytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[head...])) }
+  }
+
+  mutating func consume(_ count: Int) {
+    head += count
+    if head == bytes.count {
+      bytes.removeAll(keepingCapacity: bytes.capacity <= 64 * 1024)
+      head = 0
+    }
+  }
+}

@@ -1,0 +1,442 @@
+import GPSDProtocol
+import NMEA
+import SerialGPS
+
+typealias ClientID = Int
+typealias DeviceID = Int
+
+/// What a device's receiver subscription must deliver, if the server needs one at all.
+enum ReceiverNeed: Sendable, Hashable {
+  /// Fixes, satellite views and statuses: some client watches the device.
+  case reports
+  /// The same and the bytes read from the device: some watcher wants NMEA or raw output.
+  case reportsAndRawData
+}
+
+/// What the server's state asks the event loop to do, in order.
+enum ServerAction: Sendable, Hashable {
+  /// Queue these bytes for the client.
+  case send(ClientID, [UInt8])
+  /// Subscribe the device's receiver as `need` says, replacing any current subscription, or
+  /// drop the subscription (`nil`; the receiver powers off after its linger).
+  case subscribe(DeviceID, ReceiverNeed?)
+  /// The device is gone: shut its receiver down.
+  case release(DeviceID)
+}
+
+/// Where a device came from, and what it answers to.
+struct DeviceDescription: Sendable, Hashable {
+  /// The path reported to clients.
+  var path: String
+  /// Other names a client may use for it in `?WATCH={"device":…}` (by-id and udev links).
+  var aliases: [String] = []
+}
+
+/// The gpsd protocol side of the server, without I/O: clients, their watch policies, the
+/// devices and what was last heard from them. Every input returns the actions to perform;
+/// the event loop performs them in order. Counting watchers per device here is what turns
+/// `?WATCH` into power: a device is subscribed (powered) exactly while one client or more
+/// watches it.
+struct ServerState {
+  struct Settings: Sendable {
+    var release = "serialgps"
+    var revision = "serialgps"
+    var protocolMajor = 3
+    var protocolMinor = 14
+    var maximumRequestLength = 1024
+    /// A newly watching client is sent the cached fix only while it is younger than this.
+    var replayExpiry: Duration = .seconds(10)
+  }
+
+  struct Client {
+    var reader: GPSDRequestReader
+    var policy = WatchPolicy()
+    /// The devices this client counts as a watcher of.
+    var watching: Set<DeviceID> = []
+  }
+
+  struct Device {
+    let id: DeviceID
+    var description: DeviceDescription
+    var watchers: Set<ClientID> = []
+    /// The subscription asked of the loop.
+    var need: ReceiverNeed?
+    /// Set when data starts arriving after a power-on; cleared when the device is closed.
+    var activated: UTCTimestamp?
+    var seenData = false
+    var latestFix: Fix?
+    var latestFixAt: Duration = .zero
+    /// The latest reports as JSON objects (no line end), for POLL and newcomers.
+    var latestTPV: [UInt8]?
+    var latestSKY: [UInt8]?
+    /// Frames the raw bytes into sentences while a watcher wants NMEA.
+    var framer: NMEAFramer?
+    /// A start character held back from the previous chunk (see `frameSentences`).
+    var carry: UInt8?
+
+    var report: GPSDDevice {
+      GPSDDevice(
+        path: description.path, driver: seenData ? "NMEA0183" : nil, activated: activated,
+        flags: seenData ? GPSDDevice.seenGPS : nil)
+    }
+
+    func answers(to name: String) -> Bool {
+      description.path == name || description.aliases.contains(name)
+    }
+  }
+
+  let settings: Settings
+  private(set) var clients: [ClientID: Client] = [:]
+  /// In the order added, which is the order DEVICES lists them.
+  private(set) var devices: [Device] = []
+  private var writer = JSONWriter(capacity: 16 * 1024)
+
+  init(settings: Settings) {
+    self.settings = settings
+  }
+
+  // MARK: - Clients
+
+  /// A client connected: it is sent the VERSION report, as gpsd does.
+  mutating func clientConnected(_ id: ClientID) -> [ServerAction] {
+    clients[id] = Client(reader: GPSDRequestReader(maximumLength: settings.maximumRequestLength))
+    return [.send(id, versionLine())]
+  }
+
+  /// A client disconnected or was dropped: it stops watching.
+  mutating func clientDisconnected(_ id: ClientID) -> [ServerAction] {
+    guard let client = clients.removeValue(forKey: id) else { return [] }
+    var actions: [ServerAction] = []
+    for deviceID in client.watching {
+      guard let index = deviceIndex(deviceID) else { continue }
+      devices[index].watchers.remove(id)
+      actions += reconcile(index)
+    }
+    return actions
+  }
+
+  /// Bytes from a client: the commands they complete are answered.
+  mutating func clientInput(
+    _ id: ClientID, _ bytes: UnsafeRawBufferPointer, now: Duration, wallClock: UTCTimestamp
+  ) -> [ServerAction] {
+    guard var client = clients[id] else { return [] }
+    let commands = client.reader.read(bytes)
+    clients[id] = client
+    var actions: [ServerAction] = []
+    for command in commands {
+      actions += handle(command, from: id, now: now, wallClock: wallClock)
+    }
+    return actions
+  }
+
+  /// The number of clients that watch at least one device (for statistics and tests).
+  var watcherCount: Int { clients.values.filter { $0.policy.enable }.count }
+
+  private mutating func handle(
+    _ command: GPSDCommand, from id: ClientID, now: Duration, wallClock: UTCTimestamp
+  ) -> [ServerAction] {
+    switch command {
+    case .version:
+      return [.send(id, versionLine())]
+    case .devices:
+      return [.send(id, devicesLine())]
+    case .watch(nil):
+      let policy = clients[id]!.policy
+      return [.send(id, devicesLine() + line { $0.watch(policy) })]
+    case .watch(let request?):
+      return watch(request, from: id, now: now)
+    case .poll:
+      return [.send(id, poll(for: id, wallClock: wallClock))]
+    case .device(let request):
+      return [.send(id, device(request))]
+    case .invalid(let message):
+      return [.send(id, line { $0.error(message) })]
+    }
+  }
+
+  private mutating func watch(_ request: WatchRequest, from id: ClientID, now: Duration)
+    -> [ServerAction]
+  {
+    if request.enable != false, let name = request.device, !name.isEmpty,
+      !devices.contains(where: { $0.answers(to: name) })
+    {
+      return [.send(id, line { $0.error("No such device as \(name)") })]
+    }
+    var client = clients[id]!
+    client.policy.apply(request)
+    let before = client.watching
+    let after = watchedDevices(by: client.policy)
+    client.watching = after
+    clients[id] = client
+    let policy = client.policy
+    var actions: [ServerAction] = [.send(id, devicesLine() + line { $0.watch(policy) })]
+    for deviceID in before.subtracting(after) {
+      guard let index = deviceIndex(deviceID) else { continue }
+      devices[index].watchers.remove(id)
+      actions += reconcile(index)
+    }
+    for deviceID in after.subtracting(before) {
+      guard let index = deviceIndex(deviceID) else { continue }
+      devices[index].watchers.insert(id)
+      // A newcomer gets the latest fix at once rather than at the next epoch, while it is
+      // fresh (its time says how old it is). The receiver's own replay to a new subscription
+      // is then recognised as a repeat and not sent again.
+      if client.policy.wantsReports, devices[index].latestTPV != nil,
+        now - devices[index].latestFixAt <= settings.replayExpiry
+      {
+        var replay: [UInt8] = []
+        if let tpv = devices[index].latestTPV { replay += tpv + [0x0D, 0x0A] }
+        if let sky = devices[index].latestSKY { replay += sky + [0x0D, 0x0A] }
+        if !replay.isEmpty { actions.append(.send(id, replay)) }
+      }
+    }
+    // Rechecked for every watched device: a change of nmea/raw changes what they need.
+    for deviceID in after {
+      guard let index = deviceIndex(deviceID) else { continue }
+      actions += reconcile(index)
+    }
+    return actions
+  }
+
+  private func watchedDevices(by policy: WatchPolicy) -> Set<DeviceID> {
+    guard policy.enable else { return [] }
+    guard let name = policy.device else { return Set(devices.map(\.id)) }
+    return Set(devices.filter { $0.answers(to: name) }.map(\.id))
+  }
+
+  private mutating func poll(for id: ClientID, wallClock: UTCTimestamp) -> [UInt8] {
+    let watching = clients[id]?.watching ?? []
+    // gpsd reports only the devices the client watches; a client that watches none is told
+    // about every device (gpsd would send empty lists), without powering any of them.
+    let polled = devices.filter { watching.isEmpty || watching.contains($0.id) }
+    let tpv = polled.compactMap(\.latestTPV)
+    let sky = polled.compactMap(\.latestSKY)
+    return line { $0.poll(time: wallClock, active: tpv.count, tpv: tpv, sky: sky) }
+  }
+
+  private mutating func device(_ request: DeviceRequest?) -> [UInt8] {
+    if let request, request.changesSettings {
+      return line {
+        $0.error(
+          "Device settings (speed, serial mode, cycle, native mode, hexdata) are not changed "
+            + "by this server; use `serialgps send` with the server stopped")
+      }
+    }
+    if let path = request?.path {
+      guard let report = devices.first(where: { $0.answers(to: path) })?.report else {
+        return line { $0.error("Can't open \(path).") }
+      }
+      return line { $0.device(report) }
+    }
+    var out: [UInt8] = []
+    for device in devices {
+      let report = device.report
+      out += line { $0.device(report) }
+    }
+    return out
+  }
+
+  private mutating func versionLine() -> [UInt8] {
+    let settings = self.settings
+    return line {
+      $0.version(
+        release: settings.release, revision: settings.revision,
+        protocolMajor: settings.protocolMajor, protocolMinor: settings.protocolMinor)
+    }
+  }
+
+  private mutating func devicesLine() -> [UInt8] {
+    let reports = devices.map(\.report)
+    return line { $0.devices(reports) }
+  }
+
+  // MARK: - Devices
+
+  /// A device to serve appeared (at start, or plugged in). Watchers of every device start
+  /// watching it (which powers it) and are told, as gpsd tells them.
+  mutating func deviceAdded(
+    _ id: DeviceID, _ description: DeviceDescription, wallClock: UTCTimestamp
+  )
+    -> [ServerAction]
+  {
+    devices.append(Device(id: id, description: description))
+    let index = devices.count - 1
+    var actions: [ServerAction] = []
+    let notice = line {
+      $0.report("DEVICE") { json in
+        json.member("path", description.path)
+        json.member("activated", wallClock)
+      }
+    }
+    for (clientID, client) in clients.sorted(by: { $0.key < $1.key })
+    where watchedDevices(by: client.policy).contains(id) {
+      clients[clientID]!.watching.insert(id)
+      devices[index].watchers.insert(clientID)
+      if client.policy.wantsReports { actions.append(.send(clientID, notice)) }
+    }
+    actions += reconcile(index)
+    return actions
+  }
+
+  /// A device went away (unplugged): its watchers are told and its receiver released.
+  mutating func deviceRemoved(_ id: DeviceID) -> [ServerAction] {
+    guard let index = deviceIndex(id) else { return [] }
+    let device = devices.remove(at: index)
+    var actions: [ServerAction] = []
+    let notice = line { $0.deviceDeactivated(path: device.description.path) }
+    for clientID in device.watchers.sorted() {
+      clients[clientID]?.watching.remove(id)
+      if clients[clientID]?.policy.wantsReports == true { actions.append(.send(clientID, notice)) }
+    }
+    if device.need != nil { actions.append(.subscribe(id, nil)) }
+    actions.append(.release(id))
+    return actions
+  }
+
+  /// New names for a device (its udev links changed).
+  mutating func deviceRenamed(_ id: DeviceID, _ description: DeviceDescription) {
+    guard let index = deviceIndex(id) else { return }
+    devices[index].description = description
+  }
+
+  /// Something from a device's receiver.
+  mutating func receiverEvent(
+    _ id: DeviceID, _ event: ReceiverEvent, now: Duration, wallClock: UTCTimestamp
+  ) -> [ServerAction] {
+    guard let index = deviceIndex(id), devices[index].need != nil else { return [] }
+    let path = devices[index].description.path
+    switch event {
+    case .fix(let update):
+      // A replay of what was already sent (a subscription replaced to add raw data) is not
+      // news; a replay the server has not seen (after a restart of the subscription) is.
+      if update.isReplay, devices[index].latestFix == update.fix { return [] }
+      writer.removeAll()
+      writer.tpv(update.fix, device: path)
+      let object = writer.bytes
+      devices[index].latestFix = update.fix
+      devices[index].latestFixAt = now - update.age
+      devices[index].latestTPV = object
+      return broadcast(object + [0x0D, 0x0A], on: index) { $0.wantsReports }
+    case .satellites(let view):
+      let fix = devices[index].latestFix
+      let time = fix.flatMap { fix in
+        view.time == nil || view.time == fix.time ? fix.timestamp : nil
+      }
+      writer.removeAll()
+      writer.sky(view, time: time, satellitesUsed: fix?.satellitesUsed, device: path)
+      let object = writer.bytes
+      devices[index].latestSKY = object
+      return broadcast(object + [0x0D, 0x0A], on: index) { $0.wantsReports }
+    case .status(let status):
+      return statusChanged(status, on: index, wallClock: wallClock)
+    case .rawData(let bytes):
+      var actions = broadcast(bytes, on: index) { $0.wantsVerbatim }
+      if devices[index].watchers.contains(where: { wantsSentencesOnly(clients[$0]?.policy) }) {
+        let sentences = frameSentences(bytes, on: index)
+        if !sentences.isEmpty {
+          actions += broadcast(sentences, on: index) { self.wantsSentencesOnly($0) }
+        }
+      }
+      return actions
+    }
+  }
+
+  private func wantsSentencesOnly(_ policy: WatchPolicy?) -> Bool {
+    guard let policy else { return false }
+    return policy.wantsSentences && !policy.wantsVerbatim
+  }
+
+  private mutating func statusChanged(
+    _ status: ReceiverStatus, on index: Int, wallClock: UTCTimestamp
+  ) -> [ServerAction] {
+    switch status {
+    case .streaming, .noFix:
+      // Data flows: the device is active (gpsd's "identified"), once per power-on.
+      guard devices[index].activated == nil else { return [] }
+      devices[index].seenData = true
+      devices[index].activated = wallClock
+      let report = devices[index].report
+      return broadcast(line { $0.device(report) }, on: index) { $0.wantsReports }
+    case .disconnected:
+      guard devices[index].activated != nil else { return [] }
+      devices[index].activated = nil
+      let path = devices[index].description.path
+      return broadcast(line { $0.deviceDeactivated(path: path) }, on: index) { $0.wantsReports }
+    case .poweredOff:
+      devices[index].activated = nil
+      return []
+    case .poweringOn, .reconnected, .commandFailed:
+      return []
+    }
+  }
+
+  /// The complete NMEA sentences in `bytes`, each with its checksum and CR LF, as gpsd
+  /// passes them on. Binary frames and noise are left out.
+  private mutating func frameSentences(_ bytes: [UInt8], on index: Int) -> [UInt8] {
+    var framer =
+      devices[index].framer
+      ?? NMEAFramer(
+        configuration: FramerConfiguration(maximumSentenceLength: 256, checksumPolicy: .lenient))
+    var chunk = bytes
+    if let carry = devices[index].carry {
+      chunk.insert(carry, at: 0)
+      devices[index].carry = nil
+    }
+    // NMEAFramer loses a sentence whose start character ends a chunk (docs/simulator.md,
+    // "Found while building it"): hold it back until the next chunk.
+    if let last = chunk.last, last == UInt8(ascii: "$") || last == UInt8(ascii: "!") {
+      devices[index].carry = chunk.removeLast()
+    }
+    var out: [UInt8] = []
+    framer.feed(chunk) { frame in
+      guard case .sentence(let sentence) = frame else { return }
+      out.append(contentsOf: sentence.bytes)
+      if sentence.hadChecksum {
+        let sum = NMEAChecksum.compute(sentence.bytes.dropFirst())
+        let hex = Array("0123456789ABCDEF".utf8)
+        out += [UInt8(ascii: "*"), hex[Int(sum >> 4)], hex[Int(sum & 0x0F)]]
+      }
+      out += [0x0D, 0x0A]
+    }
+    devices[index].framer = framer
+    return out
+  }
+
+  /// Sends `bytes` to the watchers of the device at `index` whose policy `wants` them.
+  private func broadcast(_ bytes: [UInt8], on index: Int, where wants: (WatchPolicy) -> Bool)
+    -> [ServerAction]
+  {
+    devices[index].watchers.sorted().compactMap { clientID in
+      guard let policy = clients[clientID]?.policy, wants(policy) else { return nil }
+      return .send(clientID, bytes)
+    }
+  }
+
+  /// Asks for the subscription the device's watchers need now, if it changed.
+  private mutating func reconcile(_ index: Int) -> [ServerAction] {
+    let watchers = devices[index].watchers.compactMap { clients[$0]?.policy }
+    let need: ReceiverNeed? =
+      watchers.isEmpty
+      ? nil
+      : watchers.contains { $0.wantsSentences || $0.wantsVerbatim } ? .reportsAndRawData : .reports
+    guard need != devices[index].need else { return [] }
+    devices[index].need = need
+    if need != .reportsAndRawData {
+      devices[index].framer = nil
+      devices[index].carry = nil
+    }
+    return [.subscribe(devices[index].id, need)]
+  }
+
+  private func deviceIndex(_ id: DeviceID) -> Int? {
+    devices.firstIndex { $0.id == id }
+  }
+
+  /// One report line, ended with CR LF as gpsd ends them.
+  private mutating func line(_ write: (inout JSONWriter) -> Void) -> [UInt8] {
+    writer.removeAll()
+    write(&writer)
+    writer.newline(crlf: true)
+    return writer.bytes
+  }
+}

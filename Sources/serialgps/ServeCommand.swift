@@ -1,0 +1,240 @@
+import Chipsets
+import Discovery
+import GPSDServer
+import Glibc
+import SerialGPS
+import SerialPort
+
+// `serialgps serve [--listen ADDR] [--linger S] [--max-clients N] [--allow-remote] [DEVICE …]`:
+// a gpsd-compatible server (docs/server.md). Runs until SIGINT or SIGTERM, then puts every
+// receiver to standby and exits 0; exits 2 on usage errors or when it cannot listen.
+let serveCommand = Command(
+  name: "serve",
+  usage: "serve [--listen ADDR] [--linger S] [--max-clients N] [--allow-remote] [DEVICE …]",
+  summary: "Serve receivers to gpsd clients (port 2947), powered only while someone watches."
+) { arguments in
+  switch ServeOptions.parse(arguments) {
+  case .help:
+    Output.standard.write(ServeOptions.help)
+    Output.standard.flush()
+    return 0
+  case .invalid(let message):
+    Output.error.line("serialgps serve: " + message)
+    Output.error.line("Run `serialgps serve --help` for the options.")
+    return 2
+  case .options(let options):
+    return await ServeCommand.run(options)
+  }
+}
+
+struct ServeOptions: Equatable {
+  var listen = "127.0.0.1:2947"
+  var linger: Duration = .seconds(5)
+  var maximumClients = 64
+  var allowRemote = false
+  var baud: BaudRate?
+  var family: ChipsetFamily?
+  var devices: [String] = []
+
+  enum Parsed: Equatable {
+    case options(ServeOptions)
+    case help
+    case invalid(String)
+  }
+
+  static let help = """
+    usage: serialgps serve [options] [DEVICE …]
+
+    Serves GPS receivers with gpsd's JSON protocol, so gpsd's clients (gpspipe, cgps,
+    gpxlogger, the Python gps module, navigation programs) read them unchanged. A receiver is
+    powered on at the first client's ?WATCH and put to standby after the linger once the last
+    watching client has left; clients that only ?POLL never power it. Without DEVICE, every
+    receiver found (serialgps list) is served, and receivers plugged in later too.
+
+    options:
+      --listen ADDR       address and port (default 127.0.0.1:2947); [::1]:2947 for IPv6
+      --allow-remote      permit an address other than loopback: the protocol has no
+                          authentication, and any client can keep the receivers powered
+      --linger S          seconds a receiver stays powered after its last watcher leaves
+                          (default 5; 0 powers off at once)
+      --max-clients N     clients served at once (default 64); further ones are told so and
+                          disconnected
+      --baud N|auto       line speed of the receivers (default auto: listen for it; USB
+                          receivers ignore it)
+      --chipset NAME      \(ChipsetFamily.cliNames): which power commands to send; by default
+                          the receiver's USB IDs or its own output decide
+      --help              show this help
+
+    Stops on SIGINT or SIGTERM, putting every receiver to standby first.
+    Exit status: 0 after a signal, 2 on usage errors or when the address cannot be used.
+
+    """
+
+  static func parse(_ arguments: [String]) -> Parsed {
+    var options = ServeOptions()
+    var index = 0
+    func value() -> String? {
+      index += 1
+      return index < arguments.count ? arguments[index] : nil
+    }
+    while index < arguments.count {
+      let argument = arguments[index]
+      switch argument {
+      case "--help", "-h":
+        return .help
+      case "--listen":
+        guard let text = value() else {
+          return .invalid("--listen needs an address such as 127.0.0.1:2947")
+        }
+        options.listen = text
+      case "--allow-remote":
+        options.allowRemote = true
+      case "--linger":
+        guard let text = value(), let seconds = Double(text), seconds >= 0, seconds <= 86_400 else {
+          return .invalid("--linger needs a number of seconds from 0 to 86400, such as 5 or 0.5")
+        }
+        options.linger = .milliseconds(Int64((seconds * 1000).rounded()))
+      case "--max-clients":
+        guard let text = value(), let count = Int(text), (1...65_536).contains(count) else {
+          return .invalid("--max-clients needs a number from 1 to 65536")
+        }
+        options.maximumClients = count
+      case "--baud":
+        guard let text = value() else { return .invalid("--baud needs a rate or auto") }
+        if text == "auto" {
+          options.baud = nil
+        } else if let rate = Int(text), BaudRate(rate).isSupported {
+          options.baud = BaudRate(rate)
+        } else {
+          let rates = BaudRate.supported.map(\.description).joined(separator: ", ")
+          return .invalid("--baud \(text) is not a rate serialgps can set; use \(rates) or auto")
+        }
+      case "--chipset":
+        guard let name = value() else { return .invalid("--chipset needs a name") }
+        if name == "auto" {
+          options.family = nil
+        } else if let family = ChipsetFamily(cliName: name) {
+          options.family = family
+        } else {
+          return .invalid("unknown chipset '\(name)'; use \(ChipsetFamily.cliNames) or auto")
+        }
+      default:
+        if argument.hasPrefix("-") && argument != "-" {
+          return .invalid("unknown option '\(argument)'")
+        }
+        options.devices.append(argument)
+      }
+      index += 1
+    }
+    return .options(options)
+  }
+
+  /// The server's configuration, or why the options cannot make one.
+  func configuration() -> Result<GPSDServer.Configuration, ServeUsageError> {
+    var configuration = GPSDServer.Configuration()
+    do {
+      configuration.listenAddress = try ListenAddress(parsing: listen)
+    } catch {
+      return .failure(ServeUsageError(message: "--listen \(error)"))
+    }
+    configuration.allowRemote = allowRemote
+    configuration.maximumClients = maximumClients
+    configuration.receiverOptions.linger = linger
+    if let family { configuration.receiverOptions.chipset = .family(family) }
+    configuration.baud = baudSetting
+    return .success(configuration)
+  }
+
+  var baudSetting: SerialConnector.BaudSetting { baud.map { .fixed($0) } ?? .automatic() }
+}
+
+struct ServeUsageError: Error, Equatable {
+  let message: String
+}
+
+enum ServeCommand {
+  static func run(_ options: ServeOptions) async -> Int32 {
+    var configuration: GPSDServer.Configuration
+    switch options.configuration() {
+    case .success(let made): configuration = made
+    case .failure(let error):
+      Output.error.line("serialgps serve: " + error.message)
+      return 2
+    }
+    configuration.log = { message in Output.error.line(message) }
+    let devices: GPSDServer.Devices =
+      options.devices.isEmpty
+      ? .discovery(DeviceDiscovery())
+      : .fixed(options.devices.map { .serialPort(path: $0, baud: options.baudSetting) })
+    TerminationSignal.install()
+    let server: GPSDServer
+    do {
+      server = try GPSDServer(configuration: configuration, devices: devices)
+    } catch {
+      Output.error.line("serialgps serve: \(error)")
+      return 2
+    }
+    let served =
+      options.devices.isEmpty ? "the receivers found" : options.devices.joined(separator: ", ")
+    Output.error.line("serialgps serve: listening on \(server.listenAddress) for \(served)")
+    let signal = await TerminationSignal.wait()
+    Output.error.line(
+      "serialgps serve: \(signal == SIGINT ? "interrupted" : "terminated"); putting the receivers to standby"
+    )
+    await server.shutdown()
+    return 0
+  }
+}
+
+/// SIGINT and SIGTERM end the server cleanly: the handler only writes the signal number to a
+/// pipe (async-signal-safe); a thread blocked on the pipe wakes the waiting task.
+enum TerminationSignal {
+  // Plain integers, set before the handler is installed: the handler touches nothing else.
+  nonisolated(unsafe) private static var readDescriptor: Int32 = -1
+  nonisolated(unsafe) private static var writeDescriptor: Int32 = -1
+
+  static func install() {
+    var descriptors: [Int32] = [-1, -1]
+    guard pipe(&descriptors) == 0 else { return }
+    readDescriptor = descriptors[0]
+    writeDescriptor = descriptors[1]
+    signal(SIGPIPE, SIG_IGN)
+    let handler: @convention(c) (Int32) -> Void = { number in
+      var byte = UInt8(truncatingIfNeeded: number)
+      _ = write(TerminationSignal.writeDescriptor, &byte, 1)
+    }
+    signal(SIGINT, handler)
+    signal(SIGTERM, handler)
+  }
+
+  /// Waits for SIGINT or SIGTERM and returns which.
+  static func wait() async -> Int32 {
+    let descriptor = readDescriptor
+    return await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
+      final class Box: @unchecked Sendable {
+        let continuation: CheckedContinuation<Int32, Never>
+        let descriptor: Int32
+        init(_ continuation: CheckedContinuation<Int32, Never>, _ descriptor: Int32) {
+          self.continuation = continuation
+          self.descriptor = descriptor
+        }
+      }
+      let box = Unmanaged.passRetained(Box(continuation, descriptor))
+      var thread = pthread_t()
+      let started = pthread_create(
+        &thread, nil,
+        { argument in
+          let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
+          var byte: UInt8 = 0
+          while read(box.descriptor, &byte, 1) < 0 && errno == EINTR {}
+          box.continuation.resume(returning: Int32(byte))
+          return nil
+        }, box.toOpaque())
+      if started == 0 {
+        pthread_detach(thread)
+      } else {
+        box.takeRetainedValue().continuation.resume(returning: SIGTERM)
+      }
+    }
+  }
+}
