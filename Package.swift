@@ -88,7 +88,10 @@ let package = Package(
     .testTarget(name: "serialgpsTests", dependencies: ["serialgps", "GPSDProtocol", "NMEA"]),
     .testTarget(
       name: "GPSDServerTests",
-      dependencies: ["GPSDServer", "GPSDProtocol", "SerialGPS", "Replay"]
+      dependencies: [
+        "GPSDServer", "GPSDProtocol", "SerialGPS", "Replay", "NMEA", "SerialPort", "Discovery",
+        "Chipsets",
+      ]
     ),
   ],
   swiftLanguageModes: [.v6]

@@ -236,7 +236,7 @@ public struct GPSDRequestReader: Sendable {
     pending.append(contentsOf: input)
     var start = 0
     scanning: while true {
-      switch Self.next(in: pending, from: start) {
+      switch Self.next(in: pending, from: start, maximumLength: maximumLength) {
       case .command(let command, let end):
         commands.append(command)
         start = end
@@ -257,9 +257,7 @@ public struct GPSDRequestReader: Sendable {
     }
     pending.removeFirst(start)
     if pending.count > maximumLength {
-      commands.append(
-        .invalid(
-          message: "Request too long: more than \(maximumLength) bytes without a complete command"))
+      commands.append(.invalid(message: Self.tooLong(maximumLength)))
       let newline = pending.firstIndex(of: 0x0A)
       if let newline {
         pending.removeFirst(newline + 1)
@@ -282,7 +280,11 @@ public struct GPSDRequestReader: Sendable {
     case empty(end: Int)
   }
 
-  static func next(in bytes: [UInt8], from start: Int) -> Step {
+  static func tooLong(_ maximumLength: Int) -> String {
+    "Request too long: a request line may hold at most \(maximumLength) bytes"
+  }
+
+  static func next(in bytes: [UInt8], from start: Int, maximumLength: Int) -> Step {
     var index = start
     while index < bytes.count, isSeparator(bytes[index]) { index += 1 }
     guard index < bytes.count else { return .empty(end: index) }
@@ -290,6 +292,10 @@ public struct GPSDRequestReader: Sendable {
     guard bytes[index] == UInt8(ascii: "?") else {
       // Not a request: gpsd ignores such a line.
       return .skipLine(nil, end: lineEnd.map { $0 + 1 })
+    }
+    // The limit holds for the rest of a line even when it arrived whole.
+    if let lineEnd, lineEnd - index > maximumLength {
+      return .skipLine(.invalid(message: tooLong(maximumLength)), end: lineEnd + 1)
     }
     var nameEnd = index + 1
     while nameEnd < bytes.count, isLetter(bytes[nameEnd]) { nameEnd += 1 }

@@ -116,6 +116,13 @@ struct RequestTests {
     // The rest of that line is dropped as it arrives; the next line is read.
     #expect(reader.read(Array((String(repeating: "y", count: 500) + "\"}\n").utf8)) == [])
     #expect(reader.read(Array("?VERSION;\n".utf8)) == [.version])
+    // A line over the limit is refused even when it arrives whole.
+    var whole = GPSDRequestReader(maximumLength: 64)
+    let over = whole.read(
+      Array(("?WATCH={\"device\":\"" + String(repeating: "x", count: 100) + "\"}\n?POLL;\n").utf8))
+    #expect(over.count == 2)
+    #expect(message(over.first)?.hasPrefix("Request too long") == true)
+    #expect(over.last == .poll)
     // Garbage without any line end never grows the buffer past the limit.
     var flood = GPSDRequestReader(maximumLength: 64)
     for _ in 0..<100 { _ = flood.read(Array(repeating: UInt8(ascii: "a"), count: 1000)) }
