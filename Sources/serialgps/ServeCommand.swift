@@ -205,6 +205,12 @@ enum TerminationSignal {
     }
     signal(SIGINT, handler)
     signal(SIGTERM, handler)
+    // A parent may have left them blocked (a child inherits the mask): they must get through.
+    var stopping = sigset_t()
+    sigemptyset(&stopping)
+    sigaddset(&stopping, SIGINT)
+    sigaddset(&stopping, SIGTERM)
+    pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
   }
 
   /// Waits for SIGINT or SIGTERM and returns which.

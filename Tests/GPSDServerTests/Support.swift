@@ -71,7 +71,7 @@ enum Tools {
     process.standardError = error
     let stdin = Pipe()
     process.standardInput = stdin
-    try process.run()
+    try startWithSignalsUnblocked(process)
     if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
     try? stdin.fileHandleForWriting.close()
     // Both pipes are drained concurrently, so a chatty child never blocks on a full pipe.
@@ -98,6 +98,17 @@ struct Report: @unchecked Sendable {
 
   subscript(key: String) -> Any? { fields[key] }
   var className: String? { fields["class"] as? String }
+}
+
+/// Starts `process` with no signal blocked. A child inherits the signal mask of the thread
+/// that spawns it, and the test runner's threads block most signals: without this, `timeout`
+/// could not interrupt gpxlogger and SIGTERM would not reach `serialgps serve`. Call it from a
+/// thread of its own (``onOwnThread``): the calling thread's mask is cleared.
+func startWithSignalsUnblocked(_ process: Process) throws {
+  var none = sigset_t()
+  sigemptyset(&none)
+  pthread_sigmask(SIG_SETMASK, &none, nil)
+  try process.run()
 }
 
 /// A plain TCP client speaking the protocol by hand, with blocking calls bounded by timeouts.
