@@ -120,8 +120,12 @@ final class EventLoop: @unchecked Sendable {
         let revents = descriptors[offset + 2].revents
         guard revents != 0, connections[id] != nil else { continue }
         if revents & Int16(POLLOUT) != 0 { flush(id) }
-        if revents & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0 {
-          readClient(id, into: buffer)
+        if revents & Int16(POLLIN) != 0 { readClient(id, into: buffer) }
+        // An error or hang-up without data to read would make every poll return at once.
+        if revents & (Int16(POLLHUP) | Int16(POLLERR) | Int16(POLLNVAL)) != 0,
+          revents & Int16(POLLIN) == 0
+        {
+          disconnect(id, reason: nil)
         }
       }
     }
