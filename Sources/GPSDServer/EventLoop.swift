@@ -25,6 +25,8 @@ final class EventLoop: @unchecked Sendable {
 
   struct ReceiverSlot {
     let receiver: GPSReceiver
+    /// The device's path, for log messages.
+    let path: String
     var subscription: Subscription?
     var need: ReceiverNeed?
     /// Events of an older subscription still in flight are recognised by this and dropped.
@@ -76,7 +78,7 @@ final class EventLoop: @unchecked Sendable {
   func addInitialDevice(_ description: DeviceDescription, receiver: GPSReceiver) {
     let id = nextDeviceID
     nextDeviceID += 1
-    receivers[id] = ReceiverSlot(receiver: receiver)
+    receivers[id] = ReceiverSlot(receiver: receiver, path: description.path)
     perform(state.deviceAdded(id, description, wallClock: wallClockNow()))
   }
 
@@ -140,7 +142,16 @@ final class EventLoop: @unchecked Sendable {
     for message in messages {
       switch message {
       case .receiver(let id, let generation, let event):
-        guard receivers[id]?.generation == generation else { continue }
+        guard let slot = receivers[id], slot.generation == generation else { continue }
+        // The receiver's messages name the device and say what to do; the operator sees them.
+        switch event {
+        case .status(.disconnected(let reason)), .status(.commandFailed(let reason)):
+          log("serialgps serve: \(slot.path): \(reason)")
+        case .status(.reconnected):
+          log("serialgps serve: \(slot.path): back")
+        default:
+          break
+        }
         perform(state.receiverEvent(id, event, now: clock.now, wallClock: wallClockNow()))
       case .hotplug(let event):
         handleHotplug(event)
@@ -277,8 +288,14 @@ final class EventLoop: @unchecked Sendable {
         guard let slot = receivers.removeValue(forKey: id) else { continue }
         slot.subscription?.cancel()
         let receiver = slot.receiver
+        let retired = self.retired
+        // Kept until its standby is done, so that a server shutdown meanwhile waits for it;
+        // then forgotten, so that years of plugging leave nothing behind.
         retired.withLock { $0.append(receiver) }
-        Task { await receiver.shutdown() }
+        Task {
+          await receiver.shutdown()
+          retired.withLock { $0.removeAll { $0 === receiver } }
+        }
       }
     }
     counters.withLock { $0.watchers = state.watcherCount }
@@ -351,7 +368,7 @@ final class EventLoop: @unchecked Sendable {
       connector: connector, options: configuration.receiverOptions, clock: clock)
     let id = nextDeviceID
     nextDeviceID += 1
-    var slot = ReceiverSlot(receiver: receiver)
+    var slot = ReceiverSlot(receiver: receiver, path: device.path)
     slot.sysPath = device.sysPath
     receivers[id] = slot
     log("serialgps serve: \(device.path) appeared (\(device.classification.kind) receiver)")
