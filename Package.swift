@@ -85,7 +85,9 @@ let package = Package(
     ),
     .testTarget(name: "ReplayTests", dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort"]),
     .testTarget(name: "GPSDProtocolTests", dependencies: ["GPSDProtocol", "NMEA"]),
-    .testTarget(name: "serialgpsTests", dependencies: ["serialgps", "GPSDProtocol", "NMEA"]),
+    .testTarget(
+      name: "serialgpsTests",
+      dependencies: ["serialgps", "GPSDProtocol", "NMEA", "GPSDServer", "SerialGPS"]),
     .testTarget(
       name: "GPSDServerTests",
       dependencies: [

@@ -224,28 +224,46 @@ def main():
     parser.add_argument("--epochs", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--interval", type=float, default=0.2, help="seconds between epochs")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs per server and client count, interleaved; latencies pooled")
     arguments = parser.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     epochs = [epoch for epoch in epochs_of(arguments.recording)]
     kinds = ["serialgps", "gpsd"] if arguments.server == "both" else [arguments.server]
     print("machine: " + machine())
-    print("feed: %s, %d epochs measured after %d warm-up, one every %.0f ms"
+    with open("/proc/loadavg") as handle:
+        print("load average at start: " + " ".join(handle.read().split()[:3]))
+    print("feed: %s, %d epochs measured after %d warm-up, one every %.0f ms, %d run(s) each"
           % (os.path.basename(arguments.recording), arguments.epochs, arguments.warmup,
-             arguments.interval * 1000))
+             arguments.interval * 1000, arguments.repeat))
     print()
     print("| server | clients asked | served | TPVs delivered | latency p50 | p99 | max | server CPU per epoch |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    measured = min(arguments.epochs, len(epochs) - arguments.warmup)
     for count in [int(text) for text in arguments.clients.split(",")]:
+        pooled = {kind: {"latencies": [], "received": 0, "expected": 0, "served": [], "cpu": []}
+                  for kind in kinds}
+        # Interleaved, so that both servers share whatever else the machine is doing.
+        for _ in range(arguments.repeat):
+            for kind in kinds:
+                result = run(kind, arguments.binary, count, epochs, arguments.interval,
+                             arguments.warmup, measured)
+                total = pooled[kind]
+                total["latencies"] += result["latencies"]
+                total["received"] += result["received"]
+                total["expected"] += result["expected"]
+                total["served"].append(result["served"])
+                total["cpu"].append(result["cpu_per_epoch"])
         for kind in kinds:
-            result = run(kind, arguments.binary, count, epochs, arguments.interval,
-                         arguments.warmup, min(arguments.epochs, len(epochs) - arguments.warmup))
-            values = [value / 1e6 for value in result["latencies"]]
-            delivered = result["received"] / result["expected"] if result["expected"] else 0
+            total = pooled[kind]
+            values = sorted(value / 1e6 for value in total["latencies"])
+            delivered = total["received"] / total["expected"] if total["expected"] else 0
             print("| %s | %d | %d | %.1f %% | %.3f ms | %.3f ms | %.3f ms | %.3f ms |" % (
-                kind, count, result["served"], 100 * delivered,
+                kind, count, min(total["served"]), 100 * delivered,
                 percentile(values, 0.5), percentile(values, 0.99),
-                values[-1] if values else float("nan"), result["cpu_per_epoch"] * 1000))
+                values[-1] if values else float("nan"),
+                statistics.median(total["cpu"]) * 1000))
             sys.stdout.flush()
 
 
