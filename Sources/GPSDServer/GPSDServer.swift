@@ -41,8 +41,10 @@ public final class GPSDServer: Sendable {
     public var subscriptionBufferSize = 128
     /// Baud rate for receivers found by discovery.
     public var baud: SerialConnector.BaudSetting = .automatic()
-    /// What the VERSION report says.
-    public var release = "serialgps"
+    /// What the VERSION report says. `release` is the gpsd release whose protocol is spoken:
+    /// gpsd's clients compare it with their own (cgps warns and pauses two seconds at every
+    /// screen update when they differ), so it is gpsd's, not ours; `rev` names us.
+    public var release = "3.22"
     public var revision = "serialgps"
     /// Where the server reports what happens (clients refused or dropped, devices appearing);
     /// called on the server's thread, must not block.

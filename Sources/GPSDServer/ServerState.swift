@@ -39,7 +39,7 @@ struct DeviceDescription: Sendable, Hashable {
 /// watches it.
 struct ServerState {
   struct Settings: Sendable {
-    var release = "serialgps"
+    var release = "3.22"
     var revision = "serialgps"
     var protocolMajor = 3
     var protocolMinor = 14

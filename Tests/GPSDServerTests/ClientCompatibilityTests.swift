@@ -7,8 +7,8 @@ import Testing
 @testable import GPSDServer
 
 /// gpsd's own clients, unchanged, against the server and the simulator: the Python `gps`
-/// module, `gpspipe -w`, `gpspipe -r`, `gpxlogger`; and `serialgps serve` itself, started as
-/// a process and stopped with SIGTERM.
+/// module, `gpspipe -w`, `gpspipe -r`, `gpxlogger`, `cgps`; and `serialgps serve` itself,
+/// started as a process and stopped with SIGTERM.
 @Suite(.serialized, .enabled(if: Tools.available, "gpsd-clients and python3-gps are not installed"))
 struct ClientCompatibilityTests {
   func server(pace: Pace = .recorded(speed: 5)) throws -> (ReceiverSimulator, GPSDServer) {
@@ -109,6 +109,36 @@ struct ClientCompatibilityTests {
     }
     #expect(run.output.contains("<trkpt lat=\"47."), "\(run.output)\n\(run.error)")
     #expect(run.output.contains("<fix>3d</fix>"))
+    await server.shutdown()
+  }
+
+  /// cgps draws with curses, so it runs under `script` (a pty); what it drew must hold a 3D
+  /// fix and a latitude, and no warning about the server's release.
+  @Test func cgpsShowsTheFix() async throws {
+    let (simulator, server) = try server(pace: .recorded(speed: 10))
+    defer { simulator.stop() }
+    let run = try await onOwnThread {
+      // script passes an end of its input on to cgps, which then quits: keep it open. And a
+      // tall terminal: cgps 3.22 crashes (SIGSEGV) on a 24-line one when the sky holds more
+      // satellites than fit, behind gpsd 3.22 as well (35 in this recording).
+      try Tools.run(
+        "/usr/bin/env",
+        [
+          "TERM=xterm", "/usr/bin/timeout", "-s", "INT", "-k", "5", "8", "/bin/sh", "-c",
+          "sleep 30 | script -qfc 'stty rows 60 cols 132; cgps 127.0.0.1:\(server.listenAddress.port)' /dev/null",
+        ])
+    }
+    // Drop the terminal's escape sequences, keep the text.
+    let screen = run.output.replacingOccurrences(
+      of: "\u{1B}(\\[[0-9;?]*[A-Za-z]|[()][0B])", with: "", options: .regularExpression)
+    #expect(
+      screen.range(of: "47\\.[0-9]{8} N", options: .regularExpression) != nil,
+      "\(screen.suffix(2000))")
+    #expect(screen.contains("3D"))
+    #expect(!screen.contains("Segmentation fault"))
+    #expect(
+      !run.error.contains("WARNING") && !screen.contains("WARNING"),
+      "cgps took us for another release")
     await server.shutdown()
   }
 

@@ -68,6 +68,7 @@ import Testing
     let greeting = try await onOwnThread { a.readReport() }
     #expect(greeting?.className == "VERSION")
     #expect(greeting?["proto_major"] as? Int == 3)
+    #expect(greeting?["release"] as? String == "3.22", "gpsd's clients compare it with their own")
 
     // Asking is not watching: nothing is opened or written.
     a.send("?DEVICES;\n?POLL;\n?VERSION;\n?WATCH;\n?DEVICE;\n")
