@@ -39,6 +39,8 @@ final class EventLoop: @unchecked Sendable {
     let socket: ClientSocket
     var output = OutputQueue()
     let peer: String
+    /// When the client last sent something (or connected), for the idle timeout.
+    var lastRequest: ContinuousClock.Instant
   }
 
   let configuration: GPSDServer.Configuration
@@ -106,8 +108,9 @@ final class EventLoop: @unchecked Sendable {
         let events = Int16(POLLIN) | (connection.output.isEmpty ? 0 : Int16(POLLOUT))
         descriptors.append(pollfd(fd: connection.socket.descriptor, events: events, revents: 0))
       }
-      // No timeout: nothing here is periodic, so an idle server never wakes.
-      let ready = poll(&descriptors, nfds_t(descriptors.count), -1)
+      // Nothing here is periodic: the only timeout is the next idle client's, so a server
+      // whose clients all watch (or that has none) never wakes on its own.
+      let ready = poll(&descriptors, nfds_t(descriptors.count), idleTimeoutMilliseconds())
       if ready < 0 {
         if errno == EINTR { continue }
         log("serialgps serve: poll failed: \(SocketError("poll")); stopping")
@@ -130,8 +133,40 @@ final class EventLoop: @unchecked Sendable {
           disconnect(id, reason: nil)
         }
       }
+      closeIdleClients()
     }
     finish()
+  }
+
+  /// Milliseconds until the first client that neither watches nor asks anything reaches
+  /// ``GPSDServer/Configuration/idleTimeout``; -1 (wait forever) when there is none.
+  private func idleTimeoutMilliseconds() -> Int32 {
+    guard let limit = configuration.idleTimeout else { return -1 }
+    let now = ContinuousClock.now
+    var earliest: Duration?
+    for (id, connection) in connections where !state.isWatching(id) {
+      let left = connection.lastRequest + limit - now
+      earliest = min(earliest ?? left, left)
+    }
+    guard let earliest else { return -1 }
+    let milliseconds =
+      earliest.components.seconds * 1000 + earliest.components.attoseconds / 1_000_000_000_000_000
+      + 1
+    return Int32(clamping: max(0, milliseconds))
+  }
+
+  /// Closes the clients that have neither watched nor asked anything for the idle timeout,
+  /// as gpsd does after 15 minutes: a slot held by a forgotten connection is given back.
+  private func closeIdleClients() {
+    guard let limit = configuration.idleTimeout else { return }
+    let now = ContinuousClock.now
+    let idle = connections.filter { id, connection in
+      !state.isWatching(id) && now - connection.lastRequest >= limit
+    }
+    for (id, connection) in idle {
+      disconnect(
+        id, reason: "closed client \(connection.peer): no request for \(limit) and not watching")
+    }
   }
 
   private func handleInbox() {
@@ -189,7 +224,7 @@ final class EventLoop: @unchecked Sendable {
       socket.configure(sendBufferSize: configuration.clientSendBufferSize)
       let id = nextClientID
       nextClientID += 1
-      connections[id] = Connection(socket: socket, peer: peer)
+      connections[id] = Connection(socket: socket, peer: peer, lastRequest: .now)
       counters.withLock {
         $0.clientsAccepted += 1
         $0.clients = connections.count
@@ -220,6 +255,7 @@ final class EventLoop: @unchecked Sendable {
     for _ in 0..<4 {
       switch connection.socket.read(into: buffer) {
       case .received(let count):
+        connections[id]?.lastRequest = .now
         perform(
           state.clientInput(
             id, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), now: clock.now,

@@ -33,6 +33,9 @@ public final class GPSDServer: Sendable {
     public var maximumRequestLength = 1024
     /// Bytes queued for a client that is not reading before it is dropped.
     public var maximumBacklog = 256 * 1024
+    /// A client that neither watches nor sends a request for this long is closed, as gpsd
+    /// closes them after 15 minutes; `nil`: never.
+    public var idleTimeout: Duration? = .seconds(15 * 60)
     /// `SO_SNDBUF` for client sockets; `nil` leaves the kernel's default.
     public var clientSendBufferSize: Int?
     /// How each receiver is driven: linger, replay expiry, chipset.

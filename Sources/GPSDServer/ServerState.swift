@@ -71,8 +71,6 @@ struct ServerState {
     var latestSKY: [UInt8]?
     /// Frames the raw bytes into sentences while a watcher wants NMEA.
     var framer: NMEAFramer?
-    /// A start character held back from the previous chunk (see `frameSentences`).
-    var carry: UInt8?
 
     var report: GPSDDevice {
       GPSDDevice(
@@ -131,6 +129,9 @@ struct ServerState {
 
   /// The number of clients that watch at least one device (for statistics and tests).
   var watcherCount: Int { clients.values.filter { $0.policy.enable }.count }
+
+  /// Whether the client has watcher mode on (it is exempt from the idle timeout).
+  func isWatching(_ id: ClientID) -> Bool { clients[id]?.policy.enable == true }
 
   private mutating func handle(
     _ command: GPSDCommand, from id: ClientID, now: Duration, wallClock: UTCTimestamp
@@ -373,34 +374,27 @@ struct ServerState {
   /// The complete NMEA sentences in `bytes`, each with its checksum and CR LF, as gpsd
   /// passes them on. Binary frames and noise are left out.
   private mutating func frameSentences(_ bytes: [UInt8], on index: Int) -> [UInt8] {
+    // Taken out while it works, so that its buffers are not copied on write.
     var framer =
       devices[index].framer
       ?? NMEAFramer(
         configuration: FramerConfiguration(maximumSentenceLength: 256, checksumPolicy: .lenient))
-    var chunk = bytes
-    if let carry = devices[index].carry {
-      chunk.insert(carry, at: 0)
-      devices[index].carry = nil
-    }
-    // NMEAFramer loses a sentence whose start character ends a chunk (docs/simulator.md,
-    // "Found while building it"): hold it back until the next chunk.
-    if let last = chunk.last, last == UInt8(ascii: "$") || last == UInt8(ascii: "!") {
-      devices[index].carry = chunk.removeLast()
-    }
+    devices[index].framer = nil
     var out: [UInt8] = []
-    framer.feed(chunk) { frame in
+    framer.feed(bytes) { frame in
       guard case .sentence(let sentence) = frame else { return }
       out.append(contentsOf: sentence.bytes)
       if sentence.hadChecksum {
         let sum = NMEAChecksum.compute(sentence.bytes.dropFirst())
-        let hex = Array("0123456789ABCDEF".utf8)
-        out += [UInt8(ascii: "*"), hex[Int(sum >> 4)], hex[Int(sum & 0x0F)]]
+        out += [UInt8(ascii: "*"), Self.hexDigits[Int(sum >> 4)], Self.hexDigits[Int(sum & 0x0F)]]
       }
       out += [0x0D, 0x0A]
     }
     devices[index].framer = framer
     return out
   }
+
+  private static let hexDigits = Array("0123456789ABCDEF".utf8)
 
   /// Sends `bytes` to the watchers of the device at `index` whose policy `wants` them.
   private func broadcast(_ bytes: [UInt8], on index: Int, where wants: (WatchPolicy) -> Bool)
@@ -421,10 +415,7 @@ struct ServerState {
       : watchers.contains { $0.wantsSentences || $0.wantsVerbatim } ? .reportsAndRawData : .reports
     guard need != devices[index].need else { return [] }
     devices[index].need = need
-    if need != .reportsAndRawData {
-      devices[index].framer = nil
-      devices[index].carry = nil
-    }
+    if need != .reportsAndRawData { devices[index].framer = nil }
     return [.subscribe(devices[index].id, need)]
   }
 

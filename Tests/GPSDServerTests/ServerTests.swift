@@ -221,11 +221,12 @@ import Testing
     stalled.send("?WATCH={\"enable\":true,\"json\":true}\n")
     // The reader goes on reading while the stalled client's backlog grows.
     let received = Locked(0)
+    let stop = Locked(false)
     let reading = Task {
       try await onOwnThread {
-        while let report = reader.readReport(timeout: .seconds(60)) {
+        while !stop.withLock({ $0 }) {
+          guard let report = reader.readReport(timeout: .seconds(1)) else { continue }
           if report.className == "TPV" { received.withLock { $0 += 1 } }
-          if received.withLock({ $0 }) >= 100_000 { break }
         }
       }
     }
@@ -236,8 +237,9 @@ import Testing
     #expect(server.statistics.clientsDropped == 1)
     #expect(server.statistics.clients == 1)
     #expect(try await onOwnThread { stalled.isClosedByPeer() })
-    reader.close()
-    reading.cancel()
+    // The reading thread is done with the socket before it is closed.
+    stop.withLock { $0 = true }
+    try await reading.value
     await server.shutdown()
   }
 
@@ -286,6 +288,30 @@ import Testing
     for client in clients { client.close() }
     clients.removeAll()
     #expect(await simulator.waitForPowerState(.backup, timeout: .seconds(30)))
+    await server.shutdown()
+  }
+
+  /// A client that neither watches nor asks anything is closed after the idle timeout; a
+  /// watcher is not, however quiet.
+  @Test func idleClientsAreClosedWatchersAreNot() async throws {
+    var configuration = testConfiguration()
+    configuration.idleTimeout = .milliseconds(300)
+    let memory = MemoryConnector()
+    let server = try GPSDServer(
+      configuration: configuration,
+      devices: .fixed([GPSDServer.ServedDevice(path: "/dev/memory0", connector: memory)]))
+    let idle = try TestClient(port: port(server))
+    defer { idle.close() }
+    let watcher = try TestClient(port: port(server))
+    defer { watcher.close() }
+    watcher.send("?WATCH={\"enable\":true,\"json\":true}\n")
+    #expect(try await onOwnThread { watcher.read(until: "WATCH").report } != nil)
+    #expect(try await onOwnThread { idle.isClosedByPeer() })
+    #expect(await eventually { server.statistics.clients == 1 })
+    try await Task.sleep(for: .milliseconds(600))
+    #expect(server.statistics.clients == 1)
+    watcher.send("?VERSION;\n")
+    #expect(try await onOwnThread { watcher.read(until: "VERSION").report } != nil)
     await server.shutdown()
   }
 

@@ -210,7 +210,17 @@ final class TestClient: @unchecked Sendable {
     return false
   }
 
-  func close() { Glibc.close(descriptor) }
+  private let closed = Locked(false)
+
+  /// Closes the socket once. A second `close` of a descriptor number could close whatever
+  /// another test, running in parallel, has opened under that number since.
+  func close() {
+    let first = closed.withLock { closed -> Bool in
+      defer { closed = true }
+      return !closed
+    }
+    if first { Glibc.close(descriptor) }
+  }
 }
 
 /// A value behind a pthread mutex, for tests.
