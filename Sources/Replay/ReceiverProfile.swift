@@ -1,0 +1,112 @@
+import Chipsets
+
+/// Which receiver a simulator imitates: what it answers, and which power states it has.
+public enum ReceiverProfile: Sendable, Hashable, CustomStringConvertible {
+  /// u-blox: UBX commands, ACK-ACK/ACK-NAK for configuration messages, GNSS stop/start and
+  /// backup.
+  case ublox(UbloxModel)
+  /// MediaTek MT3339 and Quectel L70/L76/L80: `$PMTK` commands answered by `$PMTK001`, standby
+  /// left on any byte.
+  case mediatek
+  /// SiRFstar: `$PSRF103` taken without an answer (SiRF never acknowledges NMEA input);
+  /// `$PSRF117,16` hibernates until ``ReceiverSimulator/powerCycle()``.
+  case sirf
+  /// A receiver without commands: streams whenever it has power.
+  case generic
+
+  /// The chipset family whose commands the profile understands.
+  public var family: ChipsetFamily {
+    switch self {
+    case .ublox: return .ublox
+    case .mediatek: return .mediatek
+    case .sirf: return .sirf
+    case .generic: return .nmea
+    }
+  }
+
+  public var description: String {
+    switch self {
+    case .ublox(let model): return "u-blox \(model.rawValue)"
+    case .mediatek: return "MediaTek"
+    case .sirf: return "SiRF"
+    case .generic: return "generic NMEA"
+    }
+  }
+}
+
+/// u-blox generations, as far as the commands the driver sends differ.
+public enum UbloxModel: String, Sendable, Hashable, CaseIterable {
+  /// u-blox M8 (protocol 18.00): `UBX-CFG-MSG`; no configuration interface, so
+  /// `UBX-CFG-VALSET` is rejected.
+  case m8 = "M8"
+  /// u-blox M9/F9 (protocol 27 and later): `UBX-CFG-VALSET`, and the deprecated
+  /// `UBX-CFG-MSG` still accepted.
+  case m9 = "M9"
+  /// u-blox M10: `UBX-CFG-VALSET` only; `UBX-CFG-MSG` is rejected.
+  case m10 = "M10"
+
+  /// Whether `UBX-CFG-MSG` is accepted.
+  public var acceptsMessageRateCommand: Bool { self != .m10 }
+  /// Whether `UBX-CFG-VALSET` is accepted.
+  public var acceptsConfigurationInterface: Bool { self != .m8 }
+
+  /// The `UBX-MON-VER` answer: software, hardware version (the generation's code, which
+  /// identification reads) and `PROTVER`/`MOD` extensions. Values are typical of each
+  /// generation, not copied from a device.
+  public var version: UBXVersion {
+    switch self {
+    case .m8:
+      return UBXVersion(
+        software: "ROM CORE 3.01 (107888)", hardware: "00080000",
+        extensions: ["FWVER=SPG 3.01", "PROTVER=18.00", "MOD=NEO-M8N", "GPS;GLO;GAL;BDS"])
+    case .m9:
+      return UBXVersion(
+        software: "ROM SPG 4.04 (0c3e1c)", hardware: "00190000",
+        extensions: ["FWVER=SPG 4.04", "PROTVER=32.01", "MOD=NEO-M9N", "GPS;GLO;GAL;BDS"])
+    case .m10:
+      return UBXVersion(
+        software: "ROM SPG 5.10 (7b202e)", hardware: "000A0000",
+        extensions: ["FWVER=SPG 5.10", "PROTVER=34.10", "MOD=MAX-M10S", "GPS;GLO;GAL;BDS"])
+    }
+  }
+}
+
+/// What the simulator does with the commands it receives.
+public enum ResponseMode: Sendable, Hashable {
+  /// As the real chip: acknowledges, rejects what the chip would reject, changes power state.
+  case normal
+  /// Deaf: every byte is recorded and nothing else happens; no answer, no state change, not
+  /// even a wake from standby. Streaming goes on as the power state was.
+  case unresponsive
+  /// Every command the chip would acknowledge is rejected (`UBX-ACK-NAK`, `$PMTK001,<cmd>,2`)
+  /// and not carried out. Commands the chip never acknowledges (`UBX-CFG-RST`,
+  /// `UBX-RXM-PMREQ`, `$PMTK101`) still act, and a byte still wakes it.
+  case rejecting
+}
+
+/// A simulated receiver's power state.
+public enum SimulatedPowerState: String, Sendable, Hashable, CustomStringConvertible {
+  /// Navigating and streaming the recording.
+  case running
+  /// u-blox controlled GNSS stop (`UBX-CFG-RST` reset mode 0x08): silent, still answers.
+  case gnssStopped
+  /// u-blox backup (`UBX-RXM-PMREQ`): silent and deaf until a byte arrives; that byte is lost.
+  case backup
+  /// MediaTek standby (`$PMTK161,0`): silent until a byte arrives; that byte is lost.
+  case standby
+  /// SiRF hibernate (`$PSRF117,16`) or MediaTek backup (`$PMTK225,4`): only
+  /// ``ReceiverSimulator/powerCycle()`` (the ON_OFF or FORCE_ON pin) brings it back.
+  case hibernate
+  /// Starting after a wake, a reset or a power cycle: silent, input is lost, until the wake
+  /// delay has passed.
+  case booting
+  /// No power: unplugged (``ReceiverSimulator/hangUp()``), or started unpowered so that a
+  /// test can open the port before the first byte (``ReceiverSimulator/powerCycle()`` then
+  /// starts it).
+  case off
+
+  /// Whether the receiver streams its recording in this state.
+  public var isStreaming: Bool { self == .running }
+
+  public var description: String { rawValue }
+}

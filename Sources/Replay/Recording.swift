@@ -1,0 +1,268 @@
+import Glibc
+import NMEA
+
+/// A receiver recording: a fixture (`fixtures/*.nmea`) or a capture such as gpsd's logs, split
+/// into the bursts a receiver sends once per navigation epoch.
+///
+/// The file's leading `#` lines are its header (`# Key: value`, see docs/fixtures.md); the
+/// body is every byte after them, kept exactly, binary UBX or SiRF frames and line noise
+/// included. `#` lines after the first body byte are body: in a binary stream they are data.
+///
+/// Bursts: a new epoch begins at a sentence whose time differs from the epoch's time, or at
+/// the sentence that starts every cycle (learned from where the time changes; needed for
+/// cold-start cycles that carry no time at all). The boundary is placed right after the
+/// previous NMEA sentence, so binary frames and noise that precede a cycle's first sentence
+/// travel with that cycle. The time from one burst to the next is the difference of their
+/// sentence times; where either has none it is the recording's usual epoch interval.
+///
+/// A value with no I/O beyond ``load(path:)`` and no clock: the pty simulator and an
+/// in-process replay source both pace it with a clock of their own.
+public struct Recording: Sendable {
+  /// One epoch's bytes: ``Recording/body``[``range``].
+  public struct Burst: Sendable, Hashable {
+    /// Where the burst's bytes are in ``Recording/body``.
+    public let range: Range<Int>
+    /// The first UTC time a sentence of the burst carries, if any does.
+    public let time: UTCTime?
+    /// Checksum-valid NMEA sentences in the burst.
+    public let sentences: Int
+    /// The time from the start of this burst to the start of the next one, at the
+    /// recording's own pace (after the last burst: the usual interval).
+    public let interval: Duration
+  }
+
+  /// The recording's name: the `Name` header, else the file name, else `recording`.
+  public let name: String
+  /// The header lines' keys and values, in file order (`Name`, `Chipset`, `Baud` …).
+  public let header: [HeaderField]
+  /// The bytes the receiver sent.
+  public let body: [UInt8]
+  /// The body split into epochs; empty only for an empty body.
+  public let bursts: [Burst]
+  /// The usual time between epochs: the median of the differences between consecutive burst
+  /// times; one second when the recording carries no usable times.
+  public let nominalInterval: Duration
+
+  /// A `# Key: value` header line.
+  public struct HeaderField: Sendable, Hashable {
+    public let key: String
+    public let value: String
+
+    public init(key: String, value: String) {
+      self.key = key
+      self.value = value
+    }
+  }
+
+  /// Reads a recording from the bytes of a file.
+  public init(bytes: [UInt8], name: String? = nil) {
+    var offset = 0
+    var fields: [HeaderField] = []
+    // Header: whole lines that start with `#`, from the first byte on.
+    while offset < bytes.count, bytes[offset] == UInt8(ascii: "#") {
+      let end = bytes[offset...].firstIndex(of: 0x0A) ?? bytes.count
+      var line = bytes[(offset + 1)..<end]
+      while let last = line.last, last == 0x0D { line = line.dropLast() }
+      let text = String(decoding: line, as: UTF8.self)
+      if let colon = text.firstIndex(of: ":") {
+        let key = text[..<colon].trimmingBlanks()
+        let value = text[text.index(after: colon)...].trimmingBlanks()
+        if !key.isEmpty, !key.contains(" ") { fields.append(HeaderField(key: key, value: value)) }
+      }
+      offset = min(end + 1, bytes.count)
+    }
+    header = fields
+    body = Array(bytes[offset...])
+    self.name = fields.first { $0.key == "Name" }?.value ?? name ?? "recording"
+    (bursts, nominalInterval) = Self.split(body)
+  }
+
+  /// Loads the recording at `path`.
+  public static func load(path: String) throws(RecordingError) -> Recording {
+    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { throw RecordingError(path: path, errno: errno) }
+    defer { close(descriptor) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+      let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+      if count < 0 {
+        if errno == EINTR { continue }
+        throw RecordingError(path: path, errno: errno)
+      }
+      if count == 0 { break }
+      bytes += chunk[..<count]
+    }
+    let fileName = path.split(separator: "/").last.map(String.init) ?? path
+    return Recording(bytes: bytes, name: fileName)
+  }
+
+  /// The value of header `key` (`Baud`, `Chipset` …).
+  public func headerValue(_ key: String) -> String? {
+    header.first { $0.key == key }?.value
+  }
+
+  /// The line speed the header names (`# Baud: 9600`).
+  public var baud: Int? { headerValue("Baud").flatMap { Int($0) } }
+
+  /// The bytes of `burst`.
+  public func bytes(of burst: Burst) -> ArraySlice<UInt8> { body[burst.range] }
+
+  /// Checksum-valid sentences in the whole body.
+  public var sentenceCount: Int { bursts.reduce(0) { $0 + $1.sentences } }
+
+  // MARK: - Splitting
+
+  private struct SentenceMark {
+    let end: Int  // offset just past the sentence's line feed
+    let address: String
+    let time: UTCTime?
+  }
+
+  static func split(_ body: [UInt8]) -> ([Burst], Duration) {
+    guard !body.isEmpty else { return ([], .seconds(1)) }
+    let marks = sentenceMarks(body)
+
+    // The cycle's first sentence: the address at which the time changes most often.
+    var changes: [String: Int] = [:]
+    var lastTime: UTCTime?
+    for mark in marks {
+      guard let time = mark.time else { continue }
+      if let lastTime, time != lastTime { changes[mark.address, default: 0] += 1 }
+      lastTime = time
+    }
+    let marker = changes.max { $0.value < $1.value || ($0.value == $1.value && $0.key > $1.key) }?
+      .key
+
+    // Boundaries: the end of the sentence before the one that opens a new epoch.
+    var starts: [Int] = [0]
+    var times: [UTCTime?] = [nil]
+    var counts: [Int] = [0]
+    var epochHasCycle = false  // a marker or a timed sentence is in the current epoch
+    var previousEnd: Int?
+    for mark in marks {
+      var opens = false
+      if let previousEnd, previousEnd > starts.last! {
+        if mark.address == marker && epochHasCycle {
+          opens = true
+        } else if let time = mark.time, let current = times.last!, time != current {
+          opens = true
+        }
+        if opens {
+          starts.append(previousEnd)
+          times.append(nil)
+          counts.append(0)
+          epochHasCycle = false
+        }
+      }
+      if times[times.count - 1] == nil, let time = mark.time { times[times.count - 1] = time }
+      if mark.address == marker || mark.time != nil { epochHasCycle = true }
+      counts[counts.count - 1] += 1
+      previousEnd = mark.end
+    }
+
+    // Intervals from the sentence times; the median where a time is missing.
+    var differences: [Duration] = []
+    for index in 1..<max(1, times.count) {
+      if let d = difference(times[index - 1], times[index]) { differences.append(d) }
+    }
+    let nominal =
+      differences.isEmpty
+      ? Duration.seconds(1)
+      : differences.sorted()[
+        differences.count / 2]
+    var bursts: [Burst] = []
+    for index in starts.indices {
+      let end = index + 1 < starts.count ? starts[index + 1] : body.count
+      let next = index + 1 < times.count ? times[index + 1] : nil
+      bursts.append(
+        Burst(
+          range: starts[index]..<end, time: times[index], sentences: counts[index],
+          interval: difference(times[index], next) ?? nominal))
+    }
+    return (bursts, nominal)
+  }
+
+  /// From one epoch's time to the next one's; across midnight too. `nil` when either is
+  /// missing, or for a step back or one over a minute (a gap or a jump in the recording).
+  static func difference(_ from: UTCTime?, _ to: UTCTime?) -> Duration? {
+    guard let from, let to else { return nil }
+    var nanoseconds = to.nanosecondsOfDay - from.nanosecondsOfDay
+    if nanoseconds < 0 { nanoseconds += 86_400 * 1_000_000_000 }
+    guard nanoseconds > 0, nanoseconds <= 60 * 1_000_000_000 else { return nil }
+    return .nanoseconds(nanoseconds)
+  }
+
+  /// Every checksum-valid sentence: where it ends, its address and its time.
+  ///
+  /// The framer is fed one byte at a time, so a sentence is reported at its line feed and
+  /// its end offset is exact whatever noise or binary frames surround it. Start characters
+  /// (`$`, `!`) are fed together with the byte after them: `NMEAFramer` loses a sentence whose
+  /// start character ends a chunk (see docs/simulator.md). A sentence still ends at the last
+  /// byte of its chunk, as only that byte can be its line feed.
+  private static func sentenceMarks(_ body: [UInt8]) -> [SentenceMark] {
+    var framer = NMEAFramer(configuration: FramerConfiguration(maximumSentenceLength: 256))
+    var marks: [SentenceMark] = []
+    body.withUnsafeBytes { raw in
+      var offset = 0
+      while offset < raw.count {
+        var end = offset
+        while end < raw.count, raw[end] == UInt8(ascii: "$") || raw[end] == UInt8(ascii: "!") {
+          end += 1
+        }
+        end = min(raw.count, end + 1)
+        framer.feed(UnsafeRawBufferPointer(rebasing: raw[offset..<end])) { frame in
+          guard case .sentence(let sentence) = frame else { return }
+          let bytes = sentence.bytes
+          var addressEnd = 1
+          while addressEnd < bytes.count, bytes[addressEnd] != UInt8(ascii: ",") {
+            addressEnd += 1
+          }
+          let address = String(decoding: bytes[1..<addressEnd], as: UTF8.self)
+          let time = (try? Sentence(parsing: sentence))?.time
+          marks.append(SentenceMark(end: end, address: address, time: time))
+        }
+        offset = end
+      }
+    }
+    return marks
+  }
+}
+
+/// A recording could not be read.
+public struct RecordingError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// The path as given.
+  public let path: String
+  /// The errno of the failed call.
+  public let code: Int32
+
+  init(path: String, errno: Int32) {
+    self.path = path
+    self.code = errno
+  }
+
+  public var description: String {
+    let reason = String(cString: strerror(code))
+    switch code {
+    case ENOENT:
+      return "The recording \(path) does not exist (\(reason)). Check the path; fixtures live "
+        + "in fixtures/ at the top of the repository."
+    case EACCES, EPERM:
+      return "The recording \(path) cannot be read (\(reason)). Check its permissions."
+    case EISDIR:
+      return "\(path) is a directory, not a recording. Give a file such as "
+        + "fixtures/ublox-m8-drive.nmea."
+    default:
+      return "Reading the recording \(path) failed: \(reason)."
+    }
+  }
+}
+
+extension StringProtocol {
+  func trimmingBlanks() -> String {
+    let scalars = unicodeScalars.drop { $0 == " " || $0 == "\t" }.reversed().drop {
+      $0 == " " || $0 == "\t"
+    }.reversed()
+    return String(String.UnicodeScalarView(scalars))
+  }
+}

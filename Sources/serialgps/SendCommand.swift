@@ -1,0 +1,472 @@
+import Chipsets
+import Glibc
+import NMEA
+import SerialPort
+
+// `serialgps send DEVICE (standby|wake|RAW)`: writes a receiver's power commands, or one raw
+// command framed for its chipset, waits for each acknowledgement the chipset gives (with a
+// bounded number of attempts) and says what happened. Exit status: 0 acknowledged or sent,
+// 1 rejected or unanswered, 2 usage or device errors. See docs/chipsets.md ("serialgps send").
+let sendCommand = Command(
+  name: "send",
+  usage: "send DEVICE (standby|wake|RAW) [--chipset ublox|mtk|sirf|nmea] [--baud N|auto] "
+    + "[--timeout S]",
+  summary: "Send a receiver its standby or wake commands, or a raw command, and report its answer."
+) { arguments in
+  let request: SendRequest
+  switch SendRequest.parse(arguments) {
+  case .help:
+    Output.standard.write(sendHelp)
+    return 0
+  case .invalid(let message):
+    Output.error.line("serialgps send: " + message)
+    Output.error.line("Run `serialgps send --help` for the options.")
+    return 2
+  case .request(let parsed):
+    request = parsed
+  }
+  return await onOwnThread { SendSession(request: request).run() }
+}
+
+private let sendHelp = """
+  usage: serialgps send DEVICE (standby|wake|RAW) [options]
+
+  Sends a GPS receiver its chipset's standby or wake commands, or one raw command, and waits
+  for the acknowledgement where the chipset gives one.
+
+    standby          the chipset's power-off commands (u-blox: GNSS stop on USB, backup on a
+                     UART; MediaTek: $PMTK161,0)
+    wake             the chipset's power-on commands (wake, select RMC GGA GSA GSV, start)
+    RAW              one command: an NMEA body such as PMTK220,1000 (the $, checksum and
+                     CR LF are added; a stated checksum is checked), or for u-blox UBX as hex
+                     bytes (06 04 00 00 08 00), a message name and payload (CFG-RST 00 00 08
+                     00) or a whole frame (B5 62 …)
+
+    --chipset NAME   ublox, mtk, sirf or nmea. Without it the receiver is identified by
+                     listening (never by writing); a silent or unidentified receiver needs it.
+                     With nmea only RAW is possible: it is sent as an NMEA sentence and no
+                     answer is awaited.
+    --baud N|auto    the line speed (default 9600); auto listens for it
+    --timeout S      seconds to wait for each acknowledgement (default 1); a command that is
+                     not answered is sent 3 times in all
+
+  Exit status: 0 acknowledged (or sent, where the chipset never acknowledges), 1 rejected or
+  not answered, 2 usage or device errors.
+
+  """
+
+/// What the user asked for.
+struct SendRequest {
+  enum Action: Equatable {
+    case standby
+    case wake
+    case raw(String)
+
+    var name: String {
+      switch self {
+      case .standby: return "standby"
+      case .wake: return "wake"
+      case .raw(let text): return text
+      }
+    }
+  }
+
+  enum Parsed {
+    case request(SendRequest)
+    case help
+    case invalid(String)
+  }
+
+  var device: String
+  var action: Action
+  var family: ChipsetFamily?
+  /// `nil`: listen for the rate.
+  var baud: BaudRate? = .b9600
+  var timeout: Duration = .seconds(1)
+  var attempts = 3
+
+  static func parse(_ arguments: [String]) -> Parsed {
+    var positional: [String] = []
+    var family: ChipsetFamily?
+    var baud: BaudRate? = .b9600
+    var timeout = Duration.seconds(1)
+    var index = 0
+    func value(_ option: String) -> String? {
+      index += 1
+      return index < arguments.count ? arguments[index] : nil
+    }
+    while index < arguments.count {
+      let argument = arguments[index]
+      switch argument {
+      case "--help", "-h":
+        return .help
+      case "--chipset":
+        guard let name = value(argument) else { return .invalid("--chipset needs a name") }
+        guard let parsed = ChipsetFamily(cliName: name) else {
+          return .invalid("unknown chipset '\(name)'; use \(ChipsetFamily.cliNames)")
+        }
+        family = parsed
+      case "--baud":
+        guard let text = value(argument) else { return .invalid("--baud needs a rate or auto") }
+        if text == "auto" {
+          baud = nil
+        } else if let rate = Int(text), BaudRate(rate).isSupported {
+          baud = BaudRate(rate)
+        } else {
+          let rates = BaudRate.supported.map(\.description).joined(separator: ", ")
+          return .invalid("--baud \(text) is not a rate serialgps can set; use \(rates) or auto")
+        }
+      case "--timeout":
+        guard let text = value(argument), let seconds = Double(text), seconds > 0,
+          seconds <= 600
+        else {
+          return .invalid("--timeout needs a number of seconds between 0 and 600, such as 1.5")
+        }
+        timeout = .milliseconds(Int64((seconds * 1000).rounded()))
+      default:
+        if argument.hasPrefix("--") { return .invalid("unknown option '\(argument)'") }
+        positional.append(argument)
+      }
+      index += 1
+    }
+    guard positional.count == 2 else {
+      return .invalid(
+        positional.count < 2
+          ? "give a device and what to send: standby, wake or a raw command"
+          : "too many arguments (\(positional.joined(separator: " "))); quote a raw command "
+            + "that holds spaces")
+    }
+    let action: Action
+    switch positional[1] {
+    case "standby": action = .standby
+    case "wake": action = .wake
+    default: action = .raw(positional[1])
+    }
+    return .request(
+      SendRequest(
+        device: positional[0], action: action, family: family, baud: baud, timeout: timeout))
+  }
+}
+
+/// One run of `serialgps send`: open, identify if needed, send, report.
+struct SendSession {
+  let request: SendRequest
+  /// How long to listen for the chipset when none was named.
+  let identificationTime = Duration.seconds(3)
+
+  /// A step's fate.
+  enum Result {
+    case acknowledged(ReceiverAcknowledgement)
+    case sentWithoutAcknowledgement
+    case rejected(ReceiverAcknowledgement)
+    case unanswered(attempts: Int)
+  }
+
+  func run() -> Int32 {
+    let device = request.device
+    // Refuse what cannot be sent before touching the device.
+    if let family = request.family, case .failure(let message) = steps(family: family, nil) {
+      Output.error.line("serialgps send: \(message)")
+      return 2
+    }
+
+    let port: SerialPort
+    do {
+      port = try SerialPort.open(path: device, baudRate: request.baud ?? .b9600)
+    } catch {
+      Output.error.line("serialgps send: \(error)")
+      return 2
+    }
+    defer { port.close() }
+    var reader = AnswerReader(port: port)
+
+    var rate = request.baud ?? .b9600
+    if request.baud == nil {
+      var memory = BaudRateMemory()
+      do throws(SerialPortError) {
+        rate = try Autobaud.detect(on: port, memory: &memory, recognises: hasValidSentences).rate
+      } catch  where error.reason == .closed || error.isDisconnected {
+        Output.error.line("serialgps send: \(error)")
+        return 2
+      } catch {
+        try? port.setBaudRate(.b9600)
+        Output.standard.line(
+          "\(device): heard nothing at any rate (the receiver may be asleep); sending at "
+            + "9600 baud. Pass --baud if that is wrong.")
+      }
+    }
+
+    var identification: ChipsetIdentification?
+    let family: ChipsetFamily
+    if let given = request.family {
+      family = given
+      Output.standard.line("\(device): \(given.displayName) (--chipset), \(rate) baud")
+    } else {
+      let heard: ChipsetIdentification
+      do {
+        heard = try reader.identify(within: identificationTime)
+      } catch {
+        Output.error.line("serialgps send: \(error)")
+        return 2
+      }
+      identification = heard
+      family = heard.familyForCommands()
+      guard family != .nmea else {
+        let what =
+          reader.sentences == 0
+          ? "it sent nothing (asleep, or the wrong --baud)"
+          : "it sent \(reader.sentences) sentences, none naming its chipset"
+        Output.error.line(
+          "serialgps send: could not tell the chipset of \(device) by listening for "
+            + "\(identificationTime) (\(what)). serialgps writes only to receivers it knows: "
+            + "pass --chipset ublox|mtk|sirf, or --chipset nmea to send a raw NMEA sentence "
+            + "as it is.")
+        return 2
+      }
+      let clue = heard.evidence.first.map { " (\($0))" } ?? ""
+      Output.standard.line(
+        "\(device): \(family.displayName), identified by listening\(clue), \(rate) baud")
+    }
+
+    let planned: [CommandStep]
+    switch steps(family: family, identification) {
+    case .success(let list): planned = list
+    case .failure(let message):
+      Output.error.line("serialgps send: \(message)")
+      return 2
+    }
+
+    var failures = 0
+    var unanswered = false
+    for step in planned {
+      let result: Result
+      do {
+        result = try send(step, reader: &reader)
+      } catch {
+        Output.error.line("serialgps send: \(error)")
+        return 2
+      }
+      Output.standard.line("→ \(step.summary): " + describe(result, family: family))
+      switch result {
+      case .acknowledged, .sentWithoutAcknowledgement: break
+      case .rejected: failures += 1
+      case .unanswered:
+        failures += 1
+        unanswered = true
+      }
+    }
+
+    let name = request.action.name
+    if failures == 0 {
+      Output.standard.line("\(name): done.")
+      return 0
+    }
+    var summary =
+      "\(name): \(failures) of \(planned.count) command\(planned.count == 1 ? "" : "s") "
+      + "failed."
+    if unanswered {
+      summary +=
+        " No answer usually means the wrong baud rate (\(rate) now; try --baud auto), the wrong "
+        + "chipset, or a receiver that is asleep (serialgps send \(device) wake)."
+    }
+    Output.standard.line(summary)
+    return 1
+  }
+
+  /// The steps for the request, or why there are none.
+  func steps(family: ChipsetFamily, _ identification: ChipsetIdentification?)
+    -> Swift.Result<[CommandStep], SendUsageError>
+  {
+    let set = family.commandSet(interface: interface, identification: identification)
+    switch request.action {
+    case .standby, .wake:
+      if family == .nmea {
+        return .failure(
+          SendUsageError(
+            "a generic NMEA receiver has no \(request.action.name) command: there is nothing "
+              + "to send. serialgps gates such receivers by opening and closing the port; if "
+              + "you know the chipset, name it with --chipset ublox|mtk|sirf."))
+      }
+      let steps = request.action == .standby ? set.powerOffSteps : set.powerOnSteps
+      if steps.isEmpty {
+        return .failure(
+          SendUsageError(
+            "\(family.displayName) has no standby that the serial line can undo, so serialgps "
+              + "leaves it running. To hibernate it anyway (only its ON_OFF pin wakes it), send "
+              + "the raw command: serialgps send \(request.device) PSRF117,16 --chipset sirf"))
+      }
+      return .success(steps)
+    case .raw(let text):
+      do throws(ChipsetCommandError) {
+        if family == .nmea {
+          // The user named the device and the chipset: sending is allowed, as a plain
+          // sentence; a generic receiver acknowledges nothing.
+          let body = try NMEACommand.body(of: text)
+          return .success([CommandStep(bytes: try NMEACommand.frame(body), summary: "$" + body)])
+        }
+        return .success([try RawCommand.step(text, family: family)])
+      } catch {
+        return .failure(SendUsageError("\(error)"))
+      }
+    }
+  }
+
+  /// How the receiver is attached, from the device's real name: a u-blox receiver's own USB
+  /// port is a `ttyACM` device (also behind a `/dev/serial/by-id/` link).
+  var interface: HostInterface {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let resolved = realpath(request.device, &buffer).map { String(cString: $0) }
+    return (resolved ?? request.device).contains("ttyACM") ? .usb : .uart
+  }
+
+  /// Writes `step` and waits for its answer, up to the attempts allowed; then its settle time.
+  func send(_ step: CommandStep, reader: inout AnswerReader) throws(SerialPortError) -> Result {
+    defer { if step.settle > .zero { try? reader.drain(for: step.settle) } }
+    guard step.acknowledgement != .none else {
+      try reader.port.write(step.bytes, timeout: .seconds(5))
+      return .sentWithoutAcknowledgement
+    }
+    for _ in 1...request.attempts {
+      try reader.port.write(step.bytes, timeout: .seconds(5))
+      if let answer = try reader.answer(to: step, within: request.timeout) {
+        return answer.isPositive ? .acknowledged(answer) : .rejected(answer)
+      }
+    }
+    return .unanswered(attempts: request.attempts)
+  }
+
+  func describe(_ result: Result, family: ChipsetFamily) -> String {
+    switch result {
+    case .acknowledged(let answer):
+      return "acknowledged (\(answer))"
+    case .sentWithoutAcknowledgement:
+      return family == .nmea || family == .sirf
+        ? "sent; \(family.displayName) receivers acknowledge nothing"
+        : "sent; \(family.displayName) receivers do not acknowledge this command"
+    case .rejected(let answer):
+      // u-blox's reason already names the NAK; MediaTek's is worth its flag.
+      if case .mtk = answer { return "rejected: \(answer.failureReason ?? "") (\(answer))" }
+      return "rejected: \(answer.failureReason ?? "\(answer)")"
+    case .unanswered(let attempts):
+      return "no answer within \(request.timeout) after \(attempts) attempts"
+    }
+  }
+}
+
+struct SendUsageError: Error, CustomStringConvertible {
+  let description: String
+  init(_ description: String) { self.description = description }
+}
+
+/// Reads the port and decodes what arrives: acknowledgements, and what identifies the chipset.
+struct AnswerReader {
+  let port: SerialPort
+  var decoder = NMEADecoder()
+  var identifier = ChipsetIdentifier()
+  /// Sentences seen so far.
+  var sentences = 0
+  private var buffer = [UInt8](repeating: 0, count: 4096)
+  private var acknowledgements: [ReceiverAcknowledgement] = []
+
+  init(port: SerialPort) { self.port = port }
+
+  /// Reads once, until `deadline`; false when the deadline passed with nothing.
+  private mutating func readOnce(until deadline: ContinuousClock.Instant) throws(SerialPortError)
+    -> Bool
+  {
+    let port = port
+    let result = buffer.withUnsafeMutableBytes { raw in
+      Swift.Result { () throws(SerialPortError) in try port.read(into: raw, deadline: deadline) }
+    }
+    guard case .received(let count) = try result.get() else { return false }
+    decoder.decode(buffer[..<count]) { event in
+      switch event {
+      case .sentence(let sentence):
+        sentences += 1
+        identifier.observe(sentence)
+        if let answer = ReceiverAcknowledgement(sentence) { acknowledgements.append(answer) }
+      case .ubx(let frame):
+        identifier.observe(frame)
+        if let answer = ReceiverAcknowledgement(frame) { acknowledgements.append(answer) }
+      case .sirf(let frame):
+        identifier.observe(frame)
+      case .epoch, .parseError:
+        break
+      }
+    }
+    return true
+  }
+
+  /// The acknowledgement of `step` that arrives within `timeout`, if any.
+  mutating func answer(to step: CommandStep, within timeout: Duration) throws(SerialPortError)
+    -> ReceiverAcknowledgement?
+  {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+      if let index = acknowledgements.firstIndex(where: { step.isAcknowledged(by: $0) != nil }) {
+        let answer = acknowledgements[index]
+        acknowledgements.removeSubrange(...index)
+        return answer
+      }
+      acknowledgements.removeAll()
+      guard ContinuousClock.now < deadline, try readOnce(until: deadline) else { return nil }
+    }
+  }
+
+  /// Listens until the chipset is known with high confidence, or `time` has passed.
+  mutating func identify(within time: Duration) throws(SerialPortError) -> ChipsetIdentification {
+    let deadline = ContinuousClock.now + time
+    while identifier.identification.confidence < .high, ContinuousClock.now < deadline {
+      _ = try readOnce(until: deadline)
+    }
+    acknowledgements.removeAll()
+    return identifier.identification
+  }
+
+  /// Keeps reading (so the line does not overflow) for `time`, discarding answers.
+  mutating func drain(for time: Duration) throws(SerialPortError) {
+    let deadline = ContinuousClock.now + time
+    while ContinuousClock.now < deadline { _ = try readOnce(until: deadline) }
+    acknowledgements.removeAll()
+  }
+}
+
+/// Whether `bytes` hold at least two checksum-valid sentences: what autobaud listens for.
+private func hasValidSentences(_ bytes: [UInt8]) -> Bool {
+  var framer = NMEAFramer()
+  var valid = 0
+  framer.feed(bytes) { frame in
+    if case .sentence(let sentence) = frame, sentence.hadChecksum { valid += 1 }
+  }
+  return valid >= 2
+}
+
+/// Runs blocking serial work on a thread of its own, off Swift concurrency's pool.
+private func onOwnThread(_ body: @escaping @Sendable () -> Int32) async -> Int32 {
+  final class Job: @unchecked Sendable {
+    let body: @Sendable () -> Int32
+    let continuation: CheckedContinuation<Int32, Never>
+    init(_ body: @escaping @Sendable () -> Int32, _ continuation: CheckedContinuation<Int32, Never>)
+    {
+      self.body = body
+      self.continuation = continuation
+    }
+  }
+  return await withCheckedContinuation { continuation in
+    let job = Unmanaged.passRetained(Job(body, continuation))
+    var thread = pthread_t()
+    let started = pthread_create(
+      &thread, nil,
+      { argument in
+        let job = Unmanaged<Job>.fromOpaque(argument!).takeRetainedValue()
+        job.continuation.resume(returning: job.body())
+        return nil
+      }, job.toOpaque())
+    if started == 0 {
+      pthread_detach(thread)
+    } else {
+      let job = job.takeRetainedValue()
+      job.continuation.resume(returning: job.body())  // no thread: run it here
+    }
+  }
+}

@@ -1,0 +1,223 @@
+import Chipsets
+import Foundation
+import Glibc
+import NMEA
+import Replay
+import SerialPort
+import Testing
+
+// Serial calls block their thread, so they run on threads of their own (never the two-thread
+// cooperative pool) and tests await them. Waits are generous; nothing asserts a duration
+// except as a bound that load can only make safer.
+
+/// The repository's `fixtures/` directory.
+let fixturesDirectory: String = {
+  var url = URL(fileURLWithPath: #filePath)
+  for _ in 0..<3 { url.deleteLastPathComponent() }
+  return url.appendingPathComponent("fixtures").path
+}()
+
+func fixturePath(_ name: String) -> String { fixturesDirectory + "/" + name + ".nmea" }
+
+func loadFixture(_ name: String) throws -> Recording {
+  try Recording.load(path: fixturePath(name))
+}
+
+/// The truth file beside a fixture, as JSON.
+func truth(_ name: String) throws -> [String: Any] {
+  let data = try Data(contentsOf: URL(fileURLWithPath: fixturesDirectory + "/\(name).truth.json"))
+  return try JSONSerialization.jsonObject(with: data) as! [String: Any]
+}
+
+/// Runs `body` on a new thread and returns what it returned (or throws what it threw).
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+  try await withCheckedThrowingContinuation { continuation in
+    let thread = Thread { continuation.resume(with: Result { try body() }) }
+    thread.stackSize = 1 << 20
+    thread.start()
+  }
+}
+
+/// Polls `condition` until it holds or `timeout` passes.
+func eventually(timeout: Duration = .seconds(15), _ condition: () -> Bool) async -> Bool {
+  let deadline = ContinuousClock.now + timeout
+  while ContinuousClock.now < deadline {
+    if condition() { return true }
+    try? await Task.sleep(for: .milliseconds(5))
+  }
+  return condition()
+}
+
+/// Starts a simulator for a fixture.
+func makeSimulator(
+  _ fixture: String, profile: ReceiverProfile, pace: Pace = .recorded(speed: 10),
+  initialPowerState: SimulatedPowerState = .running, responses: ResponseMode = .normal,
+  wakeDelay: Duration = .milliseconds(10), loops: Bool = true
+) throws -> ReceiverSimulator {
+  try ReceiverSimulator(
+    recording: loadFixture(fixture),
+    configuration: .init(
+      profile: profile, pace: pace, loops: loops, initialPowerState: initialPowerState,
+      wakeDelay: wakeDelay, responses: responses))
+}
+
+/// Reads a port on a thread of its own and decodes what arrives: what a driver would see.
+final class PortListener: @unchecked Sendable {
+  let port: SerialPort
+  private let lock = NSLock()
+  private var stopping = false
+  private var decoder = NMEADecoder()
+  private var _bytes = 0
+  private var _ubx: [(UBXMessageID, [UInt8])] = []
+  private var _acknowledgements: [ReceiverAcknowledgement] = []
+  private var _epochs = 0
+  private var _firstSentenceAddress: String?
+  private var _error: SerialPortError?
+  private let finished = DispatchSemaphore(value: 0)
+  private let keepingBytes: Bool
+  private var _receivedBytes: [UInt8] = []
+
+  /// - Parameter keepingBytes: keep every byte received (``receivedBytes``).
+  init(_ port: SerialPort, keepingBytes: Bool = false) {
+    self.port = port
+    self.keepingBytes = keepingBytes
+    let thread = Thread { [self] in run() }
+    thread.stackSize = 1 << 20
+    thread.start()
+  }
+
+  private func run() {
+    defer { finished.signal() }
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+    defer { buffer.deallocate() }
+    // NMEAFramer loses a sentence whose `$` ends a chunk (docs/simulator.md); a loaded
+    // listener reads 4096-byte chunks that end anywhere, so a trailing start character waits
+    // for the next read.
+    var carry: [UInt8] = []
+    while true {
+      let result: ReadResult
+      do {
+        result = try port.read(into: buffer, timeout: nil)
+      } catch {
+        locked { _error = error }
+        return
+      }
+      switch result {
+      case .received(let count):
+        locked {
+          _bytes += count
+          if keepingBytes { _receivedBytes += buffer[..<count] }
+          var chunk = carry + buffer[..<count]
+          carry = []
+          if let last = chunk.last, last == 0x24 || last == 0x21 { carry = [chunk.removeLast()] }
+          decoder.decode(chunk) { event in
+            switch event {
+            case .sentence(let sentence):
+              if _firstSentenceAddress == nil { _firstSentenceAddress = address(of: sentence) }
+              if let ack = ReceiverAcknowledgement(sentence) { _acknowledgements.append(ack) }
+            case .ubx(let frame):
+              _ubx.append((UBXMessageID(frame), Array(frame.payload)))
+              if let ack = ReceiverAcknowledgement(frame) { _acknowledgements.append(ack) }
+            case .epoch:
+              _epochs += 1
+            default:
+              break
+            }
+          }
+        }
+      case .interrupted, .timedOut:
+        if locked({ stopping }) { return }
+      }
+    }
+  }
+
+  private func locked<T>(_ body: () -> T) -> T {
+    lock.lock()
+    defer { lock.unlock() }
+    return body()
+  }
+
+  var bytes: Int { locked { _bytes } }
+  var receivedBytes: [UInt8] { locked { _receivedBytes } }
+  var sentences: Int { locked { decoder.statistics.framer.sentences } }
+  var epochs: Int { locked { _epochs } }
+  /// The address of the first sentence that arrived (`PMTK010`, `GPRMC` …).
+  var firstSentenceAddress: String? { locked { _firstSentenceAddress } }
+  var ubxFrames: [(UBXMessageID, [UInt8])] { locked { _ubx } }
+  var acknowledgements: [ReceiverAcknowledgement] { locked { _acknowledgements } }
+  var error: SerialPortError? { locked { _error } }
+  var framerStatistics: FramerStatistics { locked { decoder.statistics.framer } }
+
+  /// Stops reading and waits for the thread to end.
+  func stop() async {
+    locked { stopping = true }
+    port.interrupt()
+    _ = try? await onOwnThread { [finished] in finished.wait() }
+  }
+
+  /// Waits until the reader has ended (on an error).
+  func waitForEnd(timeout: Duration = .seconds(15)) async -> Bool {
+    let seconds = Double(timeout.components.seconds)
+    let result = try? await onOwnThread { [finished] in
+      finished.wait(timeout: .now() + seconds) == .success
+    }
+    if result == true { finished.signal() }  // leave it signalled for a later stop()
+    return result ?? false
+  }
+
+  /// Waits until nothing has arrived for `quiet`: whatever was written before has been read,
+  /// however far behind a loaded machine left this reader. False if the bytes never stop.
+  func drain(quiet: Duration = .milliseconds(300), timeout: Duration = .seconds(15)) async
+    -> Bool
+  {
+    let deadline = ContinuousClock.now + timeout
+    var last = bytes
+    var since = ContinuousClock.now
+    while ContinuousClock.now < deadline {
+      try? await Task.sleep(for: .milliseconds(20))
+      let now = bytes
+      if now != last {
+        last = now
+        since = ContinuousClock.now
+      } else if ContinuousClock.now - since >= quiet {
+        return true
+      }
+    }
+    return false
+  }
+
+  /// Whether nothing at all arrives during `window`, once what was already written has been
+  /// read. A window of silence cannot be proven faster: the simulator's epoch at the paces
+  /// used is a tenth of it or less.
+  func staysSilent(for window: Duration) async -> Bool {
+    guard await drain() else { return false }
+    let before = bytes
+    try? await Task.sleep(for: window)
+    return bytes == before
+  }
+}
+
+/// Writes `bytes` to the port on a thread of its own.
+func write(_ bytes: [UInt8], to port: SerialPort) async throws {
+  try await onOwnThread { try port.write(bytes, timeout: .seconds(5)) }
+}
+
+/// Opens the simulator's device on a thread of its own.
+func openPort(_ simulator: ReceiverSimulator, baud: BaudRate = .b9600) async throws -> SerialPort {
+  let path = simulator.devicePath
+  return try await onOwnThread { try SerialPort.open(path: path, baudRate: baud) }
+}
+
+/// A sentence's address, for the few kinds tests look at.
+func address(of sentence: Sentence) -> String {
+  switch sentence {
+  case .mtkSystemMessage(let message):
+    if case .text = message.kind { return "PMTK011" }
+    return "PMTK010"
+  case .mtkAcknowledgement: return "PMTK001"
+  case .unknown(let unknown): return unknown.address
+  case .rmc(let rmc): return rmc.talker.description + "RMC"
+  case .gga(let gga): return gga.talker.description + "GGA"
+  default: return "other"
+  }
+}
