@@ -253,8 +253,9 @@ final class ReceiverCore: @unchecked Sendable {
           try connection.write(step.bytes)
           counters.withLock { $0.commandsSent += 1 }
         } catch {
-          failure = "\(step.summary): \(error)"
-          break  // the connection is failing; the reader reports the loss
+          // The connection is failing: the reader reports the loss as `disconnected`; the
+          // remaining steps would fail alike.
+          return
         }
         guard step.acknowledgement != .none else {
           failure = nil

@@ -1,4 +1,5 @@
 import Chipsets
+import Glibc
 import NMEA
 import SerialPort
 
@@ -34,8 +35,16 @@ public struct SerialConnector: ReceiverConnector {
 
   public var deviceName: String { path }
 
+  /// `ttyACM` devices are receivers' own USB ports; links (`/dev/serial/by-id/…`) are
+  /// resolved first.
   static func guessInterface(_ path: String) -> HostInterface {
-    path.contains("ttyACM") ? .usb : .uart
+    resolvedPath(path).contains("ttyACM") ? .usb : .uart
+  }
+
+  static func resolvedPath(_ path: String) -> String {
+    guard let resolved = realpath(path, nil) else { return path }
+    defer { free(resolved) }
+    return String(cString: resolved)
   }
 
   public func connect() async throws -> any ReceiverConnection {
@@ -46,7 +55,7 @@ public struct SerialConnector: ReceiverConnector {
       let remembered = memory.withLock { $0.rate(for: path) }
       let initial = remembered ?? candidates.first ?? .b9600
       let port = try SerialPort.open(path: path, baudRate: initial)
-      if path.contains("ttyACM") { return SerialConnection(port: port) }
+      if Self.resolvedPath(path).contains("ttyACM") { return SerialConnection(port: port) }
       let memory = self.memory
       let found: Result<BaudRate, SerialPortError> = await onOwnThread {
         var known = memory.withLock { $0 }
