@@ -84,6 +84,9 @@ let package = Package(
     ),
     .testTarget(name: "ReplayTests", dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort"]),
     .testTarget(name: "GPSDProtocolTests", dependencies: ["GPSDProtocol", "NMEA"]),
+    // `serialgps watch`: its formatting, and the built executable against a pty.
+    .testTarget(
+      name: "WatchTests", dependencies: ["serialgps", "SerialGPS", "SerialPort", "NMEA"]),
     .testTarget(
       name: "GPSDServerTests",
       dependencies: ["GPSDServer", "GPSDProtocol", "SerialGPS", "Replay"]

@@ -15,6 +15,7 @@ struct Command: Sendable {
 let commands: [Command] = [
   decodeCommand,
   listCommand,
+  watchCommand,
 ]
 
 func printUsage(to stream: Output = .standard) {
