@@ -19,7 +19,8 @@ let decodeCommand = Command(
     if case .epoch(let epoch) = event {
       let fix = epoch.fix
       Output.standard.line(
-        "\(fix.timestamp?.description ?? "-") \(fix.mode) \(fix.latitude ?? 0) \(fix.longitude ?? 0)")
+        "\(fix.timestamp?.description ?? "-") \(fix.mode) \(fix.latitude ?? 0) \(fix.longitude ?? 0)"
+      )
     }
   }
   while true {

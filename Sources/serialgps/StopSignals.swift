@@ -1,8 +1,12 @@
 import Dispatch
 import Glibc
 
-/// Turns SIGINT and SIGTERM into a request to stop cleanly, and a second one into an
-/// immediate exit.
+/// Turns SIGINT and SIGTERM into a request to stop cleanly, and a SIGINT that comes while
+/// stopping (Ctrl-C pressed again) into an immediate exit.
+///
+/// Repeated SIGTERMs only ask again: `timeout(1)` sends its SIGTERM both to the command and to
+/// its process group, so the command gets two at once, and a supervisor that wants the
+/// process gone at once has SIGKILL.
 ///
 /// The signals are taken with Dispatch signal sources: on Linux, libdispatch reads them from
 /// a `signalfd` on its manager thread and installs its own handler in place of the default
@@ -10,7 +14,7 @@ import Glibc
 /// is routed there instead of killing the process. The handlers run on one serial queue, in
 /// order; a stop request never waits for anything.
 final class StopSignals: @unchecked Sendable {
-  /// The exit status after a second signal: 128 + SIGINT, as a shell reports Ctrl-C.
+  /// The exit status after Ctrl-C while stopping: 128 + SIGINT, as a shell reports it.
   static let immediateExitStatus: Int32 = 128 + SIGINT
 
   private let queue = DispatchQueue(label: "serialgps.signals")
@@ -20,15 +24,15 @@ final class StopSignals: @unchecked Sendable {
   private var received = 0
   private var observers: [@Sendable () -> Void] = []
 
-  /// Starts listening for `signals`; the first calls the observers, the second ends the
-  /// process at once with ``immediateExitStatus``.
+  /// Starts listening for `signals`; the first calls the observers, a further SIGINT ends
+  /// the process at once with ``immediateExitStatus``.
   init(signals: [Int32] = [SIGINT, SIGTERM]) {
     pthread_mutex_init(&mutex, nil)
     for signalNumber in signals {
       let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
       source.setEventHandler { [unowned self] in
-        // Two signals may be merged into one event; `data` says how many arrived.
-        self.signalled(count: Int(source.data))
+        // Signals that arrive together are merged into one event; `data` says how many.
+        self.signalled(signalNumber, count: Int(source.data))
       }
       source.resume()
       sources.append(source)
@@ -63,16 +67,15 @@ final class StopSignals: @unchecked Sendable {
     await timer.value
   }
 
-  private func signalled(count: Int) {
+  private func signalled(_ signalNumber: Int32, count: Int) {
     pthread_mutex_lock(&mutex)
-    let before = received
+    let wasRequested = received > 0
     received += max(1, count)
-    let after = received
-    let toNotify = before == 0 ? observers : []
-    if before == 0 { observers.removeAll() }
+    let toNotify = wasRequested ? [] : observers
+    if !wasRequested { observers.removeAll() }
     pthread_mutex_unlock(&mutex)
-    if after >= 2 {
-      // The user does not want to wait for the receiver to be put to standby.
+    if signalNumber == SIGINT && (wasRequested || count >= 2) {
+      // Ctrl-C again: the user does not want to wait for the receiver to be put to standby.
       Output.standard.flush()
       Output.error.write("serialgps: stopped without powering the receiver off\n")
       _exit(Self.immediateExitStatus)

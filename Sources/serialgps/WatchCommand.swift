@@ -61,11 +61,12 @@ enum Watch {
       --help             show this help
 
     Stopping: after --count fixes, or on Ctrl-C (SIGINT) or SIGTERM, watch ends its
-    subscription, sends the receiver its standby commands, closes the port and exits 0. A
-    second Ctrl-C exits at once (status 130) without waiting for the receiver.
+    subscription, sends the receiver its standby commands, closes the port and exits 0.
+    Ctrl-C while stopping exits at once (status 130) without waiting for the receiver; more
+    SIGTERMs do not.
 
     Exit status: 0 after a clean stop, 1 when the device cannot be opened (the message says
-    why and what to do), 2 for a wrong command line, 130 after a second Ctrl-C.
+    why and what to do), 2 for a wrong command line, 130 after Ctrl-C while stopping.
 
     """
 

@@ -131,7 +131,7 @@ struct WatchExecutableTests {
     #expect(watch.stderr.contains("stopping"))
   }
 
-  @Test("a second SIGINT exits at once, status 130")
+  @Test("SIGINT while stopping exits at once, status 130")
   func secondSignal() async throws {
     // The standby is never answered: a graceful stop would wait out three attempts.
     let (watch, receiver) = try start(
@@ -143,6 +143,22 @@ struct WatchExecutableTests {
     watch.send(SIGINT)
     #expect(await watch.exitStatus() == 130, "stderr: \(watch.stderr)")
     #expect(watch.stderr.contains("without powering the receiver off"))
+  }
+
+  @Test("a second SIGTERM (timeout(1) sends two) does not cut the stop short: exit 0")
+  func doubleTerm() async throws {
+    // The standby is answered late: a watch that quit on the second SIGTERM would be gone.
+    let (watch, receiver) = try start(
+      ["--baud", "9600", "--chipset", "mtk"], acknowledging: [314, 161],
+      delay: .milliseconds(300))
+    defer { receiver.stop() }
+    #expect(await eventually { watch.lines.count >= 1 })
+    watch.send(SIGTERM)
+    #expect(await eventually { watch.stderr.contains("stopping") })
+    watch.send(SIGTERM)
+    #expect(await watch.exitStatus() == 0, "stderr: \(watch.stderr)")
+    #expect(receiver.answers.contains { $0.number == 161 && $0.whileRunning })
+    #expect(!watch.stderr.contains("without powering"))
   }
 
   @Test("--linger: no standby while lingering; SIGINT cuts the linger short")
