@@ -18,10 +18,13 @@ serialgps`).
 2. First fix after a client asks: gpsd without -n (it opens the device when a client
    watches): from sending ?WATCH to the first TPV with mode >= 2, and to gpsd's first answer;
    serialgps: from starting `serialgps watch --json --count 1` to its TPV line. The feed runs at
-   1 Hz of wall time throughout, as a receiver that streams on its own does, so both wait for
-   up to two epochs.
+   1 Hz of wall time throughout, as a receiver that streams on its own does; each trial starts
+   at another point of the feed's second. Also from the write of the epoch that TPV reports
+   to the TPV: about 0 when the epoch was reported at its own end, about 1 s when the program
+   waited for the next epoch to begin (NaN when the harness has no time for that epoch: its
+   write had found the pty full while nobody read).
 3. Wake-ups: context switches of every thread of the process, from /proc/PID/task/*/status,
-   over S seconds: gpsd without -n and no client; gpsd -n (device open) with and without the
+   over S seconds (voluntary ones count the wake-ups; involuntary ones are preemptions): gpsd without -n and no client; gpsd -n (device open) with and without the
    feed; gpsd with a watching client at 1 Hz; `serialgps watch` at 1 Hz.
 4. Memory while streaming to one client: VmRSS, VmHWM, RssAnon, RssFile from
    /proc/PID/status and Pss from /proc/PID/smaps_rollup.
@@ -117,6 +120,7 @@ class Feeder:
     def __init__(self, pty, start_index=0):
         self.pty = pty
         self.index = start_index
+        self.written = {}  # epoch key → monotonic ns when its write returned
         self.running = True
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
@@ -124,7 +128,8 @@ class Feeder:
     def run(self):
         next_time = time.monotonic()
         while self.running:
-            self.pty.write(epoch(self.index))
+            if self.pty.write(epoch(self.index)):
+                self.written[self.index % 86400] = time.monotonic_ns()
             self.pty.drain_output()
             self.index += 1
             next_time += 1.0
@@ -236,11 +241,14 @@ def wakeups(pid, seconds):
         threads.append(
             {"tid": tid, "name": name, "voluntary": voluntary - v0, "involuntary": involuntary - i0}
         )
-    total = sum(t["voluntary"] + t["involuntary"] for t in threads)
+    # A voluntary switch is a thread going to sleep: one wake-up. Involuntary ones are
+    # preemptions of a running thread (other load).
+    voluntary = sum(t["voluntary"] for t in threads)
     return {
         "seconds": round(elapsed, 1),
-        "total": total,
-        "per_second": round(total / elapsed, 2),
+        "voluntary": voluntary,
+        "involuntary": sum(t["involuntary"] for t in threads),
+        "wakeups_per_second": round(voluntary / elapsed, 2),
         "threads": threads,
     }
 
@@ -347,9 +355,11 @@ def gpsd_first_fix(pty, trials):
     """gpsd without -n: from ?WATCH to the first answer and to the first TPV with a fix."""
     gpsd = Gpsd(pty.path, nowait=False)
     feeder = Feeder(pty, start_index=40000)
-    answers, fixes = [], []
-    for _ in range(trials):
-        time.sleep(2.5)  # gpsd has closed the device after the last client left
+    answers, fixes, after_epoch = [], [], []
+    for trial in range(trials):
+        # gpsd has closed the device after the last client left; each trial starts 0.37 s
+        # later in the feed's second than the one before.
+        time.sleep(2.5 + (trial * 0.37) % 1.0)
         pty.flush_input()
         connection = socket.create_connection(("127.0.0.1", gpsd.port))
         connection.recv(4096)  # the VERSION banner, sent on connect
@@ -375,6 +385,8 @@ def gpsd_first_fix(pty, trials):
                 report = tpv(line.decode(errors="replace"))
                 if report and report.get("mode", 0) >= 2:
                     fixes.append((now - start) / 1e6)
+                    written = feeder.written.get(epoch_key(report["time"]))
+                    after_epoch.append((now - written) / 1e6 if written else float("nan"))
                     found = True
                     break
             if found:
@@ -383,14 +395,14 @@ def gpsd_first_fix(pty, trials):
         connection.close()
     feeder.stop()
     gpsd.stop()
-    return answers, fixes, gpsd.command
+    return answers, fixes, after_epoch, gpsd.command
 
 
 def serialgps_first_fix(pty, serialgps, trials):
     feeder = Feeder(pty, start_index=50000)
-    fixes = []
-    for _ in range(trials):
-        time.sleep(1.3)
+    fixes, after_epoch = [], []
+    for trial in range(trials):
+        time.sleep(1.3 + (trial * 0.37) % 1.0)
         pty.flush_input()
         start = time.monotonic_ns()
         client = subprocess.Popen(
@@ -401,9 +413,11 @@ def serialgps_first_fix(pty, serialgps, trials):
         found = reader.wait_for(lambda line: (tpv(line) or {}).get("mode", 0) >= 2, 30)
         if found:
             fixes.append((found[0] - start) / 1e6)
+            written = feeder.written.get(epoch_key(tpv(found[1])["time"]))
+            after_epoch.append((found[0] - written) / 1e6 if written else float("nan"))
         client.wait()
     feeder.stop()
-    return fixes
+    return fixes, after_epoch
 
 
 def main():
@@ -443,12 +457,14 @@ def main():
 
     # 2. First fix after a client asks.
     log("first fix: gpsd, %d trials" % arguments.trials)
-    answers, fixes, command = gpsd_first_fix(pty, arguments.trials)
+    answers, fixes, after_epoch, command = gpsd_first_fix(pty, arguments.trials)
     results["gpsd_first_answer_ms"] = [round(x, 1) for x in answers]
     results["gpsd_first_fix_ms"] = [round(x, 1) for x in fixes]
+    results["gpsd_first_fix_after_its_epoch_ms"] = [round(x, 1) for x in after_epoch]
     log("first fix: serialgps watch, %d trials" % arguments.trials)
-    fixes = serialgps_first_fix(pty, serialgps, arguments.trials)
+    fixes, after_epoch = serialgps_first_fix(pty, serialgps, arguments.trials)
     results["serialgps_first_fix_ms"] = [round(x, 1) for x in fixes]
+    results["serialgps_first_fix_after_its_epoch_ms"] = [round(x, 1) for x in after_epoch]
 
     # 3 and 4. Wake-ups and memory.
     seconds = arguments.seconds
@@ -499,18 +515,21 @@ def main():
     print("machine: %s; %s" % (results["machine"], results["gpsd"]))
     for key in ("fix_latency_gpsd_gpspipe", "fix_latency_serialgps_watch"):
         print("%-36s %s" % (key, results[key]))
-    for key in ("gpsd_first_answer_ms", "gpsd_first_fix_ms", "serialgps_first_fix_ms"):
+    for key in ("gpsd_first_answer_ms", "gpsd_first_fix_ms", "gpsd_first_fix_after_its_epoch_ms",
+                "serialgps_first_fix_ms", "serialgps_first_fix_after_its_epoch_ms"):
         values = results[key]
+        known = [value for value in values if value == value] or [float("nan")]  # not NaN
         print("%-36s median %.1f ms, max %.1f ms: %s" % (
-            key, statistics.median(values), max(values), values))
+            key, statistics.median(known), max(known), values))
     for key in ("gpsd_idle_no_client", "gpsd_n_no_client_silent", "gpsd_n_no_client_streaming",
                 "gpsd_streaming_one_client", "serialgps_watch_streaming"):
         figures = results[key]
         threads = ", ".join(
             "%s[%d] %d+%d" % (t["name"], t["tid"], t["voluntary"], t["involuntary"])
             for t in figures["threads"])
-        print("%-36s %.2f/s (%d in %.1f s): %s" % (
-            key, figures["per_second"], figures["total"], figures["seconds"], threads))
+        print("%-36s %.2f wake-ups/s (%d voluntary, %d involuntary in %.1f s): %s" % (
+            key, figures["wakeups_per_second"], figures["voluntary"], figures["involuntary"],
+            figures["seconds"], threads))
     for key in ("gpsd_idle_no_client_memory", "gpsd_streaming_memory", "serialgps_watch_memory"):
         print("%-36s %s" % (key, results[key]))
 
