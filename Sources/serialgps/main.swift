@@ -16,6 +16,7 @@ let commands: [Command] = [
   decodeCommand,
   listCommand,
   sendCommand,
+  watchCommand,
 ]
 
 func printUsage(to stream: Output = .standard) {
