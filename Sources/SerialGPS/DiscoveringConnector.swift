@@ -82,7 +82,7 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
 
   public func startWatching(appeared: @escaping @Sendable () -> Void) {
     let events = discovery.events(includingPresent: true)
-    let watcher = Task { [weak self] in
+    let watcher = Task(executorPreference: DriverExecutor.shared) { [weak self] in
       do {
         for try await event in events {
           guard let self else { return }
@@ -140,7 +140,7 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
   private func waitForEnumeration() async {
     for _ in 0..<200 {
       if state.withLock({ $0.enumerated }) { return }
-      try? await Task.sleep(for: .milliseconds(10))
+      try? await DriverExecutor.shared.sleep(until: .now + .milliseconds(10))
     }
   }
 }

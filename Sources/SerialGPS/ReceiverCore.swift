@@ -46,9 +46,22 @@ final class ReceiverCore: @unchecked Sendable {
         backoff: .init(initial: options.reconnectDelay, maximum: options.maximumReconnectDelay)))
   }
 
+  /// Whether the controller task runs. It starts with the first request, so a receiver that
+  /// nobody ever subscribes to costs no task at all.
+  private let controllerStarted = Locked(false)
+
   func start() {
     connector.startWatching { [weak self] in self?.deviceAppeared() }
-    Task { await self.runController() }
+  }
+
+  private func startControllerIfNeeded() {
+    let start = controllerStarted.withLock { started -> Bool in
+      defer { started = true }
+      return !started
+    }
+    if start {
+      Task(executorPreference: DriverExecutor.shared) { await self.runController() }
+    }
   }
 
   var statistics: ReceiverStatistics {
@@ -68,6 +81,7 @@ final class ReceiverCore: @unchecked Sendable {
     // The attach goes into the ordered stream before `subscribe()` returns, so a dispose
     // that follows can never overtake it.
     eventSink.yield(.policy(.attach))
+    startControllerIfNeeded()
     return SubscriptionCore(queue: queue) { [weak self] in
       _ = lifetime  // the receiver lives while a subscription does
       guard let self else { return }
@@ -78,10 +92,12 @@ final class ReceiverCore: @unchecked Sendable {
 
   func hold(for duration: Duration) {
     eventSink.yield(.policy(.hold(until: clock.now + duration)))
+    startControllerIfNeeded()
   }
 
   func requestShutdown() {
     eventSink.yield(.policy(.shutdown))
+    startControllerIfNeeded()
   }
 
   func shutdown() async {
@@ -98,6 +114,7 @@ final class ReceiverCore: @unchecked Sendable {
 
   /// Returns once the controller has handled every event sent before this call.
   func settle() async {
+    startControllerIfNeeded()
     await withCheckedContinuation { continuation in
       if case .terminated = eventSink.yield(.barrier(continuation)) { continuation.resume() }
     }
@@ -166,7 +183,7 @@ final class ReceiverCore: @unchecked Sendable {
     case .armTimer(let id, let deadline):
       let clock = self.clock
       let sink = eventSink
-      timers[id] = Task {
+      timers[id] = Task(executorPreference: DriverExecutor.shared) {
         do {
           try await clock.sleep(until: deadline)
         } catch {

@@ -1,3 +1,4 @@
+import SerialGPS
 import Glibc
 
 // Small tools for the benchmark, without Foundation: Foundation would add its own threads and
@@ -263,12 +264,9 @@ func startThread(_ body: @escaping @Sendable () -> Void) {
 /// Runs an async operation to its end from synchronous code (the benchmark's main thread
 /// blocks; the operation runs on the cooperative pool).
 func runBlocking<T: Sendable>(_ operation: @escaping @Sendable () async -> T) -> T {
-  let result = Mailbox<T?>(nil)
-  Task.detached {
-    let value = await operation()
-    result.update { $0 = value }
-  }
-  return result.wait(timeoutMilliseconds: Int(Int32.max)) { $0 }!
+  // On the driver's own thread, as the serialgps command runs: libdispatch's pool is never
+  // started, so it cannot wake the process (docs/receiver.md).
+  DriverExecutor.runBlocking(operation)
 }
 
 /// A sentence with its checksum and CR LF.

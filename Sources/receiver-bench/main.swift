@@ -48,8 +48,11 @@ if argumentList.first == "--empty" {
   runChild(device: nil)
 }
 if argumentList.first == "--empty-concurrency" {
-  // One trivial task: what any program using Swift concurrency starts on Linux.
-  runBlocking {}
+  // One trivial task on the default executor: what any program using Swift concurrency on
+  // libdispatch's pool starts on Linux.
+  let done = Mailbox(false)
+  Task.detached { done.update { $0 = true } }
+  _ = done.wait(timeoutMilliseconds: 10_000) { $0 ? true : nil }
   runChild(device: nil)
 }
 
@@ -110,7 +113,7 @@ func measureFixLatency(epochs: Int) throws -> LatencyResult {
   // Arrival time of each fix, by its second of the day.
   let arrivals = Mailbox<[Int: Int64]>([:])
   let events = receiver.subscribe()
-  Task.detached {
+  Task(executorPreference: DriverExecutor.shared) {
     for await event in events {
       if case .fix(let update) = event, let time = update.fix.time {
         let now = nanoseconds()
@@ -290,7 +293,7 @@ func measureFirstFix(cycles: Int) throws -> [FirstFix] {
     let first = Mailbox<(time: Int64, key: Int)?>(nil)
     let start = nanoseconds()
     let events = receiver.subscribe()
-    Task.detached {
+    Task(executorPreference: DriverExecutor.shared) {
       for await event in events {
         if case .fix(let update) = event, !update.isReplay, let time = update.fix.time {
           let now = nanoseconds()
@@ -410,7 +413,7 @@ func runChild(device: String?) -> Never {
       if let receiver {
         let subscription = receiver.subscribe()
         events = subscription
-        Task.detached {
+        Task(executorPreference: DriverExecutor.shared) {
           for await event in subscription {
             if case .fix = event { fixes.update { $0 += 1 } }
           }
