@@ -70,6 +70,10 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
   }
 
   public func connect() async throws -> any ReceiverConnection {
+    try await connect(wakingWith: .nmea)
+  }
+
+  public func connect(wakingWith family: ChipsetFamily) async throws -> any ReceiverConnection {
     if !state.withLock({ $0.enumerated }) { await waitForEnumeration() }
     let (device, failure) = state.withLock { state in (state.device, state.failure) }
     if let failure { throw failure }
@@ -77,7 +81,7 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
       throw NoReceiver(selector: selector, stillEnumerating: false)
     }
     let connector = SerialConnector(path: device.path, baud: baud, hint: chipsetHint)
-    return try await connector.connect()
+    return try await connector.connect(wakingWith: family)
   }
 
   public func startWatching(appeared: @escaping @Sendable () -> Void) {

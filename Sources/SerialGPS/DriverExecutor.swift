@@ -138,10 +138,13 @@ public final class DriverExecutor: TaskExecutor, @unchecked Sendable {
 
   /// Suspends the calling task until `deadline`, on this executor's timer.
   func sleep(until deadline: ContinuousClock.Instant) async throws {
-    let state = Locked<(timer: UInt64?, continuation: CheckedContinuation<Void, any Error>?, cancelled: Bool)>(
+    let state = Locked<
+      (timer: UInt64?, continuation: CheckedContinuation<Void, any Error>?, cancelled: Bool)
+    >(
       (nil, nil, false))
     try await withTaskCancellationHandler {
-      try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+      try await withCheckedThrowingContinuation {
+        (continuation: CheckedContinuation<Void, any Error>) in
         let cancelled = state.withLock { state -> Bool in
           if state.cancelled { return true }
           state.continuation = continuation

@@ -95,7 +95,13 @@ final class ReceiverCore: @unchecked Sendable {
     startControllerIfNeeded()
   }
 
+  /// Set once a shutdown is asked for, so a power-on in progress stops retrying its wake-up.
+  private let shutdownRequested = Locked(false)
+
   func requestShutdown() {
+    shutdownRequested.withLock { $0 = true }
+    // A wake-up waiting for its acknowledgement gives up now rather than after its retries.
+    acknowledgements.reset()
     eventSink.yield(.policy(.shutdown))
     startControllerIfNeeded()
   }
@@ -206,7 +212,7 @@ final class ReceiverCore: @unchecked Sendable {
   private func powerOn() async -> PowerPolicy.Event {
     let opened: any ReceiverConnection
     do {
-      opened = try await connector.connect()
+      opened = try await connector.connect(wakingWith: commandSet().family)
     } catch {
       counters.withLock { $0.failedOpens += 1 }
       return .powerOnFailed(reason: String(describing: error))
@@ -215,7 +221,7 @@ final class ReceiverCore: @unchecked Sendable {
     connection = opened
     counters.withLock { $0.powerOns += 1 }
     startReader(on: opened, generation: generation)
-    await send(commandSet().powerOnSteps, to: opened)
+    await send(commandSet().powerOnSteps, to: opened, abandonOnShutdown: true)
     return .poweredOn
   }
 
@@ -260,11 +266,16 @@ final class ReceiverCore: @unchecked Sendable {
   /// Writes each command; waits for its acknowledgement when it has one, retrying a bounded
   /// number of times. A command that fails is reported and the next one is still sent: the
   /// receiver may well be streaming anyway.
-  private func send(_ steps: [CommandStep], to connection: any ReceiverConnection) async {
+  ///
+  /// Wake-up steps are abandoned once a shutdown is asked for: the standby follows at once.
+  private func send(
+    _ steps: [CommandStep], to connection: any ReceiverConnection, abandonOnShutdown: Bool = false
+  ) async {
     for step in steps {
       var failure: String?
       let attempts = step.acknowledgement == .none ? 1 : max(1, options.commandAttempts)
       for attempt in 1...attempts {
+        if abandonOnShutdown && shutdownRequested.withLock({ $0 }) { return }
         if step.acknowledgement != .none { acknowledgements.expect(step) }
         do {
           try connection.write(step.bytes)
