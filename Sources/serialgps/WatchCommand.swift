@@ -52,8 +52,10 @@ enum Watch {
       --chipset NAME     auto (default), ublox, mtk, sirf or nmea: which commands wake the
                          receiver and put it to standby. auto decides from the USB IDs or from
                          what the receiver says; nmea sends nothing.
-      --baud N|auto      the serial rate (4800 … 921600), or auto (default) to find it by
-                         listening; USB receivers (ttyACM) ignore it.
+      --baud N|auto      the serial rate (4800 … 921600), or auto (default): a receiver
+                         woken with commands opens at the rate remembered, else its
+                         chipset's factory rate (SiRF 4800, others 9600); one sending by
+                         itself is found by listening. USB receivers (ttyACM) ignore it.
       --count N          stop after N fixes
       --json             print gpsd TPV reports, one JSON object per line, instead
       --linger SECONDS   keep the receiver powered this long after watch stops listening
