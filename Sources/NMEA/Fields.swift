@@ -143,6 +143,10 @@ public struct FieldScanner {
     guard digits > 0 || mantissa == 0, offset > (negative || field[0] == ASCII.plus ? 1 : 0)
     else { return nil }
     if fractionDigits == 0 && field.count == 1 { return nil }  // a lone "."
+    // Leading zeros are not significant digits, so a fraction can be longer than 19 digits:
+    // 10^20 and beyond are outside the table of powers (a crash before), and no receiver
+    // writes such a number.
+    if fractionDigits > 19 { return nil }
     var value = Double(mantissa)
     if fractionDigits > 0 { value /= Double(Powers.ten(fractionDigits)) }
     return negative ? -value : value

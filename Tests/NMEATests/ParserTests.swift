@@ -548,9 +548,20 @@ struct ParserTests {
       ("$GPZDA,201530.00,04,13,2002,00,00", 3),
       ("$GPZDA,201530.00,04,07,1979,00,00", 4),
       ("$GPVTG,054.7,x34.4,005.5,010.2", 2),
+      // More than 19 fractional digits (here 20 and 21, leading zeros): not a number a
+      // receiver writes, and 10^20 is beyond exact powers of ten.
+      ("$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.00000000000000000001,545.4,M,46.9,M,,", 8),
+      ("$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,0.000000000000000000000,M,46.9,M,,", 9),
     ] as [(String, Int)])
   func badField(text: String, index: Int) {
     #expect(throws: NMEAParseError.badField(index: index)) { try parse(text) }
+  }
+
+  @Test("a fraction of exactly 19 digits, leading zeros included, is still a number")
+  func nineteenFractionDigits() throws {
+    let text = "$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.0000000000000000001,545.4,M,46.9,M,,"
+    guard case .gga(let gga) = try parse(text) else { Issue.record(); return }
+    #expect(gga.hdop == 1e-19)
   }
 
   @Test("sentences from older NMEA versions, short of trailing fields, parse with those nil")
