@@ -16,35 +16,96 @@ extension Sentence {
     }
     let addressLength = addressEnd - 1
     guard addressLength >= 2 else { throw .badAddress }
-    var fields = FieldScanner(raw)
-    _ = fields.next()  // the address
 
+    // The fields are read from a copy on the stack that ends in a comma (see FieldReader).
+    // Sentences as long as NMEA allows and as the framer's default limit fit the inline
+    // buffer; longer ones (a raised limit) get a temporary allocation of their size.
+    if bytes.count < SentenceCopy.capacity {
+      var buffer = SentenceCopy()
+      self = try withUnsafeMutablePointer(to: &buffer.bytes) {
+        (pointer) throws(NMEAParseError) -> Sentence in
+        let copy = UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: UInt8.self)
+        return try Self.parse(raw, copy: copy, addressLength: addressLength)
+      }
+    } else {
+      self = try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bytes.count + 1) {
+        (buffer: UnsafeMutableBufferPointer<UInt8>) throws(NMEAParseError) -> Sentence in
+        try Self.parse(raw, copy: buffer.baseAddress!, addressLength: addressLength)
+      }
+    }
+  }
+
+  /// Stack room for a sentence and the comma after it.
+  struct SentenceCopy {
+    static let capacity = 160
+    var bytes = InlineArray<160, UInt8>(repeating: 0)
+  }
+
+  /// Parses `raw` (its address checked, `addressLength` long) from `copy`, which has room for
+  /// its bytes and a comma.
+  @inline(__always)
+  static func parse(_ raw: RawSentence, copy: UnsafeMutablePointer<UInt8>, addressLength: Int)
+    throws(NMEAParseError) -> Sentence
+  {
+    let bytes = raw.bytes
+    let count = bytes.count
+    let commas = copyCountingCommas(bytes, to: copy)
+    copy[count] = ASCII.comma
+    var fields = FieldReader(sentence: copy, count: count)
     if bytes[1] == 0x50 {  // 'P': proprietary
-      self = try Self.parseProprietary(bytes, addressLength: addressLength, &fields)
-      return
+      return try parseProprietary(raw, addressLength: addressLength, commas: commas, &fields)
     }
     let talker = Talker(bytes[1], bytes[2])
-    guard addressLength == 5 else {
-      self = .unknown(Self.unknown(raw, talker: talker))
-      return
-    }
+    guard addressLength == 5 else { return .unknown(unknown(raw, talker: talker)) }
     let code = UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 8 | UInt32(bytes[5])
     switch code {
-    case SentenceCode.gga: self = .gga(try Self.parseGGA(talker, &fields))
-    case SentenceCode.rmc: self = .rmc(try Self.parseRMC(talker, &fields))
-    case SentenceCode.gsa: self = .gsa(try Self.parseGSA(talker, &fields, raw))
-    case SentenceCode.gsv: self = .gsv(try Self.parseGSV(talker, &fields, raw))
-    case SentenceCode.gll: self = .gll(try Self.parseGLL(talker, &fields))
-    case SentenceCode.vtg: self = .vtg(try Self.parseVTG(talker, &fields))
-    case SentenceCode.zda: self = .zda(try Self.parseZDA(talker, &fields))
-    case SentenceCode.gst: self = .gst(try Self.parseGST(talker, &fields))
-    case SentenceCode.gns: self = .gns(try Self.parseGNS(talker, &fields))
-    case SentenceCode.gbs: self = .gbs(try Self.parseGBS(talker, &fields))
-    case SentenceCode.grs: self = .grs(try Self.parseGRS(talker, &fields, raw))
-    case SentenceCode.dtm: self = .dtm(try Self.parseDTM(talker, &fields))
-    case SentenceCode.txt: self = .txt(try Self.parseTXT(talker, &fields))
-    default: self = .unknown(Self.unknown(raw, talker: talker))
+    case SentenceCode.gga: return .gga(try parseGGA(talker, &fields))
+    case SentenceCode.rmc: return .rmc(try parseRMC(talker, &fields))
+    case SentenceCode.gsa: return .gsa(try parseGSA(talker, &fields, commas: commas))
+    case SentenceCode.gsv: return .gsv(try parseGSV(talker, &fields, commas: commas))
+    case SentenceCode.gll: return .gll(try parseGLL(talker, &fields))
+    case SentenceCode.vtg: return .vtg(try parseVTG(talker, &fields))
+    case SentenceCode.zda: return .zda(try parseZDA(talker, &fields))
+    case SentenceCode.gst: return .gst(try parseGST(talker, &fields))
+    case SentenceCode.gns: return .gns(try parseGNS(talker, &fields))
+    case SentenceCode.gbs: return .gbs(try parseGBS(talker, &fields))
+    case SentenceCode.grs: return .grs(try parseGRS(talker, &fields, commas: commas))
+    case SentenceCode.dtm: return .dtm(try parseDTM(talker, &fields))
+    case SentenceCode.txt: return .txt(try parseTXT(talker, &fields))
+    default: return .unknown(unknown(raw, talker: talker))
     }
+  }
+
+  /// Copies the sentence to `copy` and returns the number of its commas (the number of
+  /// fields after the address, which GSA, GSV and GRS need before reading them). Eight
+  /// bytes at a time: an exact per-byte zero test on the word XOR ",,,,,,,,", then the eight
+  /// 0-or-1 flags summed into the top byte by one multiplication (the x86-64 baseline has no
+  /// popcnt instruction).
+  @inline(__always)
+  static func copyCountingCommas(
+    _ bytes: UnsafeBufferPointer<UInt8>, to copy: UnsafeMutablePointer<UInt8>
+  ) -> Int {
+    guard let source = bytes.baseAddress else { return 0 }
+    let count = bytes.count
+    let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+    let commas8: UInt64 = 0x2C2C_2C2C_2C2C_2C2C
+    var commas = 0
+    var index = 0
+    while index &+ 8 <= count {
+      let word = UnsafeRawPointer(source + index).loadUnaligned(as: UInt64.self)
+      UnsafeMutableRawPointer(copy + index).storeBytes(of: word, as: UInt64.self)
+      let difference = word ^ commas8
+      let zeroBytes = ~(((difference & low7) &+ low7) | difference | low7)
+      commas &+= Int(truncatingIfNeeded: ((zeroBytes >> 7) &* 0x0101_0101_0101_0101) >> 56)
+      index &+= 8
+    }
+    while index < count {
+      let byte = source[index]
+      copy[index] = byte
+      if byte == ASCII.comma { commas &+= 1 }
+      index &+= 1
+    }
+    return commas
   }
 
   /// Three-letter sentence types packed into integers, so dispatch is one switch.
@@ -76,34 +137,10 @@ extension Sentence {
     return UnknownSentence(talker: talker, address: address, fields: values)
   }
 
-  /// Number of fields after the address (commas counted once, without parsing).
-  static func fieldCount(_ raw: RawSentence) -> Int {
-    // Eight bytes at a time: an exact per-byte zero test on the word XOR ",,,,,,,,", then the
-    // eight 0-or-1 flags summed into the top byte by one multiplication (the x86-64 baseline
-    // has no popcnt instruction).
-    let bytes = raw.bytes
-    guard let base = bytes.baseAddress else { return 0 }
-    let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
-    let commas8: UInt64 = 0x2C2C_2C2C_2C2C_2C2C
-    var commas = 0
-    var index = 0
-    while index &+ 8 <= bytes.count {
-      let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self) ^ commas8
-      let zeroBytes = ~(((word & low7) &+ low7) | word | low7)
-      commas &+= Int(((zeroBytes >> 7) &* 0x0101_0101_0101_0101) >> 56)
-      index &+= 8
-    }
-    while index < bytes.count {
-      if base[index] == ASCII.comma { commas &+= 1 }
-      index &+= 1
-    }
-    return commas
-  }
-
   // MARK: - Standard sentences
 
   @inline(__always)
-  static func parseGGA(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> GGA {
+  static func parseGGA(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> GGA {
     let time = try f.time()
     let position = try f.position()
     let quality = try f.uint().map(FixQuality.init(rawValue:))
@@ -122,7 +159,7 @@ extension Sentence {
   }
 
   @inline(__always)
-  static func parseRMC(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> RMC {
+  static func parseRMC(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> RMC {
     let time = try f.time()
     let status = try f.status()
     let position = try f.position()
@@ -139,12 +176,12 @@ extension Sentence {
   }
 
   @inline(__always)
-  static func parseGSA(_ talker: Talker, _ f: inout FieldScanner, _ raw: RawSentence)
+  static func parseGSA(_ talker: Talker, _ f: inout FieldReader, commas: Int)
     throws(NMEAParseError) -> GSA
   {
     // 17 fields up to NMEA 4.0; 4.10 adds the system ID. Some receivers list more than 12
     // satellites; the DOPs are then the three fields before the end.
-    let count = fieldCount(raw)
+    let count = commas
     let hasSystemID = count == 18
     let satelliteFields = max(0, count - 5 - (hasSystemID ? 1 : 0))
     let selection = try f.character()
@@ -167,10 +204,10 @@ extension Sentence {
   }
 
   @inline(__always)
-  static func parseGSV(_ talker: Talker, _ f: inout FieldScanner, _ raw: RawSentence)
+  static func parseGSV(_ talker: Talker, _ f: inout FieldReader, commas: Int)
     throws(NMEAParseError) -> GSV
   {
-    let count = fieldCount(raw)
+    let count = commas
     guard let messageCount = try f.uint(), let messageNumber = try f.uint() else {
       throw .badField(index: f.index)
     }
@@ -195,7 +232,7 @@ extension Sentence {
     return gsv
   }
 
-  static func parseGLL(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> GLL {
+  static func parseGLL(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> GLL {
     let position = try f.position()
     let time = try f.time()
     let status = try f.status()
@@ -203,7 +240,7 @@ extension Sentence {
     return GLL(talker: talker, position: position, time: time, isValid: status, mode: mode)
   }
 
-  static func parseVTG(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> VTG {
+  static func parseVTG(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> VTG {
     var vtg = VTG(talker: talker)
     let first = try f.decimal()
     let second = f.next()
@@ -230,7 +267,9 @@ extension Sentence {
       // NMEA 1.x: course true, course magnetic, knots, km/h without unit letters.
       vtg.courseTrue = first
       if !second.isEmpty {
-        guard let magnetic = FieldScanner.parseDecimal(second) else { throw .badField(index: 2) }
+        guard let (magnetic, _) = FieldReader.decimal(f.base, from: second.start) else {
+          throw .badField(index: 2)
+        }
         vtg.courseMagnetic = magnetic
       }
       vtg.speedKnots = try f.decimal()
@@ -239,7 +278,7 @@ extension Sentence {
     return vtg
   }
 
-  static func parseZDA(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> ZDA {
+  static func parseZDA(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> ZDA {
     let time = try f.time()
     let day = try f.uint()
     if let day, !(1...31).contains(day) { throw .badField(index: f.index) }
@@ -258,7 +297,7 @@ extension Sentence {
       localZoneMinutes: zoneMinutes)
   }
 
-  static func parseGST(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> GST {
+  static func parseGST(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> GST {
     GST(
       talker: talker, time: try f.time(), rangeRMS: try f.decimal(),
       semiMajorError: try f.decimal(), semiMinorError: try f.decimal(),
@@ -266,7 +305,7 @@ extension Sentence {
       longitudeError: try f.decimal(), altitudeError: try f.decimal())
   }
 
-  static func parseGNS(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> GNS {
+  static func parseGNS(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> GNS {
     var gns = GNS(talker: talker)
     gns.time = try f.time()
     gns.position = try f.position()
@@ -285,7 +324,7 @@ extension Sentence {
     return gns
   }
 
-  static func parseGBS(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> GBS {
+  static func parseGBS(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> GBS {
     GBS(
       talker: talker, time: try f.time(), latitudeError: try f.decimal(),
       longitudeError: try f.decimal(), altitudeError: try f.decimal(),
@@ -294,10 +333,10 @@ extension Sentence {
       signalID: try f.hexDigit())
   }
 
-  static func parseGRS(_ talker: Talker, _ f: inout FieldScanner, _ raw: RawSentence)
+  static func parseGRS(_ talker: Talker, _ f: inout FieldReader, commas: Int)
     throws(NMEAParseError) -> GRS
   {
-    let count = fieldCount(raw)
+    let count = commas
     let time = try f.time()
     let mode = try f.uint()
     let hasSystem = count >= 16
@@ -312,7 +351,7 @@ extension Sentence {
       signalID: signal)
   }
 
-  static func parseDTM(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> DTM {
+  static func parseDTM(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> DTM {
     let datum = f.text()
     let subDatum = f.text()
     let latitude = try f.signedByHemisphere(negative: 0x53)  // S
@@ -324,7 +363,7 @@ extension Sentence {
       longitudeOffset: longitude, altitudeOffset: altitude, referenceDatum: reference)
   }
 
-  static func parseTXT(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> TXT {
+  static func parseTXT(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> TXT {
     let count = try f.uint()
     let number = try f.uint()
     let type = try f.uint()
@@ -345,8 +384,9 @@ extension Sentence {
   // MARK: - Proprietary sentences
 
   static func parseProprietary(
-    _ bytes: UnsafeBufferPointer<UInt8>, addressLength: Int, _ f: inout FieldScanner
+    _ raw: RawSentence, addressLength: Int, commas: Int, _ f: inout FieldReader
   ) throws(NMEAParseError) -> Sentence {
+    let bytes = raw.bytes
     let address = UnsafeBufferPointer(rebasing: bytes[1..<(1 + addressLength)])
     if address.elementsEqual("PUBX".utf8) {
       let kind = f.next()
@@ -355,9 +395,9 @@ extension Sentence {
       if kind.equals("04") { return .pubxTime(try parsePUBXTime(&f)) }
     } else if address.elementsEqual("PQGSV".utf8) {
       // Quectel's GSV and GSA for BeiDou and QZSS, told apart by a trailing system ID.
-      return .gsv(try parseGSV(.pq, &f, RawSentence(bytes: bytes, hadChecksum: true)))
+      return .gsv(try parseGSV(.pq, &f, commas: commas))
     } else if address.elementsEqual("PQGSA".utf8) {
-      return .gsa(try parseGSA(.pq, &f, RawSentence(bytes: bytes, hadChecksum: true)))
+      return .gsa(try parseGSA(.pq, &f, commas: commas))
     } else if address.elementsEqual("PMTK001".utf8) {
       guard let command = try f.uint(), let flag = try f.uint(),
         let result = MTKAckResult(rawValue: flag)
@@ -369,11 +409,10 @@ extension Sentence {
     } else if address.elementsEqual("PMTK011".utf8) {
       return .mtkSystemMessage(MTKSystemMessage(kind: .text(f.text() ?? "")))
     }
-    let raw = RawSentence(bytes: bytes, hadChecksum: true)
     return .unknown(unknown(raw, talker: .proprietary))
   }
 
-  static func parsePUBXPosition(_ f: inout FieldScanner) throws(NMEAParseError) -> PUBXPosition {
+  static func parsePUBXPosition(_ f: inout FieldReader) throws(NMEAParseError) -> PUBXPosition {
     let time = try f.time()
     let position = try f.position()
     let altitude = try f.decimal()
@@ -399,8 +438,7 @@ extension Sentence {
       vdop: vdop, tdop: tdop, satellitesUsed: used, deadReckoning: deadReckoning)
   }
 
-  static func parsePUBXSatellites(_ f: inout FieldScanner) throws(NMEAParseError) -> PUBXSatellites
-  {
+  static func parsePUBXSatellites(_ f: inout FieldReader) throws(NMEAParseError) -> PUBXSatellites {
     let count = try f.uint() ?? 0
     guard count <= 255 else { throw .badField(index: f.index) }
     var satellites: [PUBXSatellite] = []
@@ -421,7 +459,7 @@ extension Sentence {
     return PUBXSatellites(satellites: satellites)
   }
 
-  static func parsePUBXTime(_ f: inout FieldScanner) throws(NMEAParseError) -> PUBXTime {
+  static func parsePUBXTime(_ f: inout FieldReader) throws(NMEAParseError) -> PUBXTime {
     let time = try f.time()
     let date = try f.date()
     let tow = try f.decimal()
@@ -458,7 +496,7 @@ extension Sentence {
   }
 }
 
-extension FieldScanner {
+extension FieldReader {
   /// Latitude with hemisphere, then longitude with hemisphere: four fields. `nil` unless
   /// both are present, so a half-empty position is never taken for 0°.
   mutating func position() throws(NMEAParseError) -> Position? {
@@ -476,42 +514,6 @@ extension FieldScanner {
     case 0x56: return false  // V
     default: throw fail()
     }
-  }
-
-  /// An integer that may be negative (elevations, time zones).
-  mutating func signedInteger() throws(NMEAParseError) -> Int? {
-    let field = next()
-    if field.isEmpty { return nil }
-    var offset = 0
-    var negative = false
-    if field[0] == ASCII.minus || field[0] == ASCII.plus {
-      negative = field[0] == ASCII.minus
-      offset = 1
-    }
-    guard offset < field.count, field.count <= 18 else { throw fail() }
-    var value = 0
-    while offset < field.count {
-      let digit = field[offset] &- ASCII.zero
-      guard digit < 10 else { throw fail() }
-      value = value * 10 + Int(digit)
-      offset += 1
-    }
-    return negative ? -value : value
-  }
-
-  /// A system or signal ID: one hexadecimal digit (NMEA 4.11 uses `A`...`F` for signals).
-  mutating func hexDigit() throws(NMEAParseError) -> Int? {
-    let field = next()
-    if field.isEmpty { return nil }
-    if field.count == 1, let value = ASCII.hexValue(field[0]) { return Int(value) }
-    // Some receivers write the ID in decimal with more digits.
-    var value = 0
-    for offset in 0..<field.count {
-      let digit = field[offset] &- ASCII.zero
-      guard digit < 10, offset < 4 else { throw fail() }
-      value = value * 10 + Int(digit)
-    }
-    return value
   }
 
   /// A magnitude followed by a direction letter; negative when the letter is `negative`.

@@ -634,3 +634,45 @@ extension ParserTests {
     #expect(parsed > 0 && thrown > 0)
   }
 }
+
+extension ParserTests {
+  /// Runs `body` with a scanner over `text` (without checksum), positioned at the address.
+  func withScanner<R>(_ text: String, _ body: (inout FieldScanner) throws -> R) rethrows -> R {
+    let bytes = Array(text.utf8)
+    return try bytes.withUnsafeBufferPointer { buffer in
+      var scanner = FieldScanner(RawSentence(bytes: buffer, hadChecksum: true))
+      _ = scanner.next()
+      return try body(&scanner)
+    }
+  }
+
+  @Test("FieldScanner reads typed fields with the parser's rules, past the end as nil")
+  func fieldScanner() throws {
+    try withScanner("$GPGGA,123519.25,4807.038,N,01131.000,W,1,08,-0.9,,M") {
+      (f: inout FieldScanner) throws in
+      #expect(try f.time() == UTCTime(hour: 12, minute: 35, second: 19, nanoseconds: 250_000_000))
+      let latitude = try f.coordinate(isLongitude: false)
+      #expect(
+        latitude?.degrees == 48 && latitude?.scaledMinutes == 7038 && latitude?.isNegative == false)
+      let longitude = try f.coordinate(isLongitude: true)
+      #expect(longitude?.degrees == 11 && longitude?.isNegative == true)
+      #expect(try f.uint() == 1)
+      #expect(try f.uint() == 8)
+      #expect(try f.decimal() == -0.9)
+      #expect(try f.decimal() == nil)
+      #expect(try f.character() == 0x4D)
+      #expect(f.index == 10 && !f.hasMore)
+      #expect(try f.uint() == nil && f.date() == nil && f.text() == nil)
+      #expect(f.index == 13)
+    }
+    try withScanner("$GPRMC,230394,x,1.2.3,12345678901234567890,4807.038,Q") {
+      (f: inout FieldScanner) throws in
+      #expect(try f.date() == UTCDate(year: 1994, month: 3, day: 23))
+      #expect(throws: NMEAParseError.badField(index: 2)) { try f.uint() }
+      #expect(throws: NMEAParseError.badField(index: 3)) { try f.decimal() }
+      #expect(throws: NMEAParseError.badField(index: 4)) { try f.uint() }
+      // A bad hemisphere is reported with its own index.
+      #expect(throws: NMEAParseError.badField(index: 6)) { try f.coordinate(isLongitude: false) }
+    }
+  }
+}
