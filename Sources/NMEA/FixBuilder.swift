@@ -99,9 +99,77 @@ public struct FixBuilder {
   /// Adds one sentence; calls `emit` for each epoch it completes (at most two: the previous
   /// one when the time changes, and this one if the sentence ends the cycle).
   public mutating func add(_ sentence: Sentence, emit: (Epoch) throws -> Void) rethrows {
-    guard let key = Self.cycleKey(sentence) else { return }  // carries nothing for a fix
-    let time = sentence.time
+    switch sentence {
+    case .gga(let gga): try add(gga, emit: emit)
+    case .rmc(let rmc): try add(rmc, emit: emit)
+    case .gsa(let gsa): try add(gsa, emit: emit)
+    case .gsv(let gsv): try add(gsv, emit: emit)
+    default:
+      guard let key = Self.cycleKey(sentence) else { return }  // carries nothing for a fix
+      let onlyTime = Self.carriesOnlyTime(sentence)
+      let normallyTimed = Self.normallyTimed(sentence)
+      guard
+        try begin(
+          key: key, time: sentence.time, onlyTime: onlyTime, normallyTimed: normallyTimed,
+          emit: emit)
+      else { return }
+      merge(sentence)
+      try end(key: key, onlyTime: onlyTime, normallyTimed: normallyTimed, emit: emit)
+    }
+  }
 
+  // The four sentence types a receiver sends most, added without the `Sentence` around them
+  // (the decoder parses them straight into these values; every copy of a sentence costs).
+
+  @inline(__always)
+  mutating func add(_ gga: borrowing GGA, emit: (Epoch) throws -> Void) rethrows {
+    let key = Self.key(1, gga.talker)
+    guard try begin(key: key, time: gga.time, onlyTime: false, normallyTimed: true, emit: emit)
+    else { return }
+    merge(gga)
+    try end(key: key, onlyTime: false, normallyTimed: true, emit: emit)
+  }
+
+  @inline(__always)
+  mutating func add(_ rmc: borrowing RMC, emit: (Epoch) throws -> Void) rethrows {
+    let key = Self.key(2, rmc.talker)
+    guard try begin(key: key, time: rmc.time, onlyTime: false, normallyTimed: true, emit: emit)
+    else { return }
+    merge(rmc)
+    try end(key: key, onlyTime: false, normallyTimed: true, emit: emit)
+  }
+
+  @inline(__always)
+  mutating func add(_ gsa: borrowing GSA, emit: (Epoch) throws -> Void) rethrows {
+    let key = Self.key(3, gsa.talker, UInt32(gsa.systemID ?? 15) + 1)
+    guard try begin(key: key, time: nil, onlyTime: false, normallyTimed: false, emit: emit)
+    else { return }
+    merge(gsa)
+    try end(key: key, onlyTime: false, normallyTimed: false, emit: emit)
+  }
+
+  @inline(__always)
+  mutating func add(_ gsv: borrowing GSV, emit: (Epoch) throws -> Void) rethrows {
+    let key = Self.key(4, gsv.talker, gsv.messageNumber == gsv.messageCount ? 1 : 2)
+    guard try begin(key: key, time: nil, onlyTime: false, normallyTimed: false, emit: emit)
+    else { return }
+    merge(gsv)
+    try end(key: key, onlyTime: false, normallyTimed: false, emit: emit)
+  }
+
+  /// What happens before a sentence's data is merged: a late sentence is counted and
+  /// dropped (`false`); a new time, or a position sentence seen again, closes the epoch in
+  /// progress.
+  ///
+  /// - Parameters:
+  ///   - key: the sentence's place in the cycle (``cycleKey(_:)``).
+  ///   - onlyTime: it carries a time, date or error statistics, nothing of the position.
+  ///   - normallyTimed: its type normally carries the time of a position.
+  @inline(__always)
+  mutating func begin(
+    key: UInt32, time: UTCTime?, onlyTime: Bool, normallyTimed: Bool,
+    emit: (Epoch) throws -> Void
+  ) rethrows -> Bool {
     if let time {
       if time != epochTime, wasEmittedRecently(time) {
         // Data for an epoch already emitted: merging it would make a second fix for that
@@ -113,9 +181,8 @@ public struct FixBuilder {
           candidateEnd = nil
           lastClosedByCycleEnd = false
         }
-        return
+        return false
       }
-      let onlyTime = Self.carriesOnlyTime(sentence)
       if let epochTime, time != epochTime {
         if !timedByFixSentence, !onlyTime, Self.isShortlyBefore(time, epochTime) {
           retime(to: time)
@@ -125,15 +192,22 @@ public struct FixBuilder {
       }
       if epochTime == nil { epochTime = time }
       if !onlyTime { timedByFixSentence = true }
-    } else if Self.normallyTimed(sentence), keyCounts[key] != nil {
+    } else if normallyTimed, keyCounts[key] != nil {
       // The same position sentence again, without a time (no fix yet): a new cycle.
       try closeEpoch(endedBy: nil, emit: emit)
     }
+    return true
+  }
 
-    merge(sentence)
+  /// What happens after a sentence's data is merged: its key is counted, and the epoch is
+  /// closed if the sentence is the learned end of the cycle.
+  @inline(__always)
+  mutating func end(
+    key: UInt32, onlyTime: Bool, normallyTimed: Bool, emit: (Epoch) throws -> Void
+  ) rethrows {
     hasData = true
-    if !Self.carriesOnlyTime(sentence) { holdsFixData = true }
-    if Self.normallyTimed(sentence) { holdsPositionSentence = true }
+    if !onlyTime { holdsFixData = true }
+    if normallyTimed { holdsPositionSentence = true }
     keyCounts[key, default: 0] += 1
     lastKey = key
 
@@ -338,7 +412,8 @@ public struct FixBuilder {
   mutating func markUsedSatellites() {
     guard !used.isEmpty else { return }
     for index in satellites.indices {
-      let key = UsedKey(constellation: satellites[index].constellation, svid: satellites[index].svid)
+      let key = UsedKey(
+        constellation: satellites[index].constellation, svid: satellites[index].svid)
       if usedFilter.mayContain(key.filterHash) && used.contains(key) {
         satellites[index].used = true
       }
@@ -349,31 +424,8 @@ public struct FixBuilder {
 
   mutating func merge(_ sentence: Sentence) {
     switch sentence {
-    case .gga(let gga):
-      let valid = (gga.quality?.rawValue ?? 0) > 0
-      if valid {
-        takePosition(gga.position, rank: 3)
-        if let altitude = gga.altitudeMSL { fix.altitudeMSL = altitude }
-        if let separation = gga.geoidSeparation { fix.geoidSeparation = separation }
-        noteDerivedMode(altitude: gga.altitudeMSL, satellitesUsed: gga.satellitesUsed)
-      }
-      if let quality = gga.quality { fix.quality = quality }
-      if let used = gga.satellitesUsed { fix.satellitesUsed = used }
-      if let hdop = Self.dop(gga.hdop) { fix.hdop = hdop }
-      if let age = gga.differentialAge { fix.differentialAge = age }
-      if let station = gga.differentialStation { fix.differentialStation = station }
-
-    case .rmc(let rmc):
-      let valid = rmc.isValid != false && rmc.mode?.isValid != false
-      if let date = rmc.date { explicitDate = date }
-      if valid {
-        takePosition(rmc.position, rank: 2)
-        derivedMode = max(derivedMode ?? .noFix, .twoD)
-        if let knots = rmc.speedKnots { fix.speed = knots * Self.metresPerSecondPerKnot }
-        if let course = rmc.course { fix.course = course }
-      }
-      if let variation = rmc.magneticVariation { fix.magneticVariation = variation }
-      if let mode = rmc.mode { fix.modeIndicator = mode }
+    case .gga(let gga): merge(gga)
+    case .rmc(let rmc): merge(rmc)
 
     case .gll(let gll):
       let valid = gll.isValid != false && gll.mode?.isValid != false
@@ -407,55 +459,8 @@ public struct FixBuilder {
         if let course = vtg.courseTrue { fix.course = course }
       }
 
-    case .gsa(let gsa):
-      sawGSA = true
-      if let mode = gsa.fixMode { modeFromGSA = max(modeFromGSA ?? .noFix, mode) }
-      if let pdop = Self.dop(gsa.pdop) {
-        fix.pdop = pdop
-        viewPDOP = pdop
-      }
-      if let hdop = Self.dop(gsa.hdop) {
-        fix.hdop = hdop
-        viewHDOP = hdop
-      }
-      if let vdop = Self.dop(gsa.vdop) {
-        fix.vdop = vdop
-        viewVDOP = vdop
-      }
-      for id in gsa.satellites {
-        let identity = SatelliteNumbering.identify(
-          id: Int(id), talker: gsa.talker, systemID: gsa.systemID)
-        let key = UsedKey(constellation: identity.constellation, svid: identity.svid)
-        if !usedFilter.mayContain(key.filterHash) || !used.contains(key) {
-          used.append(key)
-          usedFilter.insert(key.filterHash)
-          usedFromGSA += 1
-        }
-      }
-
-    case .gsv(let gsv):
-      sawGSV = true
-      for satellite in gsv {
-        let identity = SatelliteNumbering.identify(
-          id: satellite.id, talker: gsv.talker, systemID: gsv.systemID)
-        let entry = Satellite(
-          constellation: identity.constellation, prn: identity.prn, svid: identity.svid,
-          signalID: gsv.signalID, elevation: satellite.elevation, azimuth: satellite.azimuth,
-          snr: satellite.snr, used: false)
-        // A satellite repeated for the same signal (a resent GSV part) replaces itself.
-        let filterHash = entry.prn
-        if satelliteFilter.mayContain(filterHash),
-          let index = satellites.firstIndex(where: {
-            $0.prn == entry.prn && $0.signalID == entry.signalID
-              && $0.constellation == entry.constellation
-          })
-        {
-          satellites[index] = entry
-        } else {
-          satellites.append(entry)
-          satelliteFilter.insert(filterHash)
-        }
-      }
+    case .gsa(let gsa): merge(gsa)
+    case .gsv(let gsv): merge(gsv)
 
     case .zda(let zda):
       if let date = zda.date { explicitDate = date }
@@ -497,6 +502,91 @@ public struct FixBuilder {
     }
   }
 
+  @inline(__always)
+  mutating func merge(_ gga: GGA) {
+    let valid = (gga.quality?.rawValue ?? 0) > 0
+    if valid {
+      takePosition(gga.position, rank: 3)
+      if let altitude = gga.altitudeMSL { fix.altitudeMSL = altitude }
+      if let separation = gga.geoidSeparation { fix.geoidSeparation = separation }
+      noteDerivedMode(altitude: gga.altitudeMSL, satellitesUsed: gga.satellitesUsed)
+    }
+    if let quality = gga.quality { fix.quality = quality }
+    if let used = gga.satellitesUsed { fix.satellitesUsed = used }
+    if let hdop = Self.dop(gga.hdop) { fix.hdop = hdop }
+    if let age = gga.differentialAge { fix.differentialAge = age }
+    if let station = gga.differentialStation { fix.differentialStation = station }
+  }
+
+  @inline(__always)
+  mutating func merge(_ rmc: RMC) {
+    let valid = rmc.isValid != false && rmc.mode?.isValid != false
+    if let date = rmc.date { explicitDate = date }
+    if valid {
+      takePosition(rmc.position, rank: 2)
+      derivedMode = max(derivedMode ?? .noFix, .twoD)
+      if let knots = rmc.speedKnots { fix.speed = knots * Self.metresPerSecondPerKnot }
+      if let course = rmc.course { fix.course = course }
+    }
+    if let variation = rmc.magneticVariation { fix.magneticVariation = variation }
+    if let mode = rmc.mode { fix.modeIndicator = mode }
+  }
+
+  @inline(__always)
+  mutating func merge(_ gsa: GSA) {
+    sawGSA = true
+    if let mode = gsa.fixMode { modeFromGSA = max(modeFromGSA ?? .noFix, mode) }
+    if let pdop = Self.dop(gsa.pdop) {
+      fix.pdop = pdop
+      viewPDOP = pdop
+    }
+    if let hdop = Self.dop(gsa.hdop) {
+      fix.hdop = hdop
+      viewHDOP = hdop
+    }
+    if let vdop = Self.dop(gsa.vdop) {
+      fix.vdop = vdop
+      viewVDOP = vdop
+    }
+    for id in gsa.satellites {
+      let identity = SatelliteNumbering.identify(
+        id: Int(id), talker: gsa.talker, systemID: gsa.systemID)
+      let key = UsedKey(constellation: identity.constellation, svid: identity.svid)
+      if !usedFilter.mayContain(key.filterHash) || !used.contains(key) {
+        used.append(key)
+        usedFilter.insert(key.filterHash)
+        usedFromGSA += 1
+      }
+    }
+  }
+
+  @inline(__always)
+  mutating func merge(_ gsv: GSV) {
+    sawGSV = true
+    for position in 0..<gsv.count {
+      let satellite = gsv[position]
+      let identity = SatelliteNumbering.identify(
+        id: satellite.id, talker: gsv.talker, systemID: gsv.systemID)
+      let entry = Satellite(
+        constellation: identity.constellation, prn: identity.prn, svid: identity.svid,
+        signalID: gsv.signalID, elevation: satellite.elevation, azimuth: satellite.azimuth,
+        snr: satellite.snr, used: false)
+      // A satellite repeated for the same signal (a resent GSV part) replaces itself.
+      let filterHash = entry.prn
+      if satelliteFilter.mayContain(filterHash),
+        let index = satellites.firstIndex(where: {
+          $0.prn == entry.prn && $0.signalID == entry.signalID
+            && $0.constellation == entry.constellation
+        })
+      {
+        satellites[index] = entry
+      } else {
+        satellites.append(entry)
+        satelliteFilter.insert(filterHash)
+      }
+    }
+  }
+
   /// A valid position with an altitude is 3D, unless the receiver says it used one to three
   /// satellites: so few can only give a 2D fix with the altitude held. (A count of 0 beside a
   /// valid fix is a receiver that does not count, not a statement.)
@@ -520,6 +610,12 @@ public struct FixBuilder {
   static let pubxDifferential3D: UInt16 = 0x4433  // D3
   static let pubxRTK: UInt16 = 0x524B  // RK
 
+  /// A cycle key: kind, talker and a variant (GSV last part or not, GSA system).
+  @inline(__always)
+  static func key(_ kind: UInt32, _ talker: Talker, _ variant: UInt32 = 0) -> UInt32 {
+    kind << 24 | UInt32(talker.rawValue) << 8 | variant
+  }
+
   /// Whether the sentence type normally carries the time of a position.
   @inline(__always)
   static func normallyTimed(_ sentence: Sentence) -> Bool {
@@ -533,9 +629,6 @@ public struct FixBuilder {
   /// last part, for GSA its system. `nil` for sentences that carry nothing for a fix.
   @inline(__always)
   static func cycleKey(_ sentence: Sentence) -> UInt32? {
-    func key(_ kind: UInt32, _ talker: Talker, _ variant: UInt32 = 0) -> UInt32 {
-      kind << 24 | UInt32(talker.rawValue) << 8 | variant
-    }
     switch sentence {
     case .gga(let s): return key(1, s.talker)
     case .rmc(let s): return key(2, s.talker)

@@ -6,6 +6,112 @@ extension Sentence {
   /// something its type cannot be (letters in a number, minutes over 59) throws
   /// ``NMEAParseError/badField(index:)``. Parsing a typed sentence allocates nothing.
   public init(parsing raw: RawSentence) throws(NMEAParseError) {
+    // The four types a receiver sends most are parsed in place, not returned through the
+    // generic path (every copy of a sentence value costs).
+    switch Self.frequentKind(raw.bytes) {
+    case .gga(let talker):
+      var gga = GGA(talker: talker)
+      try Self.withFields(raw) { (f, _) throws(NMEAParseError) in try Self.parseGGA(&f, into: &gga)
+      }
+      self = .gga(gga)
+    case .rmc(let talker):
+      var rmc = RMC(talker: talker)
+      try Self.withFields(raw) { (f, _) throws(NMEAParseError) in try Self.parseRMC(&f, into: &rmc)
+      }
+      self = .rmc(rmc)
+    case .gsa(let talker):
+      var gsa = GSA(talker: talker)
+      try Self.withFields(raw) { (f, commas) throws(NMEAParseError) in
+        try Self.parseGSA(&f, commas: commas, into: &gsa)
+      }
+      self = .gsa(gsa)
+    case .gsv(let talker):
+      var gsv = GSV(talker: talker)
+      try Self.withFields(raw) { (f, commas) throws(NMEAParseError) in
+        try Self.parseGSV(&f, commas: commas, into: &gsv)
+      }
+      self = .gsv(gsv)
+    case .other:
+      self = try Self.parseAny(raw)
+    }
+  }
+
+  /// GGA, RMC, GSA and GSV with their talker, recognised from the address alone; `other`
+  /// for everything else (proprietary, unknown and malformed addresses included), which the
+  /// general path parses. Exactly the sentences the general path would parse as these types.
+  enum FrequentKind {
+    case gga(Talker)
+    case rmc(Talker)
+    case gsa(Talker)
+    case gsv(Talker)
+    case other
+  }
+
+  @inline(__always)
+  static func frequentKind(_ bytes: UnsafeBufferPointer<UInt8>) -> FrequentKind {
+    // `$TTXXX` followed by a comma or the end: a five-character address of letters and
+    // digits, not proprietary.
+    guard bytes.count >= 6, bytes.count == 6 || bytes[6] == ASCII.comma else { return .other }
+    let first = bytes[1]
+    let second = bytes[2]
+    func isAlphanumeric(_ byte: UInt8) -> Bool {
+      (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte)
+    }
+    guard first != 0x50, isAlphanumeric(first), isAlphanumeric(second) else { return .other }
+    let talker = Talker(first, second)
+    switch UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 8 | UInt32(bytes[5]) {
+    case SentenceCode.gga: return .gga(talker)
+    case SentenceCode.rmc: return .rmc(talker)
+    case SentenceCode.gsa: return .gsa(talker)
+    case SentenceCode.gsv: return .gsv(talker)
+    default: return .other
+    }
+  }
+
+  /// Calls `body` with a reader of the fields after the address and the number of commas,
+  /// from a copy of the sentence on the stack that ends in a comma (see ``FieldReader``).
+  /// Sentences as long as NMEA allows and as the framer's default limit fit the inline
+  /// buffer; longer ones (a raised limit) get a temporary allocation of their size.
+  @inline(__always)
+  static func withFields<R>(
+    _ raw: RawSentence, _ body: (inout FieldReader, Int) throws(NMEAParseError) -> R
+  ) throws(NMEAParseError) -> R {
+    let bytes = raw.bytes
+    guard bytes.count < SentenceCopy.capacity else {
+      return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bytes.count + 1) {
+        (buffer: UnsafeMutableBufferPointer<UInt8>) throws(NMEAParseError) -> R in
+        try read(bytes, copy: buffer.baseAddress!, body)
+      }
+    }
+    var buffer = SentenceCopy()
+    return try withUnsafeMutablePointer(to: &buffer.bytes) {
+      (pointer) throws(NMEAParseError) -> R in
+      let copy = UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: UInt8.self)
+      return try read(bytes, copy: copy, body)
+    }
+  }
+
+  @inline(__always)
+  static func read<R>(
+    _ bytes: UnsafeBufferPointer<UInt8>, copy: UnsafeMutablePointer<UInt8>,
+    _ body: (inout FieldReader, Int) throws(NMEAParseError) -> R
+  ) throws(NMEAParseError) -> R {
+    let count = bytes.count
+    let commas = copyCountingCommas(bytes, to: copy)
+    copy[count] = ASCII.comma
+    var fields = FieldReader(sentence: copy, count: count)
+    return try body(&fields, commas)
+  }
+
+  /// Stack room for a sentence and the comma after it.
+  struct SentenceCopy {
+    static let capacity = 160
+    var bytes = InlineArray<160, UInt8>(repeating: 0)
+  }
+
+  /// The general path: any sentence.
+  @inline(never)
+  static func parseAny(_ raw: RawSentence) throws(NMEAParseError) -> Sentence {
     let bytes = raw.bytes
     var addressEnd = 1
     while addressEnd < bytes.count && bytes[addressEnd] != ASCII.comma {
@@ -16,63 +122,41 @@ extension Sentence {
     }
     let addressLength = addressEnd - 1
     guard addressLength >= 2 else { throw .badAddress }
-
-    // The fields are read from a copy on the stack that ends in a comma (see FieldReader).
-    // Sentences as long as NMEA allows and as the framer's default limit fit the inline
-    // buffer; longer ones (a raised limit) get a temporary allocation of their size.
-    if bytes.count < SentenceCopy.capacity {
-      var buffer = SentenceCopy()
-      self = try withUnsafeMutablePointer(to: &buffer.bytes) {
-        (pointer) throws(NMEAParseError) -> Sentence in
-        let copy = UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: UInt8.self)
-        return try Self.parse(raw, copy: copy, addressLength: addressLength)
+    return try withFields(raw) { (fields, commas) throws(NMEAParseError) -> Sentence in
+      if bytes[1] == 0x50 {  // 'P': proprietary
+        return try parseProprietary(raw, addressLength: addressLength, commas: commas, &fields)
       }
-    } else {
-      self = try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bytes.count + 1) {
-        (buffer: UnsafeMutableBufferPointer<UInt8>) throws(NMEAParseError) -> Sentence in
-        try Self.parse(raw, copy: buffer.baseAddress!, addressLength: addressLength)
+      let talker = Talker(bytes[1], bytes[2])
+      guard addressLength == 5 else { return .unknown(unknown(raw, talker: talker)) }
+      let code = UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 8 | UInt32(bytes[5])
+      switch code {
+      case SentenceCode.gga:
+        var gga = GGA(talker: talker)
+        try parseGGA(&fields, into: &gga)
+        return .gga(gga)
+      case SentenceCode.rmc:
+        var rmc = RMC(talker: talker)
+        try parseRMC(&fields, into: &rmc)
+        return .rmc(rmc)
+      case SentenceCode.gsa:
+        var gsa = GSA(talker: talker)
+        try parseGSA(&fields, commas: commas, into: &gsa)
+        return .gsa(gsa)
+      case SentenceCode.gsv:
+        var gsv = GSV(talker: talker)
+        try parseGSV(&fields, commas: commas, into: &gsv)
+        return .gsv(gsv)
+      case SentenceCode.gll: return .gll(try parseGLL(talker, &fields))
+      case SentenceCode.vtg: return .vtg(try parseVTG(talker, &fields))
+      case SentenceCode.zda: return .zda(try parseZDA(talker, &fields))
+      case SentenceCode.gst: return .gst(try parseGST(talker, &fields))
+      case SentenceCode.gns: return .gns(try parseGNS(talker, &fields))
+      case SentenceCode.gbs: return .gbs(try parseGBS(talker, &fields))
+      case SentenceCode.grs: return .grs(try parseGRS(talker, &fields, commas: commas))
+      case SentenceCode.dtm: return .dtm(try parseDTM(talker, &fields))
+      case SentenceCode.txt: return .txt(try parseTXT(talker, &fields))
+      default: return .unknown(unknown(raw, talker: talker))
       }
-    }
-  }
-
-  /// Stack room for a sentence and the comma after it.
-  struct SentenceCopy {
-    static let capacity = 160
-    var bytes = InlineArray<160, UInt8>(repeating: 0)
-  }
-
-  /// Parses `raw` (its address checked, `addressLength` long) from `copy`, which has room for
-  /// its bytes and a comma.
-  @inline(__always)
-  static func parse(_ raw: RawSentence, copy: UnsafeMutablePointer<UInt8>, addressLength: Int)
-    throws(NMEAParseError) -> Sentence
-  {
-    let bytes = raw.bytes
-    let count = bytes.count
-    let commas = copyCountingCommas(bytes, to: copy)
-    copy[count] = ASCII.comma
-    var fields = FieldReader(sentence: copy, count: count)
-    if bytes[1] == 0x50 {  // 'P': proprietary
-      return try parseProprietary(raw, addressLength: addressLength, commas: commas, &fields)
-    }
-    let talker = Talker(bytes[1], bytes[2])
-    guard addressLength == 5 else { return .unknown(unknown(raw, talker: talker)) }
-    let code = UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 8 | UInt32(bytes[5])
-    switch code {
-    case SentenceCode.gga: return .gga(try parseGGA(talker, &fields))
-    case SentenceCode.rmc: return .rmc(try parseRMC(talker, &fields))
-    case SentenceCode.gsa: return .gsa(try parseGSA(talker, &fields, commas: commas))
-    case SentenceCode.gsv: return .gsv(try parseGSV(talker, &fields, commas: commas))
-    case SentenceCode.gll: return .gll(try parseGLL(talker, &fields))
-    case SentenceCode.vtg: return .vtg(try parseVTG(talker, &fields))
-    case SentenceCode.zda: return .zda(try parseZDA(talker, &fields))
-    case SentenceCode.gst: return .gst(try parseGST(talker, &fields))
-    case SentenceCode.gns: return .gns(try parseGNS(talker, &fields))
-    case SentenceCode.gbs: return .gbs(try parseGBS(talker, &fields))
-    case SentenceCode.grs: return .grs(try parseGRS(talker, &fields, commas: commas))
-    case SentenceCode.dtm: return .dtm(try parseDTM(talker, &fields))
-    case SentenceCode.txt: return .txt(try parseTXT(talker, &fields))
-    default: return .unknown(unknown(raw, talker: talker))
     }
   }
 
@@ -140,78 +224,67 @@ extension Sentence {
   // MARK: - Standard sentences
 
   @inline(__always)
-  static func parseGGA(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> GGA {
-    let time = try f.time()
-    let position = try f.position()
-    let quality = try f.uint().map(FixQuality.init(rawValue:))
-    let used = try f.uint()
-    let hdop = try f.decimal()
-    let altitude = try f.decimal()
+  static func parseGGA(_ f: inout FieldReader, into gga: inout GGA) throws(NMEAParseError) {
+    gga.time = try f.time()
+    gga.position = try f.position()
+    gga.quality = try f.uint().map(FixQuality.init(rawValue:))
+    gga.satellitesUsed = try f.uint()
+    gga.hdop = try f.decimal()
+    gga.altitudeMSL = try f.decimal()
     f.skip(1)  // M
-    let separation = try f.decimal()
+    gga.geoidSeparation = try f.decimal()
     f.skip(1)  // M
-    let age = try f.decimal()
-    let station = try f.uint()
-    return GGA(
-      talker: talker, time: time, position: position, quality: quality, satellitesUsed: used,
-      hdop: hdop, altitudeMSL: altitude, geoidSeparation: separation, differentialAge: age,
-      differentialStation: station)
+    gga.differentialAge = try f.decimal()
+    gga.differentialStation = try f.uint()
   }
 
   @inline(__always)
-  static func parseRMC(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> RMC {
-    let time = try f.time()
-    let status = try f.status()
-    let position = try f.position()
-    let speed = try f.decimal()
-    let course = try f.decimal()
-    let date = try f.date()
-    let variation = try f.signedByHemisphere(negative: 0x57)  // W
-    let mode = try f.character().map(ModeIndicator.init(rawValue:))
-    let navigational = try f.character()
-    return RMC(
-      talker: talker, time: time, isValid: status, position: position, speedKnots: speed,
-      course: course, date: date, magneticVariation: variation, mode: mode,
-      navigationalStatus: navigational)
+  static func parseRMC(_ f: inout FieldReader, into rmc: inout RMC) throws(NMEAParseError) {
+    rmc.time = try f.time()
+    rmc.isValid = try f.status()
+    rmc.position = try f.position()
+    rmc.speedKnots = try f.decimal()
+    rmc.course = try f.decimal()
+    rmc.date = try f.date()
+    rmc.magneticVariation = try f.signedByHemisphere(negative: 0x57)  // W
+    rmc.mode = try f.character().map(ModeIndicator.init(rawValue:))
+    rmc.navigationalStatus = try f.character()
   }
 
   @inline(__always)
-  static func parseGSA(_ talker: Talker, _ f: inout FieldReader, commas: Int)
-    throws(NMEAParseError) -> GSA
+  static func parseGSA(_ f: inout FieldReader, commas: Int, into gsa: inout GSA)
+    throws(NMEAParseError)
   {
     // 17 fields up to NMEA 4.0; 4.10 adds the system ID. Some receivers list more than 12
     // satellites; the DOPs are then the three fields before the end.
     let count = commas
     let hasSystemID = count == 18
     let satelliteFields = max(0, count - 5 - (hasSystemID ? 1 : 0))
-    let selection = try f.character()
+    gsa.selectionMode = try f.character()
     let mode = try f.uint()
-    var satellites = SatelliteIDList()
+    gsa.fixMode = mode.flatMap { FixMode(rawValue: UInt8(clamping: $0)) }
     for _ in 0..<satelliteFields {
       if let id = try f.uint() {
         guard id <= 0xFFFF else { throw .badField(index: f.index) }
-        satellites.append(UInt16(id))
+        gsa.satellites.append(UInt16(id))
       }
     }
-    let pdop = try f.decimal()
-    let hdop = try f.decimal()
-    let vdop = try f.decimal()
-    let system = hasSystemID ? try f.hexDigit() : nil
-    return GSA(
-      talker: talker, selectionMode: selection,
-      fixMode: mode.flatMap { FixMode(rawValue: UInt8(clamping: $0)) },
-      satellites: satellites, pdop: pdop, hdop: hdop, vdop: vdop, systemID: system)
+    gsa.pdop = try f.decimal()
+    gsa.hdop = try f.decimal()
+    gsa.vdop = try f.decimal()
+    gsa.systemID = hasSystemID ? try f.hexDigit() : nil
   }
 
   @inline(__always)
-  static func parseGSV(_ talker: Talker, _ f: inout FieldReader, commas: Int)
-    throws(NMEAParseError) -> GSV
+  static func parseGSV(_ f: inout FieldReader, commas: Int, into gsv: inout GSV)
+    throws(NMEAParseError)
   {
     let count = commas
     guard let messageCount = try f.uint(), let messageNumber = try f.uint() else {
       throw .badField(index: f.index)
     }
-    var gsv = GSV(talker: talker, messageCount: messageCount, messageNumber: messageNumber)
+    gsv.messageCount = messageCount
+    gsv.messageNumber = messageNumber
     gsv.satellitesInView = try f.uint()
     // Groups of four after the three header fields; one left over is the NMEA 4.10 signal ID,
     // two are the signal ID and a system ID (Quectel's `$PQGSV`).
@@ -229,7 +302,6 @@ extension Sentence {
     let extra = remaining - groups * 4
     if extra == 1 || extra == 2 { gsv.signalID = try f.hexDigit() }
     if extra == 2 { gsv.systemID = try f.hexDigit() }
-    return gsv
   }
 
   static func parseGLL(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> GLL {
@@ -395,9 +467,13 @@ extension Sentence {
       if kind.equals("04") { return .pubxTime(try parsePUBXTime(&f)) }
     } else if address.elementsEqual("PQGSV".utf8) {
       // Quectel's GSV and GSA for BeiDou and QZSS, told apart by a trailing system ID.
-      return .gsv(try parseGSV(.pq, &f, commas: commas))
+      var gsv = GSV(talker: .pq)
+      try parseGSV(&f, commas: commas, into: &gsv)
+      return .gsv(gsv)
     } else if address.elementsEqual("PQGSA".utf8) {
-      return .gsa(try parseGSA(.pq, &f, commas: commas))
+      var gsa = GSA(talker: .pq)
+      try parseGSA(&f, commas: commas, into: &gsa)
+      return .gsa(gsa)
     } else if address.elementsEqual("PMTK001".utf8) {
       guard let command = try f.uint(), let flag = try f.uint(),
         let result = MTKAckResult(rawValue: flag)

@@ -136,7 +136,7 @@ public struct GSA: Sendable, Hashable {
   public var selectionMode: UInt8?
   public var fixMode: FixMode?
   /// IDs of the satellites used in the solution.
-  public var satellites: SatelliteIDList
+  public var satellites = SatelliteIDList()
   public var pdop: Double?
   public var hdop: Double?
   public var vdop: Double?
@@ -176,7 +176,7 @@ public struct GSV: Sendable, Hashable, RandomAccessCollection {
   var storage = InlineArray<4, SatelliteInView>(repeating: SatelliteInView(id: 0))
   var storedCount = 0
 
-  init(talker: Talker, messageCount: Int, messageNumber: Int) {
+  init(talker: Talker, messageCount: Int = 0, messageNumber: Int = 0) {
     self.talker = talker
     self.messageCount = messageCount
     self.messageNumber = messageNumber
