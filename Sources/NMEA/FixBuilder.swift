@@ -74,7 +74,7 @@ public struct FixBuilder {
   // Learning which sentence ends the cycle.
   var lastKey: UInt32 = 0
   var lastKeyCount = 0
-  var keyCounts: [UInt32: Int] = [:]
+  var keyCounts = KeyCounts()
   var candidateEnd: UInt32?
   var learnedEnd: UInt32?
   var lastClosedByCycleEnd = false  // how the epoch emitted last was closed
@@ -90,7 +90,6 @@ public struct FixBuilder {
   public init() {
     satellites.reserveCapacity(64)
     used.reserveCapacity(32)
-    keyCounts.reserveCapacity(32)
   }
 
   /// Whether the builder has learned which sentence ends the receiver's cycle.
@@ -192,7 +191,7 @@ public struct FixBuilder {
       }
       if epochTime == nil { epochTime = time }
       if !onlyTime { timedByFixSentence = true }
-    } else if normallyTimed, keyCounts[key] != nil {
+    } else if normallyTimed, keyCounts.count(of: key) != nil {
       // The same position sentence again, without a time (no fix yet): a new cycle.
       try closeEpoch(endedBy: nil, emit: emit)
     }
@@ -208,7 +207,7 @@ public struct FixBuilder {
     hasData = true
     if !onlyTime { holdsFixData = true }
     if normallyTimed { holdsPositionSentence = true }
-    keyCounts[key, default: 0] += 1
+    keyCounts.increment(key)
     lastKey = key
 
     // At the learned end of the cycle, unless nothing of the cycle's position has come yet
@@ -261,7 +260,7 @@ public struct FixBuilder {
   /// the last, and seen once only, in two cycles in a row.
   mutating func learn(endedBy key: UInt32?) {
     guard key == nil, learnedEnd == nil, epochTime != nil else { return }
-    guard keyCounts[lastKey] == 1 else {
+    guard keyCounts.count(of: lastKey) == 1 else {
       candidateEnd = nil
       return
     }
@@ -328,7 +327,7 @@ public struct FixBuilder {
     used.removeAll(keepingCapacity: true)
     usedFilter.removeAll()
     satelliteFilter.removeAll()
-    keyCounts.removeAll(keepingCapacity: true)
+    keyCounts.removeAll()
   }
 
   mutating func finishFix() {
@@ -646,6 +645,44 @@ public struct FixBuilder {
     case .pubxSatellites: return key(14, .proprietary)
     case .dtm, .txt, .mtkAcknowledgement, .mtkSystemMessage, .unknown: return nil
     }
+  }
+}
+
+/// How often each cycle key was seen in the epoch in progress: a dozen keys or so per epoch,
+/// found by a linear search of an inline array (hashing each key into a dictionary cost more
+/// than the rest of the bookkeeping); keys beyond the sixteenth go to a dictionary.
+struct KeyCounts {
+  static let capacity = 16
+  var keys = InlineArray<16, UInt32>(repeating: 0)
+  var counts = InlineArray<16, Int>(repeating: 0)
+  var stored = 0
+  var overflow: [UInt32: Int] = [:]
+
+  /// How often `key` was seen, `nil` if never.
+  @inline(__always)
+  func count(of key: UInt32) -> Int? {
+    for index in 0..<stored where keys[index] == key { return counts[index] }
+    return overflow.isEmpty ? nil : overflow[key]
+  }
+
+  @inline(__always)
+  mutating func increment(_ key: UInt32) {
+    for index in 0..<stored where keys[index] == key {
+      counts[index] += 1
+      return
+    }
+    if stored < Self.capacity {
+      keys[stored] = key
+      counts[stored] = 1
+      stored &+= 1
+    } else {
+      overflow[key, default: 0] += 1
+    }
+  }
+
+  mutating func removeAll() {
+    stored = 0
+    if !overflow.isEmpty { overflow.removeAll(keepingCapacity: true) }
   }
 }
 
