@@ -51,9 +51,9 @@ public struct FixBuilder {
 
   // Satellites of the epoch in progress.
   var satellites: [Satellite] = []
-  var used: [UsedKey] = []
-  // Quick "certainly not" answers before the linear searches of `used` and `satellites`.
-  var usedFilter = KeyFilter()
+  /// The satellites the epoch's GSAs name as used.
+  var used = UsedSet()
+  // A quick "certainly not" answer before the linear search of `satellites`.
   var satelliteFilter = KeyFilter()
   var sawGSV = false
   var viewHDOP: Double?
@@ -79,17 +79,8 @@ public struct FixBuilder {
   var learnedEnd: UInt32?
   var lastClosedByCycleEnd = false  // how the epoch emitted last was closed
 
-  struct UsedKey: Hashable {
-    var constellation: Constellation?
-    var svid: Int
-
-    /// Input for a ``KeyFilter``: equal keys give equal values.
-    var filterHash: Int { svid &* 9 &+ Int(constellation?.rawValue ?? 8) }
-  }
-
   public init() {
     satellites.reserveCapacity(64)
-    used.reserveCapacity(32)
   }
 
   /// Whether the builder has learned which sentence ends the receiver's cycle.
@@ -324,8 +315,7 @@ public struct FixBuilder {
     viewVDOP = nil
     viewPDOP = nil
     satellites.removeAll(keepingCapacity: true)
-    used.removeAll(keepingCapacity: true)
-    usedFilter.removeAll()
+    used.removeAll()
     satelliteFilter.removeAll()
     keyCounts.removeAll()
   }
@@ -410,10 +400,10 @@ public struct FixBuilder {
 
   mutating func markUsedSatellites() {
     guard !used.isEmpty else { return }
-    for index in satellites.indices {
-      let key = UsedKey(
-        constellation: satellites[index].constellation, svid: satellites[index].svid)
-      if usedFilter.mayContain(key.filterHash) && used.contains(key) {
+    let used = self.used
+    satellites.withUnsafeMutableBufferPointer { satellites in
+      for index in satellites.indices
+      where used.contains(satellites[index].constellation, satellites[index].svid) {
         satellites[index].used = true
       }
     }
@@ -550,12 +540,7 @@ public struct FixBuilder {
     for id in gsa.satellites {
       let identity = SatelliteNumbering.identify(
         id: Int(id), talker: gsa.talker, systemID: gsa.systemID)
-      let key = UsedKey(constellation: identity.constellation, svid: identity.svid)
-      if !usedFilter.mayContain(key.filterHash) || !used.contains(key) {
-        used.append(key)
-        usedFilter.insert(key.filterHash)
-        usedFromGSA += 1
-      }
+      if used.insert(identity.constellation, identity.svid) { usedFromGSA += 1 }
     }
   }
 
@@ -645,6 +630,55 @@ public struct FixBuilder {
     case .pubxSatellites: return key(14, .proprietary)
     case .dtm, .txt, .mtkAcknowledgement, .mtkSystemMessage, .unknown: return nil
     }
+  }
+}
+
+/// A set of satellites (system and number within it), for the used ones of an epoch. Exact
+/// bits for numbers 0...191 of each system (every one a receiver gives except a few odd
+/// numberings), a list for the rest; it replaced a list searched for each satellite of each
+/// epoch.
+struct UsedSet {
+  /// Three words per system, the ninth for satellites of no known system.
+  static let wordsPerSystem = 3
+  var words = InlineArray<27, UInt64>(repeating: 0)
+  var others: [(constellation: Constellation?, svid: Int)] = []
+  var count = 0
+
+  var isEmpty: Bool { count == 0 }
+
+  /// The word and bit of a satellite, or `nil` when its number is outside the bits.
+  @inline(__always)
+  static func bit(_ constellation: Constellation?, _ svid: Int) -> (word: Int, mask: UInt64)? {
+    guard svid >= 0, svid < wordsPerSystem * 64 else { return nil }
+    let system = Int(constellation?.rawValue ?? 8)
+    return (system &* wordsPerSystem &+ svid >> 6, 1 << UInt64(svid & 63))
+  }
+
+  @inline(__always)
+  func contains(_ constellation: Constellation?, _ svid: Int) -> Bool {
+    if let (word, mask) = Self.bit(constellation, svid) { return words[word] & mask != 0 }
+    return others.contains { $0.constellation == constellation && $0.svid == svid }
+  }
+
+  /// Adds the satellite; `false` if it was already there.
+  @inline(__always)
+  mutating func insert(_ constellation: Constellation?, _ svid: Int) -> Bool {
+    if let (word, mask) = Self.bit(constellation, svid) {
+      guard words[word] & mask == 0 else { return false }
+      words[word] |= mask
+    } else {
+      guard !contains(constellation, svid) else { return false }
+      others.append((constellation, svid))
+    }
+    count += 1
+    return true
+  }
+
+  mutating func removeAll() {
+    guard count > 0 else { return }
+    words = InlineArray<27, UInt64>(repeating: 0)
+    if !others.isEmpty { others.removeAll(keepingCapacity: true) }
+    count = 0
   }
 }
 

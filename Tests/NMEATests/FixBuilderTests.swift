@@ -498,6 +498,21 @@ struct FixBuilderTests {
     #expect(byConstellation[.beidou]?.used == false && byConstellation[.beidou]?.prn == 405)
   }
 
+  @Test("used flags for numbers past the usual ranges, and for satellites of no system")
+  func usedOddNumbers() throws {
+    let view = try #require(
+      feed([
+        "GPRMC,120000,A,4807.038,N,01131.000,E,0,0,230394,,,A",
+        "GPGSA,A,3,05,300,250,,,,,,,,,,1.4,1.1,0.8",  // GPS 5, 300 and 250 used
+        "GPGSV,1,1,04,05,40,083,46,300,20,183,36,250,10,283,26,07,10,100,20",
+        "XXGSV,1,1,01,250,10,283,26",  // no system: not GPS 250
+      ]).first?.epoch.satellites)
+    #expect(view.satellites.map(\.prn) == [5, 300, 250, 7, 250])
+    #expect(view.satellites.map(\.constellation) == [.gps, .gps, .gps, .gps, nil])
+    #expect(view.satellites.map(\.used) == [true, true, true, false, false])
+    #expect(view.usedCount == 3)
+  }
+
   @Test("one satellite on two signals is two entries; a repeated GSV part replaces itself")
   func signals() throws {
     let view = try #require(
