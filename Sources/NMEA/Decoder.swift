@@ -97,7 +97,8 @@ extension NMEADecoder.Stages {
       case .gga(let talker):
         var gga = GGA(talker: talker)
         do {
-          try Sentence.withFields(raw) { (f, _) throws(NMEAParseError) in
+          try Sentence.withFields(raw) { (reader, _) throws(NMEAParseError) in
+            var f = reader
             try Sentence.parseGGA(&f, into: &gga)
           }
         } catch {
@@ -108,7 +109,8 @@ extension NMEADecoder.Stages {
       case .rmc(let talker):
         var rmc = RMC(talker: talker)
         do {
-          try Sentence.withFields(raw) { (f, _) throws(NMEAParseError) in
+          try Sentence.withFields(raw) { (reader, _) throws(NMEAParseError) in
+            var f = reader
             try Sentence.parseRMC(&f, into: &rmc)
           }
         } catch {
@@ -119,7 +121,8 @@ extension NMEADecoder.Stages {
       case .gsa(let talker):
         var gsa = GSA(talker: talker)
         do {
-          try Sentence.withFields(raw) { (f, commas) throws(NMEAParseError) in
+          try Sentence.withFields(raw) { (reader, commas) throws(NMEAParseError) in
+            var f = reader
             try Sentence.parseGSA(&f, commas: commas, into: &gsa)
           }
         } catch {
@@ -130,7 +133,8 @@ extension NMEADecoder.Stages {
       case .gsv(let talker):
         var gsv = GSV(talker: talker)
         do {
-          try Sentence.withFields(raw) { (f, commas) throws(NMEAParseError) in
+          try Sentence.withFields(raw) { (reader, commas) throws(NMEAParseError) in
+            var f = reader
             try Sentence.parseGSV(&f, commas: commas, into: &gsv)
           }
         } catch {

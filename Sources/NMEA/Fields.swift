@@ -235,21 +235,30 @@ struct FieldReader {
     for _ in 0..<n { _ = next() }
   }
 
+  /// The decimal digits from `start` on: their value (wrapping past 18 digits, which the
+  /// callers reject) and where the first other byte is. One induction variable and the
+  /// digit kept as an `Int`, so the loop is as short as it can be.
+  @inline(__always)
+  static func digits(from start: UnsafePointer<UInt8>) -> (value: Int, end: UnsafePointer<UInt8>) {
+    var position = start
+    var value = 0
+    var digit = Int(position.pointee) &- Int(ASCII.zero)
+    while UInt(bitPattern: digit) < 10 {
+      value = value &* 10 &+ digit
+      position += 1
+      digit = Int(position.pointee) &- Int(ASCII.zero)
+    }
+    return (value, position)
+  }
+
   /// An unsigned decimal integer of at most 18 digits.
   @inline(__always)
   mutating func uint() throws(NMEAParseError) -> Int? {
     guard begin() else { return nil }
-    let start = offset
-    var position = start
-    var value = 0
-    var digit = base[position] &- ASCII.zero
-    while digit < 10 {
-      value = value &* 10 &+ Int(digit)
-      position &+= 1
-      digit = base[position] &- ASCII.zero
-    }
-    guard base[position] == ASCII.comma, position &- start <= 18 else { throw fail() }
-    offset = position &+ 1
+    let start = base + offset
+    let (value, end) = Self.digits(from: start)
+    guard end.pointee == ASCII.comma, end - start <= 18 else { throw fail() }
+    offset = end - base &+ 1
     return value
   }
 
@@ -258,23 +267,15 @@ struct FieldReader {
   @inline(__always)
   mutating func signedInteger() throws(NMEAParseError) -> Int? {
     guard begin() else { return nil }
-    let start = offset
-    var position = start
-    let first = base[position]
+    let start = base + offset
+    let first = start.pointee
     let negative = first == ASCII.minus
-    if negative || first == ASCII.plus { position &+= 1 }
-    let digitsStart = position
-    var value = 0
-    var digit = base[position] &- ASCII.zero
-    while digit < 10 {
-      value = value &* 10 &+ Int(digit)
-      position &+= 1
-      digit = base[position] &- ASCII.zero
-    }
-    guard base[position] == ASCII.comma, position != digitsStart, position &- start <= 18 else {
+    let digitsStart = negative || first == ASCII.plus ? start + 1 : start
+    let (value, end) = Self.digits(from: digitsStart)
+    guard end.pointee == ASCII.comma, end != digitsStart, end - start <= 18 else {
       throw fail()
     }
-    offset = position &+ 1
+    offset = end - base &+ 1
     return negative ? -value : value
   }
 
@@ -283,21 +284,14 @@ struct FieldReader {
   @inline(__always)
   mutating func hexDigit() throws(NMEAParseError) -> Int? {
     guard begin() else { return nil }
-    let start = offset
-    if base[start &+ 1] == ASCII.comma, let value = ASCII.hexValue(base[start]) {
-      offset = start &+ 2
+    let start = base + offset
+    if start[1] == ASCII.comma, let value = ASCII.hexValue(start[0]) {
+      offset &+= 2
       return Int(value)
     }
-    var position = start
-    var value = 0
-    var digit = base[position] &- ASCII.zero
-    while digit < 10 {
-      value = value &* 10 &+ Int(digit)
-      position &+= 1
-      digit = base[position] &- ASCII.zero
-    }
-    guard base[position] == ASCII.comma, position &- start <= 4 else { throw fail() }
-    offset = position &+ 1
+    let (value, end) = Self.digits(from: start)
+    guard end.pointee == ASCII.comma, end - start <= 4 else { throw fail() }
+    offset = end - base &+ 1
     return value
   }
 

@@ -11,23 +11,29 @@ extension Sentence {
     switch Self.frequentKind(raw.bytes) {
     case .gga(let talker):
       var gga = GGA(talker: talker)
-      try Self.withFields(raw) { (f, _) throws(NMEAParseError) in try Self.parseGGA(&f, into: &gga)
+      try Self.withFields(raw) { (reader, _) throws(NMEAParseError) in
+        var f = reader
+        try Self.parseGGA(&f, into: &gga)
       }
       self = .gga(gga)
     case .rmc(let talker):
       var rmc = RMC(talker: talker)
-      try Self.withFields(raw) { (f, _) throws(NMEAParseError) in try Self.parseRMC(&f, into: &rmc)
+      try Self.withFields(raw) { (reader, _) throws(NMEAParseError) in
+        var f = reader
+        try Self.parseRMC(&f, into: &rmc)
       }
       self = .rmc(rmc)
     case .gsa(let talker):
       var gsa = GSA(talker: talker)
-      try Self.withFields(raw) { (f, commas) throws(NMEAParseError) in
+      try Self.withFields(raw) { (reader, commas) throws(NMEAParseError) in
+        var f = reader
         try Self.parseGSA(&f, commas: commas, into: &gsa)
       }
       self = .gsa(gsa)
     case .gsv(let talker):
       var gsv = GSV(talker: talker)
-      try Self.withFields(raw) { (f, commas) throws(NMEAParseError) in
+      try Self.withFields(raw) { (reader, commas) throws(NMEAParseError) in
+        var f = reader
         try Self.parseGSV(&f, commas: commas, into: &gsv)
       }
       self = .gsv(gsv)
@@ -70,43 +76,40 @@ extension Sentence {
 
   /// Calls `body` with a reader of the fields after the address and the number of commas,
   /// from a copy of the sentence on the stack that ends in a comma (see ``FieldReader``).
-  /// Sentences as long as NMEA allows and as the framer's default limit fit the inline
-  /// buffer; longer ones (a raised limit) get a temporary allocation of their size.
+  ///
+  /// Sentences as long as NMEA allows and as the framer's default limit fit a buffer of
+  /// constant size, which costs nothing to set up; longer ones (a raised limit) get a
+  /// temporary allocation of their size. (The callers that care about speed return nothing
+  /// through `body`: the standard library passes its result through a `Result`, a copy.)
   @inline(__always)
   static func withFields<R>(
-    _ raw: RawSentence, _ body: (inout FieldReader, Int) throws(NMEAParseError) -> R
+    _ raw: RawSentence, _ body: (FieldReader, Int) throws(NMEAParseError) -> R
   ) throws(NMEAParseError) -> R {
     let bytes = raw.bytes
-    guard bytes.count < SentenceCopy.capacity else {
+    guard bytes.count < shortSentence else {
       return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bytes.count + 1) {
         (buffer: UnsafeMutableBufferPointer<UInt8>) throws(NMEAParseError) -> R in
         try read(bytes, copy: buffer.baseAddress!, body)
       }
     }
-    var buffer = SentenceCopy()
-    return try withUnsafeMutablePointer(to: &buffer.bytes) {
-      (pointer) throws(NMEAParseError) -> R in
-      let copy = UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: UInt8.self)
-      return try read(bytes, copy: copy, body)
+    return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: shortSentence) {
+      (buffer: UnsafeMutableBufferPointer<UInt8>) throws(NMEAParseError) -> R in
+      try read(bytes, copy: buffer.baseAddress!, body)
     }
   }
+
+  /// Sentences shorter than this are copied to a buffer of this size.
+  static let shortSentence = 160
 
   @inline(__always)
   static func read<R>(
     _ bytes: UnsafeBufferPointer<UInt8>, copy: UnsafeMutablePointer<UInt8>,
-    _ body: (inout FieldReader, Int) throws(NMEAParseError) -> R
+    _ body: (FieldReader, Int) throws(NMEAParseError) -> R
   ) throws(NMEAParseError) -> R {
     let count = bytes.count
     let commas = copyCountingCommas(bytes, to: copy)
     copy[count] = ASCII.comma
-    var fields = FieldReader(sentence: copy, count: count)
-    return try body(&fields, commas)
-  }
-
-  /// Stack room for a sentence and the comma after it.
-  struct SentenceCopy {
-    static let capacity = 160
-    var bytes = InlineArray<160, UInt8>(repeating: 0)
+    return try body(FieldReader(sentence: copy, count: count), commas)
   }
 
   /// The general path: any sentence.
@@ -122,7 +125,8 @@ extension Sentence {
     }
     let addressLength = addressEnd - 1
     guard addressLength >= 2 else { throw .badAddress }
-    return try withFields(raw) { (fields, commas) throws(NMEAParseError) -> Sentence in
+    return try withFields(raw) { (reader, commas) throws(NMEAParseError) -> Sentence in
+      var fields = reader
       if bytes[1] == 0x50 {  // 'P': proprietary
         return try parseProprietary(raw, addressLength: addressLength, commas: commas, &fields)
       }
