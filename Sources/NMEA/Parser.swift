@@ -300,7 +300,9 @@ extension Sentence {
       let azimuth = try f.uint()
       let snr = try f.uint()
       if let id {
-        gsv.append(SatelliteInView(id: id, elevation: elevation, azimuth: azimuth, snr: snr))
+        gsv.append(
+          id: id, elevation: elevation ?? GSV.absent, azimuth: azimuth ?? GSV.absent,
+          snr: snr ?? GSV.absent)
       }
     }
     let extra = remaining - groups * 4

@@ -168,13 +168,23 @@ public struct GSV: Sendable, Hashable, RandomAccessCollection {
   public var talker: Talker
   public var messageCount: Int
   public var messageNumber: Int
-  public var satellitesInView: Int?
-  /// NMEA 4.10 signal ID (for GPS: 1 L1 C/A, 5 L2C-M, 6 L2C-L, 7 L5-I, 8 L5-Q …).
-  public var signalID: Int?
-  /// A system ID after the signal ID (NMEA 4.10 numbering), as Quectel's `$PQGSV` writes it.
-  public var systemID: Int?
-  var storage = InlineArray<4, SatelliteInView>(repeating: SatelliteInView(id: 0))
-  var storedCount = 0
+
+  // Compact storage (a GSV is most of what a receiver sends, and every copy of a sentence
+  // copies its largest case): the optional header fields as values with presence bits, the
+  // satellites as four columns with `absent` for an empty field. Values are exact: the
+  // parser never produces `absent`, and satellites are only added by the parser.
+  var presence: UInt8 = 0
+  var storedCount: UInt8 = 0
+  var storedSatellitesInView = 0
+  var storedSignalID = 0
+  var storedSystemID = 0
+  var ids = InlineArray<4, Int>(repeating: 0)
+  var elevations = InlineArray<4, Int>(repeating: GSV.absent)
+  var azimuths = InlineArray<4, Int>(repeating: GSV.absent)
+  var snrs = InlineArray<4, Int>(repeating: GSV.absent)
+
+  /// An empty satellite field.
+  static let absent = Int.min
 
   init(talker: Talker, messageCount: Int = 0, messageNumber: Int = 0) {
     self.talker = talker
@@ -182,15 +192,60 @@ public struct GSV: Sendable, Hashable, RandomAccessCollection {
     self.messageNumber = messageNumber
   }
 
-  mutating func append(_ satellite: SatelliteInView) {
-    guard storedCount < 4 else { return }
-    storage[storedCount] = satellite
-    storedCount += 1
+  public var satellitesInView: Int? {
+    get { presence & 1 != 0 ? storedSatellitesInView : nil }
+    set {
+      storedSatellitesInView = newValue ?? 0
+      presence = newValue == nil ? presence & ~1 : presence | 1
+    }
   }
 
+  /// NMEA 4.10 signal ID (for GPS: 1 L1 C/A, 5 L2C-M, 6 L2C-L, 7 L5-I, 8 L5-Q …).
+  public var signalID: Int? {
+    get { presence & 2 != 0 ? storedSignalID : nil }
+    set {
+      storedSignalID = newValue ?? 0
+      presence = newValue == nil ? presence & ~2 : presence | 2
+    }
+  }
+
+  /// A system ID after the signal ID (NMEA 4.10 numbering), as Quectel's `$PQGSV` writes it.
+  public var systemID: Int? {
+    get { presence & 4 != 0 ? storedSystemID : nil }
+    set {
+      storedSystemID = newValue ?? 0
+      presence = newValue == nil ? presence & ~4 : presence | 4
+    }
+  }
+
+  /// Adds a satellite (at most four); `absent` for an empty field.
+  @inline(__always)
+  mutating func append(id: Int, elevation: Int, azimuth: Int, snr: Int) {
+    let index = Int(storedCount)
+    guard index < 4 else { return }
+    ids[index] = id
+    elevations[index] = elevation
+    azimuths[index] = azimuth
+    snrs[index] = snr
+    storedCount &+= 1
+  }
+
+  mutating func append(_ satellite: SatelliteInView) {
+    append(
+      id: satellite.id, elevation: satellite.elevation ?? Self.absent,
+      azimuth: satellite.azimuth ?? Self.absent, snr: satellite.snr ?? Self.absent)
+  }
+
+  @inline(__always)
+  static func value(_ stored: Int) -> Int? { stored == absent ? nil : stored }
+
   public var startIndex: Int { 0 }
-  public var endIndex: Int { storedCount }
-  public subscript(position: Int) -> SatelliteInView { storage[position] }
+  public var endIndex: Int { Int(storedCount) }
+  public subscript(position: Int) -> SatelliteInView {
+    SatelliteInView(
+      id: ids[position], elevation: Self.value(elevations[position]),
+      azimuth: Self.value(azimuths[position]), snr: Self.value(snrs[position]))
+  }
 
   public static func == (lhs: GSV, rhs: GSV) -> Bool {
     lhs.talker == rhs.talker && lhs.messageCount == rhs.messageCount

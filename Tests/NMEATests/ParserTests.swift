@@ -169,6 +169,26 @@ struct ParserTests {
     #expect(negative[0].elevation == -2)
   }
 
+  @Test("a GSV's optional fields can be set and cleared; equal values compare equal")
+  func gsvSetters() throws {
+    guard case .gsv(var gsv) = try parse("$GPGSV,3,3,12,11,12,132,04,08,,008,,1") else {
+      Issue.record(); return
+    }
+    let parsed = gsv
+    #expect(gsv.satellitesInView == 12 && gsv.signalID == 1 && gsv.systemID == nil)
+    gsv.signalID = nil
+    gsv.systemID = 0
+    gsv.satellitesInView = -1
+    #expect(gsv.signalID == nil && gsv.systemID == 0 && gsv.satellitesInView == -1)
+    #expect(gsv != parsed && Array(gsv) == Array(parsed))
+    gsv.signalID = 1
+    gsv.systemID = nil
+    gsv.satellitesInView = 12
+    #expect(gsv == parsed && gsv.hashValue == parsed.hashValue)
+    #expect(
+      gsv.count == 2 && gsv[1] == SatelliteInView(id: 8, elevation: nil, azimuth: 8, snr: nil))
+  }
+
   @Test("Quectel's $PQGSV and $PQGSA parse as GSV and GSA with their system ID")
   func quectelProprietary() throws {
     guard case .gsv(let gsv) = try parse("$PQGSV,2,1,08,02,20,116,,03,,,,05,34,137,,07,06,045,,0,4")
