@@ -341,6 +341,19 @@ struct ParserTests {
       p.speedKilometresPerHour == 0.007 && p.course == 77.52 && p.verticalVelocityDown == 0.007)
     #expect(p.differentialAge == nil && p.hdop == 0.92 && p.vdop == 1.19 && p.tdop == 0.77)
     #expect(p.satellitesUsed == 9 && p.deadReckoning == false)
+
+    // Every optional value can be cleared and set again; equality follows the values.
+    var changed = p
+    changed.hdop = nil
+    changed.satellitesUsed = nil
+    changed.differentialAge = 1.5
+    #expect(changed.hdop == nil && changed.satellitesUsed == nil && changed.differentialAge == 1.5)
+    #expect(changed.vdop == 1.19 && changed.tdop == 0.77 && changed.course == 77.52)
+    #expect(changed != p)
+    changed.hdop = 0.92
+    changed.satellitesUsed = 9
+    changed.differentialAge = nil
+    #expect(changed == p && changed.hashValue == p.hashValue)
   }
 
   @Test("PUBX,03: satellites with status and lock time")
