@@ -400,12 +400,9 @@ public struct FixBuilder {
 
   mutating func markUsedSatellites() {
     guard !used.isEmpty else { return }
-    let used = self.used
-    satellites.withUnsafeMutableBufferPointer { satellites in
-      for index in satellites.indices
-      where used.contains(satellites[index].constellation, satellites[index].svid) {
-        satellites[index].used = true
-      }
+    for index in satellites.indices
+    where used.contains(satellites[index].constellation, satellites[index].svid) {
+      satellites[index].used = true
     }
   }
 
@@ -640,7 +637,10 @@ public struct FixBuilder {
 struct UsedSet {
   /// Three words per system, the ninth for satellites of no known system.
   static let wordsPerSystem = 3
-  var words = InlineArray<27, UInt64>(repeating: 0)
+  static let wordCount = 27
+  // An array, allocated once: reading an InlineArray element through a borrowed value made
+  // a copy of the whole InlineArray for each read.
+  var words = [UInt64](repeating: 0, count: UsedSet.wordCount)
   var others: [(constellation: Constellation?, svid: Int)] = []
   var count = 0
 
@@ -676,7 +676,7 @@ struct UsedSet {
 
   mutating func removeAll() {
     guard count > 0 else { return }
-    words = InlineArray<27, UInt64>(repeating: 0)
+    words.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
     if !others.isEmpty { others.removeAll(keepingCapacity: true) }
     count = 0
   }
