@@ -266,6 +266,27 @@ public struct NMEAFramer {
               sum ^= byte
               len += 1
               i += 1
+              // Usually two checksum digits and the line end follow, in this chunk and within
+              // the limit: take them in one step, exactly as the cases here would one by one.
+              if i &+ 3 <= n, len &+ 3 <= limit, classes[Int(p[i])] == 0,
+                classes[Int(p[i &+ 1])] == 0
+              {
+                let third = p[i &+ 2]
+                if third == ASCII.lf {
+                  sum ^= p[i] ^ p[i &+ 1]
+                  len &+= 2
+                  i &+= 3
+                  end = true
+                  break
+                } else if third == ASCII.cr, i &+ 4 <= n, p[i &+ 3] == ASCII.lf {
+                  sum ^= p[i] ^ p[i &+ 1]
+                  carriageReturns += 1
+                  len &+= 3
+                  i &+= 4
+                  end = true
+                  break
+                }
+              }
             } else if kind == 4 {  // CR: allowed only right before LF, checked at the end
               carriageReturns += 1
               len += 1
@@ -418,9 +439,11 @@ public struct NMEAFramer {
   ) rethrows {
     state = .hunting
     if partial.isEmpty {
-      try deliverSentence(UnsafeBufferPointer(start: p + startInChunk, count: endInChunk - startInChunk), body)
+      try deliverSentence(
+        UnsafeBufferPointer(start: p + startInChunk, count: endInChunk - startInChunk), body)
     } else {
-      partial.append(contentsOf: UnsafeBufferPointer(start: p + startInChunk, count: endInChunk - startInChunk))
+      partial.append(
+        contentsOf: UnsafeBufferPointer(start: p + startInChunk, count: endInChunk - startInChunk))
       try partial.withUnsafeBufferPointer { try deliverSentence($0, body) }
       partial.removeAll(keepingCapacity: true)
     }
@@ -464,14 +487,18 @@ public struct NMEAFramer {
         return
       }
       statistics.sentences += 1
-      try body(.sentence(RawSentence(bytes: UnsafeBufferPointer(rebasing: line[0..<starAt]), hadChecksum: true)))
+      try body(
+        .sentence(
+          RawSentence(bytes: UnsafeBufferPointer(rebasing: line[0..<starAt]), hadChecksum: true)))
     } else {
       guard configuration.checksumPolicy == .lenient else {
         statistics.missingChecksum += 1
         return
       }
       statistics.sentences += 1
-      try body(.sentence(RawSentence(bytes: UnsafeBufferPointer(rebasing: line[0..<end]), hadChecksum: false)))
+      try body(
+        .sentence(
+          RawSentence(bytes: UnsafeBufferPointer(rebasing: line[0..<end]), hadChecksum: false)))
     }
   }
 
@@ -491,7 +518,8 @@ public struct NMEAFramer {
       var sum = 0
       for index in 4..<(binary.count - 4) { sum += Int(binary[index]) }
       let stated = Int(binary[binary.count - 4]) << 8 | Int(binary[binary.count - 3])
-      valid = (sum & 0x7FFF) == stated && binary[binary.count - 2] == 0xB0
+      valid =
+        (sum & 0x7FFF) == stated && binary[binary.count - 2] == 0xB0
         && binary[binary.count - 1] == 0xB3
     }
     guard valid else {
@@ -510,7 +538,9 @@ public struct NMEAFramer {
     } else {
       statistics.sirfFrames += 1
       try binary.withUnsafeBufferPointer { frame in
-        try body(.sirf(SiRFFrameView(payload: UnsafeBufferPointer(rebasing: frame[4..<(frame.count - 4)]))))
+        try body(
+          .sirf(SiRFFrameView(payload: UnsafeBufferPointer(rebasing: frame[4..<(frame.count - 4)])))
+        )
       }
     }
     binary.removeAll(keepingCapacity: true)
