@@ -233,19 +233,19 @@ public struct NMEAFramer {
           // Eight ordinary bytes at a time while they last (up to the `*`, usually), then one
           // at a time through the cases below.
           var position = i
-          var length8 = len
+          // As far as both the chunk and the length limit allow.
+          let wordsEnd = i &+ min(n &- i, limit &- len)
           var words: UInt64 = 0
-          while position &+ 8 <= n && length8 &+ 8 <= limit {
+          while position &+ 8 <= wordsEnd {
             let word = UnsafeRawPointer(p + position).loadUnaligned(as: UInt64.self)
             if Self.hasSpecialByte(word) { break }
             words ^= word
             position &+= 8
-            length8 &+= 8
           }
           if position != i {
             sum ^= Self.foldXOR(words)
+            len &+= position &- i
             i = position
-            len = length8
           }
           while i < n {
             let byte = p[i]
