@@ -90,6 +90,28 @@ struct FixBuilderTests {
     #expect(builder.statistics.epochs == count)
   }
 
+  @Test("a cycle of more than sixteen kinds of sentence is learned and closed at its end")
+  func manyKindsPerCycle() {
+    // Twenty different cycle keys per epoch (GSV parts and GSA systems of several talkers),
+    // more than the builder keeps inline; the last one (a GST) must still be learned as the
+    // cycle's end, which needs its count of one per cycle.
+    func cycle(_ second: Int) -> [String] {
+      var bodies = Array(ubloxCycle(second).dropLast())  // without the ZDA
+      for talker in ["GB", "GQ", "GI"] {
+        bodies.append("\(talker)GSV,2,1,05,10,55,120,44,16,40,080,41,21,33,300,38,26,20,200,35,1")
+        bodies.append("\(talker)GSV,2,2,05,31,05,010,,1")
+      }
+      for system in 3...6 { bodies.append("GNGSA,A,3,10,16,,,,,,,,,,,1.6,0.9,1.3,\(system)") }
+      bodies.append("GNGST,12\(format2(second / 60))\(format2(second % 60)).00,1,2,1,0,1.0,1.0,2.0")
+      return bodies
+    }
+    let length = cycle(0).count
+    #expect(length == 20)  // twenty sentences, each its own key
+    let emitted = feed((0..<5).flatMap(cycle), flush: false)
+    #expect(emitted.count == 5)
+    for n in 2..<5 { #expect(emitted[n].index == (n + 1) * length - 1, "cycle \(n)") }
+  }
+
   @Test("a learned cycle end that proves wrong is forgotten, without a second fix for the time")
   func wrongCycleEndForgotten() {
     // Three cycles ending with GLL, then the receiver adds a ZDA after the GLL.
@@ -474,6 +496,21 @@ struct FixBuilderTests {
     #expect(byConstellation[.gps]?.used == false)
     #expect(byConstellation[.galileo]?.used == true && byConstellation[.galileo]?.prn == 305)
     #expect(byConstellation[.beidou]?.used == false && byConstellation[.beidou]?.prn == 405)
+  }
+
+  @Test("used flags for numbers past the usual ranges, and for satellites of no system")
+  func usedOddNumbers() throws {
+    let view = try #require(
+      feed([
+        "GPRMC,120000,A,4807.038,N,01131.000,E,0,0,230394,,,A",
+        "GPGSA,A,3,05,300,250,,,,,,,,,,1.4,1.1,0.8",  // GPS 5, 300 and 250 used
+        "GPGSV,1,1,04,05,40,083,46,300,20,183,36,250,10,283,26,07,10,100,20",
+        "XXGSV,1,1,01,250,10,283,26",  // no system: not GPS 250
+      ]).first?.epoch.satellites)
+    #expect(view.satellites.map(\.prn) == [5, 300, 250, 7, 250])
+    #expect(view.satellites.map(\.constellation) == [.gps, .gps, .gps, .gps, nil])
+    #expect(view.satellites.map(\.used) == [true, true, true, false, false])
+    #expect(view.usedCount == 3)
   }
 
   @Test("one satellite on two signals is two entries; a repeated GSV part replaces itself")
