@@ -48,6 +48,12 @@ public struct NMEADecoder {
   /// The fix builder (its statistics, whether it has learned the cycle end).
   public var builder: FixBuilder { stages.builder }
 
+  /// The fix builder's knowledge of the receiver's cycle; see ``FixBuilder/cycleKnowledge``.
+  public var cycleKnowledge: CycleKnowledge? {
+    get { stages.builder.cycleKnowledge }
+    set { stages.builder.cycleKnowledge = newValue }
+  }
+
   public init(configuration: FramerConfiguration = FramerConfiguration()) {
     framer = NMEAFramer(configuration: configuration)
   }

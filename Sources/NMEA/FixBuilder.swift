@@ -20,6 +20,11 @@ public struct FixBuilderStatistics: Sendable, Hashable {
   public init() {}
 }
 
+/// Which sentence ends a receiver's measurement cycle, as a ``FixBuilder`` learned it.
+public struct CycleKnowledge: Sendable, Hashable {
+  let lastSentence: UInt32
+}
+
 /// Groups a receiver's sentences into epochs by UTC time and emits one ``Epoch`` per
 /// measurement cycle.
 ///
@@ -85,6 +90,20 @@ public struct FixBuilder {
 
   /// Whether the builder has learned which sentence ends the receiver's cycle.
   public var hasLearnedCycleEnd: Bool { learnedEnd != nil }
+
+  /// What the builder has learned about the receiver's cycle (which sentence ends it).
+  ///
+  /// A driver that reopens the same receiver hands this to the new connection's builder, so
+  /// the first epoch after a power-on is emitted as soon as it is complete rather than when
+  /// the next one begins. Knowledge that proves wrong (data for an epoch already emitted) is
+  /// forgotten as if it had been learned here.
+  public var cycleKnowledge: CycleKnowledge? {
+    get { learnedEnd.map(CycleKnowledge.init(lastSentence:)) }
+    set {
+      learnedEnd = newValue?.lastSentence
+      candidateEnd = nil
+    }
+  }
 
   /// Adds one sentence; calls `emit` for each epoch it completes (at most two: the previous
   /// one when the time changes, and this one if the sentence ends the cycle).

@@ -23,6 +23,8 @@ final class ReceiverCore: @unchecked Sendable {
   private let counters = Locked(ReceiverStatistics())
   /// What the receiver has said about itself, kept across connections.
   let identification = Locked<ChipsetIdentification?>(nil)
+  /// Which sentence ends the receiver's cycle, kept across connections.
+  let cycleKnowledge = Locked<CycleKnowledge?>(nil)
   private let finished = Locked<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>(
     (false, []))
 
@@ -355,7 +357,13 @@ private final class ReadSession: @unchecked Sendable {
     self.core = core
     decoder = NMEADecoder(
       configuration: FramerConfiguration(maximumSentenceLength: maximumSentenceLength))
+    // What an earlier connection learned of the cycle: the first epoch is out at once.
+    decoder.cycleKnowledge = core.cycleKnowledge.withLock { $0 }
+    knownCycle = decoder.cycleKnowledge
   }
+
+  /// The cycle knowledge last shared with the core.
+  var knownCycle: CycleKnowledge?
 
   func run() {
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
@@ -377,6 +385,10 @@ private final class ReadSession: @unchecked Sendable {
         handle(event, fixes: &fixes)
       }
       core.record(decoder: decoder.statistics, fixes: fixes)
+      if decoder.cycleKnowledge != knownCycle {
+        knownCycle = decoder.cycleKnowledge
+        core.cycleKnowledge.withLock { $0 = knownCycle }
+      }
     }
   }
 

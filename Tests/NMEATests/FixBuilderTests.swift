@@ -568,3 +568,28 @@ struct FixBuilderTests {
     }
   }
 }
+
+@Suite struct CycleKnowledgeCarryTests {
+  static func cycle(_ second: Int) -> [UInt8] {
+    let time = "1200" + (second < 10 ? "0" : "") + String(second) + ".00"
+    return NMEAChecksum.frame("GPRMC,\(time),A,4656.789,N,00726.123,E,1.5,90.0,301126,,,A")
+      + NMEAChecksum.frame("GPGGA,\(time),4656.789,N,00726.123,E,1,08,0.9,540.2,M,48.0,M,,")
+  }
+
+  @Test func knowledgeHandedToANewDecoderEmitsItsFirstEpochAtOnce() {
+    var learned = NMEADecoder()
+    for second in 1...3 { learned.decode(Self.cycle(second)) { _ in } }
+    #expect(learned.cycleKnowledge != nil)
+
+    var fresh = NMEADecoder()
+    var epochs = 0
+    fresh.decode(Self.cycle(10)) { if case .epoch = $0 { epochs += 1 } }
+    #expect(epochs == 0, "without knowledge the epoch waits for the next one")
+
+    var carried = NMEADecoder()
+    carried.cycleKnowledge = learned.cycleKnowledge
+    epochs = 0
+    carried.decode(Self.cycle(10)) { if case .epoch = $0 { epochs += 1 } }
+    #expect(epochs == 1)
+  }
+}

@@ -288,3 +288,27 @@ struct UnansweredWakeUp: ReceiverCommandSet {
     events.cancel()
   }
 }
+
+@Suite struct CycleKnowledgeTests {
+  @Test func theFirstFixAfterAPowerOnComesWithItsOwnEpochNotTheNext() async throws {
+    let connector = MemoryConnector()
+    var options = GPSReceiver.Options()
+    options.linger = .zero
+    let receiver = GPSReceiver(connector: connector, options: options, clock: ManualClock())
+    // First session: three cycles, enough to learn that GGA ends each one.
+    let first = EventLog(receiver.subscribe())
+    #expect(await eventually { connector.opens == 1 })
+    connector.latest!.feed(cycle(second: 1) + cycle(second: 2) + cycle(second: 3))
+    #expect(await eventually { first.fixes.count == 3 })
+    first.stop()
+    #expect(await eventually { connector.latest!.isClosed })
+    // Second session: a single cycle is a fix at once, without waiting for the next one.
+    let second = EventLog(receiver.subscribe())
+    #expect(await eventually { connector.opens == 2 })
+    connector.latest!.feed(cycle(second: 30))
+    #expect(await eventually { second.fixes.contains { !$0.isReplay } })
+    #expect(second.fixes.last?.fix.time == UTCTime(hour: 12, minute: 0, second: 30))
+    second.stop()
+    await receiver.shutdown()
+  }
+}
