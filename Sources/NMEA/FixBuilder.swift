@@ -22,7 +22,13 @@ public struct FixBuilderStatistics: Sendable, Hashable {
 
 /// Which sentence ends a receiver's measurement cycle, as a ``FixBuilder`` learned it.
 public struct CycleKnowledge: Sendable, Hashable {
-  let lastSentence: UInt32
+  /// The sentence known to end the cycle.
+  let lastSentence: UInt32?
+  /// The sentence seen last in one cycle so far, not yet confirmed by a second one.
+  let candidate: UInt32?
+
+  /// Whether the cycle end is known, not merely suspected.
+  public var isLearned: Bool { lastSentence != nil }
 }
 
 /// Groups a receiver's sentences into epochs by UTC time and emits one ``Epoch`` per
@@ -98,10 +104,13 @@ public struct FixBuilder {
   /// the next one begins. Knowledge that proves wrong (data for an epoch already emitted) is
   /// forgotten as if it had been learned here.
   public var cycleKnowledge: CycleKnowledge? {
-    get { learnedEnd.map(CycleKnowledge.init(lastSentence:)) }
+    get {
+      guard learnedEnd != nil || candidateEnd != nil else { return nil }
+      return CycleKnowledge(lastSentence: learnedEnd, candidate: candidateEnd)
+    }
     set {
       learnedEnd = newValue?.lastSentence
-      candidateEnd = nil
+      candidateEnd = newValue?.candidate
     }
   }
 

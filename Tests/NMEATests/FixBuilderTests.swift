@@ -579,7 +579,7 @@ struct FixBuilderTests {
   @Test func knowledgeHandedToANewDecoderEmitsItsFirstEpochAtOnce() {
     var learned = NMEADecoder()
     for second in 1...3 { learned.decode(Self.cycle(second)) { _ in } }
-    #expect(learned.cycleKnowledge != nil)
+    #expect(learned.cycleKnowledge?.isLearned == true)
 
     var fresh = NMEADecoder()
     var epochs = 0
@@ -591,5 +591,18 @@ struct FixBuilderTests {
     epochs = 0
     carried.decode(Self.cycle(10)) { if case .epoch = $0 { epochs += 1 } }
     #expect(epochs == 1)
+  }
+
+  @Test func aCandidateCarriedOverIsConfirmedByTheNextConnection() {
+    // One time change: a candidate only. Sessions this short (a first fix, then off) must
+    // still add up to knowledge.
+    var first = NMEADecoder()
+    first.decode(Self.cycle(1) + Self.cycle(2)) { _ in }
+    #expect(first.cycleKnowledge != nil)
+    #expect(first.cycleKnowledge?.isLearned == false)
+    var second = NMEADecoder()
+    second.cycleKnowledge = first.cycleKnowledge
+    second.decode(Self.cycle(20) + Self.cycle(21)) { _ in }
+    #expect(second.cycleKnowledge?.isLearned == true)
   }
 }
