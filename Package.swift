@@ -45,7 +45,8 @@ let package = Package(
     ),
 
     // Recordings as virtual receivers and in-process sources; the receiver simulator.
-    .target(name: "Replay", dependencies: ["NMEA", "Chipsets", "SerialPort"]),
+    // It implements SerialGPS's connector for in-process replay, so it comes after SerialGPS.
+    .target(name: "Replay", dependencies: ["NMEA", "Chipsets", "SerialPort", "SerialGPS"]),
 
     // gpsd JSON reports (TPV, SKY, DEVICE …) and client command parsing.
     .target(name: "GPSDProtocol", dependencies: ["NMEA"]),
@@ -82,7 +83,9 @@ let package = Package(
       name: "SerialGPSTests",
       dependencies: ["SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort"]
     ),
-    .testTarget(name: "ReplayTests", dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort"]),
+    .testTarget(
+      name: "ReplayTests", dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort", "SerialGPS"]
+    ),
     .testTarget(name: "GPSDProtocolTests", dependencies: ["GPSDProtocol", "NMEA"]),
     .testTarget(name: "serialgpsTests", dependencies: ["serialgps", "GPSDProtocol", "NMEA"]),
     .testTarget(
