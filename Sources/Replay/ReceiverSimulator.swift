@@ -115,6 +115,9 @@ public final class ReceiverSimulator: Sendable {
 
   /// The current power state.
   public var powerState: SimulatedPowerState { core.state { $0.model.power } }
+  /// Whether the last burst of a recording that does not loop has been taken for writing
+  /// (it may still be on its way).
+  public var isPlaybackFinished: Bool { core.state { $0.playback.isFinished } }
   /// Whether the pty exists (not unplugged).
   public var isPluggedIn: Bool { core.state { $0.pty != nil } }
   /// Counters since the simulator started.
@@ -215,6 +218,8 @@ public struct SimulatorCounters: Sendable, Hashable {
   /// Recording bursts (epochs) and their checksum-valid sentences written to the pty.
   public var burstsSent = 0
   public var sentencesSent = 0
+  /// Bursts not written whole: nobody read the pty for the write timeout, or it was unplugged.
+  public var burstsDropped = 0
   /// Answers and messages of the receiver's own (acknowledgements, MON-VER, `$PMTK010`).
   public var repliesSent = 0
   /// Positive acknowledgements and rejections among the replies.
@@ -400,7 +405,10 @@ final class SimulatorCore: @unchecked Sendable {
       lock.withLock {
         locked.counters.bytesSent += written
         locked.counters.bytesDropped += bytes.count - written
-        guard written == bytes.count else { return }
+        guard written == bytes.count else {
+          if burstSentences != nil { locked.counters.burstsDropped += 1 }
+          return
+        }
         locked.counters.repliesSent += replies
         if let burstSentences {
           locked.counters.burstsSent += 1

@@ -16,6 +16,8 @@ let commands: [Command] = [
   decodeCommand,
   listCommand,
   sendCommand,
+  replayCommand,
+  recordCommand,
 ]
 
 func printUsage(to stream: Output = .standard) {
