@@ -18,6 +18,7 @@ let commands: [Command] = [
   sendCommand,
   replayCommand,
   recordCommand,
+  gpxCommand,
 ]
 
 func printUsage(to stream: Output = .standard) {
