@@ -23,10 +23,10 @@ test-deps:
 build: deps
 	$(SWIFT) build
 
-# The main job: watch the receiver attached, or with none a clearly labelled demo.
+# The main job: watch the receiver attached, or with none a clearly labelled demo
+# (scripts/run.sh builds the release binary first).
 run: deps
-	$(SWIFT) build -c release --product serialgps
-	.build/release/serialgps decode fixtures/ublox-m8-drive.nmea
+	SWIFT=$(SWIFT) scripts/run.sh
 
 # Everything CI checks.
 test: test-deps fixtures-check test-unit test-tsan fuzz-smoke

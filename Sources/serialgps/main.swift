@@ -19,6 +19,7 @@ let commands: [Command] = [
   replayCommand,
   recordCommand,
   gpxCommand,
+  demoCommand,
 ]
 
 func printUsage(to stream: Output = .standard) {
