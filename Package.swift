@@ -18,6 +18,7 @@ let package = Package(
     .executable(name: "serialgps", targets: ["serialgps"]),
     .executable(name: "nmea-bench", targets: ["nmea-bench"]),
     .executable(name: "serial-bench", targets: ["serial-bench"]),
+    .executable(name: "receiver-bench", targets: ["receiver-bench"]),
   ],
   targets: [
     // Bytes → sentences → fixes. No Foundation, no I/O, no clocks.
@@ -69,6 +70,10 @@ let package = Package(
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "CMallocCounter"]),
     // What an idle SerialPort reader costs and how fast a blocked reader wakes.
     .executableTarget(name: "serial-bench", dependencies: ["SerialPort", "CSerialShims"]),
+    // The gated receiver's fix latency, power-on time, wake-ups and memory (no Foundation,
+    // whose threads and pages would be counted).
+    .executableTarget(
+      name: "receiver-bench", dependencies: ["SerialGPS", "SerialPort", "Chipsets", "NMEA"]),
 
     .testTarget(name: "NMEATests", dependencies: ["NMEA"]),
     .testTarget(name: "SerialPortTests", dependencies: ["SerialPort", "CSerialShims"]),
@@ -93,6 +98,9 @@ let package = Package(
       name: "serialgpsTests",
       dependencies: ["serialgps", "GPSDProtocol", "NMEA", "Replay", "SerialPort", "Chipsets"],
       exclude: ["gpx.xsd"]),
+    // `serialgps watch`: its formatting, and the built executable against a pty.
+    .testTarget(
+      name: "WatchTests", dependencies: ["serialgps", "SerialGPS", "SerialPort", "NMEA"]),
     .testTarget(
       name: "GPSDServerTests",
       dependencies: ["GPSDServer", "GPSDProtocol", "SerialGPS", "Replay"]

@@ -23,6 +23,10 @@ public protocol ReceiverConnector: Sendable {
   var deviceName: String { get }
   /// Opens the device. Errors should say what went wrong and what to do.
   func connect() async throws -> any ReceiverConnection
+  /// Opens the device that the driver will wake with `family`'s commands (`.nmea`: none). A
+  /// receiver that is to be woken may be silent until then, so a connector should not wait
+  /// to hear it first. By default the same as ``connect()``.
+  func connect(wakingWith family: ChipsetFamily) async throws -> any ReceiverConnection
   /// What is known about the device before it says anything: its chipset from its USB IDs or
   /// a udev property, and how it is attached. `nil` when nothing is known.
   var chipsetHint: ChipsetHint? { get }
@@ -35,6 +39,9 @@ public protocol ReceiverConnector: Sendable {
 }
 
 extension ReceiverConnector {
+  public func connect(wakingWith family: ChipsetFamily) async throws -> any ReceiverConnection {
+    try await connect()
+  }
   public var chipsetHint: ChipsetHint? { nil }
   public func startWatching(appeared: @escaping @Sendable () -> Void) {}
   public func stopWatching() {}

@@ -70,6 +70,10 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
   }
 
   public func connect() async throws -> any ReceiverConnection {
+    try await connect(wakingWith: .nmea)
+  }
+
+  public func connect(wakingWith family: ChipsetFamily) async throws -> any ReceiverConnection {
     if !state.withLock({ $0.enumerated }) { await waitForEnumeration() }
     let (device, failure) = state.withLock { state in (state.device, state.failure) }
     if let failure { throw failure }
@@ -77,12 +81,12 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
       throw NoReceiver(selector: selector, stillEnumerating: false)
     }
     let connector = SerialConnector(path: device.path, baud: baud, hint: chipsetHint)
-    return try await connector.connect()
+    return try await connector.connect(wakingWith: family)
   }
 
   public func startWatching(appeared: @escaping @Sendable () -> Void) {
     let events = discovery.events(includingPresent: true)
-    let watcher = Task { [weak self] in
+    let watcher = Task(executorPreference: DriverExecutor.shared) { [weak self] in
       do {
         for try await event in events {
           guard let self else { return }
@@ -140,7 +144,7 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
   private func waitForEnumeration() async {
     for _ in 0..<200 {
       if state.withLock({ $0.enumerated }) { return }
-      try? await Task.sleep(for: .milliseconds(10))
+      try? await DriverExecutor.shared.sleep(until: .now + .milliseconds(10))
     }
   }
 }

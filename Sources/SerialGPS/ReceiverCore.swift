@@ -46,9 +46,22 @@ final class ReceiverCore: @unchecked Sendable {
         backoff: .init(initial: options.reconnectDelay, maximum: options.maximumReconnectDelay)))
   }
 
+  /// Whether the controller task runs. It starts with the first request, so a receiver that
+  /// nobody ever subscribes to costs no task at all.
+  private let controllerStarted = Locked(false)
+
   func start() {
     connector.startWatching { [weak self] in self?.deviceAppeared() }
-    Task { await self.runController() }
+  }
+
+  private func startControllerIfNeeded() {
+    let start = controllerStarted.withLock { started -> Bool in
+      defer { started = true }
+      return !started
+    }
+    if start {
+      Task(executorPreference: DriverExecutor.shared) { await self.runController() }
+    }
   }
 
   var statistics: ReceiverStatistics {
@@ -68,6 +81,7 @@ final class ReceiverCore: @unchecked Sendable {
     // The attach goes into the ordered stream before `subscribe()` returns, so a dispose
     // that follows can never overtake it.
     eventSink.yield(.policy(.attach))
+    startControllerIfNeeded()
     return SubscriptionCore(queue: queue) { [weak self] in
       _ = lifetime  // the receiver lives while a subscription does
       guard let self else { return }
@@ -78,10 +92,18 @@ final class ReceiverCore: @unchecked Sendable {
 
   func hold(for duration: Duration) {
     eventSink.yield(.policy(.hold(until: clock.now + duration)))
+    startControllerIfNeeded()
   }
 
+  /// Set once a shutdown is asked for, so a power-on in progress stops retrying its wake-up.
+  private let shutdownRequested = Locked(false)
+
   func requestShutdown() {
+    shutdownRequested.withLock { $0 = true }
+    // A wake-up waiting for its acknowledgement gives up now rather than after its retries.
+    acknowledgements.reset()
     eventSink.yield(.policy(.shutdown))
+    startControllerIfNeeded()
   }
 
   func shutdown() async {
@@ -98,6 +120,7 @@ final class ReceiverCore: @unchecked Sendable {
 
   /// Returns once the controller has handled every event sent before this call.
   func settle() async {
+    startControllerIfNeeded()
     await withCheckedContinuation { continuation in
       if case .terminated = eventSink.yield(.barrier(continuation)) { continuation.resume() }
     }
@@ -166,7 +189,7 @@ final class ReceiverCore: @unchecked Sendable {
     case .armTimer(let id, let deadline):
       let clock = self.clock
       let sink = eventSink
-      timers[id] = Task {
+      timers[id] = Task(executorPreference: DriverExecutor.shared) {
         do {
           try await clock.sleep(until: deadline)
         } catch {
@@ -189,7 +212,7 @@ final class ReceiverCore: @unchecked Sendable {
   private func powerOn() async -> PowerPolicy.Event {
     let opened: any ReceiverConnection
     do {
-      opened = try await connector.connect()
+      opened = try await connector.connect(wakingWith: commandSet().family)
     } catch {
       counters.withLock { $0.failedOpens += 1 }
       return .powerOnFailed(reason: String(describing: error))
@@ -198,7 +221,7 @@ final class ReceiverCore: @unchecked Sendable {
     connection = opened
     counters.withLock { $0.powerOns += 1 }
     startReader(on: opened, generation: generation)
-    await send(commandSet().powerOnSteps, to: opened)
+    await send(commandSet().powerOnSteps, to: opened, abandonOnShutdown: true)
     return .poweredOn
   }
 
@@ -243,11 +266,16 @@ final class ReceiverCore: @unchecked Sendable {
   /// Writes each command; waits for its acknowledgement when it has one, retrying a bounded
   /// number of times. A command that fails is reported and the next one is still sent: the
   /// receiver may well be streaming anyway.
-  private func send(_ steps: [CommandStep], to connection: any ReceiverConnection) async {
+  ///
+  /// Wake-up steps are abandoned once a shutdown is asked for: the standby follows at once.
+  private func send(
+    _ steps: [CommandStep], to connection: any ReceiverConnection, abandonOnShutdown: Bool = false
+  ) async {
     for step in steps {
       var failure: String?
       let attempts = step.acknowledgement == .none ? 1 : max(1, options.commandAttempts)
       for attempt in 1...attempts {
+        if abandonOnShutdown && shutdownRequested.withLock({ $0 }) { return }
         if step.acknowledgement != .none { acknowledgements.expect(step) }
         do {
           try connection.write(step.bytes)

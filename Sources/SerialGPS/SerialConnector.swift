@@ -48,6 +48,18 @@ public struct SerialConnector: ReceiverConnector {
   }
 
   public func connect() async throws -> any ReceiverConnection {
+    try await connect(wakingWith: .nmea)
+  }
+
+  /// A receiver the driver wakes with commands is silent in standby, so listening for its
+  /// rate first would cost the whole search (9 rates × 1.5 s) on every power-on: it is opened
+  /// at the remembered rate, else its chipset's factory rate, and woken at once. Give a fixed
+  /// rate for a receiver configured otherwise.
+  public func connect(wakingWith family: ChipsetFamily) async throws -> any ReceiverConnection {
+    if case .automatic = baud, family.hasCommands {
+      let rate = memory.withLock { $0.rate(for: path) } ?? Self.factoryRate(family)
+      return SerialConnection(port: try SerialPort.open(path: path, baudRate: rate))
+    }
     switch baud {
     case .fixed(let rate):
       return SerialConnection(port: try SerialPort.open(path: path, baudRate: rate))
@@ -79,6 +91,14 @@ public struct SerialConnector: ReceiverConnector {
         try? port.setBaudRate(initial)
       }
       return SerialConnection(port: port)
+    }
+  }
+
+  /// The rate a family's receivers ship with on their UART.
+  static func factoryRate(_ family: ChipsetFamily) -> BaudRate {
+    switch family {
+    case .sirf: return .b4800
+    case .ublox, .mediatek, .nmea: return .b9600
     }
   }
 

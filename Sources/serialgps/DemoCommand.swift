@@ -167,7 +167,7 @@ struct DemoSession {
       }
     }
 
-    let interruption = Interruption()
+    let interruption = StopSignals()
     let events = receiver.subscribe()
     interruption.onStop { events.cancel() }
     let watchdog = Task {

@@ -23,7 +23,7 @@ let recordCommand = Command(
     Output.error.line("Run `serialgps record --help` for the options.")
     return 2
   case .options(let options):
-    let interruption = Interruption()
+    let interruption = StopSignals()
     return await runOnOwnThread { RecordSession(options: options).run(interruption) }
   }
 }
@@ -135,7 +135,7 @@ struct RecordOptions: Equatable {
 struct RecordSession {
   let options: RecordOptions
 
-  func run(_ interruption: Interruption) -> Int32 {
+  func run(_ interruption: StopSignals) -> Int32 {
     let device = options.device
     let port: SerialPort
     do {
@@ -362,7 +362,7 @@ struct Capture {
   /// Records until `deadline` or a stop.
   mutating func run(
     into sink: inout RecordingSink, until deadline: ContinuousClock.Instant?,
-    interruption: Interruption?
+    interruption: StopSignals?
   ) -> Outcome {
     while interruption?.isRequested != true {
       if let deadline, ContinuousClock.now >= deadline { return .stopped }
@@ -377,7 +377,7 @@ struct Capture {
   /// Writes each command, recording what arrives during its settle time (at least 100 ms,
   /// so an acknowledgement lands in the recording next to its command).
   mutating func send(
-    _ steps: [CommandStep], into sink: inout RecordingSink, interruption: Interruption?
+    _ steps: [CommandStep], into sink: inout RecordingSink, interruption: StopSignals?
   ) -> Outcome {
     for step in steps {
       if interruption?.isRequested == true { return .stopped }

@@ -163,7 +163,7 @@ struct ReplaySession {
         + "virtual \(profile) receiver, \(ReplayProgress.describe(options.pace))"
         + (options.loops ? ", looping" : "") + ". Ctrl-C stops.")
 
-    let interruption = Interruption()
+    let interruption = StopSignals()
     var progress = ReplayProgress(
       total: recording.bursts.count, family: profile.family,
       terminal: isatty(2) == 1)

@@ -1,3 +1,4 @@
+import Chipsets
 import NMEA
 import Testing
 
@@ -245,5 +246,45 @@ import Testing
     _ = receiver.subscribe()
     try await Task.sleep(for: .milliseconds(20))
     #expect(connector.opens == 1)
+  }
+}
+
+/// A command set whose wake-up needs an acknowledgement that never comes.
+struct UnansweredWakeUp: ReceiverCommandSet {
+  var family: ChipsetFamily { .mediatek }
+  var powerOnSteps: [CommandStep] {
+    [
+      CommandStep(
+        bytes: Array("$PMTK314,0*00\r\n".utf8), summary: "select",
+        acknowledgement: .mtk(command: 314))
+    ]
+  }
+  var powerOffSteps: [CommandStep] {
+    [CommandStep(bytes: Array("$PMTK161,0*28\r\n".utf8), summary: "standby")]
+  }
+  var powerProfile: PowerProfile {
+    PowerProfile(offState: .standby, wakesOverSerial: true, hotStartMilliseconds: nil)
+  }
+}
+
+@Suite struct ShutdownDuringPowerOnTests {
+  @Test(.timeLimit(.minutes(1))) func shutdownAbandonsAnUnansweredWakeUpAndSendsTheStandby()
+    async throws
+  {
+    let connector = MemoryConnector()
+    var options = GPSReceiver.Options()
+    options.chipset = .custom(UnansweredWakeUp())
+    options.acknowledgementTimeout = .seconds(1)
+    options.commandAttempts = 3
+    let clock = ManualClock()
+    let receiver = GPSReceiver(connector: connector, options: options, clock: clock)
+    let events = receiver.subscribe()
+    #expect(await eventually { connector.latest?.writes.count == 1 })
+    // The clock never moves: without abandoning, the wake-up would wait for ever.
+    await receiver.shutdown()
+    let writes = connector.latest!.writes.map { String(decoding: $0, as: UTF8.self) }
+    #expect(writes == ["$PMTK314,0*00\r\n", "$PMTK161,0*28\r\n"])
+    #expect(connector.latest!.isClosed)
+    events.cancel()
   }
 }

@@ -1,6 +1,8 @@
 import Glibc
-@testable import SerialGPS
+import SerialPort
 import Testing
+
+@testable import SerialGPS
 
 @Suite struct SerialConnectorTests {
   @Test func aByIDLinkToATtyACMIsTheReceiversOwnUSBPort() throws {
@@ -20,5 +22,21 @@ import Testing
     #expect(SerialConnector.guessInterface(link) == .usb)
     #expect(SerialConnector(path: link).chipsetHint?.interface == .usb)
     #expect(SerialConnector.guessInterface(directory + "/ttyUSB0") == .uart)
+  }
+}
+
+@Suite struct SerialConnectorBaudTests {
+  @Test func aReceiverToBeWokenIsNotListenedToFirst() async throws {
+    let pty = try PseudoTerminal()
+    let connector = SerialConnector(path: pty.devicePath, baud: .automatic())
+    // Silent, as in standby. Listening would take 9 rates × 1.5 s; this opens at once at the
+    // chipset's factory rate.
+    let start = ContinuousClock.now
+    let connection = try await connector.connect(wakingWith: .sirf)
+    let elapsed = ContinuousClock.now - start
+    defer { connection.close() }
+    #expect(elapsed < .seconds(5), "took \(elapsed): it listened first")
+    let serial = try #require(connection as? SerialConnection)
+    #expect(serial.port.baudRate == .b4800)
   }
 }
