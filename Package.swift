@@ -46,7 +46,8 @@ let package = Package(
     ),
 
     // Recordings as virtual receivers and in-process sources; the receiver simulator.
-    .target(name: "Replay", dependencies: ["NMEA", "Chipsets", "SerialPort"]),
+    // It implements SerialGPS's connector for in-process replay, so it comes after SerialGPS.
+    .target(name: "Replay", dependencies: ["NMEA", "Chipsets", "SerialPort", "SerialGPS"]),
 
     // gpsd JSON reports (TPV, SKY, DEVICE …) and client command parsing.
     .target(name: "GPSDProtocol", dependencies: ["NMEA"]),
@@ -87,9 +88,16 @@ let package = Package(
       name: "SerialGPSTests",
       dependencies: ["SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort"]
     ),
-    .testTarget(name: "ReplayTests", dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort"]),
+    .testTarget(
+      name: "ReplayTests", dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort", "SerialGPS"]
+    ),
     .testTarget(name: "GPSDProtocolTests", dependencies: ["GPSDProtocol", "NMEA"]),
-    .testTarget(name: "serialgpsTests", dependencies: ["serialgps", "GPSDProtocol", "NMEA"]),
+    // The CLI's pieces in-process, and the built executable against simulated receivers; the
+    // GPX 1.1 schema for xmllint.
+    .testTarget(
+      name: "serialgpsTests",
+      dependencies: ["serialgps", "GPSDProtocol", "NMEA", "Replay", "SerialPort", "Chipsets"],
+      exclude: ["gpx.xsd"]),
     // `serialgps watch`: its formatting, and the built executable against a pty.
     .testTarget(
       name: "WatchTests", dependencies: ["serialgps", "SerialGPS", "SerialPort", "NMEA"]),

@@ -208,6 +208,11 @@ public struct FixBuilder {
           try closeEpoch(endedBy: nil, emit: emit)
         }
       }
+      if epochTime == nil, Self.normallyTimed(sentence), keyCounts[key] != nil {
+        // The epoch so far is an untimed cycle (no fix yet) that already has this position
+        // sentence: the first timed cycle after a cold start begins here, not inside it.
+        try closeEpoch(endedBy: nil, emit: emit)
+      }
       if epochTime == nil { epochTime = time }
       if !onlyTime { timedByFixSentence = true }
     } else if normallyTimed, keyCounts.count(of: key) != nil {

@@ -18,6 +18,10 @@ let commands: [Command] = [
   listCommand,
   sendCommand,
   watchCommand,
+  replayCommand,
+  recordCommand,
+  gpxCommand,
+  demoCommand,
 ]
 
 func printUsage(to stream: Output = .standard) {

@@ -216,6 +216,21 @@ struct FixBuilderTests {
     #expect(emitted.allSatisfy { $0.epoch.fix.position == nil })
   }
 
+  @Test("the first timed cycle after untimed ones is an epoch of its own (MediaTek cold start)")
+  func firstTimedCycleAfterUntimed() {
+    let untimed = [
+      "GPRMC,,V,,,,,0.00,0.00,,,,N", "GPGGA,,,,,,0,0,,,M,,M,,", "GPGSA,A,1,,,,,,,,,,,,,,,",
+    ]
+    let timed = [
+      "GPRMC,221011.000,V,,,,,0.00,0.00,,,,N", "GPGGA,221011.000,,,,,0,0,,,M,,M,,",
+      "GPGSA,A,1,,,,,,,,,,,,,,,",
+    ]
+    let emitted = feed(untimed + untimed + timed)
+    #expect(emitted.map(\.epoch.fix.time?.description) == [nil, nil, "22:10:11.000"])
+    // The untimed cycle is emitted when the timed one begins, not merged into it.
+    #expect(emitted.map(\.index) == [3, 6, 9])
+  }
+
   @Test("a ZDA running ahead of the fixes (AC12) does not make epochs of its own")
   func strayZDA() {
     var bodies: [String] = []
