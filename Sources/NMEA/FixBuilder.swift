@@ -208,7 +208,7 @@ public struct FixBuilder {
           try closeEpoch(endedBy: nil, emit: emit)
         }
       }
-      if epochTime == nil, Self.normallyTimed(sentence), keyCounts[key] != nil {
+      if epochTime == nil, normallyTimed, keyCounts.count(of: key) != nil {
         // The epoch so far is an untimed cycle (no fix yet) that already has this position
         // sentence: the first timed cycle after a cold start begins here, not inside it.
         try closeEpoch(endedBy: nil, emit: emit)
