@@ -1,4 +1,5 @@
 import Chipsets
+import Discovery
 import NMEA
 import SerialGPS
 import SerialPort
@@ -10,7 +11,7 @@ import SerialPort
 let watchCommand = Command(
   name: "watch",
   usage:
-    "watch DEVICE [--chipset auto|\(ChipsetFamily.cliNames)] [--baud N|auto] [--count N] "
+    "watch [DEVICE] [--chipset auto|\(ChipsetFamily.cliNames)] [--baud N|auto] [--count N] "
     + "[--json] [--linger SECONDS]",
   summary: "Power a receiver on, print its fixes as they come, power it off on exit."
 ) { arguments in
@@ -36,11 +37,13 @@ enum Watch {
   }
 
   static let help = """
-    usage: serialgps watch DEVICE [options]
+    usage: serialgps watch [DEVICE] [options]
 
     Opens the GPS receiver on DEVICE (/dev/ttyACM0, /dev/ttyUSB0, /dev/serial/by-id/…), wakes
     it with its chipset's commands and prints each fix as it arrives, one line per fix on
-    standard output:
+    standard output. Without DEVICE it uses the first receiver found (as `serialgps list`
+    shows them, known receivers first) and follows it across unplug and replug; with none
+    attached it lists the serial ports it saw and exits 1.
 
       2026-03-30T12:00:00.000Z  3D  47.3769033  8.5417017  alt 408.3 m  speed 5.14 m/s  sats 8  acc 2.5 m
 
@@ -148,14 +151,6 @@ enum Watch {
       }
       index += 1
     }
-    if options.device == nil && !options.help {
-      // Choosing a receiver by discovery is a separate feature; until then, name it.
-      return .failure(
-        UsageError(
-          message:
-            "name the receiver's device, e.g. `serialgps watch /dev/ttyACM0`; "
-            + "`serialgps list` shows the receivers attached"))
-    }
     return .success(options)
   }
 
@@ -173,8 +168,63 @@ enum Watch {
       Output.standard.write(help)
       return 0
     }
-    guard let device = options.device else { return 2 }
-    return await watch(device: device, options: options)
+    if let device = options.device {
+      return await watch(device: device, options: options)
+    }
+    return await watchFirstReceiver(options: options)
+  }
+
+  /// Without a DEVICE: the first receiver discovery finds (known ones first), followed across
+  /// unplug and replug. With none, says so, lists the serial ports it did see, and fails.
+  static func watchFirstReceiver(options: Options) async -> Int32 {
+    let discovery = DeviceDiscovery()
+    let ports: [SerialDevice]
+    do {
+      ports = try await discovery.serialPorts()
+    } catch {
+      Output.error.line("serialgps watch: \(error)")
+      Output.error.line("Name the receiver's device instead: serialgps watch /dev/ttyACM0")
+      return 1
+    }
+    guard let chosen = ReceiverSelector.first.candidates(in: ports).first else {
+      discovery.shutdown()
+      Output.error.write(noReceiverMessage(ports: ports))
+      return 1
+    }
+    let kind =
+      chosen.classification.kind == .known
+      ? "a known receiver" : "a possible receiver, only listened to until it speaks NMEA"
+    Output.error.line(
+      "serialgps watch: using \(chosen.path)"
+        + (chosen.classification.model.map { " (\($0))" } ?? "") + ", \(kind)")
+    return await watch(
+      device: chosen.path, options: options,
+      makeReceiver: { receiverOptions in
+        GPSReceiver(
+          selecting: .first, discovery: discovery, baud: options.baud, options: receiverOptions)
+      })
+  }
+
+  /// What `watch` says when no receiver is attached: the ports it saw, and what to do.
+  static func noReceiverMessage(ports: [SerialDevice]) -> String {
+    var text = "serialgps watch: no GPS receiver found.\n"
+    if ports.isEmpty {
+      text += "No serial ports at all: is the receiver plugged in? (`dmesg` shows USB devices.)\n"
+    } else {
+      text += "Serial ports seen (none of them known to be a GPS receiver):\n"
+      for port in ports {
+        var line = "  " + port.path
+        if let usb = port.usb {
+          line += "  \(usb.id)"
+          if let product = usb.product { line += "  \(product)" }
+        }
+        if let driver = port.driver { line += "  [\(driver)]" }
+        text += line + "\n"
+      }
+      text += "If one of them is your receiver, name it: serialgps watch /dev/ttyUSB0\n"
+      text += "or declare it with a udev rule (docs/discovery.md, SERIALGPS_CHIPSET).\n"
+    }
+    return text
   }
 
   /// Why the event loop ended.
@@ -185,11 +235,16 @@ enum Watch {
     case receiverEnded
   }
 
-  static func watch(device: String, options: Options) async -> Int32 {
+  static func watch(
+    device: String, options: Options,
+    makeReceiver: ((GPSReceiver.Options) -> GPSReceiver)? = nil
+  ) async -> Int32 {
     var receiverOptions = GPSReceiver.Options()
     receiverOptions.chipset = options.chipset
     receiverOptions.linger = options.linger
-    let receiver = GPSReceiver(device: device, baud: options.baud, options: receiverOptions)
+    let receiver =
+      makeReceiver?(receiverOptions)
+      ?? GPSReceiver(device: device, baud: options.baud, options: receiverOptions)
     let stop = StopSignals()
     let events = receiver.subscribe()
     stop.onStop {

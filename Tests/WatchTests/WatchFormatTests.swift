@@ -74,11 +74,11 @@ struct WatchArgumentTests {
     #expect(try options(["x", "--baud", "auto"]).baud == .automatic())
   }
 
-  @Test("no device: a clear usage error pointing at serialgps list")
-  func noDevice() {
-    let message = complaint(["--count", "3"])
-    #expect(message?.contains("name the receiver's device") == true)
-    #expect(message?.contains("serialgps list") == true)
+  @Test("no device: parsed, for discovery to choose")
+  func noDevice() throws {
+    let parsed = try options(["--count", "3"])
+    #expect(parsed.device == nil)
+    #expect(parsed.count == 3)
   }
 
   @Test("wrong values are refused with what is accepted")
