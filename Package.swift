@@ -86,7 +86,7 @@ let package = Package(
       name: "discovery-testbed", dependencies: ["Discovery"], path: "Tests/DiscoveryTestbed"),
     .testTarget(
       name: "SerialGPSTests",
-      dependencies: ["SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort"]
+      dependencies: ["SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort", "Discovery"]
     ),
     .testTarget(
       name: "ReplayTests", dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort", "SerialGPS"]
