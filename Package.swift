@@ -80,13 +80,16 @@ let package = Package(
     .testTarget(name: "ChipsetsTests", dependencies: ["Chipsets", "NMEA"]),
     .testTarget(
       name: "DiscoveryTests", dependencies: ["Discovery"], exclude: ["Fixtures", "Support"]),
-    // Drives Discovery through umockdev's testbed for DiscoveryTests (run under
-    // umockdev-wrapper); loads libumockdev at run time, so building needs nothing extra.
+    // Drives Discovery, and the gated receiver following a receiver, through umockdev's
+    // testbed for DiscoveryTests (run under umockdev-wrapper); loads libumockdev at run time,
+    // so building needs nothing extra. Mock receivers answer with Replay's ReceiverModel.
     .executableTarget(
-      name: "discovery-testbed", dependencies: ["Discovery"], path: "Tests/DiscoveryTestbed"),
+      name: "discovery-testbed",
+      dependencies: ["Discovery", "SerialGPS", "Replay", "Chipsets", "NMEA"],
+      path: "Tests/DiscoveryTestbed"),
     .testTarget(
       name: "SerialGPSTests",
-      dependencies: ["SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort"]
+      dependencies: ["SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort", "Discovery"]
     ),
     .testTarget(
       name: "ReplayTests", dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort", "SerialGPS"]

@@ -30,6 +30,11 @@ public protocol ReceiverConnector: Sendable {
   /// What is known about the device before it says anything: its chipset from its USB IDs or
   /// a udev property, and how it is attached. `nil` when nothing is known.
   var chipsetHint: ChipsetHint? { get }
+  /// Which receiver the next connection reaches, for a connector that may reach different
+  /// ones over time (the first receiver found). What the driver learned about a receiver by
+  /// listening to it (its chipset, which sentence ends its cycle) is forgotten when this
+  /// changes, so that it is never applied to another one. `nil`: always the same receiver.
+  var receiverIdentity: String? { get }
   /// Starts watching for the device to (re)appear; `appeared` is called each time it does,
   /// so the receiver retries at once instead of after its backoff. Called once, when the
   /// receiver starts.
@@ -43,6 +48,7 @@ extension ReceiverConnector {
     try await connect()
   }
   public var chipsetHint: ChipsetHint? { nil }
+  public var receiverIdentity: String? { nil }
   public func startWatching(appeared: @escaping @Sendable () -> Void) {}
   public func stopWatching() {}
 }

@@ -35,6 +35,8 @@ final class ReceiverCore: @unchecked Sendable {
   private var reader: ReaderThread?
   private var readerStop: Locked<Bool>?
   private var generation = 0
+  /// The receiver that ``identification`` and ``cycleKnowledge`` describe.
+  private var receiverIdentity: String?
 
   init(connector: any ReceiverConnector, options: GPSReceiver.Options, clock: any DriverClock) {
     self.connector = connector
@@ -212,6 +214,7 @@ final class ReceiverCore: @unchecked Sendable {
   }
 
   private func powerOn() async -> PowerPolicy.Event {
+    forgetReceiverIfChanged()
     let opened: any ReceiverConnection
     do {
       opened = try await connector.connect(wakingWith: commandSet().family)
@@ -225,6 +228,16 @@ final class ReceiverCore: @unchecked Sendable {
     startReader(on: opened, generation: generation)
     await send(commandSet().powerOnSteps, to: opened, abandonOnShutdown: true)
     return .poweredOn
+  }
+
+  /// A connector that follows "the first receiver found" may reach another receiver now: what
+  /// the last one said about itself must not choose this one's commands.
+  private func forgetReceiverIfChanged() {
+    // No receiver attached (an open that will fail) changes nothing.
+    guard let identity = connector.receiverIdentity, identity != receiverIdentity else { return }
+    receiverIdentity = identity
+    identification.withLock { $0 = nil }
+    cycleKnowledge.withLock { $0 = nil }
   }
 
   private func powerOff(sendCommands: Bool) async {

@@ -27,10 +27,18 @@ public struct SerialConnector: ReceiverConnector {
   ///   - hint: what is known of the device (its chipset from USB IDs); by default the
   ///     interface is guessed from the name: `ttyACM` is the receiver's own USB port.
   public init(path: String, baud: BaudSetting = .automatic(), hint: ChipsetHint? = nil) {
+    self.init(path: path, baud: baud, hint: hint, memory: Locked(BaudRateMemory()))
+  }
+
+  /// A connector whose baud rates found by listening go into `memory`, shared with others (a
+  /// ``DiscoveringConnector`` makes one per open).
+  init(
+    path: String, baud: BaudSetting, hint: ChipsetHint? = nil, memory: Locked<BaudRateMemory>
+  ) {
     self.path = path
     self.baud = baud
     self.chipsetHint = hint ?? ChipsetHint(family: nil, interface: Self.guessInterface(path))
-    memory = Locked(BaudRateMemory())
+    self.memory = memory
   }
 
   public var deviceName: String { path }
@@ -67,7 +75,8 @@ public struct SerialConnector: ReceiverConnector {
       let remembered = memory.withLock { $0.rate(for: path) }
       let initial = remembered ?? candidates.first ?? .b9600
       let port = try SerialPort.open(path: path, baudRate: initial)
-      if Self.resolvedPath(path).contains("ttyACM") { return SerialConnection(port: port) }
+      // The interface was guessed from the resolved path when no hint named it.
+      if chipsetHint?.interface == .usb { return SerialConnection(port: port) }
       let memory = self.memory
       let found: Result<BaudRate, SerialPortError> = await onOwnThread {
         var known = memory.withLock { $0 }
