@@ -10,7 +10,7 @@ TEST_PACKAGES := $(BUILD_PACKAGES) umockdev libumockdev-dev udev socat gpsd-clie
 	libxml2-utils util-linux python3
 
 .PHONY: all deps test-deps build run test test-unit test-tsan fuzz-smoke fuzz bench format lint clean \
-	fixtures fixtures-check
+	fixtures fixtures-check goldens
 
 all: build
 
@@ -23,10 +23,10 @@ test-deps:
 build: deps
 	$(SWIFT) build
 
-# The main job: watch the receiver attached, or with none a clearly labelled demo.
+# The main job: watch the receiver attached, or with none a clearly labelled demo
+# (scripts/run.sh builds the release binary first).
 run: deps
-	$(SWIFT) build -c release --product serialgps
-	.build/release/serialgps decode fixtures/ublox-m8-drive.nmea
+	SWIFT=$(SWIFT) scripts/run.sh
 
 # Everything CI checks.
 test: test-deps fixtures-check test-unit test-tsan fuzz-smoke
@@ -63,7 +63,13 @@ fixtures-check:
 		cmp -s "$$file" "fixtures/$$name" || { echo "fixtures: fixtures/$$name is not what the generator writes; run make fixtures" >&2; exit 1; }; \
 	done; \
 	echo "fixtures: the generator reproduces fixtures/ byte for byte"; \
-	python3 scripts/check-fixtures.py fixtures
+	python3 scripts/check-fixtures.py fixtures; \
+	python3 scripts/check-goldens.py fixtures
+
+# The expected `serialgps decode --json` of every fixture (fixtures/*.golden.jsonl), rewritten
+# and checked against the truth files; the golden test compares the decoder with them.
+goldens: deps
+	SWIFT=$(SWIFT) scripts/make-goldens.sh
 
 # Longer fuzzing: make fuzz SECONDS=3600
 SECONDS ?= 600

@@ -18,6 +18,7 @@ let package = Package(
     .executable(name: "serialgps", targets: ["serialgps"]),
     .executable(name: "nmea-bench", targets: ["nmea-bench"]),
     .executable(name: "serial-bench", targets: ["serial-bench"]),
+    .executable(name: "receiver-bench", targets: ["receiver-bench"]),
   ],
   targets: [
     // Bytes → sentences → fixes. No Foundation, no I/O, no clocks.
@@ -45,7 +46,8 @@ let package = Package(
     ),
 
     // Recordings as virtual receivers and in-process sources; the receiver simulator.
-    .target(name: "Replay", dependencies: ["NMEA", "Chipsets", "SerialPort"]),
+    // It implements SerialGPS's connector for in-process replay, so it comes after SerialGPS.
+    .target(name: "Replay", dependencies: ["NMEA", "Chipsets", "SerialPort", "SerialGPS"]),
 
     // gpsd JSON reports (TPV, SKY, DEVICE …) and client command parsing.
     .target(name: "GPSDProtocol", dependencies: ["NMEA"]),
@@ -69,25 +71,43 @@ let package = Package(
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "CMallocCounter"]),
     // What an idle SerialPort reader costs and how fast a blocked reader wakes.
     .executableTarget(name: "serial-bench", dependencies: ["SerialPort", "CSerialShims"]),
+    // The gated receiver's fix latency, power-on time, wake-ups and memory (no Foundation,
+    // whose threads and pages would be counted).
+    .executableTarget(
+      name: "receiver-bench", dependencies: ["SerialGPS", "SerialPort", "Chipsets", "NMEA"]),
 
     .testTarget(name: "NMEATests", dependencies: ["NMEA"]),
     .testTarget(name: "SerialPortTests", dependencies: ["SerialPort", "CSerialShims"]),
     .testTarget(name: "ChipsetsTests", dependencies: ["Chipsets", "NMEA"]),
     .testTarget(
       name: "DiscoveryTests", dependencies: ["Discovery"], exclude: ["Fixtures", "Support"]),
-    // Drives Discovery through umockdev's testbed for DiscoveryTests (run under
-    // umockdev-wrapper); loads libumockdev at run time, so building needs nothing extra.
+    // Drives Discovery, and the gated receiver following a receiver, through umockdev's
+    // testbed for DiscoveryTests (run under umockdev-wrapper); loads libumockdev at run time,
+    // so building needs nothing extra. Mock receivers answer with Replay's ReceiverModel.
     .executableTarget(
-      name: "discovery-testbed", dependencies: ["Discovery"], path: "Tests/DiscoveryTestbed"),
+      name: "discovery-testbed",
+      dependencies: ["Discovery", "SerialGPS", "Replay", "Chipsets", "NMEA"],
+      path: "Tests/DiscoveryTestbed"),
     .testTarget(
       name: "SerialGPSTests",
-      dependencies: ["SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort"]
+      dependencies: ["SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort", "Discovery"]
     ),
-    .testTarget(name: "ReplayTests", dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort"]),
+    .testTarget(
+      name: "ReplayTests", dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort", "SerialGPS"]
+    ),
     .testTarget(name: "GPSDProtocolTests", dependencies: ["GPSDProtocol", "NMEA"]),
+    // The CLI's pieces in-process, and the built executable against simulated receivers; the
+    // GPX 1.1 schema for xmllint.
     .testTarget(
       name: "serialgpsTests",
-      dependencies: ["serialgps", "GPSDProtocol", "NMEA", "GPSDServer", "SerialGPS"]),
+      dependencies: [
+        "serialgps", "GPSDProtocol", "NMEA", "Replay", "SerialPort", "Chipsets", "GPSDServer",
+        "SerialGPS",
+      ],
+      exclude: ["gpx.xsd"]),
+    // `serialgps watch`: its formatting, and the built executable against a pty.
+    .testTarget(
+      name: "WatchTests", dependencies: ["serialgps", "SerialGPS", "SerialPort", "NMEA"]),
     .testTarget(
       name: "GPSDServerTests",
       dependencies: [

@@ -16,7 +16,7 @@ enum ASCII {
   @usableFromInline static let tilde: UInt8 = 0x7E
 
   /// The value of a hexadecimal digit (either case), or `nil`.
-  @inlinable
+  @inlinable @inline(__always)
   static func hexValue(_ byte: UInt8) -> UInt8? {
     switch byte {
     case 0x30...0x39: return byte &- 0x30

@@ -48,6 +48,12 @@ public struct NMEADecoder {
   /// The fix builder (its statistics, whether it has learned the cycle end).
   public var builder: FixBuilder { stages.builder }
 
+  /// The fix builder's knowledge of the receiver's cycle; see ``FixBuilder/cycleKnowledge``.
+  public var cycleKnowledge: CycleKnowledge? {
+    get { stages.builder.cycleKnowledge }
+    set { stages.builder.cycleKnowledge = newValue }
+  }
+
   public init(configuration: FramerConfiguration = FramerConfiguration()) {
     framer = NMEAFramer(configuration: configuration)
   }
@@ -71,7 +77,9 @@ public struct NMEADecoder {
   }
 
   /// Decodes the bytes in `chunk`.
-  public mutating func decode(_ chunk: UnsafeRawBufferPointer, _ body: (DecoderEvent) throws -> Void)
+  public mutating func decode(
+    _ chunk: UnsafeRawBufferPointer, _ body: (DecoderEvent) throws -> Void
+  )
     rethrows
   {
     try framer.feed(chunk) { frame in
@@ -89,21 +97,79 @@ extension NMEADecoder.Stages {
   mutating func handle(_ frame: Frame, _ body: (DecoderEvent) throws -> Void) rethrows {
     switch frame {
     case .sentence(let raw):
-      let sentence: Sentence
-      do {
-        sentence = try Sentence(parsing: raw)
-      } catch {
-        parseErrors += 1
-        try body(.parseError(raw, error))
-        return
+      // The four types a receiver sends most go from the parser to the fix builder as
+      // typed values, without the `Sentence` around them (each copy of a sentence costs).
+      switch Sentence.frequentKind(raw.bytes) {
+      case .gga(let talker):
+        var gga = GGA(talker: talker)
+        do {
+          try Sentence.withFields(raw) { (reader, _) throws(NMEAParseError) in
+            var f = reader
+            try Sentence.parseGGA(&f, into: &gga)
+          }
+        } catch {
+          return try parseError(raw, error, body)
+        }
+        try body(.sentence(.gga(gga)))
+        try builder.add(gga) { try body(.epoch($0)) }
+      case .rmc(let talker):
+        var rmc = RMC(talker: talker)
+        do {
+          try Sentence.withFields(raw) { (reader, _) throws(NMEAParseError) in
+            var f = reader
+            try Sentence.parseRMC(&f, into: &rmc)
+          }
+        } catch {
+          return try parseError(raw, error, body)
+        }
+        try body(.sentence(.rmc(rmc)))
+        try builder.add(rmc) { try body(.epoch($0)) }
+      case .gsa(let talker):
+        var gsa = GSA(talker: talker)
+        do {
+          try Sentence.withFields(raw) { (reader, commas) throws(NMEAParseError) in
+            var f = reader
+            try Sentence.parseGSA(&f, commas: commas, into: &gsa)
+          }
+        } catch {
+          return try parseError(raw, error, body)
+        }
+        try body(.sentence(.gsa(gsa)))
+        try builder.add(gsa) { try body(.epoch($0)) }
+      case .gsv(let talker):
+        var gsv = GSV(talker: talker)
+        do {
+          try Sentence.withFields(raw) { (reader, commas) throws(NMEAParseError) in
+            var f = reader
+            try Sentence.parseGSV(&f, commas: commas, into: &gsv)
+          }
+        } catch {
+          return try parseError(raw, error, body)
+        }
+        try body(.sentence(.gsv(gsv)))
+        try builder.add(gsv) { try body(.epoch($0)) }
+      case .other:
+        let sentence: Sentence
+        do {
+          sentence = try Sentence.parseAny(raw)
+        } catch {
+          return try parseError(raw, error, body)
+        }
+        if case .unknown = sentence { unknownSentences += 1 }
+        try body(.sentence(sentence))
+        try builder.add(sentence) { try body(.epoch($0)) }
       }
-      if case .unknown = sentence { unknownSentences += 1 }
-      try body(.sentence(sentence))
-      try builder.add(sentence) { try body(.epoch($0)) }
     case .ubx(let frame):
       try body(.ubx(frame))
     case .sirf(let frame):
       try body(.sirf(frame))
     }
+  }
+
+  mutating func parseError(
+    _ raw: RawSentence, _ error: NMEAParseError, _ body: (DecoderEvent) throws -> Void
+  ) rethrows {
+    parseErrors += 1
+    try body(.parseError(raw, error))
   }
 }

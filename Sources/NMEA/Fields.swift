@@ -35,12 +35,30 @@ public struct Field {
     for offset in 0..<count where bytes[offset] != base[start + offset] { return false }
     return true
   }
+
+  /// Calls `body` with a copy of the field followed by a comma, the form ``FieldReader``'s
+  /// conversions read (for fields of a ``FieldScanner``, whose sentence has no such comma).
+  func withTerminatedCopy<R>(
+    _ body: (UnsafePointer<UInt8>) throws(NMEAParseError) -> R
+  ) throws(NMEAParseError) -> R {
+    let count = self.count
+    let start = base + self.start
+    return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count + 1) {
+      (buffer: UnsafeMutableBufferPointer<UInt8>) throws(NMEAParseError) -> R in
+      let copy = buffer.baseAddress!
+      copy.initialize(from: start, count: count)
+      copy[count] = ASCII.comma
+      return try body(UnsafePointer(copy))
+    }
+  }
 }
 
 /// Walks the fields of a sentence after its address, left to right, without copying.
 ///
 /// A field past the end of the sentence reads as empty, so sentences from older NMEA
-/// versions, which lack the trailing fields, parse with those fields `nil`.
+/// versions, which lack the trailing fields, parse with those fields `nil`. The typed fields
+/// follow the same rules as ``Sentence/init(parsing:)``, which reads them with the faster
+/// ``FieldReader``.
 public struct FieldScanner {
   let base: UnsafePointer<UInt8>
   let count: Int
@@ -78,82 +96,32 @@ public struct FieldScanner {
 
   // MARK: - Typed fields. Empty is nil; anything unparseable throws.
 
-  mutating func fail() -> NMEAParseError { .badField(index: index) }
+  /// Reads the next field with one of ``FieldReader``'s conversions.
+  mutating func read<T>(
+    _ convert: (inout FieldReader) throws(NMEAParseError) -> T?
+  ) throws(NMEAParseError) -> T? {
+    let field = next()
+    if field.isEmpty { return nil }
+    let fieldIndex = index
+    return try field.withTerminatedCopy { (copy) throws(NMEAParseError) -> T? in
+      var reader = FieldReader(terminated: copy, count: field.count, index: fieldIndex - 1)
+      return try convert(&reader)
+    }
+  }
 
   /// An unsigned decimal integer.
   public mutating func uint() throws(NMEAParseError) -> Int? {
-    // One pass instead of next() and a digit loop: the digits are summed while looking for
-    // the comma, and the field is judged at its end (empty, too long, or not all digits).
-    index += 1
-    guard offset <= count else { return nil }
-    var position = offset
-    var value = 0
-    var allDigits = true
-    while position < count {
-      let byte = base[position]
-      if byte == ASCII.comma { break }
-      let digit = byte &- ASCII.zero
-      allDigits = allDigits && digit < 10
-      value = value &* 10 &+ Int(digit)
-      position += 1
-    }
-    let length = position - offset
-    offset = position + 1
-    if length == 0 { return nil }
-    guard length <= 18, allDigits else { throw fail() }
-    return value
+    try read { (reader) throws(NMEAParseError) in try reader.uint() }
   }
 
   /// A decimal number, optionally signed, with or without a fraction.
   public mutating func decimal() throws(NMEAParseError) -> Double? {
-    let field = next()
-    if field.isEmpty { return nil }
-    guard let value = Self.parseDecimal(field) else { throw fail() }
-    return value
-  }
-
-  /// Parses `[+-]digits[.digits]` exactly: the digits as an integer, one correctly rounded
-  /// division by a power of ten.
-  static func parseDecimal(_ field: Field) -> Double? {
-    var offset = 0
-    var negative = false
-    if field[0] == ASCII.minus || field[0] == ASCII.plus {
-      negative = field[0] == ASCII.minus
-      offset = 1
-    }
-    var mantissa: UInt64 = 0
-    var digits = 0
-    var fractionDigits = -1
-    while offset < field.count {
-      let byte = field[offset]
-      if byte == ASCII.dot {
-        guard fractionDigits < 0 else { return nil }
-        fractionDigits = 0
-      } else {
-        let digit = byte &- ASCII.zero
-        guard digit < 10 else { return nil }
-        // Digits beyond 19 significant ones cannot be held exactly; such a field is nonsense.
-        guard digits < 19 else { return nil }
-        if mantissa != 0 || digit != 0 { digits += 1 }
-        mantissa = mantissa &* 10 &+ UInt64(digit)
-        if fractionDigits >= 0 { fractionDigits += 1 }
-      }
-      offset += 1
-    }
-    guard digits > 0 || mantissa == 0, offset > (negative || field[0] == ASCII.plus ? 1 : 0)
-    else { return nil }
-    if fractionDigits == 0 && field.count == 1 { return nil }  // a lone "."
-    var value = Double(mantissa)
-    if fractionDigits > 0 { value /= Double(Powers.ten(fractionDigits)) }
-    return negative ? -value : value
+    try read { (reader) throws(NMEAParseError) in try reader.decimal() }
   }
 
   /// A single character (status, mode, hemisphere, unit).
   public mutating func character() throws(NMEAParseError) -> UInt8? {
-    let field = next()
-    if field.isEmpty { return nil }
-    guard field.count == 1 else { throw fail() }
-    return field[0]
+    try read { (reader) throws(NMEAParseError) in try reader.character() }
   }
 
   /// A field as text, `nil` when empty (allocates; for rare sentences only).
@@ -164,107 +132,356 @@ public struct FieldScanner {
 
   /// `hhmmss[.s…]`: a UTC time of day.
   public mutating func time() throws(NMEAParseError) -> UTCTime? {
-    let field = next()
-    if field.isEmpty { return nil }
-    guard field.count >= 6 else { throw fail() }
-    var parts: (Int, Int, Int) = (0, 0, 0)
-    for pair in 0..<3 {
-      let tens = field[pair * 2] &- ASCII.zero
-      let ones = field[pair * 2 + 1] &- ASCII.zero
-      guard tens < 10, ones < 10 else { throw fail() }
-      let value = Int(tens) * 10 + Int(ones)
-      switch pair {
-      case 0: parts.0 = value
-      case 1: parts.1 = value
-      default: parts.2 = value
-      }
-    }
-    guard parts.0 < 24, parts.1 < 60, parts.2 <= 60 else { throw fail() }
-    var nanoseconds: UInt32 = 0
-    if field.count > 6 {
-      guard field[6] == ASCII.dot else { throw fail() }
-      var scale: UInt32 = 100_000_000
-      for offset in 7..<field.count {
-        let digit = field[offset] &- ASCII.zero
-        guard digit < 10 else { throw fail() }
-        nanoseconds &+= UInt32(digit) &* scale  // digits past the ninth add 0
-        scale /= 10
-      }
-    }
-    return UTCTime(
-      hour: UInt8(parts.0), minute: UInt8(parts.1), second: UInt8(parts.2),
-      nanoseconds: nanoseconds)
+    try read { (reader) throws(NMEAParseError) in try reader.time() }
   }
 
   /// `ddmmyy`: a date with a two-digit year, read as 1980–2079 (GPS time began in 1980).
   public mutating func date() throws(NMEAParseError) -> UTCDate? {
-    let field = next()
-    if field.isEmpty { return nil }
-    guard field.count == 6 else { throw fail() }
-    var values = (0, 0, 0)
-    for pair in 0..<3 {
-      let tens = field[pair * 2] &- ASCII.zero
-      let ones = field[pair * 2 + 1] &- ASCII.zero
-      guard tens < 10, ones < 10 else { throw fail() }
-      let value = Int(tens) * 10 + Int(ones)
-      switch pair {
-      case 0: values.0 = value
-      case 1: values.1 = value
-      default: values.2 = value
-      }
-    }
-    guard (1...31).contains(values.0), (1...12).contains(values.1) else { throw fail() }
-    let year = values.2 >= 80 ? 1900 + values.2 : 2000 + values.2
-    return UTCDate(year: year, month: UInt8(values.1), day: UInt8(values.0))
+    try read { (reader) throws(NMEAParseError) in try reader.date() }
   }
 
   /// `[d]ddmm.mmmm` followed by a hemisphere field (`N`/`S` or `E`/`W`).
   ///
   /// Both fields are consumed. An empty angle or hemisphere is `nil`.
   public mutating func coordinate(isLongitude: Bool) throws(NMEAParseError) -> Coordinate? {
+    let angle = next()
+    let hemisphere = next()
+    let angleIndex = index - 1
+    // Both fields, each followed by a comma, for the reader.
+    let length = angle.count + hemisphere.count + 2
+    return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) {
+      (buffer: UnsafeMutableBufferPointer<UInt8>) throws(NMEAParseError) -> Coordinate? in
+      let copy = buffer.baseAddress!
+      copy.initialize(from: angle.base + angle.start, count: angle.count)
+      copy[angle.count] = ASCII.comma
+      (copy + angle.count + 1).initialize(
+        from: hemisphere.base + hemisphere.start, count: hemisphere.count)
+      copy[length - 1] = ASCII.comma
+      var reader = FieldReader(terminated: copy, count: length - 1, index: angleIndex - 1)
+      return try reader.coordinate(isLongitude: isLongitude)
+    }
+  }
+}
+
+/// Reads the fields of a sentence whose bytes are followed by a comma, each in one pass.
+///
+/// ``Sentence/init(parsing:)`` copies the sentence to the stack and appends the comma, so
+/// that every field, the last one included, ends at a comma: the loops that read a field
+/// convert its digits as they look for its end, and need no test against the end of the
+/// sentence (the copy costs less than those tests). A field past the end of the sentence
+/// reads as empty, as with ``FieldScanner``.
+struct FieldReader {
+  /// The sentence; `base[count]` is a comma.
+  let base: UnsafePointer<UInt8>
+  let count: Int
+  /// Where the next field starts.
+  var offset: Int
+  /// Index of the field read last: 0 is the address, 1 the first field after it.
+  var index: Int
+
+  /// A reader of the sentence at `base`, `count` bytes followed by a comma, positioned at
+  /// the field after the address.
+  init(sentence base: UnsafePointer<UInt8>, count: Int) {
+    self.base = base
+    self.count = count
+    var end = 0
+    while base[end] != ASCII.comma { end &+= 1 }
+    offset = end &+ 1
+    index = 0
+  }
+
+  /// A reader of fields copied out of a sentence, the first of which has index `index + 1`.
+  init(terminated base: UnsafePointer<UInt8>, count: Int, index: Int) {
+    self.base = base
+    self.count = count
+    offset = 0
+    self.index = index
+  }
+
+  /// Whether fields remain (including empty ones).
+  var hasMore: Bool { offset <= count }
+
+  @inline(__always)
+  func fail() -> NMEAParseError { .badField(index: index) }
+
+  /// Starts the next field: its index, and whether it holds anything. Past the end of the
+  /// sentence, or at an empty field, it returns `false` (and the field is consumed).
+  @inline(__always)
+  mutating func begin() -> Bool {
+    index &+= 1
+    guard offset <= count else { return false }
+    if base[offset] == ASCII.comma {
+      offset &+= 1
+      return false
+    }
+    return true
+  }
+
+  /// The next field, as a range of the sentence.
+  @inline(__always)
+  mutating func next() -> Field {
+    index &+= 1
+    guard offset <= count else { return Field(base: base, start: count, end: count) }
+    var end = offset
+    while base[end] != ASCII.comma { end &+= 1 }
+    let field = Field(base: base, start: offset, end: end)
+    offset = end &+ 1
+    return field
+  }
+
+  /// Skips `n` fields.
+  @inline(__always)
+  mutating func skip(_ n: Int) {
+    for _ in 0..<n { _ = next() }
+  }
+
+  /// The decimal digits from `start` on: their value (wrapping past 18 digits, which the
+  /// callers reject) and where the first other byte is. One induction variable and the
+  /// digit kept as an `Int`, so the loop is as short as it can be.
+  @inline(__always)
+  static func digits(from start: UnsafePointer<UInt8>) -> (value: Int, end: UnsafePointer<UInt8>) {
+    var position = start
+    var value = 0
+    var digit = Int(position.pointee) &- Int(ASCII.zero)
+    while UInt(bitPattern: digit) < 10 {
+      value = value &* 10 &+ digit
+      position += 1
+      digit = Int(position.pointee) &- Int(ASCII.zero)
+    }
+    return (value, position)
+  }
+
+  /// An unsigned decimal integer of at most 18 digits.
+  @inline(__always)
+  mutating func uint() throws(NMEAParseError) -> Int? {
+    guard begin() else { return nil }
+    let start = base + offset
+    let (value, end) = Self.digits(from: start)
+    guard end.pointee == ASCII.comma, end - start <= 18 else { throw fail() }
+    offset = end - base &+ 1
+    return value
+  }
+
+  /// An integer that may be negative (elevations, time zones): at most 18 characters, sign
+  /// included.
+  @inline(__always)
+  mutating func signedInteger() throws(NMEAParseError) -> Int? {
+    guard begin() else { return nil }
+    let start = base + offset
+    let first = start.pointee
+    let negative = first == ASCII.minus
+    let digitsStart = negative || first == ASCII.plus ? start + 1 : start
+    let (value, end) = Self.digits(from: digitsStart)
+    guard end.pointee == ASCII.comma, end != digitsStart, end - start <= 18 else {
+      throw fail()
+    }
+    offset = end - base &+ 1
+    return negative ? -value : value
+  }
+
+  /// A system or signal ID: one hexadecimal digit (NMEA 4.11 uses `A`...`F` for signals), or
+  /// up to four decimal digits (some receivers write the ID in decimal).
+  @inline(__always)
+  mutating func hexDigit() throws(NMEAParseError) -> Int? {
+    guard begin() else { return nil }
+    let start = base + offset
+    if start[1] == ASCII.comma, let value = ASCII.hexValue(start[0]) {
+      offset &+= 2
+      return Int(value)
+    }
+    let (value, end) = Self.digits(from: start)
+    guard end.pointee == ASCII.comma, end - start <= 4 else { throw fail() }
+    offset = end - base &+ 1
+    return value
+  }
+
+  /// A decimal number, optionally signed, with or without a fraction.
+  @inline(__always)
+  mutating func decimal() throws(NMEAParseError) -> Double? {
+    guard begin() else { return nil }
+    guard let (value, end) = Self.decimal(base, from: offset) else { throw fail() }
+    offset = end &+ 1
+    return value
+  }
+
+  /// Reads `[+-]digits[.digits]` from `start` up to the comma that ends the field (the field
+  /// is not empty) and returns the value and where the comma is, or `nil` when the field is
+  /// not such a number. Exact: the digits as an integer, one correctly rounded division by a
+  /// power of ten. At most 19 significant digits (more cannot be held exactly) and 19
+  /// fractional ones.
+  @inline(__always)
+  static func decimal(_ base: UnsafePointer<UInt8>, from start: Int) -> (Double, Int)? {
+    var position = start
+    let first = base[position]
+    let negative = first == ASCII.minus
+    if negative || first == ASCII.plus { position &+= 1 }
+    let digitsStart = position
+    var mantissa: UInt64 = 0
+    var digit = base[position] &- ASCII.zero
+    while digit < 10 {
+      mantissa = mantissa &* 10 &+ UInt64(digit)
+      position &+= 1
+      digit = base[position] &- ASCII.zero
+    }
+    var digits = position &- digitsStart
+    var fractionDigits = 0
+    if base[position] == ASCII.dot {
+      position &+= 1
+      let fractionStart = position
+      digit = base[position] &- ASCII.zero
+      while digit < 10 {
+        mantissa = mantissa &* 10 &+ UInt64(digit)
+        position &+= 1
+        digit = base[position] &- ASCII.zero
+      }
+      fractionDigits = position &- fractionStart
+      digits &+= fractionDigits
+      // A lone "." is not a number; "-." and "+." are (zero).
+      if position &- start == 1 { return nil }
+    } else if digits == 0 {
+      return nil  // empty after the sign, or not a number at all
+    }
+    guard base[position] == ASCII.comma, fractionDigits <= 19 else { return nil }
+    if digits > 19 {
+      // Leading zeros are not significant: count the digits from the first other one.
+      var significant = 0
+      var scan = digitsStart
+      while scan < position {
+        let byte = base[scan]
+        if byte != ASCII.dot && (significant > 0 || byte != ASCII.zero) { significant &+= 1 }
+        scan &+= 1
+      }
+      guard significant <= 19 else { return nil }
+    }
+    var value = Double(mantissa)
+    if fractionDigits > 0 { value /= Powers.tenAsDouble(fractionDigits) }
+    return (negative ? -value : value, position)
+  }
+
+  /// A single character (status, mode, hemisphere, unit).
+  @inline(__always)
+  mutating func character() throws(NMEAParseError) -> UInt8? {
+    guard begin() else { return nil }
+    guard base[offset &+ 1] == ASCII.comma else { throw fail() }
+    let byte = base[offset]
+    offset &+= 2
+    return byte
+  }
+
+  /// A field as text, `nil` when empty (allocates; for rare sentences only).
+  mutating func text() -> String? {
     let field = next()
+    return field.isEmpty ? nil : field.text
+  }
+
+  /// Two decimal digits at `position`, or `nil` (a comma included: the field is short).
+  @inline(__always)
+  func twoDigits(at position: Int) -> Int? {
+    let tens = base[position] &- ASCII.zero
+    guard tens < 10 else { return nil }
+    let ones = base[position &+ 1] &- ASCII.zero
+    guard ones < 10 else { return nil }
+    return Int(tens) &* 10 &+ Int(ones)
+  }
+
+  /// `hhmmss[.s…]`: a UTC time of day, fractional seconds kept to the nanosecond.
+  @inline(__always)
+  mutating func time() throws(NMEAParseError) -> UTCTime? {
+    guard begin() else { return nil }
+    let start = offset
+    // The digits are checked in order, so a short field stops at its comma.
+    guard let hour = twoDigits(at: start), let minute = twoDigits(at: start &+ 2),
+      let second = twoDigits(at: start &+ 4), hour < 24, minute < 60, second <= 60
+    else { throw fail() }
+    var position = start &+ 6
+    var nanoseconds: UInt32 = 0
+    if base[position] == ASCII.dot {
+      position &+= 1
+      var scale: UInt32 = 100_000_000
+      var digit = base[position] &- ASCII.zero
+      while digit < 10 {
+        nanoseconds &+= UInt32(digit) &* scale  // digits past the ninth add 0
+        scale /= 10
+        position &+= 1
+        digit = base[position] &- ASCII.zero
+      }
+    }
+    guard base[position] == ASCII.comma else { throw fail() }
+    offset = position &+ 1
+    return UTCTime(
+      hour: UInt8(truncatingIfNeeded: hour), minute: UInt8(truncatingIfNeeded: minute),
+      second: UInt8(truncatingIfNeeded: second), nanoseconds: nanoseconds)
+  }
+
+  /// `ddmmyy`: a date with a two-digit year, read as 1980–2079 (GPS time began in 1980).
+  @inline(__always)
+  mutating func date() throws(NMEAParseError) -> UTCDate? {
+    guard begin() else { return nil }
+    let start = offset
+    guard let day = twoDigits(at: start), let month = twoDigits(at: start &+ 2),
+      let year = twoDigits(at: start &+ 4), base[start &+ 6] == ASCII.comma,
+      (1...31).contains(day), (1...12).contains(month)
+    else { throw fail() }
+    offset = start &+ 7
+    return UTCDate(
+      year: year >= 80 ? 1900 + year : 2000 + year, month: UInt8(truncatingIfNeeded: month),
+      day: UInt8(truncatingIfNeeded: day))
+  }
+
+  /// `[d]ddmm.mmmm` followed by a hemisphere field (`N`/`S` or `E`/`W`).
+  ///
+  /// Both fields are consumed. An empty angle or hemisphere is `nil`. A bad hemisphere is
+  /// reported before a bad angle.
+  @inline(__always)
+  mutating func coordinate(isLongitude: Bool) throws(NMEAParseError) -> Coordinate? {
+    let angle = next()
     let angleIndex = index
     let hemisphere = next()
-    if field.isEmpty { return nil }
+    if angle.isEmpty { return nil }
     guard hemisphere.count == 1 else {
       if hemisphere.isEmpty { return nil }
       throw fail()
     }
     let negativeLetter: UInt8 = isLongitude ? 0x57 : 0x53  // W or S
     let positiveLetter: UInt8 = isLongitude ? 0x45 : 0x4E  // E or N
-    guard hemisphere[0] == negativeLetter || hemisphere[0] == positiveLetter else { throw fail() }
-    guard let value = Self.parseAngle(field, isLongitude: isLongitude) else {
+    let letter = base[hemisphere.start]
+    guard letter == negativeLetter || letter == positiveLetter else { throw fail() }
+    guard var value = Self.angle(base, from: angle.start, isLongitude: isLongitude) else {
       throw .badField(index: angleIndex)
     }
-    var coordinate = value
-    coordinate.isNegative = hemisphere[0] == negativeLetter
-    return coordinate
+    value.isNegative = letter == negativeLetter
+    return value
   }
 
-  static func parseAngle(_ field: Field, isLongitude: Bool) -> Coordinate? {
+  /// `[d]ddmm[.mmmm]` from `start` to the comma that ends the field, or `nil`.
+  @inline(__always)
+  static func angle(_ base: UnsafePointer<UInt8>, from start: Int, isLongitude: Bool)
+    -> Coordinate?
+  {
+    var position = start
     var whole: UInt64 = 0
-    var wholeDigits = 0
-    var offset = 0
-    while offset < field.count && field[offset] != ASCII.dot {
-      let digit = field[offset] &- ASCII.zero
-      guard digit < 10, wholeDigits < 6 else { return nil }
-      whole = whole * 10 + UInt64(digit)
-      wholeDigits += 1
-      offset += 1
+    var digit = base[position] &- ASCII.zero
+    while digit < 10 {
+      whole = whole &* 10 &+ UInt64(digit)
+      position &+= 1
+      digit = base[position] &- ASCII.zero
     }
-    guard wholeDigits >= 3 else { return nil }  // at least d + mm
+    let wholeDigits = position &- start
+    guard wholeDigits >= 3, wholeDigits <= 6 else { return nil }  // at least d + mm
     var fraction: UInt64 = 0
     var fractionDigits = 0
-    if offset < field.count {
-      offset += 1  // the dot
-      while offset < field.count {
-        let digit = field[offset] &- ASCII.zero
-        guard digit < 10, fractionDigits < 12 else { return nil }
-        fraction = fraction * 10 + UInt64(digit)
-        fractionDigits += 1
-        offset += 1
+    if base[position] == ASCII.dot {
+      position &+= 1
+      let fractionStart = position
+      digit = base[position] &- ASCII.zero
+      while digit < 10 {
+        fraction = fraction &* 10 &+ UInt64(digit)
+        position &+= 1
+        digit = base[position] &- ASCII.zero
       }
+      fractionDigits = position &- fractionStart
     }
+    guard base[position] == ASCII.comma, fractionDigits <= 12 else { return nil }
     var degrees = whole / 100
     var minutes = whole % 100
     // MediaTek receivers without a fix write latitude `8960.000000` (89°60′, the pole): take

@@ -20,6 +20,17 @@ public struct FixBuilderStatistics: Sendable, Hashable {
   public init() {}
 }
 
+/// Which sentence ends a receiver's measurement cycle, as a ``FixBuilder`` learned it.
+public struct CycleKnowledge: Sendable, Hashable {
+  /// The sentence known to end the cycle.
+  let lastSentence: UInt32?
+  /// The sentence seen last in one cycle so far, not yet confirmed by a second one.
+  let candidate: UInt32?
+
+  /// Whether the cycle end is known, not merely suspected.
+  public var isLearned: Bool { lastSentence != nil }
+}
+
 /// Groups a receiver's sentences into epochs by UTC time and emits one ``Epoch`` per
 /// measurement cycle.
 ///
@@ -51,9 +62,9 @@ public struct FixBuilder {
 
   // Satellites of the epoch in progress.
   var satellites: [Satellite] = []
-  var used: [UsedKey] = []
-  // Quick "certainly not" answers before the linear searches of `used` and `satellites`.
-  var usedFilter = KeyFilter()
+  /// The satellites the epoch's GSAs name as used.
+  var used = UsedSet()
+  // A quick "certainly not" answer before the linear search of `satellites`.
   var satelliteFilter = KeyFilter()
   var sawGSV = false
   var viewHDOP: Double?
@@ -74,34 +85,109 @@ public struct FixBuilder {
   // Learning which sentence ends the cycle.
   var lastKey: UInt32 = 0
   var lastKeyCount = 0
-  var keyCounts: [UInt32: Int] = [:]
+  var keyCounts = KeyCounts()
   var candidateEnd: UInt32?
   var learnedEnd: UInt32?
   var lastClosedByCycleEnd = false  // how the epoch emitted last was closed
 
-  struct UsedKey: Hashable {
-    var constellation: Constellation?
-    var svid: Int
-
-    /// Input for a ``KeyFilter``: equal keys give equal values.
-    var filterHash: Int { svid &* 9 &+ Int(constellation?.rawValue ?? 8) }
-  }
-
   public init() {
     satellites.reserveCapacity(64)
-    used.reserveCapacity(32)
-    keyCounts.reserveCapacity(32)
   }
 
   /// Whether the builder has learned which sentence ends the receiver's cycle.
   public var hasLearnedCycleEnd: Bool { learnedEnd != nil }
 
+  /// What the builder has learned about the receiver's cycle (which sentence ends it).
+  ///
+  /// A driver that reopens the same receiver hands this to the new connection's builder, so
+  /// the first epoch after a power-on is emitted as soon as it is complete rather than when
+  /// the next one begins. Knowledge that proves wrong (data for an epoch already emitted) is
+  /// forgotten as if it had been learned here.
+  public var cycleKnowledge: CycleKnowledge? {
+    get {
+      guard learnedEnd != nil || candidateEnd != nil else { return nil }
+      return CycleKnowledge(lastSentence: learnedEnd, candidate: candidateEnd)
+    }
+    set {
+      learnedEnd = newValue?.lastSentence
+      candidateEnd = newValue?.candidate
+    }
+  }
+
   /// Adds one sentence; calls `emit` for each epoch it completes (at most two: the previous
   /// one when the time changes, and this one if the sentence ends the cycle).
   public mutating func add(_ sentence: Sentence, emit: (Epoch) throws -> Void) rethrows {
-    guard let key = Self.cycleKey(sentence) else { return }  // carries nothing for a fix
-    let time = sentence.time
+    switch sentence {
+    case .gga(let gga): try add(gga, emit: emit)
+    case .rmc(let rmc): try add(rmc, emit: emit)
+    case .gsa(let gsa): try add(gsa, emit: emit)
+    case .gsv(let gsv): try add(gsv, emit: emit)
+    default:
+      guard let key = Self.cycleKey(sentence) else { return }  // carries nothing for a fix
+      let onlyTime = Self.carriesOnlyTime(sentence)
+      let normallyTimed = Self.normallyTimed(sentence)
+      guard
+        try begin(
+          key: key, time: sentence.time, onlyTime: onlyTime, normallyTimed: normallyTimed,
+          emit: emit)
+      else { return }
+      merge(sentence)
+      try end(key: key, onlyTime: onlyTime, normallyTimed: normallyTimed, emit: emit)
+    }
+  }
 
+  // The four sentence types a receiver sends most, added without the `Sentence` around them
+  // (the decoder parses them straight into these values; every copy of a sentence costs).
+
+  @inline(__always)
+  mutating func add(_ gga: borrowing GGA, emit: (Epoch) throws -> Void) rethrows {
+    let key = Self.key(1, gga.talker)
+    guard try begin(key: key, time: gga.time, onlyTime: false, normallyTimed: true, emit: emit)
+    else { return }
+    merge(gga)
+    try end(key: key, onlyTime: false, normallyTimed: true, emit: emit)
+  }
+
+  @inline(__always)
+  mutating func add(_ rmc: borrowing RMC, emit: (Epoch) throws -> Void) rethrows {
+    let key = Self.key(2, rmc.talker)
+    guard try begin(key: key, time: rmc.time, onlyTime: false, normallyTimed: true, emit: emit)
+    else { return }
+    merge(rmc)
+    try end(key: key, onlyTime: false, normallyTimed: true, emit: emit)
+  }
+
+  @inline(__always)
+  mutating func add(_ gsa: borrowing GSA, emit: (Epoch) throws -> Void) rethrows {
+    let key = Self.key(3, gsa.talker, UInt32(gsa.systemID ?? 15) + 1)
+    guard try begin(key: key, time: nil, onlyTime: false, normallyTimed: false, emit: emit)
+    else { return }
+    merge(gsa)
+    try end(key: key, onlyTime: false, normallyTimed: false, emit: emit)
+  }
+
+  @inline(__always)
+  mutating func add(_ gsv: borrowing GSV, emit: (Epoch) throws -> Void) rethrows {
+    let key = Self.key(4, gsv.talker, gsv.messageNumber == gsv.messageCount ? 1 : 2)
+    guard try begin(key: key, time: nil, onlyTime: false, normallyTimed: false, emit: emit)
+    else { return }
+    merge(gsv)
+    try end(key: key, onlyTime: false, normallyTimed: false, emit: emit)
+  }
+
+  /// What happens before a sentence's data is merged: a late sentence is counted and
+  /// dropped (`false`); a new time, or a position sentence seen again, closes the epoch in
+  /// progress.
+  ///
+  /// - Parameters:
+  ///   - key: the sentence's place in the cycle (``cycleKey(_:)``).
+  ///   - onlyTime: it carries a time, date or error statistics, nothing of the position.
+  ///   - normallyTimed: its type normally carries the time of a position.
+  @inline(__always)
+  mutating func begin(
+    key: UInt32, time: UTCTime?, onlyTime: Bool, normallyTimed: Bool,
+    emit: (Epoch) throws -> Void
+  ) rethrows -> Bool {
     if let time {
       if time != epochTime, wasEmittedRecently(time) {
         // Data for an epoch already emitted: merging it would make a second fix for that
@@ -113,9 +199,8 @@ public struct FixBuilder {
           candidateEnd = nil
           lastClosedByCycleEnd = false
         }
-        return
+        return false
       }
-      let onlyTime = Self.carriesOnlyTime(sentence)
       if let epochTime, time != epochTime {
         if !timedByFixSentence, !onlyTime, Self.isShortlyBefore(time, epochTime) {
           retime(to: time)
@@ -123,18 +208,30 @@ public struct FixBuilder {
           try closeEpoch(endedBy: nil, emit: emit)
         }
       }
+      if epochTime == nil, normallyTimed, keyCounts.count(of: key) != nil {
+        // The epoch so far is an untimed cycle (no fix yet) that already has this position
+        // sentence: the first timed cycle after a cold start begins here, not inside it.
+        try closeEpoch(endedBy: nil, emit: emit)
+      }
       if epochTime == nil { epochTime = time }
       if !onlyTime { timedByFixSentence = true }
-    } else if Self.normallyTimed(sentence), keyCounts[key] != nil {
+    } else if normallyTimed, keyCounts.count(of: key) != nil {
       // The same position sentence again, without a time (no fix yet): a new cycle.
       try closeEpoch(endedBy: nil, emit: emit)
     }
+    return true
+  }
 
-    merge(sentence)
+  /// What happens after a sentence's data is merged: its key is counted, and the epoch is
+  /// closed if the sentence is the learned end of the cycle.
+  @inline(__always)
+  mutating func end(
+    key: UInt32, onlyTime: Bool, normallyTimed: Bool, emit: (Epoch) throws -> Void
+  ) rethrows {
     hasData = true
-    if !Self.carriesOnlyTime(sentence) { holdsFixData = true }
-    if Self.normallyTimed(sentence) { holdsPositionSentence = true }
-    keyCounts[key, default: 0] += 1
+    if !onlyTime { holdsFixData = true }
+    if normallyTimed { holdsPositionSentence = true }
+    keyCounts.increment(key)
     lastKey = key
 
     // At the learned end of the cycle, unless nothing of the cycle's position has come yet
@@ -187,7 +284,7 @@ public struct FixBuilder {
   /// the last, and seen once only, in two cycles in a row.
   mutating func learn(endedBy key: UInt32?) {
     guard key == nil, learnedEnd == nil, epochTime != nil else { return }
-    guard keyCounts[lastKey] == 1 else {
+    guard keyCounts.count(of: lastKey) == 1 else {
       candidateEnd = nil
       return
     }
@@ -251,10 +348,9 @@ public struct FixBuilder {
     viewVDOP = nil
     viewPDOP = nil
     satellites.removeAll(keepingCapacity: true)
-    used.removeAll(keepingCapacity: true)
-    usedFilter.removeAll()
+    used.removeAll()
     satelliteFilter.removeAll()
-    keyCounts.removeAll(keepingCapacity: true)
+    keyCounts.removeAll()
   }
 
   mutating func finishFix() {
@@ -337,11 +433,9 @@ public struct FixBuilder {
 
   mutating func markUsedSatellites() {
     guard !used.isEmpty else { return }
-    for index in satellites.indices {
-      let key = UsedKey(constellation: satellites[index].constellation, svid: satellites[index].svid)
-      if usedFilter.mayContain(key.filterHash) && used.contains(key) {
-        satellites[index].used = true
-      }
+    for index in satellites.indices
+    where used.contains(satellites[index].constellation, satellites[index].svid) {
+      satellites[index].used = true
     }
   }
 
@@ -349,31 +443,8 @@ public struct FixBuilder {
 
   mutating func merge(_ sentence: Sentence) {
     switch sentence {
-    case .gga(let gga):
-      let valid = (gga.quality?.rawValue ?? 0) > 0
-      if valid {
-        takePosition(gga.position, rank: 3)
-        if let altitude = gga.altitudeMSL { fix.altitudeMSL = altitude }
-        if let separation = gga.geoidSeparation { fix.geoidSeparation = separation }
-        noteDerivedMode(altitude: gga.altitudeMSL, satellitesUsed: gga.satellitesUsed)
-      }
-      if let quality = gga.quality { fix.quality = quality }
-      if let used = gga.satellitesUsed { fix.satellitesUsed = used }
-      if let hdop = Self.dop(gga.hdop) { fix.hdop = hdop }
-      if let age = gga.differentialAge { fix.differentialAge = age }
-      if let station = gga.differentialStation { fix.differentialStation = station }
-
-    case .rmc(let rmc):
-      let valid = rmc.isValid != false && rmc.mode?.isValid != false
-      if let date = rmc.date { explicitDate = date }
-      if valid {
-        takePosition(rmc.position, rank: 2)
-        derivedMode = max(derivedMode ?? .noFix, .twoD)
-        if let knots = rmc.speedKnots { fix.speed = knots * Self.metresPerSecondPerKnot }
-        if let course = rmc.course { fix.course = course }
-      }
-      if let variation = rmc.magneticVariation { fix.magneticVariation = variation }
-      if let mode = rmc.mode { fix.modeIndicator = mode }
+    case .gga(let gga): merge(gga)
+    case .rmc(let rmc): merge(rmc)
 
     case .gll(let gll):
       let valid = gll.isValid != false && gll.mode?.isValid != false
@@ -407,55 +478,8 @@ public struct FixBuilder {
         if let course = vtg.courseTrue { fix.course = course }
       }
 
-    case .gsa(let gsa):
-      sawGSA = true
-      if let mode = gsa.fixMode { modeFromGSA = max(modeFromGSA ?? .noFix, mode) }
-      if let pdop = Self.dop(gsa.pdop) {
-        fix.pdop = pdop
-        viewPDOP = pdop
-      }
-      if let hdop = Self.dop(gsa.hdop) {
-        fix.hdop = hdop
-        viewHDOP = hdop
-      }
-      if let vdop = Self.dop(gsa.vdop) {
-        fix.vdop = vdop
-        viewVDOP = vdop
-      }
-      for id in gsa.satellites {
-        let identity = SatelliteNumbering.identify(
-          id: Int(id), talker: gsa.talker, systemID: gsa.systemID)
-        let key = UsedKey(constellation: identity.constellation, svid: identity.svid)
-        if !usedFilter.mayContain(key.filterHash) || !used.contains(key) {
-          used.append(key)
-          usedFilter.insert(key.filterHash)
-          usedFromGSA += 1
-        }
-      }
-
-    case .gsv(let gsv):
-      sawGSV = true
-      for satellite in gsv {
-        let identity = SatelliteNumbering.identify(
-          id: satellite.id, talker: gsv.talker, systemID: gsv.systemID)
-        let entry = Satellite(
-          constellation: identity.constellation, prn: identity.prn, svid: identity.svid,
-          signalID: gsv.signalID, elevation: satellite.elevation, azimuth: satellite.azimuth,
-          snr: satellite.snr, used: false)
-        // A satellite repeated for the same signal (a resent GSV part) replaces itself.
-        let filterHash = entry.prn
-        if satelliteFilter.mayContain(filterHash),
-          let index = satellites.firstIndex(where: {
-            $0.prn == entry.prn && $0.signalID == entry.signalID
-              && $0.constellation == entry.constellation
-          })
-        {
-          satellites[index] = entry
-        } else {
-          satellites.append(entry)
-          satelliteFilter.insert(filterHash)
-        }
-      }
+    case .gsa(let gsa): merge(gsa)
+    case .gsv(let gsv): merge(gsv)
 
     case .zda(let zda):
       if let date = zda.date { explicitDate = date }
@@ -497,6 +521,86 @@ public struct FixBuilder {
     }
   }
 
+  @inline(__always)
+  mutating func merge(_ gga: GGA) {
+    let valid = (gga.quality?.rawValue ?? 0) > 0
+    if valid {
+      takePosition(gga.position, rank: 3)
+      if let altitude = gga.altitudeMSL { fix.altitudeMSL = altitude }
+      if let separation = gga.geoidSeparation { fix.geoidSeparation = separation }
+      noteDerivedMode(altitude: gga.altitudeMSL, satellitesUsed: gga.satellitesUsed)
+    }
+    if let quality = gga.quality { fix.quality = quality }
+    if let used = gga.satellitesUsed { fix.satellitesUsed = used }
+    if let hdop = Self.dop(gga.hdop) { fix.hdop = hdop }
+    if let age = gga.differentialAge { fix.differentialAge = age }
+    if let station = gga.differentialStation { fix.differentialStation = station }
+  }
+
+  @inline(__always)
+  mutating func merge(_ rmc: RMC) {
+    let valid = rmc.isValid != false && rmc.mode?.isValid != false
+    if let date = rmc.date { explicitDate = date }
+    if valid {
+      takePosition(rmc.position, rank: 2)
+      derivedMode = max(derivedMode ?? .noFix, .twoD)
+      if let knots = rmc.speedKnots { fix.speed = knots * Self.metresPerSecondPerKnot }
+      if let course = rmc.course { fix.course = course }
+    }
+    if let variation = rmc.magneticVariation { fix.magneticVariation = variation }
+    if let mode = rmc.mode { fix.modeIndicator = mode }
+  }
+
+  @inline(__always)
+  mutating func merge(_ gsa: GSA) {
+    sawGSA = true
+    if let mode = gsa.fixMode { modeFromGSA = max(modeFromGSA ?? .noFix, mode) }
+    if let pdop = Self.dop(gsa.pdop) {
+      fix.pdop = pdop
+      viewPDOP = pdop
+    }
+    if let hdop = Self.dop(gsa.hdop) {
+      fix.hdop = hdop
+      viewHDOP = hdop
+    }
+    if let vdop = Self.dop(gsa.vdop) {
+      fix.vdop = vdop
+      viewVDOP = vdop
+    }
+    for id in gsa.satellites {
+      let identity = SatelliteNumbering.identify(
+        id: Int(id), talker: gsa.talker, systemID: gsa.systemID)
+      if used.insert(identity.constellation, identity.svid) { usedFromGSA += 1 }
+    }
+  }
+
+  @inline(__always)
+  mutating func merge(_ gsv: GSV) {
+    sawGSV = true
+    for position in 0..<gsv.count {
+      let satellite = gsv[position]
+      let identity = SatelliteNumbering.identify(
+        id: satellite.id, talker: gsv.talker, systemID: gsv.systemID)
+      let entry = Satellite(
+        constellation: identity.constellation, prn: identity.prn, svid: identity.svid,
+        signalID: gsv.signalID, elevation: satellite.elevation, azimuth: satellite.azimuth,
+        snr: satellite.snr, used: false)
+      // A satellite repeated for the same signal (a resent GSV part) replaces itself.
+      let filterHash = entry.prn
+      if satelliteFilter.mayContain(filterHash),
+        let index = satellites.firstIndex(where: {
+          $0.prn == entry.prn && $0.signalID == entry.signalID
+            && $0.constellation == entry.constellation
+        })
+      {
+        satellites[index] = entry
+      } else {
+        satellites.append(entry)
+        satelliteFilter.insert(filterHash)
+      }
+    }
+  }
+
   /// A valid position with an altitude is 3D, unless the receiver says it used one to three
   /// satellites: so few can only give a 2D fix with the altitude held. (A count of 0 beside a
   /// valid fix is a receiver that does not count, not a statement.)
@@ -520,6 +624,12 @@ public struct FixBuilder {
   static let pubxDifferential3D: UInt16 = 0x4433  // D3
   static let pubxRTK: UInt16 = 0x524B  // RK
 
+  /// A cycle key: kind, talker and a variant (GSV last part or not, GSA system).
+  @inline(__always)
+  static func key(_ kind: UInt32, _ talker: Talker, _ variant: UInt32 = 0) -> UInt32 {
+    kind << 24 | UInt32(talker.rawValue) << 8 | variant
+  }
+
   /// Whether the sentence type normally carries the time of a position.
   @inline(__always)
   static func normallyTimed(_ sentence: Sentence) -> Bool {
@@ -533,9 +643,6 @@ public struct FixBuilder {
   /// last part, for GSA its system. `nil` for sentences that carry nothing for a fix.
   @inline(__always)
   static func cycleKey(_ sentence: Sentence) -> UInt32? {
-    func key(_ kind: UInt32, _ talker: Talker, _ variant: UInt32 = 0) -> UInt32 {
-      kind << 24 | UInt32(talker.rawValue) << 8 | variant
-    }
     switch sentence {
     case .gga(let s): return key(1, s.talker)
     case .rmc(let s): return key(2, s.talker)
@@ -553,6 +660,96 @@ public struct FixBuilder {
     case .pubxSatellites: return key(14, .proprietary)
     case .dtm, .txt, .mtkAcknowledgement, .mtkSystemMessage, .unknown: return nil
     }
+  }
+}
+
+/// A set of satellites (system and number within it), for the used ones of an epoch. Exact
+/// bits for numbers 0...191 of each system (every one a receiver gives except a few odd
+/// numberings), a list for the rest; it replaced a list searched for each satellite of each
+/// epoch.
+struct UsedSet {
+  /// Three words per system, the ninth for satellites of no known system.
+  static let wordsPerSystem = 3
+  static let wordCount = 27
+  // An array, allocated once: reading an InlineArray element through a borrowed value made
+  // a copy of the whole InlineArray for each read.
+  var words = [UInt64](repeating: 0, count: UsedSet.wordCount)
+  var others: [(constellation: Constellation?, svid: Int)] = []
+  var count = 0
+
+  var isEmpty: Bool { count == 0 }
+
+  /// The word and bit of a satellite, or `nil` when its number is outside the bits.
+  @inline(__always)
+  static func bit(_ constellation: Constellation?, _ svid: Int) -> (word: Int, mask: UInt64)? {
+    guard svid >= 0, svid < wordsPerSystem * 64 else { return nil }
+    let system = Int(constellation?.rawValue ?? 8)
+    return (system &* wordsPerSystem &+ svid >> 6, 1 << UInt64(svid & 63))
+  }
+
+  @inline(__always)
+  func contains(_ constellation: Constellation?, _ svid: Int) -> Bool {
+    if let (word, mask) = Self.bit(constellation, svid) { return words[word] & mask != 0 }
+    return others.contains { $0.constellation == constellation && $0.svid == svid }
+  }
+
+  /// Adds the satellite; `false` if it was already there.
+  @inline(__always)
+  mutating func insert(_ constellation: Constellation?, _ svid: Int) -> Bool {
+    if let (word, mask) = Self.bit(constellation, svid) {
+      guard words[word] & mask == 0 else { return false }
+      words[word] |= mask
+    } else {
+      guard !contains(constellation, svid) else { return false }
+      others.append((constellation, svid))
+    }
+    count += 1
+    return true
+  }
+
+  mutating func removeAll() {
+    guard count > 0 else { return }
+    words.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+    if !others.isEmpty { others.removeAll(keepingCapacity: true) }
+    count = 0
+  }
+}
+
+/// How often each cycle key was seen in the epoch in progress: a dozen keys or so per epoch,
+/// found by a linear search of an inline array (hashing each key into a dictionary cost more
+/// than the rest of the bookkeeping); keys beyond the sixteenth go to a dictionary.
+struct KeyCounts {
+  static let capacity = 16
+  var keys = InlineArray<16, UInt32>(repeating: 0)
+  var counts = InlineArray<16, Int>(repeating: 0)
+  var stored = 0
+  var overflow: [UInt32: Int] = [:]
+
+  /// How often `key` was seen, `nil` if never.
+  @inline(__always)
+  func count(of key: UInt32) -> Int? {
+    for index in 0..<stored where keys[index] == key { return counts[index] }
+    return overflow.isEmpty ? nil : overflow[key]
+  }
+
+  @inline(__always)
+  mutating func increment(_ key: UInt32) {
+    for index in 0..<stored where keys[index] == key {
+      counts[index] += 1
+      return
+    }
+    if stored < Self.capacity {
+      keys[stored] = key
+      counts[stored] = 1
+      stored &+= 1
+    } else {
+      overflow[key, default: 0] += 1
+    }
+  }
+
+  mutating func removeAll() {
+    stored = 0
+    if !overflow.isEmpty { overflow.removeAll(keepingCapacity: true) }
   }
 }
 

@@ -233,19 +233,19 @@ public struct NMEAFramer {
           // Eight ordinary bytes at a time while they last (up to the `*`, usually), then one
           // at a time through the cases below.
           var position = i
-          var length8 = len
+          // As far as both the chunk and the length limit allow.
+          let wordsEnd = i &+ min(n &- i, limit &- len)
           var words: UInt64 = 0
-          while position &+ 8 <= n && length8 &+ 8 <= limit {
+          while position &+ 8 <= wordsEnd {
             let word = UnsafeRawPointer(p + position).loadUnaligned(as: UInt64.self)
             if Self.hasSpecialByte(word) { break }
             words ^= word
             position &+= 8
-            length8 &+= 8
           }
           if position != i {
             sum ^= Self.foldXOR(words)
+            len &+= position &- i
             i = position
-            len = length8
           }
           while i < n {
             let byte = p[i]
@@ -266,6 +266,27 @@ public struct NMEAFramer {
               sum ^= byte
               len += 1
               i += 1
+              // Usually two checksum digits and the line end follow, in this chunk and within
+              // the limit: take them in one step, exactly as the cases here would one by one.
+              if i &+ 3 <= n, len &+ 3 <= limit, classes[Int(p[i])] == 0,
+                classes[Int(p[i &+ 1])] == 0
+              {
+                let third = p[i &+ 2]
+                if third == ASCII.lf {
+                  sum ^= p[i] ^ p[i &+ 1]
+                  len &+= 2
+                  i &+= 3
+                  end = true
+                  break
+                } else if third == ASCII.cr, i &+ 4 <= n, p[i &+ 3] == ASCII.lf {
+                  sum ^= p[i] ^ p[i &+ 1]
+                  carriageReturns += 1
+                  len &+= 3
+                  i &+= 4
+                  end = true
+                  break
+                }
+              }
             } else if kind == 4 {  // CR: allowed only right before LF, checked at the end
               carriageReturns += 1
               len += 1
@@ -369,20 +390,19 @@ public struct NMEAFramer {
     }
   }
 
-  /// Whether any of the eight bytes of `word` is not ordinary sentence text: a control
-  /// byte (CR and LF included), DEL or a byte over 0x7F, `$`, `!` or `*`. Exact, with the
-  /// carry-free tests from "Bit Twiddling Hacks" (hasless, hasmore, haszero).
+  /// Whether any of the eight bytes of `word` may need a look: a byte below `+` (control
+  /// bytes, CR and LF, space, `!`, `$`, `*` and a few punctuation marks NMEA rarely uses) or
+  /// above `~`. Never false for a word that holds a byte the sentence loop must see; true
+  /// for a few ordinary ones too (a space in a TXT sentence), which then take the
+  /// byte-by-byte path. Two carry-free range tests from "Bit Twiddling Hacks" (hasless,
+  /// hasmore), where an exact test for each special byte took three more.
   @inlinable @inline(__always)
   static func hasSpecialByte(_ word: UInt64) -> Bool {
     let ones: UInt64 = 0x0101_0101_0101_0101
     let highs: UInt64 = 0x8080_8080_8080_8080
-    let below20 = (word &- ones &* 0x20) & ~word
+    let below2B = (word &- ones &* 0x2B) & ~word
     let above7E = (word &+ ones &* (127 - 0x7E)) | word
-    let dollar = word ^ (ones &* UInt64(ASCII.dollar))
-    let bang = word ^ (ones &* UInt64(ASCII.bang))
-    let star = word ^ (ones &* UInt64(ASCII.star))
-    let zeros = ((dollar &- ones) & ~dollar) | ((bang &- ones) & ~bang) | ((star &- ones) & ~star)
-    return (below20 | above7E | zeros) & highs != 0
+    return (below2B | above7E) & highs != 0
   }
 
   /// The exclusive-or of the eight bytes of `word`.
@@ -419,9 +439,11 @@ public struct NMEAFramer {
   ) rethrows {
     state = .hunting
     if partial.isEmpty {
-      try deliverSentence(UnsafeBufferPointer(start: p + startInChunk, count: endInChunk - startInChunk), body)
+      try deliverSentence(
+        UnsafeBufferPointer(start: p + startInChunk, count: endInChunk - startInChunk), body)
     } else {
-      partial.append(contentsOf: UnsafeBufferPointer(start: p + startInChunk, count: endInChunk - startInChunk))
+      partial.append(
+        contentsOf: UnsafeBufferPointer(start: p + startInChunk, count: endInChunk - startInChunk))
       try partial.withUnsafeBufferPointer { try deliverSentence($0, body) }
       partial.removeAll(keepingCapacity: true)
     }
@@ -465,14 +487,18 @@ public struct NMEAFramer {
         return
       }
       statistics.sentences += 1
-      try body(.sentence(RawSentence(bytes: UnsafeBufferPointer(rebasing: line[0..<starAt]), hadChecksum: true)))
+      try body(
+        .sentence(
+          RawSentence(bytes: UnsafeBufferPointer(rebasing: line[0..<starAt]), hadChecksum: true)))
     } else {
       guard configuration.checksumPolicy == .lenient else {
         statistics.missingChecksum += 1
         return
       }
       statistics.sentences += 1
-      try body(.sentence(RawSentence(bytes: UnsafeBufferPointer(rebasing: line[0..<end]), hadChecksum: false)))
+      try body(
+        .sentence(
+          RawSentence(bytes: UnsafeBufferPointer(rebasing: line[0..<end]), hadChecksum: false)))
     }
   }
 
@@ -492,7 +518,8 @@ public struct NMEAFramer {
       var sum = 0
       for index in 4..<(binary.count - 4) { sum += Int(binary[index]) }
       let stated = Int(binary[binary.count - 4]) << 8 | Int(binary[binary.count - 3])
-      valid = (sum & 0x7FFF) == stated && binary[binary.count - 2] == 0xB0
+      valid =
+        (sum & 0x7FFF) == stated && binary[binary.count - 2] == 0xB0
         && binary[binary.count - 1] == 0xB3
     }
     guard valid else {
@@ -511,7 +538,9 @@ public struct NMEAFramer {
     } else {
       statistics.sirfFrames += 1
       try binary.withUnsafeBufferPointer { frame in
-        try body(.sirf(SiRFFrameView(payload: UnsafeBufferPointer(rebasing: frame[4..<(frame.count - 4)]))))
+        try body(
+          .sirf(SiRFFrameView(payload: UnsafeBufferPointer(rebasing: frame[4..<(frame.count - 4)])))
+        )
       }
     }
     binary.removeAll(keepingCapacity: true)

@@ -6,6 +6,115 @@ extension Sentence {
   /// something its type cannot be (letters in a number, minutes over 59) throws
   /// ``NMEAParseError/badField(index:)``. Parsing a typed sentence allocates nothing.
   public init(parsing raw: RawSentence) throws(NMEAParseError) {
+    // The four types a receiver sends most are parsed in place, not returned through the
+    // generic path (every copy of a sentence value costs).
+    switch Self.frequentKind(raw.bytes) {
+    case .gga(let talker):
+      var gga = GGA(talker: talker)
+      try Self.withFields(raw) { (reader, _) throws(NMEAParseError) in
+        var f = reader
+        try Self.parseGGA(&f, into: &gga)
+      }
+      self = .gga(gga)
+    case .rmc(let talker):
+      var rmc = RMC(talker: talker)
+      try Self.withFields(raw) { (reader, _) throws(NMEAParseError) in
+        var f = reader
+        try Self.parseRMC(&f, into: &rmc)
+      }
+      self = .rmc(rmc)
+    case .gsa(let talker):
+      var gsa = GSA(talker: talker)
+      try Self.withFields(raw) { (reader, commas) throws(NMEAParseError) in
+        var f = reader
+        try Self.parseGSA(&f, commas: commas, into: &gsa)
+      }
+      self = .gsa(gsa)
+    case .gsv(let talker):
+      var gsv = GSV(talker: talker)
+      try Self.withFields(raw) { (reader, commas) throws(NMEAParseError) in
+        var f = reader
+        try Self.parseGSV(&f, commas: commas, into: &gsv)
+      }
+      self = .gsv(gsv)
+    case .other:
+      self = try Self.parseAny(raw)
+    }
+  }
+
+  /// GGA, RMC, GSA and GSV with their talker, recognised from the address alone; `other`
+  /// for everything else (proprietary, unknown and malformed addresses included), which the
+  /// general path parses. Exactly the sentences the general path would parse as these types.
+  enum FrequentKind {
+    case gga(Talker)
+    case rmc(Talker)
+    case gsa(Talker)
+    case gsv(Talker)
+    case other
+  }
+
+  @inline(__always)
+  static func frequentKind(_ bytes: UnsafeBufferPointer<UInt8>) -> FrequentKind {
+    // `$TTXXX` followed by a comma or the end: a five-character address of letters and
+    // digits, not proprietary.
+    guard bytes.count >= 6, bytes.count == 6 || bytes[6] == ASCII.comma else { return .other }
+    let first = bytes[1]
+    let second = bytes[2]
+    func isAlphanumeric(_ byte: UInt8) -> Bool {
+      (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte)
+    }
+    guard first != 0x50, isAlphanumeric(first), isAlphanumeric(second) else { return .other }
+    let talker = Talker(first, second)
+    switch UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 8 | UInt32(bytes[5]) {
+    case SentenceCode.gga: return .gga(talker)
+    case SentenceCode.rmc: return .rmc(talker)
+    case SentenceCode.gsa: return .gsa(talker)
+    case SentenceCode.gsv: return .gsv(talker)
+    default: return .other
+    }
+  }
+
+  /// Calls `body` with a reader of the fields after the address and the number of commas,
+  /// from a copy of the sentence on the stack that ends in a comma (see ``FieldReader``).
+  ///
+  /// Sentences as long as NMEA allows and as the framer's default limit fit a buffer of
+  /// constant size, which costs nothing to set up; longer ones (a raised limit) get a
+  /// temporary allocation of their size. (The callers that care about speed return nothing
+  /// through `body`: the standard library passes its result through a `Result`, a copy.)
+  @inline(__always)
+  static func withFields<R>(
+    _ raw: RawSentence, _ body: (FieldReader, Int) throws(NMEAParseError) -> R
+  ) throws(NMEAParseError) -> R {
+    let bytes = raw.bytes
+    guard bytes.count < shortSentence else {
+      return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bytes.count + 1) {
+        (buffer: UnsafeMutableBufferPointer<UInt8>) throws(NMEAParseError) -> R in
+        try read(bytes, copy: buffer.baseAddress!, body)
+      }
+    }
+    return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: shortSentence) {
+      (buffer: UnsafeMutableBufferPointer<UInt8>) throws(NMEAParseError) -> R in
+      try read(bytes, copy: buffer.baseAddress!, body)
+    }
+  }
+
+  /// Sentences shorter than this are copied to a buffer of this size.
+  static let shortSentence = 160
+
+  @inline(__always)
+  static func read<R>(
+    _ bytes: UnsafeBufferPointer<UInt8>, copy: UnsafeMutablePointer<UInt8>,
+    _ body: (FieldReader, Int) throws(NMEAParseError) -> R
+  ) throws(NMEAParseError) -> R {
+    let count = bytes.count
+    let commas = copyCountingCommas(bytes, to: copy)
+    copy[count] = ASCII.comma
+    return try body(FieldReader(sentence: copy, count: count), commas)
+  }
+
+  /// The general path: any sentence.
+  @inline(never)
+  static func parseAny(_ raw: RawSentence) throws(NMEAParseError) -> Sentence {
     let bytes = raw.bytes
     var addressEnd = 1
     while addressEnd < bytes.count && bytes[addressEnd] != ASCII.comma {
@@ -16,35 +125,90 @@ extension Sentence {
     }
     let addressLength = addressEnd - 1
     guard addressLength >= 2 else { throw .badAddress }
-    var fields = FieldScanner(raw)
-    _ = fields.next()  // the address
+    return try withFields(raw) { (reader, commas) throws(NMEAParseError) -> Sentence in
+      var fields = reader
+      if bytes[1] == 0x50 {  // 'P': proprietary
+        return try parseProprietary(raw, addressLength: addressLength, commas: commas, &fields)
+      }
+      let talker = Talker(bytes[1], bytes[2])
+      guard addressLength == 5 else { return .unknown(unknown(raw, talker: talker)) }
+      let code = UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 8 | UInt32(bytes[5])
+      switch code {
+      case SentenceCode.gga:
+        var gga = GGA(talker: talker)
+        try parseGGA(&fields, into: &gga)
+        return .gga(gga)
+      case SentenceCode.rmc:
+        var rmc = RMC(talker: talker)
+        try parseRMC(&fields, into: &rmc)
+        return .rmc(rmc)
+      case SentenceCode.gsa:
+        var gsa = GSA(talker: talker)
+        try parseGSA(&fields, commas: commas, into: &gsa)
+        return .gsa(gsa)
+      case SentenceCode.gsv:
+        var gsv = GSV(talker: talker)
+        try parseGSV(&fields, commas: commas, into: &gsv)
+        return .gsv(gsv)
+      case SentenceCode.gll: return .gll(try parseGLL(talker, &fields))
+      case SentenceCode.vtg: return .vtg(try parseVTG(talker, &fields))
+      case SentenceCode.zda: return .zda(try parseZDA(talker, &fields))
+      case SentenceCode.gst: return .gst(try parseGST(talker, &fields))
+      case SentenceCode.gns: return .gns(try parseGNS(talker, &fields))
+      case SentenceCode.gbs: return .gbs(try parseGBS(talker, &fields))
+      case SentenceCode.grs: return .grs(try parseGRS(talker, &fields, commas: commas))
+      case SentenceCode.dtm: return .dtm(try parseDTM(talker, &fields))
+      case SentenceCode.txt: return .txt(try parseTXT(talker, &fields))
+      default: return .unknown(unknown(raw, talker: talker))
+      }
+    }
+  }
 
-    if bytes[1] == 0x50 {  // 'P': proprietary
-      self = try Self.parseProprietary(bytes, addressLength: addressLength, &fields)
-      return
+  /// Copies the sentence to `copy` and returns the number of its commas (the number of
+  /// fields after the address, which GSA, GSV and GRS need before reading them). Sixteen
+  /// bytes at a time with SSE2 (the x86-64 baseline): each comparison with ",,,…" is a byte
+  /// of all ones per comma, subtracted lane by lane into sixteen counters summed at the end;
+  /// then eight bytes with the carry-free zero-byte test, then one by one.
+  @inline(__always)
+  static func copyCountingCommas(
+    _ bytes: UnsafeBufferPointer<UInt8>, to copy: UnsafeMutablePointer<UInt8>
+  ) -> Int {
+    guard let source = bytes.baseAddress else { return 0 }
+    let count = bytes.count
+    var index = 0
+    var lanes = SIMD16<UInt8>()
+    let commas16 = SIMD16<UInt8>(repeating: ASCII.comma)
+    // At most 31 vectors this way, so that eight lanes sum to less than 256 below (the
+    // rest of a longer sentence is counted eight bytes at a time).
+    let vectorEnd = min(count, 31 * 16)
+    while index &+ 16 <= vectorEnd {
+      let vector = UnsafeRawPointer(source + index).loadUnaligned(as: SIMD16<UInt8>.self)
+      UnsafeMutableRawPointer(copy + index).storeBytes(of: vector, as: SIMD16<UInt8>.self)
+      let isComma = unsafeBitCast(vector .== commas16, to: SIMD16<UInt8>.self)
+      lanes &+= SIMD16<UInt8>(repeating: 1) & isComma
+      index &+= 16
     }
-    let talker = Talker(bytes[1], bytes[2])
-    guard addressLength == 5 else {
-      self = .unknown(Self.unknown(raw, talker: talker))
-      return
+    // The sixteen lane counts summed, eight at a time by one multiplication each.
+    let halves = unsafeBitCast(lanes, to: SIMD2<UInt64>.self)
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    var commas = Int(truncatingIfNeeded: (halves[0] &* ones) >> 56 &+ (halves[1] &* ones) >> 56)
+    let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+    let commas8: UInt64 = 0x2C2C_2C2C_2C2C_2C2C
+    while index &+ 8 <= count {
+      let word = UnsafeRawPointer(source + index).loadUnaligned(as: UInt64.self)
+      UnsafeMutableRawPointer(copy + index).storeBytes(of: word, as: UInt64.self)
+      let difference = word ^ commas8
+      let zeroBytes = ~(((difference & low7) &+ low7) | difference | low7)
+      commas &+= Int(truncatingIfNeeded: ((zeroBytes >> 7) &* 0x0101_0101_0101_0101) >> 56)
+      index &+= 8
     }
-    let code = UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 8 | UInt32(bytes[5])
-    switch code {
-    case SentenceCode.gga: self = .gga(try Self.parseGGA(talker, &fields))
-    case SentenceCode.rmc: self = .rmc(try Self.parseRMC(talker, &fields))
-    case SentenceCode.gsa: self = .gsa(try Self.parseGSA(talker, &fields, raw))
-    case SentenceCode.gsv: self = .gsv(try Self.parseGSV(talker, &fields, raw))
-    case SentenceCode.gll: self = .gll(try Self.parseGLL(talker, &fields))
-    case SentenceCode.vtg: self = .vtg(try Self.parseVTG(talker, &fields))
-    case SentenceCode.zda: self = .zda(try Self.parseZDA(talker, &fields))
-    case SentenceCode.gst: self = .gst(try Self.parseGST(talker, &fields))
-    case SentenceCode.gns: self = .gns(try Self.parseGNS(talker, &fields))
-    case SentenceCode.gbs: self = .gbs(try Self.parseGBS(talker, &fields))
-    case SentenceCode.grs: self = .grs(try Self.parseGRS(talker, &fields, raw))
-    case SentenceCode.dtm: self = .dtm(try Self.parseDTM(talker, &fields))
-    case SentenceCode.txt: self = .txt(try Self.parseTXT(talker, &fields))
-    default: self = .unknown(Self.unknown(raw, talker: talker))
+    while index < count {
+      let byte = source[index]
+      copy[index] = byte
+      if byte == ASCII.comma { commas &+= 1 }
+      index &+= 1
     }
+    return commas
   }
 
   /// Three-letter sentence types packed into integers, so dispatch is one switch.
@@ -76,105 +240,70 @@ extension Sentence {
     return UnknownSentence(talker: talker, address: address, fields: values)
   }
 
-  /// Number of fields after the address (commas counted once, without parsing).
-  static func fieldCount(_ raw: RawSentence) -> Int {
-    // Eight bytes at a time: an exact per-byte zero test on the word XOR ",,,,,,,,", then the
-    // eight 0-or-1 flags summed into the top byte by one multiplication (the x86-64 baseline
-    // has no popcnt instruction).
-    let bytes = raw.bytes
-    guard let base = bytes.baseAddress else { return 0 }
-    let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
-    let commas8: UInt64 = 0x2C2C_2C2C_2C2C_2C2C
-    var commas = 0
-    var index = 0
-    while index &+ 8 <= bytes.count {
-      let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self) ^ commas8
-      let zeroBytes = ~(((word & low7) &+ low7) | word | low7)
-      commas &+= Int(((zeroBytes >> 7) &* 0x0101_0101_0101_0101) >> 56)
-      index &+= 8
-    }
-    while index < bytes.count {
-      if base[index] == ASCII.comma { commas &+= 1 }
-      index &+= 1
-    }
-    return commas
-  }
-
   // MARK: - Standard sentences
 
   @inline(__always)
-  static func parseGGA(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> GGA {
-    let time = try f.time()
-    let position = try f.position()
-    let quality = try f.uint().map(FixQuality.init(rawValue:))
-    let used = try f.uint()
-    let hdop = try f.decimal()
-    let altitude = try f.decimal()
+  static func parseGGA(_ f: inout FieldReader, into gga: inout GGA) throws(NMEAParseError) {
+    gga.time = try f.time()
+    gga.position = try f.position()
+    gga.quality = try f.uint().map(FixQuality.init(rawValue:))
+    gga.satellitesUsed = try f.uint()
+    gga.hdop = try f.decimal()
+    gga.altitudeMSL = try f.decimal()
     f.skip(1)  // M
-    let separation = try f.decimal()
+    gga.geoidSeparation = try f.decimal()
     f.skip(1)  // M
-    let age = try f.decimal()
-    let station = try f.uint()
-    return GGA(
-      talker: talker, time: time, position: position, quality: quality, satellitesUsed: used,
-      hdop: hdop, altitudeMSL: altitude, geoidSeparation: separation, differentialAge: age,
-      differentialStation: station)
+    gga.differentialAge = try f.decimal()
+    gga.differentialStation = try f.uint()
   }
 
   @inline(__always)
-  static func parseRMC(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> RMC {
-    let time = try f.time()
-    let status = try f.status()
-    let position = try f.position()
-    let speed = try f.decimal()
-    let course = try f.decimal()
-    let date = try f.date()
-    let variation = try f.signedByHemisphere(negative: 0x57)  // W
-    let mode = try f.character().map(ModeIndicator.init(rawValue:))
-    let navigational = try f.character()
-    return RMC(
-      talker: talker, time: time, isValid: status, position: position, speedKnots: speed,
-      course: course, date: date, magneticVariation: variation, mode: mode,
-      navigationalStatus: navigational)
+  static func parseRMC(_ f: inout FieldReader, into rmc: inout RMC) throws(NMEAParseError) {
+    rmc.time = try f.time()
+    rmc.isValid = try f.status()
+    rmc.position = try f.position()
+    rmc.speedKnots = try f.decimal()
+    rmc.course = try f.decimal()
+    rmc.date = try f.date()
+    rmc.magneticVariation = try f.signedByHemisphere(negative: 0x57)  // W
+    rmc.mode = try f.character().map(ModeIndicator.init(rawValue:))
+    rmc.navigationalStatus = try f.character()
   }
 
   @inline(__always)
-  static func parseGSA(_ talker: Talker, _ f: inout FieldScanner, _ raw: RawSentence)
-    throws(NMEAParseError) -> GSA
+  static func parseGSA(_ f: inout FieldReader, commas: Int, into gsa: inout GSA)
+    throws(NMEAParseError)
   {
     // 17 fields up to NMEA 4.0; 4.10 adds the system ID. Some receivers list more than 12
     // satellites; the DOPs are then the three fields before the end.
-    let count = fieldCount(raw)
+    let count = commas
     let hasSystemID = count == 18
     let satelliteFields = max(0, count - 5 - (hasSystemID ? 1 : 0))
-    let selection = try f.character()
+    gsa.selectionMode = try f.character()
     let mode = try f.uint()
-    var satellites = SatelliteIDList()
+    gsa.fixMode = mode.flatMap { FixMode(rawValue: UInt8(clamping: $0)) }
     for _ in 0..<satelliteFields {
       if let id = try f.uint() {
         guard id <= 0xFFFF else { throw .badField(index: f.index) }
-        satellites.append(UInt16(id))
+        gsa.satellites.append(UInt16(id))
       }
     }
-    let pdop = try f.decimal()
-    let hdop = try f.decimal()
-    let vdop = try f.decimal()
-    let system = hasSystemID ? try f.hexDigit() : nil
-    return GSA(
-      talker: talker, selectionMode: selection,
-      fixMode: mode.flatMap { FixMode(rawValue: UInt8(clamping: $0)) },
-      satellites: satellites, pdop: pdop, hdop: hdop, vdop: vdop, systemID: system)
+    gsa.pdop = try f.decimal()
+    gsa.hdop = try f.decimal()
+    gsa.vdop = try f.decimal()
+    gsa.systemID = hasSystemID ? try f.hexDigit() : nil
   }
 
   @inline(__always)
-  static func parseGSV(_ talker: Talker, _ f: inout FieldScanner, _ raw: RawSentence)
-    throws(NMEAParseError) -> GSV
+  static func parseGSV(_ f: inout FieldReader, commas: Int, into gsv: inout GSV)
+    throws(NMEAParseError)
   {
-    let count = fieldCount(raw)
+    let count = commas
     guard let messageCount = try f.uint(), let messageNumber = try f.uint() else {
       throw .badField(index: f.index)
     }
-    var gsv = GSV(talker: talker, messageCount: messageCount, messageNumber: messageNumber)
+    gsv.messageCount = messageCount
+    gsv.messageNumber = messageNumber
     gsv.satellitesInView = try f.uint()
     // Groups of four after the three header fields; one left over is the NMEA 4.10 signal ID,
     // two are the signal ID and a system ID (Quectel's `$PQGSV`).
@@ -186,16 +315,17 @@ extension Sentence {
       let azimuth = try f.uint()
       let snr = try f.uint()
       if let id {
-        gsv.append(SatelliteInView(id: id, elevation: elevation, azimuth: azimuth, snr: snr))
+        gsv.append(
+          id: id, elevation: elevation ?? GSV.absent, azimuth: azimuth ?? GSV.absent,
+          snr: snr ?? GSV.absent)
       }
     }
     let extra = remaining - groups * 4
     if extra == 1 || extra == 2 { gsv.signalID = try f.hexDigit() }
     if extra == 2 { gsv.systemID = try f.hexDigit() }
-    return gsv
   }
 
-  static func parseGLL(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> GLL {
+  static func parseGLL(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> GLL {
     let position = try f.position()
     let time = try f.time()
     let status = try f.status()
@@ -203,7 +333,7 @@ extension Sentence {
     return GLL(talker: talker, position: position, time: time, isValid: status, mode: mode)
   }
 
-  static func parseVTG(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> VTG {
+  static func parseVTG(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> VTG {
     var vtg = VTG(talker: talker)
     let first = try f.decimal()
     let second = f.next()
@@ -230,7 +360,9 @@ extension Sentence {
       // NMEA 1.x: course true, course magnetic, knots, km/h without unit letters.
       vtg.courseTrue = first
       if !second.isEmpty {
-        guard let magnetic = FieldScanner.parseDecimal(second) else { throw .badField(index: 2) }
+        guard let (magnetic, _) = FieldReader.decimal(f.base, from: second.start) else {
+          throw .badField(index: 2)
+        }
         vtg.courseMagnetic = magnetic
       }
       vtg.speedKnots = try f.decimal()
@@ -239,7 +371,7 @@ extension Sentence {
     return vtg
   }
 
-  static func parseZDA(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> ZDA {
+  static func parseZDA(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> ZDA {
     let time = try f.time()
     let day = try f.uint()
     if let day, !(1...31).contains(day) { throw .badField(index: f.index) }
@@ -258,7 +390,7 @@ extension Sentence {
       localZoneMinutes: zoneMinutes)
   }
 
-  static func parseGST(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> GST {
+  static func parseGST(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> GST {
     GST(
       talker: talker, time: try f.time(), rangeRMS: try f.decimal(),
       semiMajorError: try f.decimal(), semiMinorError: try f.decimal(),
@@ -266,7 +398,7 @@ extension Sentence {
       longitudeError: try f.decimal(), altitudeError: try f.decimal())
   }
 
-  static func parseGNS(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> GNS {
+  static func parseGNS(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> GNS {
     var gns = GNS(talker: talker)
     gns.time = try f.time()
     gns.position = try f.position()
@@ -285,7 +417,7 @@ extension Sentence {
     return gns
   }
 
-  static func parseGBS(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> GBS {
+  static func parseGBS(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> GBS {
     GBS(
       talker: talker, time: try f.time(), latitudeError: try f.decimal(),
       longitudeError: try f.decimal(), altitudeError: try f.decimal(),
@@ -294,10 +426,10 @@ extension Sentence {
       signalID: try f.hexDigit())
   }
 
-  static func parseGRS(_ talker: Talker, _ f: inout FieldScanner, _ raw: RawSentence)
+  static func parseGRS(_ talker: Talker, _ f: inout FieldReader, commas: Int)
     throws(NMEAParseError) -> GRS
   {
-    let count = fieldCount(raw)
+    let count = commas
     let time = try f.time()
     let mode = try f.uint()
     let hasSystem = count >= 16
@@ -312,7 +444,7 @@ extension Sentence {
       signalID: signal)
   }
 
-  static func parseDTM(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> DTM {
+  static func parseDTM(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> DTM {
     let datum = f.text()
     let subDatum = f.text()
     let latitude = try f.signedByHemisphere(negative: 0x53)  // S
@@ -324,7 +456,7 @@ extension Sentence {
       longitudeOffset: longitude, altitudeOffset: altitude, referenceDatum: reference)
   }
 
-  static func parseTXT(_ talker: Talker, _ f: inout FieldScanner) throws(NMEAParseError) -> TXT {
+  static func parseTXT(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> TXT {
     let count = try f.uint()
     let number = try f.uint()
     let type = try f.uint()
@@ -345,8 +477,9 @@ extension Sentence {
   // MARK: - Proprietary sentences
 
   static func parseProprietary(
-    _ bytes: UnsafeBufferPointer<UInt8>, addressLength: Int, _ f: inout FieldScanner
+    _ raw: RawSentence, addressLength: Int, commas: Int, _ f: inout FieldReader
   ) throws(NMEAParseError) -> Sentence {
+    let bytes = raw.bytes
     let address = UnsafeBufferPointer(rebasing: bytes[1..<(1 + addressLength)])
     if address.elementsEqual("PUBX".utf8) {
       let kind = f.next()
@@ -355,9 +488,13 @@ extension Sentence {
       if kind.equals("04") { return .pubxTime(try parsePUBXTime(&f)) }
     } else if address.elementsEqual("PQGSV".utf8) {
       // Quectel's GSV and GSA for BeiDou and QZSS, told apart by a trailing system ID.
-      return .gsv(try parseGSV(.pq, &f, RawSentence(bytes: bytes, hadChecksum: true)))
+      var gsv = GSV(talker: .pq)
+      try parseGSV(&f, commas: commas, into: &gsv)
+      return .gsv(gsv)
     } else if address.elementsEqual("PQGSA".utf8) {
-      return .gsa(try parseGSA(.pq, &f, RawSentence(bytes: bytes, hadChecksum: true)))
+      var gsa = GSA(talker: .pq)
+      try parseGSA(&f, commas: commas, into: &gsa)
+      return .gsa(gsa)
     } else if address.elementsEqual("PMTK001".utf8) {
       guard let command = try f.uint(), let flag = try f.uint(),
         let result = MTKAckResult(rawValue: flag)
@@ -369,11 +506,10 @@ extension Sentence {
     } else if address.elementsEqual("PMTK011".utf8) {
       return .mtkSystemMessage(MTKSystemMessage(kind: .text(f.text() ?? "")))
     }
-    let raw = RawSentence(bytes: bytes, hadChecksum: true)
     return .unknown(unknown(raw, talker: .proprietary))
   }
 
-  static func parsePUBXPosition(_ f: inout FieldScanner) throws(NMEAParseError) -> PUBXPosition {
+  static func parsePUBXPosition(_ f: inout FieldReader) throws(NMEAParseError) -> PUBXPosition {
     let time = try f.time()
     let position = try f.position()
     let altitude = try f.decimal()
@@ -399,8 +535,7 @@ extension Sentence {
       vdop: vdop, tdop: tdop, satellitesUsed: used, deadReckoning: deadReckoning)
   }
 
-  static func parsePUBXSatellites(_ f: inout FieldScanner) throws(NMEAParseError) -> PUBXSatellites
-  {
+  static func parsePUBXSatellites(_ f: inout FieldReader) throws(NMEAParseError) -> PUBXSatellites {
     let count = try f.uint() ?? 0
     guard count <= 255 else { throw .badField(index: f.index) }
     var satellites: [PUBXSatellite] = []
@@ -421,7 +556,7 @@ extension Sentence {
     return PUBXSatellites(satellites: satellites)
   }
 
-  static func parsePUBXTime(_ f: inout FieldScanner) throws(NMEAParseError) -> PUBXTime {
+  static func parsePUBXTime(_ f: inout FieldReader) throws(NMEAParseError) -> PUBXTime {
     let time = try f.time()
     let date = try f.date()
     let tow = try f.decimal()
@@ -458,7 +593,7 @@ extension Sentence {
   }
 }
 
-extension FieldScanner {
+extension FieldReader {
   /// Latitude with hemisphere, then longitude with hemisphere: four fields. `nil` unless
   /// both are present, so a half-empty position is never taken for 0°.
   mutating func position() throws(NMEAParseError) -> Position? {
@@ -476,42 +611,6 @@ extension FieldScanner {
     case 0x56: return false  // V
     default: throw fail()
     }
-  }
-
-  /// An integer that may be negative (elevations, time zones).
-  mutating func signedInteger() throws(NMEAParseError) -> Int? {
-    let field = next()
-    if field.isEmpty { return nil }
-    var offset = 0
-    var negative = false
-    if field[0] == ASCII.minus || field[0] == ASCII.plus {
-      negative = field[0] == ASCII.minus
-      offset = 1
-    }
-    guard offset < field.count, field.count <= 18 else { throw fail() }
-    var value = 0
-    while offset < field.count {
-      let digit = field[offset] &- ASCII.zero
-      guard digit < 10 else { throw fail() }
-      value = value * 10 + Int(digit)
-      offset += 1
-    }
-    return negative ? -value : value
-  }
-
-  /// A system or signal ID: one hexadecimal digit (NMEA 4.11 uses `A`...`F` for signals).
-  mutating func hexDigit() throws(NMEAParseError) -> Int? {
-    let field = next()
-    if field.isEmpty { return nil }
-    if field.count == 1, let value = ASCII.hexValue(field[0]) { return Int(value) }
-    // Some receivers write the ID in decimal with more digits.
-    var value = 0
-    for offset in 0..<field.count {
-      let digit = field[offset] &- ASCII.zero
-      guard digit < 10, offset < 4 else { throw fail() }
-      value = value * 10 + Int(digit)
-    }
-    return value
   }
 
   /// A magnitude followed by a direction letter; negative when the letter is `negative`.

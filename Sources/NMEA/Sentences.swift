@@ -136,7 +136,7 @@ public struct GSA: Sendable, Hashable {
   public var selectionMode: UInt8?
   public var fixMode: FixMode?
   /// IDs of the satellites used in the solution.
-  public var satellites: SatelliteIDList
+  public var satellites = SatelliteIDList()
   public var pdop: Double?
   public var hdop: Double?
   public var vdop: Double?
@@ -166,31 +166,85 @@ public struct SatelliteInView: Sendable, Hashable {
 /// GSV: satellites in view, four per sentence.
 public struct GSV: Sendable, Hashable, RandomAccessCollection {
   public var talker: Talker
+  // Compact storage (a GSV is most of what a receiver sends, and every copy of a sentence
+  // copies its largest case): the optional header fields as values with presence bits, the
+  // satellites as four columns with `absent` for an empty field. Values are exact: the
+  // parser never produces `absent`, and satellites are only added by the parser.
+  var presence: UInt8 = 0
+  var storedCount: UInt8 = 0
   public var messageCount: Int
   public var messageNumber: Int
-  public var satellitesInView: Int?
-  /// NMEA 4.10 signal ID (for GPS: 1 L1 C/A, 5 L2C-M, 6 L2C-L, 7 L5-I, 8 L5-Q …).
-  public var signalID: Int?
-  /// A system ID after the signal ID (NMEA 4.10 numbering), as Quectel's `$PQGSV` writes it.
-  public var systemID: Int?
-  var storage = InlineArray<4, SatelliteInView>(repeating: SatelliteInView(id: 0))
-  var storedCount = 0
+  var storedSatellitesInView = 0
+  var storedSignalID = 0
+  var storedSystemID = 0
+  var ids = InlineArray<4, Int>(repeating: 0)
+  var elevations = InlineArray<4, Int>(repeating: GSV.absent)
+  var azimuths = InlineArray<4, Int>(repeating: GSV.absent)
+  var snrs = InlineArray<4, Int>(repeating: GSV.absent)
 
-  init(talker: Talker, messageCount: Int, messageNumber: Int) {
+  /// An empty satellite field.
+  static let absent = Int.min
+
+  init(talker: Talker, messageCount: Int = 0, messageNumber: Int = 0) {
     self.talker = talker
     self.messageCount = messageCount
     self.messageNumber = messageNumber
   }
 
-  mutating func append(_ satellite: SatelliteInView) {
-    guard storedCount < 4 else { return }
-    storage[storedCount] = satellite
-    storedCount += 1
+  public var satellitesInView: Int? {
+    get { presence & 1 != 0 ? storedSatellitesInView : nil }
+    set {
+      storedSatellitesInView = newValue ?? 0
+      presence = newValue == nil ? presence & ~1 : presence | 1
+    }
   }
 
+  /// NMEA 4.10 signal ID (for GPS: 1 L1 C/A, 5 L2C-M, 6 L2C-L, 7 L5-I, 8 L5-Q …).
+  public var signalID: Int? {
+    get { presence & 2 != 0 ? storedSignalID : nil }
+    set {
+      storedSignalID = newValue ?? 0
+      presence = newValue == nil ? presence & ~2 : presence | 2
+    }
+  }
+
+  /// A system ID after the signal ID (NMEA 4.10 numbering), as Quectel's `$PQGSV` writes it.
+  public var systemID: Int? {
+    get { presence & 4 != 0 ? storedSystemID : nil }
+    set {
+      storedSystemID = newValue ?? 0
+      presence = newValue == nil ? presence & ~4 : presence | 4
+    }
+  }
+
+  /// Adds a satellite (at most four); `absent` for an empty field.
+  @inline(__always)
+  mutating func append(id: Int, elevation: Int, azimuth: Int, snr: Int) {
+    let index = Int(storedCount)
+    guard index < 4 else { return }
+    ids[index] = id
+    elevations[index] = elevation
+    azimuths[index] = azimuth
+    snrs[index] = snr
+    storedCount &+= 1
+  }
+
+  mutating func append(_ satellite: SatelliteInView) {
+    append(
+      id: satellite.id, elevation: satellite.elevation ?? Self.absent,
+      azimuth: satellite.azimuth ?? Self.absent, snr: satellite.snr ?? Self.absent)
+  }
+
+  @inline(__always)
+  static func value(_ stored: Int) -> Int? { stored == absent ? nil : stored }
+
   public var startIndex: Int { 0 }
-  public var endIndex: Int { storedCount }
-  public subscript(position: Int) -> SatelliteInView { storage[position] }
+  public var endIndex: Int { Int(storedCount) }
+  public subscript(position: Int) -> SatelliteInView {
+    SatelliteInView(
+      id: ids[position], elevation: Self.value(elevations[position]),
+      azimuth: Self.value(azimuths[position]), snr: Self.value(snrs[position]))
+  }
 
   public static func == (lhs: GSV, rhs: GSV) -> Bool {
     lhs.talker == rhs.talker && lhs.messageCount == rhs.messageCount
@@ -342,24 +396,120 @@ public struct TXT: Sendable, Hashable {
 
 /// `$PUBX,00`: u-blox position, with accuracy estimates and height above the ellipsoid.
 public struct PUBXPosition: Sendable, Hashable {
-  public var time: UTCTime?
+  // Compact storage (every copy of a sentence copies its largest case, and this was it after
+  // GSV): the ten decimals and the satellite count as values with presence bits, behind the
+  // same public properties.
+  var decimals = InlineArray<10, Double>(repeating: 0)
+  var storedSatellitesUsed = 0
   public var position: Position?
-  /// Altitude above the WGS-84 ellipsoid, metres.
-  public var altitudeHAE: Double?
+  public var time: UTCTime?
   /// `NF`, `DR`, `G2`, `G3`, `D2`, `D3`, `RK`, `TT`, as two ASCII bytes.
   public var navigationStatus: UInt16?
-  public var horizontalAccuracy: Double?
-  public var verticalAccuracy: Double?
-  public var speedKilometresPerHour: Double?
-  public var course: Double?
-  /// Vertical velocity, metres per second, positive downwards (as u-blox reports it).
-  public var verticalVelocityDown: Double?
-  public var differentialAge: Double?
-  public var hdop: Double?
-  public var vdop: Double?
-  public var tdop: Double?
-  public var satellitesUsed: Int?
   public var deadReckoning: Bool?
+  var presence: UInt16 = 0
+
+  init(
+    time: UTCTime?, position: Position?, altitudeHAE: Double?, navigationStatus: UInt16?,
+    horizontalAccuracy: Double?, verticalAccuracy: Double?, speedKilometresPerHour: Double?,
+    course: Double?, verticalVelocityDown: Double?, differentialAge: Double?, hdop: Double?,
+    vdop: Double?, tdop: Double?, satellitesUsed: Int?, deadReckoning: Bool?
+  ) {
+    self.time = time
+    self.position = position
+    self.navigationStatus = navigationStatus
+    self.deadReckoning = deadReckoning
+    self.altitudeHAE = altitudeHAE
+    self.horizontalAccuracy = horizontalAccuracy
+    self.verticalAccuracy = verticalAccuracy
+    self.speedKilometresPerHour = speedKilometresPerHour
+    self.course = course
+    self.verticalVelocityDown = verticalVelocityDown
+    self.differentialAge = differentialAge
+    self.hdop = hdop
+    self.vdop = vdop
+    self.tdop = tdop
+    self.satellitesUsed = satellitesUsed
+  }
+
+  @inline(__always)
+  func decimal(_ index: Int) -> Double? {
+    presence & (1 << index) != 0 ? decimals[index] : nil
+  }
+
+  @inline(__always)
+  mutating func setDecimal(_ index: Int, _ value: Double?) {
+    decimals[index] = value ?? 0
+    presence = value == nil ? presence & ~(1 << index) : presence | (1 << index)
+  }
+
+  /// Altitude above the WGS-84 ellipsoid, metres.
+  public var altitudeHAE: Double? {
+    get { decimal(0) }
+    set { setDecimal(0, newValue) }
+  }
+  public var horizontalAccuracy: Double? {
+    get { decimal(1) }
+    set { setDecimal(1, newValue) }
+  }
+  public var verticalAccuracy: Double? {
+    get { decimal(2) }
+    set { setDecimal(2, newValue) }
+  }
+  public var speedKilometresPerHour: Double? {
+    get { decimal(3) }
+    set { setDecimal(3, newValue) }
+  }
+  public var course: Double? {
+    get { decimal(4) }
+    set { setDecimal(4, newValue) }
+  }
+  /// Vertical velocity, metres per second, positive downwards (as u-blox reports it).
+  public var verticalVelocityDown: Double? {
+    get { decimal(5) }
+    set { setDecimal(5, newValue) }
+  }
+  public var differentialAge: Double? {
+    get { decimal(6) }
+    set { setDecimal(6, newValue) }
+  }
+  public var hdop: Double? {
+    get { decimal(7) }
+    set { setDecimal(7, newValue) }
+  }
+  public var vdop: Double? {
+    get { decimal(8) }
+    set { setDecimal(8, newValue) }
+  }
+  public var tdop: Double? {
+    get { decimal(9) }
+    set { setDecimal(9, newValue) }
+  }
+  public var satellitesUsed: Int? {
+    get { presence & (1 << 10) != 0 ? storedSatellitesUsed : nil }
+    set {
+      storedSatellitesUsed = newValue ?? 0
+      presence = newValue == nil ? presence & ~(1 << 10) : presence | (1 << 10)
+    }
+  }
+
+  public static func == (lhs: PUBXPosition, rhs: PUBXPosition) -> Bool {
+    guard
+      lhs.time == rhs.time && lhs.position == rhs.position
+        && lhs.navigationStatus == rhs.navigationStatus
+        && lhs.deadReckoning == rhs.deadReckoning && lhs.satellitesUsed == rhs.satellitesUsed
+    else { return false }
+    for index in 0..<10 where lhs.decimal(index) != rhs.decimal(index) { return false }
+    return true
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(time)
+    hasher.combine(position)
+    hasher.combine(navigationStatus)
+    hasher.combine(deadReckoning)
+    hasher.combine(satellitesUsed)
+    for index in 0..<10 { hasher.combine(decimal(index)) }
+  }
 }
 
 /// One satellite of `$PUBX,03`.

@@ -220,25 +220,34 @@ public struct UTCTimestamp: Sendable, Hashable, Comparable, CustomStringConverti
 /// Small integer and formatting helpers that need no Foundation.
 @usableFromInline
 enum Powers {
-  @usableFromInline static let table: [UInt64] = {
-    var powers: [UInt64] = []
-    var value: UInt64 = 1
-    for _ in 0...19 {
-      powers.append(value)
-      value = value &* 10
-    }
-    return powers
-  }()
+  // Literals, so that the tables are laid out by the compiler, not built on first use.
+  @usableFromInline static let table: [UInt64] = [
+    1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000,
+    10_000_000_000, 100_000_000_000, 1_000_000_000_000, 10_000_000_000_000,
+    100_000_000_000_000, 1_000_000_000_000_000, 10_000_000_000_000_000,
+    100_000_000_000_000_000, 1_000_000_000_000_000_000, 10_000_000_000_000_000_000,
+  ]
+  /// The same powers as `Double`s (all exact: 10^22 is the last power of ten a `Double`
+  /// holds exactly).
+  static let doubleTable: [Double] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    1e16, 1e17, 1e18, 1e19,
+  ]
 
   /// 10^exponent for exponent 0...19.
   @inlinable
   static func ten(_ exponent: Int) -> UInt64 { table[exponent] }
 
+  /// 10^exponent as a `Double`, for exponent 0...19.
+  @inline(__always)
+  static func tenAsDouble(_ exponent: Int) -> Double { doubleTable[exponent] }
+
   static func twoDigits(_ value: UInt8) -> String { zeroPadded(Int(value), width: 2) }
 
   static func zeroPadded(_ value: Int, width: Int) -> String {
     let digits = String(value)
-    return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    return digits.count >= width
+      ? digits : String(repeating: "0", count: width - digits.count) + digits
   }
 
   /// `scaled / 10^fractionDigits` written out exactly.

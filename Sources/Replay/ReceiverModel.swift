@@ -19,8 +19,18 @@ public struct ReceiverModel {
 
   /// The current power state.
   public private(set) var power: SimulatedPowerState
-  /// Everything received, in order.
+  /// What was received, in order: the newest ``receivedLimit`` inputs.
   public private(set) var received: [ReceivedInput] = []
+  /// How many inputs ``received`` keeps; older ones are forgotten (and counted in
+  /// ``receivedForgotten``), so a long replay that is written to keeps bounded memory.
+  public var receivedLimit: Int {
+    didSet {
+      receivedLimit = max(0, receivedLimit)
+      trimReceived()
+    }
+  }
+  /// Inputs dropped from ``received`` because of ``receivedLimit``.
+  public private(set) var receivedForgotten = 0
   /// Transitions into ``SimulatedPowerState/running``, and out of it.
   public private(set) var powerOns = 0
   public private(set) var powerOffs = 0
@@ -57,12 +67,14 @@ public struct ReceiverModel {
 
   public init(
     profile: ReceiverProfile, power: SimulatedPowerState = .running,
-    responses: ResponseMode = .normal, wakeDelay: Duration = .milliseconds(50)
+    responses: ResponseMode = .normal, wakeDelay: Duration = .milliseconds(50),
+    receivedLimit: Int = 10_000
   ) {
     self.profile = profile
     self.power = power == .booting ? .running : power
     self.responses = responses
     self.wakeDelay = max(.zero, wakeDelay)
+    self.receivedLimit = max(0, receivedLimit)
   }
 
   /// What the host's input did to the framer: checksum errors and noise, counted.
@@ -236,6 +248,14 @@ public struct ReceiverModel {
     wokeFrom = nil
     received.append(
       ReceivedInput(at: now, bytes: bytes, command: command, powerState: state, outcome: outcome))
+    trimReceived()
+  }
+
+  private mutating func trimReceived() {
+    let excess = received.count - receivedLimit
+    guard excess > 0 else { return }
+    received.removeFirst(excess)
+    receivedForgotten += excess
   }
 
   /// Records the pending bytes that cannot belong to a frame still in progress: everything

@@ -1,4 +1,5 @@
 import Chipsets
+import NMEA
 
 /// Which receiver a simulator imitates: what it answers, and which power states it has.
 public enum ReceiverProfile: Sendable, Hashable, CustomStringConvertible {
@@ -109,4 +110,46 @@ public enum SimulatedPowerState: String, Sendable, Hashable, CustomStringConvert
   public var isStreaming: Bool { self == .running }
 
   public var description: String { rawValue }
+}
+
+extension ReceiverProfile {
+  /// The chip a recording most likely came from: what the recording says about itself (a
+  /// u-blox `$GPTXT` banner or UBX frames, `$PMTK` messages, SiRF binary), else its
+  /// `# Chipset:` header (`u-blox M8`, `ZED-F9P`, `MediaTek`, `SiRF`), else
+  /// ``generic``. A replay that imitates this chip answers the commands the driver will send
+  /// after identifying it from the same bytes.
+  public static func inferred(from recording: Recording) -> ReceiverProfile {
+    var identifier = ChipsetIdentifier()
+    var framer = NMEAFramer()
+    var offset = 0
+    let body = recording.body
+    // Banners and binary frames come early; a few seconds of a stream are plenty.
+    let end = min(body.count, 1 << 16)
+    while offset < end, identifier.identification.confidence < .high {
+      let chunkEnd = min(end, offset + 4096)
+      framer.feed(body[offset..<chunkEnd]) { identifier.observe($0) }
+      offset = chunkEnd
+    }
+    let identification = identifier.identification
+    switch identification.familyForCommands() {
+    case .ublox:
+      return .ublox(identification.ubloxGeneration == .m9AndLater ? .m9 : .m8)
+    case .mediatek:
+      return .mediatek
+    case .sirf:
+      return .sirf
+    case .nmea:
+      break
+    }
+    let header = (recording.headerValue("Chipset") ?? "").lowercased()
+    if header.contains("u-blox") || header.contains("ublox") {
+      let later = ["f9", "m9", "m10", "x20"].contains { header.contains($0) }
+      return .ublox(later ? .m9 : .m8)
+    }
+    if header.contains("mediatek") || header.contains("mtk") || header.contains("quectel") {
+      return .mediatek
+    }
+    if header.contains("sirf") { return .sirf }
+    return .generic
+  }
 }

@@ -55,12 +55,16 @@ public final class ReceiverSimulator: Sendable {
     /// closed; opening it discards what is queued and makes room at once) or the reader is
     /// far behind, so this is long: a slow reader on a loaded machine loses nothing.
     public var writeTimeout: Duration
+    /// How many inputs ``ReceiverSimulator/received`` keeps (the newest); a long replay that a
+    /// program keeps writing to stays bounded.
+    public var receivedLimit: Int
 
     public init(
       profile: ReceiverProfile, pace: Pace = .realTime, loops: Bool = true,
       initialPowerState: SimulatedPowerState = .running,
       wakeDelay: Duration = .milliseconds(50), responses: ResponseMode = .normal,
-      devicePath: String? = nil, writeTimeout: Duration = .seconds(10)
+      devicePath: String? = nil, writeTimeout: Duration = .seconds(10),
+      receivedLimit: Int = 10_000
     ) {
       self.profile = profile
       self.pace = pace
@@ -70,6 +74,7 @@ public final class ReceiverSimulator: Sendable {
       self.responses = responses
       self.devicePath = devicePath
       self.writeTimeout = writeTimeout
+      self.receivedLimit = receivedLimit
     }
   }
 
@@ -110,12 +115,18 @@ public final class ReceiverSimulator: Sendable {
 
   /// The current power state.
   public var powerState: SimulatedPowerState { core.state { $0.model.power } }
+  /// Whether the last burst of a recording that does not loop has been taken for writing
+  /// (it may still be on its way).
+  public var isPlaybackFinished: Bool { core.state { $0.playback.isFinished } }
   /// Whether the pty exists (not unplugged).
   public var isPluggedIn: Bool { core.state { $0.pty != nil } }
   /// Counters since the simulator started.
   public var counters: SimulatorCounters { core.state { $0.snapshotCounters() } }
-  /// Everything the host wrote, decoded, in order.
+  /// What the host wrote, decoded, in order: the newest
+  /// ``Configuration/receivedLimit`` inputs.
   public var received: [ReceivedInput] { core.state { $0.model.received } }
+  /// Inputs forgotten from ``received`` because of its limit.
+  public var receivedForgotten: Int { core.state { $0.model.receivedForgotten } }
   /// The commands among ``received``.
   public var receivedCommands: [ReceiverCommand] { received.compactMap(\.command) }
   /// What the host's bytes did to the simulator's framer (checksum errors, noise).
@@ -207,6 +218,8 @@ public struct SimulatorCounters: Sendable, Hashable {
   /// Recording bursts (epochs) and their checksum-valid sentences written to the pty.
   public var burstsSent = 0
   public var sentencesSent = 0
+  /// Bursts not written whole: nobody read the pty for the write timeout, or it was unplugged.
+  public var burstsDropped = 0
   /// Answers and messages of the receiver's own (acknowledgements, MON-VER, `$PMTK010`).
   public var repliesSent = 0
   /// Positive acknowledgements and rejections among the replies.
@@ -299,7 +312,8 @@ final class SimulatorCore: @unchecked Sendable {
     }
     let model = ReceiverModel(
       profile: configuration.profile, power: configuration.initialPowerState,
-      responses: configuration.responses, wakeDelay: configuration.wakeDelay)
+      responses: configuration.responses, wakeDelay: configuration.wakeDelay,
+      receivedLimit: configuration.receivedLimit)
     locked = State(
       model: model,
       playback: Playback(
@@ -391,7 +405,10 @@ final class SimulatorCore: @unchecked Sendable {
       lock.withLock {
         locked.counters.bytesSent += written
         locked.counters.bytesDropped += bytes.count - written
-        guard written == bytes.count else { return }
+        guard written == bytes.count else {
+          if burstSentences != nil { locked.counters.burstsDropped += 1 }
+          return
+        }
         locked.counters.repliesSent += replies
         if let burstSentences {
           locked.counters.burstsSent += 1

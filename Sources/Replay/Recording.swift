@@ -196,21 +196,14 @@ public struct Recording: Sendable {
   /// Every checksum-valid sentence: where it ends, its address and its time.
   ///
   /// The framer is fed one byte at a time, so a sentence is reported at its line feed and
-  /// its end offset is exact whatever noise or binary frames surround it. Start characters
-  /// (`$`, `!`) are fed together with the byte after them: `NMEAFramer` loses a sentence whose
-  /// start character ends a chunk (see docs/simulator.md). A sentence still ends at the last
-  /// byte of its chunk, as only that byte can be its line feed.
+  /// its end offset is exact whatever noise or binary frames surround it.
   private static func sentenceMarks(_ body: [UInt8]) -> [SentenceMark] {
     var framer = NMEAFramer(configuration: FramerConfiguration(maximumSentenceLength: 256))
     var marks: [SentenceMark] = []
     body.withUnsafeBytes { raw in
       var offset = 0
       while offset < raw.count {
-        var end = offset
-        while end < raw.count, raw[end] == UInt8(ascii: "$") || raw[end] == UInt8(ascii: "!") {
-          end += 1
-        }
-        end = min(raw.count, end + 1)
+        let end = offset + 1
         framer.feed(UnsafeRawBufferPointer(rebasing: raw[offset..<end])) { frame in
           guard case .sentence(let sentence) = frame else { return }
           let bytes = sentence.bytes

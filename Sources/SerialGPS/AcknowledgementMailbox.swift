@@ -47,7 +47,7 @@ final class AcknowledgementMailbox: @unchecked Sendable {
       state.nextToken += 1
       return state.nextToken
     }
-    let timeout = Task {
+    let timeout = Task(executorPreference: DriverExecutor.shared) {
       try? await clock.sleep(until: deadline)
       self.expire(token)
     }

@@ -10,7 +10,9 @@ public protocol DriverClock: Sendable {
 }
 
 /// The system's monotonic clock (`ContinuousClock`), which keeps counting while the system
-/// sleeps, as a receiver's idle time does.
+/// sleeps, as a receiver's idle time does. Sleepers wait on the ``DriverExecutor``'s timer,
+/// not on libdispatch's, so an armed linger costs one wake-up when it expires and nothing
+/// more.
 public struct SystemClock: DriverClock {
   private let origin: ContinuousClock.Instant
 
@@ -19,7 +21,7 @@ public struct SystemClock: DriverClock {
   public var now: Duration { ContinuousClock.now - origin }
 
   public func sleep(until deadline: Duration) async throws {
-    try await ContinuousClock().sleep(until: origin + deadline, tolerance: nil)
+    try await DriverExecutor.shared.sleep(until: origin + deadline)
   }
 }
 

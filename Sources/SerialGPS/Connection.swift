@@ -23,9 +23,18 @@ public protocol ReceiverConnector: Sendable {
   var deviceName: String { get }
   /// Opens the device. Errors should say what went wrong and what to do.
   func connect() async throws -> any ReceiverConnection
+  /// Opens the device that the driver will wake with `family`'s commands (`.nmea`: none). A
+  /// receiver that is to be woken may be silent until then, so a connector should not wait
+  /// to hear it first. By default the same as ``connect()``.
+  func connect(wakingWith family: ChipsetFamily) async throws -> any ReceiverConnection
   /// What is known about the device before it says anything: its chipset from its USB IDs or
   /// a udev property, and how it is attached. `nil` when nothing is known.
   var chipsetHint: ChipsetHint? { get }
+  /// Which receiver the next connection reaches, for a connector that may reach different
+  /// ones over time (the first receiver found). What the driver learned about a receiver by
+  /// listening to it (its chipset, which sentence ends its cycle) is forgotten when this
+  /// changes, so that it is never applied to another one. `nil`: always the same receiver.
+  var receiverIdentity: String? { get }
   /// Starts watching for the device to (re)appear; `appeared` is called each time it does,
   /// so the receiver retries at once instead of after its backoff. Called once, when the
   /// receiver starts.
@@ -35,7 +44,11 @@ public protocol ReceiverConnector: Sendable {
 }
 
 extension ReceiverConnector {
+  public func connect(wakingWith family: ChipsetFamily) async throws -> any ReceiverConnection {
+    try await connect()
+  }
   public var chipsetHint: ChipsetHint? { nil }
+  public var receiverIdentity: String? { nil }
   public func startWatching(appeared: @escaping @Sendable () -> Void) {}
   public func stopWatching() {}
 }

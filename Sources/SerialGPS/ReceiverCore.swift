@@ -23,6 +23,8 @@ final class ReceiverCore: @unchecked Sendable {
   private let counters = Locked(ReceiverStatistics())
   /// What the receiver has said about itself, kept across connections.
   let identification = Locked<ChipsetIdentification?>(nil)
+  /// Which sentence ends the receiver's cycle, kept across connections.
+  let cycleKnowledge = Locked<CycleKnowledge?>(nil)
   private let finished = Locked<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>(
     (false, []))
 
@@ -33,6 +35,8 @@ final class ReceiverCore: @unchecked Sendable {
   private var reader: ReaderThread?
   private var readerStop: Locked<Bool>?
   private var generation = 0
+  /// The receiver that ``identification`` and ``cycleKnowledge`` describe.
+  private var receiverIdentity: String?
 
   init(connector: any ReceiverConnector, options: GPSReceiver.Options, clock: any DriverClock) {
     self.connector = connector
@@ -46,9 +50,22 @@ final class ReceiverCore: @unchecked Sendable {
         backoff: .init(initial: options.reconnectDelay, maximum: options.maximumReconnectDelay)))
   }
 
+  /// Whether the controller task runs. It starts with the first request, so a receiver that
+  /// nobody ever subscribes to costs no task at all.
+  private let controllerStarted = Locked(false)
+
   func start() {
     connector.startWatching { [weak self] in self?.deviceAppeared() }
-    Task { await self.runController() }
+  }
+
+  private func startControllerIfNeeded() {
+    let start = controllerStarted.withLock { started -> Bool in
+      defer { started = true }
+      return !started
+    }
+    if start {
+      Task(executorPreference: DriverExecutor.shared) { await self.runController() }
+    }
   }
 
   var statistics: ReceiverStatistics {
@@ -70,6 +87,7 @@ final class ReceiverCore: @unchecked Sendable {
     // The attach goes into the ordered stream before `subscribe()` returns, so a dispose
     // that follows can never overtake it.
     eventSink.yield(.policy(.attach))
+    startControllerIfNeeded()
     return SubscriptionCore(queue: queue) { [weak self] in
       _ = lifetime  // the receiver lives while a subscription does
       guard let self else { return }
@@ -80,10 +98,18 @@ final class ReceiverCore: @unchecked Sendable {
 
   func hold(for duration: Duration) {
     eventSink.yield(.policy(.hold(until: clock.now + duration)))
+    startControllerIfNeeded()
   }
 
+  /// Set once a shutdown is asked for, so a power-on in progress stops retrying its wake-up.
+  private let shutdownRequested = Locked(false)
+
   func requestShutdown() {
+    shutdownRequested.withLock { $0 = true }
+    // A wake-up waiting for its acknowledgement gives up now rather than after its retries.
+    acknowledgements.reset()
     eventSink.yield(.policy(.shutdown))
+    startControllerIfNeeded()
   }
 
   func shutdown() async {
@@ -100,6 +126,7 @@ final class ReceiverCore: @unchecked Sendable {
 
   /// Returns once the controller has handled every event sent before this call.
   func settle() async {
+    startControllerIfNeeded()
     await withCheckedContinuation { continuation in
       if case .terminated = eventSink.yield(.barrier(continuation)) { continuation.resume() }
     }
@@ -168,7 +195,7 @@ final class ReceiverCore: @unchecked Sendable {
     case .armTimer(let id, let deadline):
       let clock = self.clock
       let sink = eventSink
-      timers[id] = Task {
+      timers[id] = Task(executorPreference: DriverExecutor.shared) {
         do {
           try await clock.sleep(until: deadline)
         } catch {
@@ -189,9 +216,10 @@ final class ReceiverCore: @unchecked Sendable {
   }
 
   private func powerOn() async -> PowerPolicy.Event {
+    forgetReceiverIfChanged()
     let opened: any ReceiverConnection
     do {
-      opened = try await connector.connect()
+      opened = try await connector.connect(wakingWith: commandSet().family)
     } catch {
       counters.withLock { $0.failedOpens += 1 }
       return .powerOnFailed(reason: String(describing: error))
@@ -200,8 +228,18 @@ final class ReceiverCore: @unchecked Sendable {
     connection = opened
     counters.withLock { $0.powerOns += 1 }
     startReader(on: opened, generation: generation)
-    await send(commandSet().powerOnSteps, to: opened)
+    await send(commandSet().powerOnSteps, to: opened, abandonOnShutdown: true)
     return .poweredOn
+  }
+
+  /// A connector that follows "the first receiver found" may reach another receiver now: what
+  /// the last one said about itself must not choose this one's commands.
+  private func forgetReceiverIfChanged() {
+    // No receiver attached (an open that will fail) changes nothing.
+    guard let identity = connector.receiverIdentity, identity != receiverIdentity else { return }
+    receiverIdentity = identity
+    identification.withLock { $0 = nil }
+    cycleKnowledge.withLock { $0 = nil }
   }
 
   private func powerOff(sendCommands: Bool) async {
@@ -245,18 +283,24 @@ final class ReceiverCore: @unchecked Sendable {
   /// Writes each command; waits for its acknowledgement when it has one, retrying a bounded
   /// number of times. A command that fails is reported and the next one is still sent: the
   /// receiver may well be streaming anyway.
-  private func send(_ steps: [CommandStep], to connection: any ReceiverConnection) async {
+  ///
+  /// Wake-up steps are abandoned once a shutdown is asked for: the standby follows at once.
+  private func send(
+    _ steps: [CommandStep], to connection: any ReceiverConnection, abandonOnShutdown: Bool = false
+  ) async {
     for step in steps {
       var failure: String?
       let attempts = step.acknowledgement == .none ? 1 : max(1, options.commandAttempts)
       for attempt in 1...attempts {
+        if abandonOnShutdown && shutdownRequested.withLock({ $0 }) { return }
         if step.acknowledgement != .none { acknowledgements.expect(step) }
         do {
           try connection.write(step.bytes)
           counters.withLock { $0.commandsSent += 1 }
         } catch {
-          failure = "\(step.summary): \(error)"
-          break  // the connection is failing; the reader reports the loss
+          // The connection is failing: the reader reports the loss as `disconnected`; the
+          // remaining steps would fail alike.
+          return
         }
         guard step.acknowledgement != .none else {
           failure = nil
@@ -328,7 +372,13 @@ private final class ReadSession: @unchecked Sendable {
     self.core = core
     decoder = NMEADecoder(
       configuration: FramerConfiguration(maximumSentenceLength: maximumSentenceLength))
+    // What an earlier connection learned of the cycle: the first epoch is out at once.
+    decoder.cycleKnowledge = core.cycleKnowledge.withLock { $0 }
+    knownCycle = decoder.cycleKnowledge
   }
+
+  /// The cycle knowledge last shared with the core.
+  var knownCycle: CycleKnowledge?
 
   func run() {
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
@@ -354,6 +404,10 @@ private final class ReadSession: @unchecked Sendable {
         handle(event, fixes: &fixes)
       }
       core.record(decoder: decoder.statistics, fixes: fixes)
+      if decoder.cycleKnowledge != knownCycle {
+        knownCycle = decoder.cycleKnowledge
+        core.cycleKnowledge.withLock { $0 = knownCycle }
+      }
     }
   }
 

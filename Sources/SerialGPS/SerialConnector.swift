@@ -1,4 +1,5 @@
 import Chipsets
+import Glibc
 import NMEA
 import SerialPort
 
@@ -26,19 +27,47 @@ public struct SerialConnector: ReceiverConnector {
   ///   - hint: what is known of the device (its chipset from USB IDs); by default the
   ///     interface is guessed from the name: `ttyACM` is the receiver's own USB port.
   public init(path: String, baud: BaudSetting = .automatic(), hint: ChipsetHint? = nil) {
+    self.init(path: path, baud: baud, hint: hint, memory: Locked(BaudRateMemory()))
+  }
+
+  /// A connector whose baud rates found by listening go into `memory`, shared with others (a
+  /// ``DiscoveringConnector`` makes one per open).
+  init(
+    path: String, baud: BaudSetting, hint: ChipsetHint? = nil, memory: Locked<BaudRateMemory>
+  ) {
     self.path = path
     self.baud = baud
     self.chipsetHint = hint ?? ChipsetHint(family: nil, interface: Self.guessInterface(path))
-    memory = Locked(BaudRateMemory())
+    self.memory = memory
   }
 
   public var deviceName: String { path }
 
+  /// `ttyACM` devices are receivers' own USB ports; links (`/dev/serial/by-id/…`) are
+  /// resolved first.
   static func guessInterface(_ path: String) -> HostInterface {
-    path.contains("ttyACM") ? .usb : .uart
+    resolvedPath(path).contains("ttyACM") ? .usb : .uart
+  }
+
+  static func resolvedPath(_ path: String) -> String {
+    guard let resolved = realpath(path, nil) else { return path }
+    defer { free(resolved) }
+    return String(cString: resolved)
   }
 
   public func connect() async throws -> any ReceiverConnection {
+    try await connect(wakingWith: .nmea)
+  }
+
+  /// A receiver the driver wakes with commands is silent in standby, so listening for its
+  /// rate first would cost the whole search (9 rates × 1.5 s) on every power-on: it is opened
+  /// at the remembered rate, else its chipset's factory rate, and woken at once. Give a fixed
+  /// rate for a receiver configured otherwise.
+  public func connect(wakingWith family: ChipsetFamily) async throws -> any ReceiverConnection {
+    if case .automatic = baud, family.hasCommands {
+      let rate = memory.withLock { $0.rate(for: path) } ?? Self.factoryRate(family)
+      return SerialConnection(port: try SerialPort.open(path: path, baudRate: rate))
+    }
     switch baud {
     case .fixed(let rate):
       return SerialConnection(port: try SerialPort.open(path: path, baudRate: rate))
@@ -46,7 +75,8 @@ public struct SerialConnector: ReceiverConnector {
       let remembered = memory.withLock { $0.rate(for: path) }
       let initial = remembered ?? candidates.first ?? .b9600
       let port = try SerialPort.open(path: path, baudRate: initial)
-      if path.contains("ttyACM") { return SerialConnection(port: port) }
+      // The interface was guessed from the resolved path when no hint named it.
+      if chipsetHint?.interface == .usb { return SerialConnection(port: port) }
       let memory = self.memory
       let found: Result<BaudRate, SerialPortError> = await onOwnThread {
         var known = memory.withLock { $0 }
@@ -70,6 +100,14 @@ public struct SerialConnector: ReceiverConnector {
         try? port.setBaudRate(initial)
       }
       return SerialConnection(port: port)
+    }
+  }
+
+  /// The rate a family's receivers ship with on their UART.
+  static func factoryRate(_ family: ChipsetFamily) -> BaudRate {
+    switch family {
+    case .sirf: return .b4800
+    case .ublox, .mediatek, .nmea: return .b9600
     }
   }
 

@@ -45,7 +45,7 @@ public final class Subscription: Sendable {
   init(core: SubscriptionCore, handler: @escaping @Sendable (ReceiverEvent) -> Void) {
     self.core = core
     let events = ReceiverEvents(core: core)
-    task = Task {
+    task = Task(executorPreference: DriverExecutor.shared) {
       for await event in events { handler(event) }
     }
   }

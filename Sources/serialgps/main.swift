@@ -2,6 +2,7 @@
 // of its own and registers itself in `commands` below.
 
 import Glibc
+import SerialGPS
 
 /// A subcommand: its name, a one-line summary for `serialgps help`, and its entry point,
 /// which returns the process exit code.
@@ -17,6 +18,11 @@ let commands: [Command] = [
   listCommand,
   serveCommand,
   sendCommand,
+  watchCommand,
+  replayCommand,
+  recordCommand,
+  gpxCommand,
+  demoCommand,
 ]
 
 func printUsage(to stream: Output = .standard) {
@@ -42,4 +48,7 @@ guard let command = commands.first(where: { $0.name == name }) else {
   printUsage(to: .error)
   exitProcess(2)
 }
-exitProcess(await command.run(Array(arguments.dropFirst())))
+// Commands run on the driver's own thread: a program that never starts libdispatch's thread
+// pool never wakes while idle (docs/receiver.md).
+let commandArguments = Array(arguments.dropFirst())
+exitProcess(DriverExecutor.runBlocking { await command.run(commandArguments) })

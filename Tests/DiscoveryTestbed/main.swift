@@ -3,10 +3,12 @@
 // only reports. Run it under umockdev-wrapper:
 //
 //   umockdev-wrapper discovery-testbed --fixtures DIR [--source udev|kernel|automatic]
+//     [--scenario discovery|follow-first|follow-serial|follow-possible]
 //
-// Scenario: builtin serial ports and an FTDI adapter are present; a u-blox 7 is plugged in,
-// streams through its pty, is unplugged and plugged back; a PL2303 bridge arrives while the
-// u-blox is in use, and takes over when the u-blox goes; then discovery shuts down.
+// Scenario `discovery` (the default): builtin serial ports and an FTDI adapter are present; a
+// u-blox 7 is plugged in, streams through its pty, is unplugged and plugged back; a PL2303
+// bridge arrives while the u-blox is in use, and takes over when the u-blox goes; then
+// discovery shuts down. The `follow-…` scenarios run the gated receiver (Follow.swift).
 
 import Discovery
 import Glibc
@@ -44,6 +46,7 @@ func fail(_ message: String) -> Never {
 
 var fixtures = ""
 var source = HotplugSource.automatic
+var scenarioName = "discovery"
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
   switch argument {
@@ -53,6 +56,7 @@ while let argument = arguments.popFirst() {
       fail("--source takes udev, kernel or automatic")
     }
     source = value
+  case "--scenario": scenarioName = arguments.popFirst() ?? ""
   default: fail("unknown argument \(argument)")
   }
 }
@@ -61,7 +65,7 @@ guard getenv("LD_PRELOAD").map({ String(cString: $0).contains("umockdev") }) == 
   fail("run me under umockdev-wrapper")
 }
 // A hang is a failure: the test reads a missing line as such.
-alarm(120)
+alarm(scenarioName == "discovery" ? 120 : 240)
 
 func discoveryThreadAlive() -> Bool {
   guard let directory = opendir("/proc/self/task") else { return false }
@@ -276,7 +280,13 @@ func scenario(fixtures: String, source: HotplugSource) async {
   emit([("step", quoted("done"))])
 }
 
-await scenario(fixtures: fixtures, source: source)
+switch scenarioName {
+case "discovery": await scenario(fixtures: fixtures, source: source)
+case "follow-first": await followFirst(fixtures: fixtures, source: source)
+case "follow-serial": await followSerialNumber(fixtures: fixtures, source: source)
+case "follow-possible": await followPossible(fixtures: fixtures, source: source)
+default: fail("unknown scenario \(scenarioName)")
+}
 
 extension String {
   /// Every occurrence of `target` replaced (Foundation's version, without Foundation).

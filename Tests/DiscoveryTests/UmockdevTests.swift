@@ -38,6 +38,22 @@ struct UmockdevTests {
     return array
   }
 
+  @Test("watch with no DEVICE and no receiver: says so, lists the ports it saw, exits 1")
+  func watchWithoutReceiver() throws {
+    let serialgps = try TestSupport.product("serialgps")
+    var command: [String] = []
+    for fixture in ["usb-host-controller", "ftdi-ft2232h-adapter", "builtin-ports"] {
+      command += ["-d", TestSupport.fixture(fixture)]
+    }
+    command += ["--", serialgps, "watch", "--count", "1"]
+    let result = try TestSupport.run(TestSupport.which("umockdev-run") ?? "umockdev-run", command)
+    #expect(result.status == 1, "stderr: \(result.error)")
+    #expect(result.error.contains("no GPS receiver found"), "\(result.error)")
+    #expect(result.error.contains("/dev/ttyS0"), "\(result.error)")
+    #expect(result.error.contains("/dev/ttyUSB1"), "\(result.error)")
+    #expect(result.output.isEmpty)
+  }
+
   @Test("Every port is enumerated and classified, receivers first")
   func enumerateAll() throws {
     let devices = try listJSON(Self.everything, all: true)

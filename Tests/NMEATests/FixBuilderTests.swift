@@ -90,6 +90,28 @@ struct FixBuilderTests {
     #expect(builder.statistics.epochs == count)
   }
 
+  @Test("a cycle of more than sixteen kinds of sentence is learned and closed at its end")
+  func manyKindsPerCycle() {
+    // Twenty different cycle keys per epoch (GSV parts and GSA systems of several talkers),
+    // more than the builder keeps inline; the last one (a GST) must still be learned as the
+    // cycle's end, which needs its count of one per cycle.
+    func cycle(_ second: Int) -> [String] {
+      var bodies = Array(ubloxCycle(second).dropLast())  // without the ZDA
+      for talker in ["GB", "GQ", "GI"] {
+        bodies.append("\(talker)GSV,2,1,05,10,55,120,44,16,40,080,41,21,33,300,38,26,20,200,35,1")
+        bodies.append("\(talker)GSV,2,2,05,31,05,010,,1")
+      }
+      for system in 3...6 { bodies.append("GNGSA,A,3,10,16,,,,,,,,,,,1.6,0.9,1.3,\(system)") }
+      bodies.append("GNGST,12\(format2(second / 60))\(format2(second % 60)).00,1,2,1,0,1.0,1.0,2.0")
+      return bodies
+    }
+    let length = cycle(0).count
+    #expect(length == 20)  // twenty sentences, each its own key
+    let emitted = feed((0..<5).flatMap(cycle), flush: false)
+    #expect(emitted.count == 5)
+    for n in 2..<5 { #expect(emitted[n].index == (n + 1) * length - 1, "cycle \(n)") }
+  }
+
   @Test("a learned cycle end that proves wrong is forgotten, without a second fix for the time")
   func wrongCycleEndForgotten() {
     // Three cycles ending with GLL, then the receiver adds a ZDA after the GLL.
@@ -192,6 +214,21 @@ struct FixBuilderTests {
     #expect(emitted.count == 4)
     #expect(emitted.allSatisfy { $0.epoch.fix.time == nil && $0.epoch.fix.mode == .noFix })
     #expect(emitted.allSatisfy { $0.epoch.fix.position == nil })
+  }
+
+  @Test("the first timed cycle after untimed ones is an epoch of its own (MediaTek cold start)")
+  func firstTimedCycleAfterUntimed() {
+    let untimed = [
+      "GPRMC,,V,,,,,0.00,0.00,,,,N", "GPGGA,,,,,,0,0,,,M,,M,,", "GPGSA,A,1,,,,,,,,,,,,,,,",
+    ]
+    let timed = [
+      "GPRMC,221011.000,V,,,,,0.00,0.00,,,,N", "GPGGA,221011.000,,,,,0,0,,,M,,M,,",
+      "GPGSA,A,1,,,,,,,,,,,,,,,",
+    ]
+    let emitted = feed(untimed + untimed + timed)
+    #expect(emitted.map(\.epoch.fix.time?.description) == [nil, nil, "22:10:11.000"])
+    // The untimed cycle is emitted when the timed one begins, not merged into it.
+    #expect(emitted.map(\.index) == [3, 6, 9])
   }
 
   @Test("a ZDA running ahead of the fixes (AC12) does not make epochs of its own")
@@ -476,6 +513,21 @@ struct FixBuilderTests {
     #expect(byConstellation[.beidou]?.used == false && byConstellation[.beidou]?.prn == 405)
   }
 
+  @Test("used flags for numbers past the usual ranges, and for satellites of no system")
+  func usedOddNumbers() throws {
+    let view = try #require(
+      feed([
+        "GPRMC,120000,A,4807.038,N,01131.000,E,0,0,230394,,,A",
+        "GPGSA,A,3,05,300,250,,,,,,,,,,1.4,1.1,0.8",  // GPS 5, 300 and 250 used
+        "GPGSV,1,1,04,05,40,083,46,300,20,183,36,250,10,283,26,07,10,100,20",
+        "XXGSV,1,1,01,250,10,283,26",  // no system: not GPS 250
+      ]).first?.epoch.satellites)
+    #expect(view.satellites.map(\.prn) == [5, 300, 250, 7, 250])
+    #expect(view.satellites.map(\.constellation) == [.gps, .gps, .gps, .gps, nil])
+    #expect(view.satellites.map(\.used) == [true, true, true, false, false])
+    #expect(view.usedCount == 3)
+  }
+
   @Test("one satellite on two signals is two entries; a repeated GSV part replaces itself")
   func signals() throws {
     let view = try #require(
@@ -529,5 +581,43 @@ struct FixBuilderTests {
       #expect(epoch.satellites?.satellites.count == 8)
       #expect(epoch.satellites?.time == epoch.fix.time)
     }
+  }
+}
+
+@Suite struct CycleKnowledgeCarryTests {
+  static func cycle(_ second: Int) -> [UInt8] {
+    let time = "1200" + (second < 10 ? "0" : "") + String(second) + ".00"
+    return NMEAChecksum.frame("GPRMC,\(time),A,4656.789,N,00726.123,E,1.5,90.0,301126,,,A")
+      + NMEAChecksum.frame("GPGGA,\(time),4656.789,N,00726.123,E,1,08,0.9,540.2,M,48.0,M,,")
+  }
+
+  @Test func knowledgeHandedToANewDecoderEmitsItsFirstEpochAtOnce() {
+    var learned = NMEADecoder()
+    for second in 1...3 { learned.decode(Self.cycle(second)) { _ in } }
+    #expect(learned.cycleKnowledge?.isLearned == true)
+
+    var fresh = NMEADecoder()
+    var epochs = 0
+    fresh.decode(Self.cycle(10)) { if case .epoch = $0 { epochs += 1 } }
+    #expect(epochs == 0, "without knowledge the epoch waits for the next one")
+
+    var carried = NMEADecoder()
+    carried.cycleKnowledge = learned.cycleKnowledge
+    epochs = 0
+    carried.decode(Self.cycle(10)) { if case .epoch = $0 { epochs += 1 } }
+    #expect(epochs == 1)
+  }
+
+  @Test func aCandidateCarriedOverIsConfirmedByTheNextConnection() {
+    // One time change: a candidate only. Sessions this short (a first fix, then off) must
+    // still add up to knowledge.
+    var first = NMEADecoder()
+    first.decode(Self.cycle(1) + Self.cycle(2)) { _ in }
+    #expect(first.cycleKnowledge != nil)
+    #expect(first.cycleKnowledge?.isLearned == false)
+    var second = NMEADecoder()
+    second.cycleKnowledge = first.cycleKnowledge
+    second.decode(Self.cycle(20) + Self.cycle(21)) { _ in }
+    #expect(second.cycleKnowledge?.isLearned == true)
   }
 }

@@ -21,6 +21,27 @@ struct FramerTests {
     #expect(statistics.rejectedSentences == 0 && statistics.garbageBytes == 0)
   }
 
+  @Test("every printable byte but $ ! * is sentence text, at every alignment and in any split")
+  func printableText() {
+    // The sentence loop looks at eight bytes at a time and at rare punctuation byte by byte;
+    // either way the text and its checksum come out the same.
+    let printable = (0x20...0x7E).filter { $0 != 0x24 && $0 != 0x21 && $0 != 0x2A }
+    let text = String(decoding: printable.map { UInt8($0) }, as: UTF8.self)
+    var generator = SeededGenerator(seed: 0x7E87)
+    for shift in 0..<8 {
+      let body = "GPTXT,01,01,02," + String(repeating: "x", count: shift) + text
+      var bad = wire(body)
+      bad[bad.count - 3] ^= 0x01  // one checksum digit off
+      let bytes = wire(body) + bad + wire(Self.rmc)
+      let configuration = FramerConfiguration(maximumSentenceLength: 200)
+      let (found, statistics) = frames(bytes, configuration: configuration)
+      #expect(sentenceTexts(found) == ["$" + body, "$" + Self.rmc], "shift \(shift)")
+      #expect(statistics.badChecksum == 1)
+      let chunks = randomSplit(bytes, using: &generator, maximumChunk: 17)
+      #expect(frames(chunks, configuration: configuration).0 == found)
+    }
+  }
+
   @Test("CR LF, a bare LF and several CRs before the LF all end a sentence")
   func lineEndings() {
     let bytes =

@@ -169,6 +169,26 @@ struct ParserTests {
     #expect(negative[0].elevation == -2)
   }
 
+  @Test("a GSV's optional fields can be set and cleared; equal values compare equal")
+  func gsvSetters() throws {
+    guard case .gsv(var gsv) = try parse("$GPGSV,3,3,12,11,12,132,04,08,,008,,1") else {
+      Issue.record(); return
+    }
+    let parsed = gsv
+    #expect(gsv.satellitesInView == 12 && gsv.signalID == 1 && gsv.systemID == nil)
+    gsv.signalID = nil
+    gsv.systemID = 0
+    gsv.satellitesInView = -1
+    #expect(gsv.signalID == nil && gsv.systemID == 0 && gsv.satellitesInView == -1)
+    #expect(gsv != parsed && Array(gsv) == Array(parsed))
+    gsv.signalID = 1
+    gsv.systemID = nil
+    gsv.satellitesInView = 12
+    #expect(gsv == parsed && gsv.hashValue == parsed.hashValue)
+    #expect(
+      gsv.count == 2 && gsv[1] == SatelliteInView(id: 8, elevation: nil, azimuth: 8, snr: nil))
+  }
+
   @Test("Quectel's $PQGSV and $PQGSA parse as GSV and GSA with their system ID")
   func quectelProprietary() throws {
     guard case .gsv(let gsv) = try parse("$PQGSV,2,1,08,02,20,116,,03,,,,05,34,137,,07,06,045,,0,4")
@@ -321,6 +341,19 @@ struct ParserTests {
       p.speedKilometresPerHour == 0.007 && p.course == 77.52 && p.verticalVelocityDown == 0.007)
     #expect(p.differentialAge == nil && p.hdop == 0.92 && p.vdop == 1.19 && p.tdop == 0.77)
     #expect(p.satellitesUsed == 9 && p.deadReckoning == false)
+
+    // Every optional value can be cleared and set again; equality follows the values.
+    var changed = p
+    changed.hdop = nil
+    changed.satellitesUsed = nil
+    changed.differentialAge = 1.5
+    #expect(changed.hdop == nil && changed.satellitesUsed == nil && changed.differentialAge == 1.5)
+    #expect(changed.vdop == 1.19 && changed.tdop == 0.77 && changed.course == 77.52)
+    #expect(changed != p)
+    changed.hdop = 0.92
+    changed.satellitesUsed = 9
+    changed.differentialAge = nil
+    #expect(changed == p && changed.hashValue == p.hashValue)
   }
 
   @Test("PUBX,03: satellites with status and lock time")
@@ -548,9 +581,20 @@ struct ParserTests {
       ("$GPZDA,201530.00,04,13,2002,00,00", 3),
       ("$GPZDA,201530.00,04,07,1979,00,00", 4),
       ("$GPVTG,054.7,x34.4,005.5,010.2", 2),
+      // More than 19 fractional digits (here 20 and 21, leading zeros): not a number a
+      // receiver writes, and 10^20 is beyond exact powers of ten.
+      ("$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.00000000000000000001,545.4,M,46.9,M,,", 8),
+      ("$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,0.000000000000000000000,M,46.9,M,,", 9),
     ] as [(String, Int)])
   func badField(text: String, index: Int) {
     #expect(throws: NMEAParseError.badField(index: index)) { try parse(text) }
+  }
+
+  @Test("a fraction of exactly 19 digits, leading zeros included, is still a number")
+  func nineteenFractionDigits() throws {
+    let text = "$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.0000000000000000001,545.4,M,46.9,M,,"
+    guard case .gga(let gga) = try parse(text) else { Issue.record(); return }
+    #expect(gga.hdop == 1e-19)
   }
 
   @Test("sentences from older NMEA versions, short of trailing fields, parse with those nil")
@@ -621,5 +665,47 @@ extension ParserTests {
       }
     }
     #expect(parsed > 0 && thrown > 0)
+  }
+}
+
+extension ParserTests {
+  /// Runs `body` with a scanner over `text` (without checksum), positioned at the address.
+  func withScanner<R>(_ text: String, _ body: (inout FieldScanner) throws -> R) rethrows -> R {
+    let bytes = Array(text.utf8)
+    return try bytes.withUnsafeBufferPointer { buffer in
+      var scanner = FieldScanner(RawSentence(bytes: buffer, hadChecksum: true))
+      _ = scanner.next()
+      return try body(&scanner)
+    }
+  }
+
+  @Test("FieldScanner reads typed fields with the parser's rules, past the end as nil")
+  func fieldScanner() throws {
+    try withScanner("$GPGGA,123519.25,4807.038,N,01131.000,W,1,08,-0.9,,M") {
+      (f: inout FieldScanner) throws in
+      #expect(try f.time() == UTCTime(hour: 12, minute: 35, second: 19, nanoseconds: 250_000_000))
+      let latitude = try f.coordinate(isLongitude: false)
+      #expect(
+        latitude?.degrees == 48 && latitude?.scaledMinutes == 7038 && latitude?.isNegative == false)
+      let longitude = try f.coordinate(isLongitude: true)
+      #expect(longitude?.degrees == 11 && longitude?.isNegative == true)
+      #expect(try f.uint() == 1)
+      #expect(try f.uint() == 8)
+      #expect(try f.decimal() == -0.9)
+      #expect(try f.decimal() == nil)
+      #expect(try f.character() == 0x4D)
+      #expect(f.index == 10 && !f.hasMore)
+      #expect(try f.uint() == nil && f.date() == nil && f.text() == nil)
+      #expect(f.index == 13)
+    }
+    try withScanner("$GPRMC,230394,x,1.2.3,12345678901234567890,4807.038,Q") {
+      (f: inout FieldScanner) throws in
+      #expect(try f.date() == UTCDate(year: 1994, month: 3, day: 23))
+      #expect(throws: NMEAParseError.badField(index: 2)) { try f.uint() }
+      #expect(throws: NMEAParseError.badField(index: 3)) { try f.decimal() }
+      #expect(throws: NMEAParseError.badField(index: 4)) { try f.uint() }
+      // A bad hemisphere is reported with its own index.
+      #expect(throws: NMEAParseError.badField(index: 6)) { try f.coordinate(isLongitude: false) }
+    }
   }
 }

@@ -19,17 +19,7 @@ import Testing
     #expect(recording.body.count == truth["body_bytes"] as? Int)
     #expect(recording.baud == truth["baud"] as? Int)
     #expect(recording.bursts.count == truth["epochs"] as? Int)
-    if name == "noisy-ublox" {
-      // NMEAFramer restarts a sentence cut short by a new `$` with its length one short, so
-      // the five sentences that follow a cut are rejected as malformed (Framer.swift, the
-      // `kind == 3` branch sets `len = 0` where beginSentence() sets 1). Reported; this
-      // fails as soon as it is fixed, to be turned back into the plain expectation.
-      withKnownIssue("NMEAFramer drops a sentence restarted inside another") {
-        #expect(recording.sentenceCount == truth["sentences"] as? Int)
-      }
-    } else {
-      #expect(recording.sentenceCount == truth["sentences"] as? Int)
-    }
+    #expect(recording.sentenceCount == truth["sentences"] as? Int)
     var next = 0
     for burst in recording.bursts {
       #expect(burst.range.lowerBound == next)

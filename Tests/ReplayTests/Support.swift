@@ -90,10 +90,6 @@ final class PortListener: @unchecked Sendable {
     defer { finished.signal() }
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
     defer { buffer.deallocate() }
-    // NMEAFramer loses a sentence whose `$` ends a chunk (docs/simulator.md); a loaded
-    // listener reads 4096-byte chunks that end anywhere, so a trailing start character waits
-    // for the next read.
-    var carry: [UInt8] = []
     while true {
       let result: ReadResult
       do {
@@ -107,10 +103,7 @@ final class PortListener: @unchecked Sendable {
         locked {
           _bytes += count
           if keepingBytes { _receivedBytes += buffer[..<count] }
-          var chunk = carry + buffer[..<count]
-          carry = []
-          if let last = chunk.last, last == 0x24 || last == 0x21 { carry = [chunk.removeLast()] }
-          decoder.decode(chunk) { event in
+          decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { event in
             switch event {
             case .sentence(let sentence):
               if _firstSentenceAddress == nil { _firstSentenceAddress = address(of: sentence) }

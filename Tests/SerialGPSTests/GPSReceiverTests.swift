@@ -1,3 +1,4 @@
+import Chipsets
 import NMEA
 import Testing
 
@@ -147,7 +148,10 @@ import Testing
     #expect(await eventually { connector.opens == 2 })
     #expect(await eventually { log.statuses.contains(.reconnected) })
     connector.latest!.feed(cycle(second: 5) + cycle(second: 6))
-    #expect(await eventually { log.fixes.count == 2 })
+    // The cycle end suspected before the unplug is confirmed at 5→6, so the 6th epoch is out
+    // at its last sentence, without waiting for a 7th.
+    #expect(await eventually { log.fixes.count == 3 })
+    #expect(log.fixes.map { $0.fix.time?.second } == [1, 5, 6])
     #expect(receiver.statistics.connectionsLost == 1)
     log.stop()
     await receiver.shutdown()
@@ -245,5 +249,69 @@ import Testing
     _ = receiver.subscribe()
     try await Task.sleep(for: .milliseconds(20))
     #expect(connector.opens == 1)
+  }
+}
+
+/// A command set whose wake-up needs an acknowledgement that never comes.
+struct UnansweredWakeUp: ReceiverCommandSet {
+  var family: ChipsetFamily { .mediatek }
+  var powerOnSteps: [CommandStep] {
+    [
+      CommandStep(
+        bytes: Array("$PMTK314,0*00\r\n".utf8), summary: "select",
+        acknowledgement: .mtk(command: 314))
+    ]
+  }
+  var powerOffSteps: [CommandStep] {
+    [CommandStep(bytes: Array("$PMTK161,0*28\r\n".utf8), summary: "standby")]
+  }
+  var powerProfile: PowerProfile {
+    PowerProfile(offState: .standby, wakesOverSerial: true, hotStartMilliseconds: nil)
+  }
+}
+
+@Suite struct ShutdownDuringPowerOnTests {
+  @Test(.timeLimit(.minutes(1))) func shutdownAbandonsAnUnansweredWakeUpAndSendsTheStandby()
+    async throws
+  {
+    let connector = MemoryConnector()
+    var options = GPSReceiver.Options()
+    options.chipset = .custom(UnansweredWakeUp())
+    options.acknowledgementTimeout = .seconds(1)
+    options.commandAttempts = 3
+    let clock = ManualClock()
+    let receiver = GPSReceiver(connector: connector, options: options, clock: clock)
+    let events = receiver.subscribe()
+    #expect(await eventually { connector.latest?.writes.count == 1 })
+    // The clock never moves: without abandoning, the wake-up would wait for ever.
+    await receiver.shutdown()
+    let writes = connector.latest!.writes.map { String(decoding: $0, as: UTF8.self) }
+    #expect(writes == ["$PMTK314,0*00\r\n", "$PMTK161,0*28\r\n"])
+    #expect(connector.latest!.isClosed)
+    events.cancel()
+  }
+}
+
+@Suite struct CycleKnowledgeTests {
+  @Test func theFirstFixAfterAPowerOnComesWithItsOwnEpochNotTheNext() async throws {
+    let connector = MemoryConnector()
+    var options = GPSReceiver.Options()
+    options.linger = .zero
+    let receiver = GPSReceiver(connector: connector, options: options, clock: ManualClock())
+    // First session: three cycles, enough to learn that GGA ends each one.
+    let first = EventLog(receiver.subscribe())
+    #expect(await eventually { connector.opens == 1 })
+    connector.latest!.feed(cycle(second: 1) + cycle(second: 2) + cycle(second: 3))
+    #expect(await eventually { first.fixes.count == 3 })
+    first.stop()
+    #expect(await eventually { connector.latest!.isClosed })
+    // Second session: a single cycle is a fix at once, without waiting for the next one.
+    let second = EventLog(receiver.subscribe())
+    #expect(await eventually { connector.opens == 2 })
+    connector.latest!.feed(cycle(second: 30))
+    #expect(await eventually { second.fixes.contains { !$0.isReplay } })
+    #expect(second.fixes.last?.fix.time == UTCTime(hour: 12, minute: 0, second: 30))
+    second.stop()
+    await receiver.shutdown()
   }
 }

@@ -1,0 +1,651 @@
+import Chipsets
+import NMEA
+import SerialGPS
+
+/// A recording as a receiver in the same process, for tests of code built on ``GPSReceiver``:
+/// no pty, no thread of its own, and the recording's epochs come due on the receiver's
+/// ``DriverClock``. With a ``ManualClock`` a test advances time and gets exactly the epochs
+/// that are due by then.
+///
+/// ```swift
+/// let clock = ManualClock()
+/// let replay = try ReplayConnector(recordingAt: "fixtures/ublox-m8-drive.nmea", clock: clock)
+/// let receiver = GPSReceiver(connector: replay, clock: clock)
+/// let events = receiver.subscribe()
+/// clock.advance(by: .seconds(10))   // ten epochs come due: ten fixes
+/// ```
+///
+/// The chip is modelled as the pty simulator models it (``ReceiverModel``): with a profile
+/// other than ``ReceiverProfile/generic`` it acknowledges the driver's commands, stops
+/// streaming in standby and resumes when woken, so a receiver's linger, hold and power-off
+/// work in-process too. The driver must be given the same clock.
+///
+/// Timing: the chip runs from the moment the connector is made; its first epoch comes one
+/// epoch interval later (a receiver outputs at its next epoch), then one per recorded interval
+/// divided by the pace. Epochs that come due before the first connection wait for it, so a test
+/// may advance the clock right after subscribing. After that, epochs that come due while no
+/// connection is open are lost, as a real receiver's output is when nobody reads it (a gated
+/// receiver is in standby then anyway). After a wake the first epoch follows one interval
+/// later. ``Pace/asFastAsPossible`` hands out the next epoch whenever the reader has taken the
+/// previous one.
+public final class ReplayConnector: ReceiverConnector {
+  /// How a replay behaves.
+  public struct Configuration: Sendable {
+    /// Which chip it imitates; `nil` (the default): the chip the recording came from
+    /// (``ReceiverProfile/inferred(from:)``), so that it answers the commands the driver
+    /// sends once it has identified the receiver from the same bytes.
+    /// ``ReceiverProfile/generic`` streams whenever it has power and takes no commands.
+    public var profile: ReceiverProfile?
+    /// How fast the recording plays, against the clock.
+    public var pace: Pace
+    /// Whether the recording starts again after its last epoch; otherwise the receiver falls
+    /// silent (still answering commands).
+    public var loops: Bool
+    /// The power state it starts in: ``SimulatedPowerState/running``, or asleep
+    /// (``SimulatedPowerState/standby``, ``SimulatedPowerState/backup``,
+    /// ``SimulatedPowerState/gnssStopped``) as a previous program may have left it.
+    public var initialPowerState: SimulatedPowerState
+    /// How long a wake, a reset or a power cycle takes on the clock; input meanwhile is lost.
+    public var wakeDelay: Duration
+    /// How it treats commands.
+    public var responses: ResponseMode
+    /// How the receiver is attached, as the connector's ``ReceiverConnector/chipsetHint``
+    /// tells the driver (u-blox over USB is put to GNSS stop, over a UART to backup).
+    public var interface: HostInterface
+    /// Whether the hint names the profile's chipset family, as discovery does for a receiver
+    /// known by its USB IDs. Without it the driver identifies the receiver from what it says.
+    public var announcesChipset: Bool
+    /// The name the driver uses in messages; `nil`: `replay:` and the recording's name.
+    public var deviceName: String?
+    /// How many inputs ``ReplayConnector/received`` keeps (the newest).
+    public var receivedLimit: Int
+
+    public init(
+      profile: ReceiverProfile? = nil, pace: Pace = .realTime, loops: Bool = false,
+      initialPowerState: SimulatedPowerState = .running,
+      wakeDelay: Duration = .milliseconds(50), responses: ResponseMode = .normal,
+      interface: HostInterface = .usb, announcesChipset: Bool = true, deviceName: String? = nil,
+      receivedLimit: Int = 10_000
+    ) {
+      self.profile = profile
+      self.pace = pace
+      self.loops = loops
+      self.initialPowerState = initialPowerState
+      self.wakeDelay = wakeDelay
+      self.responses = responses
+      self.interface = interface
+      self.announcesChipset = announcesChipset
+      self.deviceName = deviceName
+      self.receivedLimit = receivedLimit
+    }
+  }
+
+  let core: ReplayCore
+  public let deviceName: String
+  public let chipsetHint: ChipsetHint?
+
+  /// A replay of `recording`, timed by `clock` (give the ``GPSReceiver`` the same clock).
+  public init(
+    recording: Recording, configuration: Configuration = Configuration(),
+    clock: any DriverClock
+  ) {
+    let name = configuration.deviceName ?? "replay:\(recording.name)"
+    deviceName = name
+    var configuration = configuration
+    if configuration.profile == nil { configuration.profile = .inferred(from: recording) }
+    let family = configuration.profile!.family
+    chipsetHint = ChipsetHint(
+      family: configuration.announcesChipset && family.hasCommands ? family : nil,
+      interface: configuration.interface)
+    core = ReplayCore(
+      recording: recording, configuration: configuration, clock: clock, deviceName: name)
+  }
+
+  /// A replay of the recording at `path` (a fixture, or a file from `serialgps record`).
+  public convenience init(
+    recordingAt path: String, profile: ReceiverProfile? = nil, pace: Pace = .realTime,
+    loops: Bool = false, clock: any DriverClock
+  ) throws(RecordingError) {
+    self.init(
+      recording: try Recording.load(path: path),
+      configuration: Configuration(profile: profile, pace: pace, loops: loops), clock: clock)
+  }
+
+  deinit { core.stop() }
+
+  public func connect() async throws -> any ReceiverConnection {
+    try core.connect()
+  }
+
+  public func startWatching(appeared: @escaping @Sendable () -> Void) {
+    core.setAppeared(appeared)
+  }
+
+  public func stopWatching() {
+    core.setAppeared(nil)
+  }
+
+  // MARK: - What a test can look at
+
+  /// The recording replayed.
+  public var recording: Recording { core.recording }
+  /// The chip imitated.
+  public var profile: ReceiverProfile { core.profile }
+  /// The chip's power state.
+  public var powerState: SimulatedPowerState { core.state { $0.model.power } }
+  /// Whether a connection is open.
+  public var isConnected: Bool { core.state { $0.link != nil } }
+  /// Whether the device is there (not unplugged with ``hangUp()``).
+  public var isPluggedIn: Bool { core.state { $0.pluggedIn } }
+  /// Counters since the replay was made: epochs (bursts) and bytes handed to connections,
+  /// bytes lost while nobody had it open, replies, power transitions.
+  public var counters: SimulatorCounters { core.state { $0.snapshotCounters() } }
+  /// What the driver wrote, decoded, in order (the newest ``Configuration/receivedLimit``).
+  public var received: [ReceivedInput] { core.state { $0.model.received } }
+  /// The commands among ``received``.
+  public var receivedCommands: [ReceiverCommand] { received.compactMap(\.command) }
+
+  // MARK: - What a test can do
+
+  /// Changes how commands are treated from now on.
+  public func setResponses(_ responses: ResponseMode) {
+    core.mutate { state, _ in state.model.responses = responses }
+  }
+
+  /// Changes how fast the recording plays from the next epoch on.
+  public func setPace(_ pace: Pace) {
+    core.mutate { state, _ in state.playback.pace = pace }
+  }
+
+  /// Forgets what has been received so far (counters stay).
+  public func clearReceived() {
+    core.mutate { state, _ in state.model.clearReceived() }
+  }
+
+  /// Cuts and restores power, or pulses the ON_OFF pin: the chip boots for the wake delay,
+  /// from any state, and runs.
+  public func powerCycle() {
+    core.mutate { state, now in state.model.powerCycle(at: now) }
+  }
+
+  /// Unplugs the receiver: a blocked read throws (the driver reports `disconnected`), the
+  /// chip loses power, and connecting fails until ``replug()``. Idempotent.
+  public func hangUp() {
+    core.hangUp()
+  }
+
+  /// Plugs the receiver back in, running at once where its recording stopped; the driver
+  /// watching the connector is told the device appeared, so it reconnects without waiting
+  /// for its backoff. Does nothing while plugged in.
+  public func replug() {
+    core.replug()
+  }
+
+  // MARK: - Waiting
+
+  /// Waits until `condition` holds, checking every few milliseconds of real time, at most
+  /// `timeout`. Returns whether it held. For tests: the driver's controller and reader run on
+  /// their own, so what a clock advance causes happens shortly after it.
+  public func waitUntil(
+    timeout: Duration = .seconds(10), _ condition: (ReplayConnector) -> Bool
+  ) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+      if condition(self) { return true }
+      try? await Task.sleep(for: .milliseconds(2))
+    }
+    return condition(self)
+  }
+
+  /// Waits for a received command that matches, among everything received so far and from
+  /// now on; the first match, or `nil` after `timeout`.
+  public func waitForCommand(
+    timeout: Duration = .seconds(10), matching predicate: (ReceiverCommand) -> Bool
+  ) async -> ReceivedInput? {
+    var match: ReceivedInput?
+    _ = await waitUntil(timeout: timeout) { replay in
+      match = replay.received.first { $0.command.map(predicate) ?? false }
+      return match != nil
+    }
+    return match
+  }
+
+  /// Waits until the chip is in `state`; returns whether it got there within `timeout`.
+  public func waitForPowerState(_ state: SimulatedPowerState, timeout: Duration = .seconds(10))
+    async -> Bool
+  {
+    await waitUntil(timeout: timeout) { $0.powerState == state }
+  }
+}
+
+/// Why a replay connection failed.
+public struct ReplayError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// What happened.
+  public enum Reason: Sendable, Hashable {
+    /// ``ReplayConnector/hangUp()`` unplugged the device.
+    case unplugged
+    /// A connection is already open; a real tty is opened by one program at a time.
+    case busy
+  }
+
+  public let device: String
+  public let reason: Reason
+
+  public init(device: String, reason: Reason) {
+    self.device = device
+    self.reason = reason
+  }
+
+  public var description: String {
+    switch reason {
+    case .unplugged:
+      return "\(device) is unplugged (the test called hangUp()); replug() brings it back."
+    case .busy:
+      return "\(device) is already open: a replay, like a serial port, serves one connection "
+        + "at a time. Close the other one first."
+    }
+  }
+}
+
+// MARK: - The machinery
+
+/// The replay's state behind one lock, and the task that wakes it when something comes due.
+final class ReplayCore: @unchecked Sendable {
+  /// The open connection's side of the state.
+  struct Link {
+    let id: Int
+    /// Bytes the reader has not taken yet.
+    var inbox: [UInt8] = []
+    /// ``ReceiverConnection/interrupt()`` was called and no read has returned 0 for it yet.
+    var interrupted = false
+  }
+
+  struct State {
+    var model: ReceiverModel
+    var playback: Playback
+    /// When the next epoch is due; `nil` while the chip is not streaming or the recording is
+    /// over.
+    var nextBurstAt: Duration?
+    /// The latest time seen: the clock is read outside the lock, so two threads may bring
+    /// times in a different order than they read them.
+    var now: Duration
+    var link: Link?
+    var everConnected = false
+    /// Epochs that came due before the first connection, for it.
+    var backlog: [UInt8] = []
+    var pluggedIn = true
+    var counters = SimulatorCounters()
+    var nextLinkID = 0
+    /// The deadline the pump task sleeps until, and which arming it belongs to.
+    var armedDeadline: Duration?
+    var pumpGeneration = 0
+    var pump: Task<Void, Never>?
+    var appeared: (@Sendable () -> Void)?
+    var stopped = false
+
+    func snapshotCounters() -> SimulatorCounters {
+      var counters = counters
+      counters.powerOns = model.powerOns
+      counters.powerOffs = model.powerOffs
+      counters.acknowledgements = model.acknowledgements
+      counters.rejections = model.rejections
+      counters.loopsCompleted = playback.loopsCompleted
+      return counters
+    }
+  }
+
+  /// What has to happen to the pump task after a change, done outside the lock.
+  struct PumpPlan {
+    var cancel: Task<Void, Never>?
+    var arm: (deadline: Duration, generation: Int)?
+  }
+
+  /// The most bytes kept for the first connection; beyond it epochs are lost.
+  static let backlogLimit = 1 << 20
+  /// The most epochs handed out in one catch-up; a pace so fast that more are due starts
+  /// again from now, as the simulator does after a stall.
+  static let catchUpLimit = 10_000
+
+  let recording: Recording
+  let configuration: ReplayConnector.Configuration
+  let profile: ReceiverProfile
+  let clock: any DriverClock
+  let deviceName: String
+  private let lock = ConditionLock()
+  private var locked: State
+
+  init(
+    recording: Recording, configuration: ReplayConnector.Configuration, clock: any DriverClock,
+    deviceName: String
+  ) {
+    self.recording = recording
+    self.configuration = configuration
+    profile = configuration.profile ?? .inferred(from: recording)
+    self.clock = clock
+    self.deviceName = deviceName
+    let model = ReceiverModel(
+      profile: profile, power: configuration.initialPowerState,
+      responses: configuration.responses, wakeDelay: configuration.wakeDelay,
+      receivedLimit: configuration.receivedLimit)
+    let playback = Playback(
+      recording: recording, pace: configuration.pace, loops: configuration.loops)
+    let now = clock.now
+    locked = State(
+      model: model, playback: playback,
+      nextBurstAt: model.power.isStreaming ? now + playback.nominalDelay : nil, now: now)
+    let plan = lock.withLock { pumpPlan() }
+    apply(plan)
+  }
+
+  func state<T>(_ body: (State) -> T) -> T {
+    lock.withLock { body(locked) }
+  }
+
+  /// Brings the replay up to the clock, changes it, and follows the chip's power state.
+  func mutate(_ body: (inout State, Duration) -> Void) {
+    let now = clock.now
+    let plan = lock.withLock { () -> PumpPlan in
+      let now = catchUp(to: now)
+      let before = locked.model.power
+      body(&locked, now)
+      followPower(from: before, at: now)
+      lock.broadcast()
+      return pumpPlan()
+    }
+    apply(plan)
+  }
+
+  func setAppeared(_ appeared: (@Sendable () -> Void)?) {
+    lock.withLock { locked.appeared = appeared }
+  }
+
+  func stop() {
+    let pump = lock.withLock { () -> Task<Void, Never>? in
+      locked.stopped = true
+      locked.pumpGeneration += 1
+      locked.armedDeadline = nil
+      defer { locked.pump = nil }
+      return locked.pump
+    }
+    pump?.cancel()
+  }
+
+  // MARK: Connections
+
+  func connect() throws(ReplayError) -> ReplayConnection {
+    let now = clock.now
+    let (connection, plan) = try lock.withLock {
+      () throws(ReplayError) -> (ReplayConnection, PumpPlan) in
+      guard locked.pluggedIn else { throw ReplayError(device: deviceName, reason: .unplugged) }
+      guard locked.link == nil else { throw ReplayError(device: deviceName, reason: .busy) }
+      catchUp(to: now)
+      locked.nextLinkID += 1
+      var link = Link(id: locked.nextLinkID)
+      if !locked.everConnected {
+        link.inbox = locked.backlog
+        locked.backlog = []
+        locked.everConnected = true
+      }
+      locked.link = link
+      lock.broadcast()
+      return (ReplayConnection(core: self, id: link.id), pumpPlan())
+    }
+    apply(plan)
+    return connection
+  }
+
+  func read(_ id: Int, into buffer: UnsafeMutableRawBufferPointer) throws(ReplayError) -> Int {
+    try lock.withLock { () throws(ReplayError) -> Int in
+      while true {
+        guard locked.link?.id == id else {
+          throw ReplayError(device: deviceName, reason: .unplugged)
+        }
+        if locked.link!.interrupted {
+          locked.link!.interrupted = false
+          return 0
+        }
+        if !locked.link!.inbox.isEmpty {
+          let count = min(buffer.count, locked.link!.inbox.count)
+          locked.link!.inbox.withUnsafeBytes { source in
+            buffer.baseAddress!.copyMemory(from: source.baseAddress!, byteCount: count)
+          }
+          locked.link!.inbox.removeFirst(count)
+          return count
+        }
+        if isReadPaced, locked.model.power.isStreaming, locked.nextBurstAt != nil {
+          // As fast as the reader takes them: the next epoch now that the last one is read.
+          sendNextBurst(due: locked.now)
+          continue
+        }
+        lock.wait(timeout: nil)
+      }
+    }
+  }
+
+  func write(_ id: Int, _ bytes: [UInt8]) throws(ReplayError) {
+    let now = clock.now
+    let plan = try lock.withLock { () throws(ReplayError) -> PumpPlan in
+      guard locked.link?.id == id else {
+        throw ReplayError(device: deviceName, reason: .unplugged)
+      }
+      let now = catchUp(to: now)
+      let before = locked.model.power
+      deliver(replies: locked.model.receive(bytes, at: now))
+      followPower(from: before, at: now)
+      lock.broadcast()
+      return pumpPlan()
+    }
+    apply(plan)
+  }
+
+  func interrupt(_ id: Int) {
+    lock.withLock {
+      guard locked.link?.id == id else { return }
+      locked.link?.interrupted = true
+      lock.broadcast()
+    }
+  }
+
+  func close(_ id: Int) {
+    lock.withLock {
+      guard locked.link?.id == id else { return }
+      locked.link = nil
+      lock.broadcast()
+    }
+  }
+
+  func hangUp() {
+    let now = clock.now
+    let plan = lock.withLock { () -> PumpPlan? in
+      guard locked.pluggedIn else { return nil }
+      let now = catchUp(to: now)
+      let before = locked.model.power
+      locked.pluggedIn = false
+      locked.link = nil
+      locked.model.unplug(at: now)
+      locked.counters.hangUps += 1
+      followPower(from: before, at: now)
+      lock.broadcast()
+      return pumpPlan()
+    }
+    if let plan { apply(plan) }
+  }
+
+  func replug() {
+    let now = clock.now
+    let result = lock.withLock { () -> (PumpPlan, (@Sendable () -> Void)?)? in
+      guard !locked.pluggedIn, !locked.stopped else { return nil }
+      let now = catchUp(to: now)
+      let before = locked.model.power
+      locked.pluggedIn = true
+      locked.model.plugIn(at: now)
+      locked.counters.replugs += 1
+      followPower(from: before, at: now)
+      lock.broadcast()
+      return (pumpPlan(), locked.appeared)
+    }
+    guard let (plan, appeared) = result else { return }
+    apply(plan)
+    appeared?()
+  }
+
+  // MARK: The timeline (all under the lock)
+
+  /// Whether epochs go out as the reader takes them rather than on the clock.
+  private var isReadPaced: Bool {
+    locked.playback.pace == .asFastAsPossible || locked.playback.nominalDelay == .zero
+  }
+
+  /// Applies everything due by `now` in time order: the chip's own deadlines (end of booting,
+  /// a timed backup) and the epochs. Returns the time to use for what follows.
+  @discardableResult
+  private func catchUp(to clockNow: Duration) -> Duration {
+    let now = max(clockNow, locked.now)
+    locked.now = now
+    var sent = 0
+    while true {
+      var modelDue = locked.model.nextDeadline
+      if let due = modelDue, due > now { modelDue = nil }
+      var burstDue: Duration?
+      if !isReadPaced, locked.model.power.isStreaming, let due = locked.nextBurstAt, due <= now {
+        burstDue = due
+      }
+      if let due = modelDue, burstDue.map({ due <= $0 }) ?? true {
+        let before = locked.model.power
+        deliver(replies: locked.model.advance(to: due))
+        followPower(from: before, at: due)
+        continue
+      }
+      guard let due = burstDue else { break }
+      sendNextBurst(due: due)
+      sent += 1
+      if sent >= Self.catchUpLimit, let next = locked.nextBurstAt, next <= now {
+        locked.nextBurstAt = now
+        break
+      }
+    }
+    return now
+  }
+
+  /// Hands out the next epoch, due at `due`, and schedules the one after it.
+  private func sendNextBurst(due: Duration) {
+    guard let (burst, delay) = locked.playback.next() else {
+      locked.nextBurstAt = nil
+      return
+    }
+    locked.nextBurstAt = due + delay
+    let bytes = recording.bytes(of: burst)
+    if deliver(bytes) {
+      locked.counters.burstsSent += 1
+      locked.counters.sentencesSent += burst.sentences
+    }
+  }
+
+  private func deliver(replies: [[UInt8]]) {
+    for reply in replies where deliver(reply[...]) { locked.counters.repliesSent += 1 }
+  }
+
+  /// Puts bytes the chip sends on the line: to the open connection, or kept for the first
+  /// one, or lost. Returns whether anyone will read them.
+  private func deliver(_ bytes: ArraySlice<UInt8>) -> Bool {
+    if locked.link != nil {
+      locked.link!.inbox += bytes
+      locked.counters.bytesSent += bytes.count
+      return true
+    }
+    if !locked.everConnected, locked.backlog.count + bytes.count <= Self.backlogLimit {
+      locked.backlog += bytes
+      locked.counters.bytesSent += bytes.count
+      return true
+    }
+    locked.counters.bytesDropped += bytes.count
+    return false
+  }
+
+  /// Starts or stops the epochs when the chip starts or stops running: after a wake the
+  /// first epoch comes one interval later.
+  private func followPower(from before: SimulatedPowerState, at now: Duration) {
+    let after = locked.model.power
+    if after.isStreaming && !before.isStreaming {
+      locked.nextBurstAt = now + locked.playback.nominalDelay
+    } else if !after.isStreaming {
+      locked.nextBurstAt = nil
+    }
+  }
+
+  // MARK: The pump
+
+  /// What the pump task should sleep until now, compared with what it sleeps until.
+  private func pumpPlan() -> PumpPlan {
+    guard !locked.stopped else { return PumpPlan() }
+    var deadline = locked.model.nextDeadline
+    if !isReadPaced, locked.model.power.isStreaming, let due = locked.nextBurstAt {
+      deadline = min(deadline ?? due, due)
+    }
+    guard deadline != locked.armedDeadline else { return PumpPlan() }
+    locked.pumpGeneration += 1
+    locked.armedDeadline = deadline
+    let old = locked.pump
+    locked.pump = nil
+    return PumpPlan(cancel: old, arm: deadline.map { ($0, locked.pumpGeneration) })
+  }
+
+  /// Cancels the pump task that is no longer wanted and starts the new one. Outside the lock:
+  /// cancelling resumes the clock's sleeper.
+  private func apply(_ plan: PumpPlan) {
+    plan.cancel?.cancel()
+    guard let (deadline, generation) = plan.arm else { return }
+    let clock = self.clock
+    let task = Task { [weak self] in
+      do {
+        try await clock.sleep(until: deadline)
+      } catch {
+        return  // re-armed or stopped
+      }
+      self?.pumpFired(generation: generation)
+    }
+    let stale = lock.withLock { () -> Bool in
+      guard locked.pumpGeneration == generation else { return true }
+      locked.pump = task
+      return false
+    }
+    if stale { task.cancel() }
+  }
+
+  private func pumpFired(generation: Int) {
+    let now = clock.now
+    let plan = lock.withLock { () -> PumpPlan in
+      if locked.pumpGeneration == generation {
+        locked.armedDeadline = nil
+        locked.pump = nil
+      }
+      catchUp(to: now)
+      lock.broadcast()
+      return pumpPlan()
+    }
+    apply(plan)
+  }
+}
+
+/// One open connection to a ``ReplayConnector``.
+final class ReplayConnection: ReceiverConnection {
+  let core: ReplayCore
+  let id: Int
+
+  init(core: ReplayCore, id: Int) {
+    self.core = core
+    self.id = id
+  }
+
+  func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    try core.read(id, into: buffer)
+  }
+
+  func write(_ bytes: [UInt8]) throws {
+    try core.write(id, bytes)
+  }
+
+  func interrupt() { core.interrupt(id) }
+
+  func close() { core.close(id) }
+}

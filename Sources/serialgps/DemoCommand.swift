@@ -1,0 +1,251 @@
+import Chipsets
+import Glibc
+import NMEA
+import Replay
+import SerialGPS
+import SerialPort
+
+// `serialgps demo`: the main job without a receiver, clearly labelled as a demo. A recorded
+// drive is replayed on a virtual u-blox receiver (the simulator, on a pty) and watched
+// through the whole stack, as `serialgps watch` watches a real one: SerialConnector →
+// GPSReceiver with the u-blox commands. It shows the power-on (status lines and the commands
+// the receiver got), live fixes as they arrive, then the power-off. See docs/replay.md.
+let demoCommand = Command(
+  name: "demo",
+  usage: "demo [--speed X] [--fixes N] [--recording FILE]",
+  summary: "The bundled demo: a recorded drive on a virtual receiver, watched through the driver."
+) { arguments in
+  switch DemoOptions.parse(arguments) {
+  case .help:
+    Output.standard.write(DemoOptions.help)
+    return 0
+  case .invalid(let message):
+    Output.error.line("serialgps demo: " + message)
+    Output.error.line("Run `serialgps demo --help` for the options.")
+    return 2
+  case .options(let options):
+    return await DemoSession(options: options).run()
+  }
+}
+
+struct DemoOptions: Equatable {
+  var speed: Double = 5
+  var fixes = 15
+  var recording: String?
+
+  enum Parsed: Equatable {
+    case options(DemoOptions)
+    case help
+    case invalid(String)
+  }
+
+  static let defaultRecording = "fixtures/ublox-m8-drive.nmea"
+
+  static let help = """
+    usage: serialgps demo [options]
+
+    Runs the bundled demo, which needs no GPS receiver: a recorded drive
+    (\(defaultRecording)) is replayed on a virtual u-blox receiver on a pseudo-terminal,
+    and serialgps drives it exactly as it drives a real one. You see the receiver woken (its
+    commands acknowledged), fixes as they arrive, then the receiver put back to sleep.
+
+    options:
+      --speed X          play the drive X times as fast as recorded (default 5)
+      --fixes N          stop after N position fixes (default 15)
+      --recording FILE   another u-blox recording (default: \(defaultRecording), looked for
+                         in the current directory and next to the serialgps executable)
+
+    Exit status: 0 when the demo ran to its end (or was stopped with Ctrl-C), 1 when the
+    virtual receiver did not behave, 2 when the recording cannot be found or read.
+
+    """
+
+  static func parse(_ arguments: [String]) -> Parsed {
+    var options = DemoOptions()
+    var index = 0
+    func value() -> String? {
+      index += 1
+      return index < arguments.count ? arguments[index] : nil
+    }
+    while index < arguments.count {
+      switch arguments[index] {
+      case "--help", "-h":
+        return .help
+      case "--speed":
+        guard let text = value(), let speed = Double(text), speed.isFinite, speed > 0,
+          speed <= 1000
+        else { return .invalid("--speed needs a factor above 0, such as 5") }
+        options.speed = speed
+      case "--fixes":
+        guard let text = value(), let count = Int(text), count > 0 else {
+          return .invalid("--fixes needs a number above 0")
+        }
+        options.fixes = count
+      case "--recording":
+        guard let path = value(), !path.isEmpty else { return .invalid("--recording needs a file") }
+        options.recording = path
+      default:
+        return .invalid("unknown argument '\(arguments[index])'")
+      }
+      index += 1
+    }
+    return .options(options)
+  }
+}
+
+/// One run of the demo.
+struct DemoSession {
+  let options: DemoOptions
+  /// How long anything in the demo may take before it counts as broken: generous, for a
+  /// loaded machine.
+  let patience: Duration = .seconds(30)
+
+  func run() async -> Int32 {
+    guard let path = options.recording ?? Self.findRecording() else {
+      Output.error.line(
+        "serialgps demo: cannot find \(DemoOptions.defaultRecording). Run the demo from the "
+          + "serialgps repository (make run does), or give a recording with --recording FILE.")
+      return 2
+    }
+    let recording: Recording
+    do {
+      recording = try Recording.load(path: path)
+    } catch {
+      Output.error.line("serialgps demo: \(error)")
+      return 2
+    }
+    let profile = ReceiverProfile.chosen(.ublox, for: recording)
+    // Asleep, as serialgps leaves a receiver that nobody listens to.
+    let simulator: ReceiverSimulator
+    do {
+      simulator = try ReceiverSimulator(
+        recording: recording,
+        configuration: .init(
+          profile: profile, pace: .recorded(speed: options.speed), loops: true,
+          initialPowerState: .backup, receivedLimit: 256))
+    } catch {
+      Output.error.line("serialgps demo: \(error)")
+      return 2
+    }
+    defer { simulator.stop() }
+
+    let out = Output.standard
+    let speed = ReplayProgress.describe(.recorded(speed: options.speed))
+    out.line(
+      """
+      ┌─ serialgps demo ── no receiver needed; this is a DEMO, not a real receiver ─┐
+        A recorded drive (\(path), \(recording.bursts.count) epochs) is replayed
+        \(speed) on a virtual \(profile) receiver at \(simulator.devicePath),
+        and serialgps drives it exactly as it drives a real one: the serial port,
+        the gated receiver, the u-blox commands, the fixes as they arrive.
+      └──────────────────────────────────────────────────────────────────────────────┘
+      """)
+    out.line("[demo] The virtual receiver is asleep (u-blox backup), as serialgps leaves a")
+    out.line("       receiver nobody listens to. Subscribing powers it on:")
+    out.flush()
+
+    var receiverOptions = GPSReceiver.Options()
+    receiverOptions.chipset = .family(.ublox)
+    receiverOptions.linger = .zero
+    let receiver = GPSReceiver(
+      connector: SerialConnector(path: simulator.devicePath, baud: .fixed(.b115200)),
+      options: receiverOptions)
+
+    // What the receiver is sent, told as it arrives.
+    let commandLog = Task {
+      var told = 0
+      while !Task.isCancelled {
+        let total = simulator.receivedForgotten + simulator.received.count
+        if total > told {
+          for input in simulator.received.suffix(total - told) {
+            out.line("  → receiver got " + CommandNames.describe(input, family: .ublox))
+          }
+          out.flush()
+          told = total
+        }
+        try? await Task.sleep(for: .milliseconds(10))
+      }
+    }
+
+    let interruption = StopSignals()
+    let events = receiver.subscribe()
+    interruption.onStop { events.cancel() }
+    let watchdog = Task {
+      try await Task.sleep(for: patience)
+      events.cancel()
+    }
+    var positions = 0
+    var epochs = 0
+    var lastStatus: ReceiverStatus?
+    for await event in events {
+      switch event {
+      case .status(let status):
+        guard status != lastStatus else { continue }
+        lastStatus = status
+        out.line("  status: \(status)")
+      case .fix(let update):
+        epochs += 1
+        if update.fix.mode != .noFix { positions += 1 }
+        let number = String(epochs)
+        let label = String(repeating: " ", count: max(0, 3 - number.count)) + number
+        out.line("  fix \(label)  " + FixLine.describe(update.fix))
+      case .satellites:
+        continue
+      }
+      out.flush()
+      if positions >= options.fixes { break }
+    }
+    watchdog.cancel()
+    let stoppedByUser = interruption.isRequested
+    events.cancel()
+
+    if positions < options.fixes && !stoppedByUser {
+      out.flush()
+      Output.error.line(
+        "serialgps demo: the virtual receiver gave \(positions) fixes in \(patience), not "
+          + "\(options.fixes); the machine may be overloaded. Try again, or run "
+          + "`make test` to see what fails.")
+    }
+    out.line(
+      stoppedByUser
+        ? "[demo] Stopped (Ctrl-C). Unsubscribing powers the receiver off:"
+        : "[demo] \(positions) fixes. The last subscriber leaving powers the receiver off:")
+    out.flush()
+
+    let asleep = await simulator.waitForPowerState(.backup, timeout: patience)
+    await receiver.shutdown()
+    try? await Task.sleep(for: .milliseconds(50))  // the last command's line
+    commandLog.cancel()
+    _ = await commandLog.value
+    if !asleep {
+      Output.error.line(
+        "serialgps demo: the virtual receiver was not put to sleep (it is \(simulator.powerState));"
+          + " this is a bug worth reporting.")
+      return 1
+    }
+    out.line("  powered off: the receiver was put to backup and the port closed")
+    out.line("[demo] The virtual receiver is in backup again: silent, drawing almost nothing.")
+    out.line("       Demo over. With a receiver attached, `make run` watches it instead")
+    out.line("       (serialgps watch DEVICE); `serialgps list` shows what is attached.")
+    out.flush()
+    return positions >= options.fixes || stoppedByUser ? 0 : 1
+  }
+
+  /// The bundled recording: in the current directory, or next to the executable
+  /// (`.build/release/serialgps` is three levels below the repository).
+  static func findRecording() -> String? {
+    var candidates = [DemoOptions.defaultRecording]
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    if length > 0 {
+      var directory = String(
+        decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+      for _ in 0..<5 {
+        guard let slash = directory.lastIndex(of: "/") else { break }
+        directory = String(directory[..<slash])
+        candidates.append(directory + "/" + DemoOptions.defaultRecording)
+      }
+    }
+    return candidates.first { access($0, R_OK) == 0 }
+  }
+}

@@ -1,0 +1,503 @@
+import Chipsets
+import Glibc
+import NMEA
+import SerialPort
+
+// `serialgps record DEVICE -o FILE [--duration S] [--baud N|auto] [--chipset …] [--name NAME]`:
+// every byte a receiver sends, binary frames and noise included, after a `# Key: value`
+// header, until the duration is over or Ctrl-C. `serialgps replay` and `decode` read the
+// file back; the fixes are the same. See docs/replay.md.
+let recordCommand = Command(
+  name: "record",
+  usage:
+    "record DEVICE -o FILE [--duration S] [--baud N|auto] [--chipset ublox|mtk|sirf|nmea] "
+    + "[--name NAME]",
+  summary: "Record every byte a receiver sends, with a header, for replay and decode."
+) { arguments in
+  switch RecordOptions.parse(arguments) {
+  case .help:
+    Output.standard.write(RecordOptions.help)
+    return 0
+  case .invalid(let message):
+    Output.error.line("serialgps record: " + message)
+    Output.error.line("Run `serialgps record --help` for the options.")
+    return 2
+  case .options(let options):
+    let interruption = StopSignals()
+    return await runOnOwnThread { RecordSession(options: options).run(interruption) }
+  }
+}
+
+/// What `serialgps record` was asked for.
+struct RecordOptions: Equatable {
+  var device: String
+  var output: String
+  var duration: Duration?
+  /// `nil`: listen for the rate.
+  var baud: BaudRate?
+  var chipset: ChipsetFamily?
+  var name: String?
+
+  enum Parsed: Equatable {
+    case options(RecordOptions)
+    case help
+    case invalid(String)
+  }
+
+  static let help = """
+    usage: serialgps record DEVICE -o FILE [options]
+
+    Records everything the GPS receiver on DEVICE sends, byte for byte (NMEA, binary UBX or
+    SiRF frames, line noise), into FILE after a header of `# Key: value` lines (Name, Device,
+    Baud, Date, Started, Recorder). `serialgps decode FILE`, `serialgps replay FILE` and
+    `serialgps gpx FILE` read it back.
+
+    options:
+      -o, --output FILE   where to write (replaced if it exists)
+      --duration S        stop after S seconds (default: until Ctrl-C)
+      --baud N|auto       the line speed (4800 … 921600), or auto (default) to find it by
+                          listening first; USB receivers (ttyACM) ignore it
+      --chipset NAME      ublox, mtk or sirf: wake the receiver with its chipset's commands
+                          before recording (their answers are recorded too) and put it back
+                          to standby at the end. Without it nothing is written to DEVICE.
+      --name NAME         the recording's Name header (default: FILE without its extension)
+
+    With --baud auto the bytes heard while searching for the rate are not recorded.
+    Exit status: 0 when the duration was reached or on Ctrl-C, 1 when the device went away
+    while recording (what was recorded is kept), 2 for usage, device or file errors.
+
+    """
+
+  static func parse(_ arguments: [String]) -> Parsed {
+    var positional: [String] = []
+    var output: String?
+    var duration: Duration?
+    var baud: BaudRate?
+    var chipset: ChipsetFamily?
+    var name: String?
+    var index = 0
+    func value() -> String? {
+      index += 1
+      return index < arguments.count ? arguments[index] : nil
+    }
+    while index < arguments.count {
+      let argument = arguments[index]
+      switch argument {
+      case "--help", "-h":
+        return .help
+      case "-o", "--output":
+        guard let path = value(), !path.isEmpty else { return .invalid("-o needs a file name") }
+        output = path
+      case "--duration":
+        guard let text = value(), let seconds = Double(text), seconds.isFinite, seconds > 0
+        else { return .invalid("--duration needs a number of seconds above 0, such as 60") }
+        duration = .milliseconds(Int64((seconds * 1000).rounded()))
+      case "--baud":
+        guard let text = value() else { return .invalid("--baud needs a rate or auto") }
+        if text == "auto" {
+          baud = nil
+        } else if let rate = Int(text), BaudRate(rate).isSupported {
+          baud = BaudRate(rate)
+        } else {
+          let rates = BaudRate.supported.map(\.description).joined(separator: ", ")
+          return .invalid("--baud \(text) is not a rate serialgps can set; use \(rates) or auto")
+        }
+      case "--chipset":
+        guard let text = value() else { return .invalid("--chipset needs a name") }
+        guard let family = ChipsetFamily(cliName: text) else {
+          return .invalid("unknown chipset '\(text)'; use \(ChipsetFamily.cliNames)")
+        }
+        chipset = family
+      case "--name":
+        guard let text = value(), !text.isEmpty else { return .invalid("--name needs a name") }
+        name = text
+      default:
+        if argument.hasPrefix("-") { return .invalid("unknown option '\(argument)'") }
+        positional.append(argument)
+      }
+      index += 1
+    }
+    guard positional.count == 1 else {
+      return .invalid(
+        positional.isEmpty
+          ? "give the device to record, such as /dev/ttyACM0"
+          : "records one device at a time, not \(positional.joined(separator: " and "))")
+    }
+    guard let output else { return .invalid("give the file to write with -o FILE") }
+    return .options(
+      RecordOptions(
+        device: positional[0], output: output, duration: duration, baud: baud, chipset: chipset,
+        name: name))
+  }
+}
+
+/// One run of `serialgps record`: open, header, commands, bytes, summary.
+struct RecordSession {
+  let options: RecordOptions
+
+  func run(_ interruption: StopSignals) -> Int32 {
+    let device = options.device
+    let port: SerialPort
+    do {
+      port = try SerialPort.open(path: device, baudRate: options.baud ?? .b9600)
+    } catch {
+      Output.error.line("serialgps record: \(error)")
+      return 2
+    }
+    defer { port.close() }
+    interruption.onStop { port.interrupt() }
+
+    var rate = options.baud ?? .b9600
+    if options.baud == nil && !SerialGPSPaths.isUSBReceiverPort(device) {
+      Output.error.line("serialgps record: listening to \(device) for its baud rate …")
+      var memory = BaudRateMemory()
+      do throws(SerialPortError) {
+        rate =
+          try Autobaud.detect(
+            on: port, memory: &memory, recognises: SerialGPSPaths.holdsValidSentences
+          ).rate
+      } catch  where error.isDisconnected || error.reason == .closed {
+        Output.error.line("serialgps record: \(error)")
+        return 2
+      } catch {
+        if interruption.isRequested { return 0 }
+        Output.error.line(
+          "serialgps record: heard no NMEA from \(device) at any rate (asleep, or not a GPS "
+            + "receiver); recording at 9600 baud. Pass --baud if you know the rate, or "
+            + "--chipset to wake it.")
+        try? port.setBaudRate(.b9600)
+        rate = .b9600
+      }
+    }
+
+    let file = open(options.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    guard file >= 0 else {
+      Output.error.line(
+        "serialgps record: cannot write \(options.output): \(String(cString: strerror(errno))). "
+          + "Check the directory exists and is writable.")
+      return 2
+    }
+    var sink = RecordingSink(descriptor: file, path: options.output)
+    defer { sink.close() }
+
+    let name = options.name ?? Self.defaultName(options.output)
+    let header = Self.header(
+      name: name, device: device, baud: rate, chipset: options.chipset, now: .now)
+    guard sink.write(Array(header.utf8)) else { return 2 }
+
+    let commands = options.chipset.map {
+      $0.commandSet(interface: SerialGPSPaths.isUSBReceiverPort(device) ? .usb : .uart)
+    }
+    let until = options.duration.map { "for \($0)" } ?? "until Ctrl-C"
+    Output.error.line(
+      "serialgps record: \(device) at \(rate) baud → \(options.output), \(until).")
+
+    var capture = Capture(port: port, terminal: isatty(2) == 1)
+    let deadline = options.duration.map { ContinuousClock.now + $0 }
+    var outcome = Capture.Outcome.stopped
+    if let commands, !commands.powerOnSteps.isEmpty {
+      Output.error.line("serialgps record: waking the receiver (\(options.chipset!.displayName))")
+      outcome = capture.send(commands.powerOnSteps, into: &sink, interruption: interruption)
+    }
+    if outcome.isStopped {
+      outcome = capture.run(into: &sink, until: deadline, interruption: interruption)
+    }
+    if outcome.isStopped, let commands, !commands.powerOffSteps.isEmpty {
+      capture.clearProgress()
+      Output.error.line("serialgps record: putting the receiver to standby")
+      _ = capture.send(commands.powerOffSteps, into: &sink, interruption: nil)
+    }
+    capture.clearProgress()
+    let synced = sink.finish()
+    Output.error.line("serialgps record: " + capture.summary(path: options.output))
+    switch outcome {
+    case .deviceLost(let error):
+      Output.error.line("serialgps record: \(error). What was recorded is kept.")
+      return 1
+    case .fileFailed:
+      return 2
+    case .stopped:
+      return synced ? 0 : 2
+    }
+  }
+
+  /// `FILE` without directories and extension.
+  static func defaultName(_ path: String) -> String {
+    let file = path.split(separator: "/").last.map(String.init) ?? path
+    guard let dot = file.lastIndex(of: "."), dot != file.startIndex else { return file }
+    return String(file[..<dot])
+  }
+
+  /// The `# Key: value` lines. Values are kept to printable ASCII without `$`, `!` or `#`, so
+  /// a framer fed the whole file takes the header for noise and nothing else.
+  static func header(
+    name: String, device: String, baud: BaudRate, chipset: ChipsetFamily?, now: WallClock
+  ) -> String {
+    var lines = [
+      ("Name", name), ("Device", device), ("Baud", baud.description),
+    ]
+    if let chipset { lines.append(("Chipset", chipset.displayName)) }
+    lines += [
+      ("Date", now.timestamp.date.description),
+      ("Started", now.timestamp.iso8601(fractionDigits: 0)),
+      ("Recorder", "serialgps \(Version.serialgps)"),
+    ]
+    return lines.map { "# \($0.0): \(clean($0.1))\n" }.joined()
+  }
+
+  static func clean(_ value: String) -> String {
+    String(
+      String.UnicodeScalarView(
+        value.unicodeScalars.map { scalar in
+          (0x20...0x7E).contains(scalar.value) && !"$!#".unicodeScalars.contains(scalar)
+            ? scalar : "_"
+        }))
+  }
+}
+
+/// The time of day from the system's real-time clock, for headers.
+struct WallClock {
+  let timestamp: UTCTimestamp
+
+  static var now: WallClock {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    let seconds = Int(now.tv_sec)
+    let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+    let inDay = seconds - days * 86_400
+    return WallClock(
+      timestamp: UTCTimestamp(
+        date: UTCDate(daysSinceUnixEpoch: days),
+        time: UTCTime(
+          hour: UInt8(inDay / 3600), minute: UInt8(inDay / 60 % 60), second: UInt8(inDay % 60))))
+  }
+}
+
+/// The output file: every write complete (EINTR retried), errors named once.
+struct RecordingSink {
+  let descriptor: Int32
+  let path: String
+  private(set) var bytesWritten = 0
+  private(set) var failed = false
+  private var closed = false
+
+  init(descriptor: Int32, path: String) {
+    self.descriptor = descriptor
+    self.path = path
+  }
+
+  mutating func write(_ bytes: some Collection<UInt8>) -> Bool {
+    guard !failed else { return false }
+    let array = Array(bytes)
+    var offset = 0
+    while offset < array.count {
+      let count = array.withUnsafeBytes {
+        Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset)
+      }
+      if count < 0 {
+        if errno == EINTR { continue }
+        failed = true
+        Output.error.line(
+          "serialgps record: writing \(path) failed: \(String(cString: strerror(errno))). "
+            + "Free some space or choose another file.")
+        return false
+      }
+      offset += count
+    }
+    bytesWritten += array.count
+    return true
+  }
+
+  /// Flushes to the disk; false (and said) when that fails.
+  mutating func finish() -> Bool {
+    guard !closed else { return !failed }
+    if fsync(descriptor) != 0 && errno != EINVAL && !failed {
+      failed = true
+      Output.error.line(
+        "serialgps record: saving \(path) failed: \(String(cString: strerror(errno))).")
+    }
+    close()
+    return !failed
+  }
+
+  mutating func close() {
+    guard !closed else { return }
+    closed = true
+    Glibc.close(descriptor)
+  }
+}
+
+/// Reads the port and appends what arrives to the sink, decoding it on the side for the
+/// progress line and the summary.
+struct Capture {
+  enum Outcome {
+    /// The duration passed or a stop was asked for.
+    case stopped
+    case deviceLost(SerialPortError)
+    case fileFailed
+
+    var isStopped: Bool {
+      if case .stopped = self { return true }
+      return false
+    }
+  }
+
+  let port: SerialPort
+  let terminal: Bool
+  var decoder = NMEADecoder()
+  var bytes = 0
+  var epochs = 0
+  var fixes = 0
+  var lastFix: Fix?
+  let started = ContinuousClock.now
+  private var lastProgress = ContinuousClock.now - .seconds(1)
+  private var progressShown = false
+  private var buffer = [UInt8](repeating: 0, count: 1 << 14)
+
+  init(port: SerialPort, terminal: Bool) {
+    self.port = port
+    self.terminal = terminal
+  }
+
+  /// Records until `deadline` or a stop.
+  mutating func run(
+    into sink: inout RecordingSink, until deadline: ContinuousClock.Instant?,
+    interruption: StopSignals?
+  ) -> Outcome {
+    while interruption?.isRequested != true {
+      if let deadline, ContinuousClock.now >= deadline { return .stopped }
+      switch readOnce(into: &sink, until: deadline) {
+      case .stopped: continue
+      case let other: return other
+      }
+    }
+    return .stopped
+  }
+
+  /// Writes each command, recording what arrives during its settle time (at least 100 ms,
+  /// so an acknowledgement lands in the recording next to its command).
+  mutating func send(
+    _ steps: [CommandStep], into sink: inout RecordingSink, interruption: StopSignals?
+  ) -> Outcome {
+    for step in steps {
+      if interruption?.isRequested == true { return .stopped }
+      do {
+        try port.write(step.bytes, timeout: .seconds(5))
+      } catch {
+        return .deviceLost(error)
+      }
+      let until = ContinuousClock.now + max(step.settle, .milliseconds(100))
+      let outcome = run(into: &sink, until: until, interruption: interruption)
+      if !outcome.isStopped { return outcome }
+    }
+    return .stopped
+  }
+
+  private mutating func readOnce(
+    into sink: inout RecordingSink, until deadline: ContinuousClock.Instant?
+  ) -> Outcome {
+    let port = port
+    let result = buffer.withUnsafeMutableBytes { raw in
+      Result { () throws(SerialPortError) in try port.read(into: raw, deadline: deadline) }
+    }
+    switch result {
+    case .failure(let error):
+      return .deviceLost(error)
+    case .success(.received(let count)):
+      guard sink.write(buffer[..<count]) else { return .fileFailed }
+      bytes += count
+      decoder.decode(buffer[..<count]) { event in
+        guard case .epoch(let epoch) = event else { return }
+        epochs += 1
+        if epoch.fix.mode != .noFix {
+          fixes += 1
+          lastFix = epoch.fix
+        }
+      }
+      showProgress()
+      return .stopped
+    case .success(.timedOut), .success(.interrupted):
+      return .stopped
+    }
+  }
+
+  private mutating func showProgress() {
+    guard terminal, ContinuousClock.now - lastProgress >= .milliseconds(250) else { return }
+    lastProgress = ContinuousClock.now
+    var line = "recording: \(seconds(ContinuousClock.now - started)) s, \(bytes) bytes, "
+    line += "\(epochs) epochs, \(fixes) with a fix"
+    if let fix = lastFix { line += " · " + FixLine.describe(fix) }
+    Output.error.write("\r\u{1B}[K" + line)
+    progressShown = true
+  }
+
+  mutating func clearProgress() {
+    guard progressShown else { return }
+    Output.error.write("\r\u{1B}[K")
+    progressShown = false
+  }
+
+  func summary(path: String) -> String {
+    let framer = decoder.statistics.framer
+    return "\(bytes) bytes in \(seconds(ContinuousClock.now - started)) s → \(path): "
+      + "\(framer.sentences) sentences, \(framer.ubxFrames + framer.sirfFrames) binary frames, "
+      + "\(epochs) epochs, \(fixes) with a fix."
+  }
+
+  private func seconds(_ duration: Duration) -> String {
+    let tenths =
+      duration.components.seconds * 10 + duration.components.attoseconds / 100_000_000_000_000_000
+    return "\(tenths / 10).\(tenths % 10)"
+  }
+}
+
+/// Device facts the CLI needs without a connector.
+enum SerialGPSPaths {
+  /// Whether `path` (links resolved) is a receiver's own USB port (`ttyACM`), whose baud rate
+  /// does not matter.
+  static func isUSBReceiverPort(_ path: String) -> Bool {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let resolved = realpath(path, &buffer).map { String(cString: $0) } ?? path
+    return resolved.contains("ttyACM")
+  }
+
+  /// Whether `bytes` hold at least two checksum-valid sentences: what autobaud listens for.
+  static func holdsValidSentences(_ bytes: [UInt8]) -> Bool {
+    var framer = NMEAFramer()
+    var valid = 0
+    framer.feed(bytes) { frame in
+      if case .sentence(let sentence) = frame, sentence.hadChecksum { valid += 1 }
+    }
+    return valid >= 2
+  }
+}
+
+/// Runs blocking serial work on a thread of its own, off Swift concurrency's few threads.
+func runOnOwnThread(_ body: @escaping @Sendable () -> Int32) async -> Int32 {
+  final class Job: @unchecked Sendable {
+    let body: @Sendable () -> Int32
+    let continuation: CheckedContinuation<Int32, Never>
+    init(_ body: @escaping @Sendable () -> Int32, _ continuation: CheckedContinuation<Int32, Never>)
+    {
+      self.body = body
+      self.continuation = continuation
+    }
+  }
+  return await withCheckedContinuation { continuation in
+    let job = Unmanaged.passRetained(Job(body, continuation))
+    var thread = pthread_t()
+    let started = pthread_create(
+      &thread, nil,
+      { argument in
+        let job = Unmanaged<Job>.fromOpaque(argument!).takeRetainedValue()
+        job.continuation.resume(returning: job.body())
+        return nil
+      }, job.toOpaque())
+    if started == 0 {
+      pthread_detach(thread)
+    } else {
+      let job = job.takeRetainedValue()
+      job.continuation.resume(returning: job.body())
+    }
+  }
+}

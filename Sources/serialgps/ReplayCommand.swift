@@ -1,0 +1,334 @@
+import Chipsets
+import Glibc
+import Replay
+
+// `serialgps replay FILE [--speed X | --fast] [--chipset …] [--loop] [--link PATH]`: a
+// recording presented as a virtual receiver on a pty. The path to open goes to standard
+// output; what the receiver is told and does goes to standard error, with a progress line on
+// a terminal. See docs/replay.md.
+let replayCommand = Command(
+  name: "replay",
+  usage: "replay FILE [--speed X | --fast] [--chipset ublox|mtk|sirf|nmea] [--loop] [--link PATH]",
+  summary: "Present a recording as a virtual receiver on a pty (prints the device to open)."
+) { arguments in
+  switch ReplayOptions.parse(arguments) {
+  case .help:
+    Output.standard.write(ReplayOptions.help)
+    return 0
+  case .invalid(let message):
+    Output.error.line("serialgps replay: " + message)
+    Output.error.line("Run `serialgps replay --help` for the options.")
+    return 2
+  case .options(let options):
+    return await ReplaySession(options: options).run()
+  }
+}
+
+/// What `serialgps replay` was asked for.
+struct ReplayOptions: Equatable {
+  var path: String
+  var pace: Pace = .realTime
+  /// `nil`: the chip the recording came from.
+  var chipset: ChipsetFamily?
+  var loops = false
+  var link: String?
+
+  enum Parsed: Equatable {
+    case options(ReplayOptions)
+    case help
+    case invalid(String)
+  }
+
+  static let help = """
+    usage: serialgps replay FILE [options]
+
+    Presents a recording (a fixture, a `serialgps record` file, an NMEA log) as a GPS receiver
+    on a pseudo-terminal and prints the device's path on standard output: open it with any
+    program that reads a serial GPS (serialgps watch, gpsd, your own). The virtual receiver
+    behaves like the chipset: it acknowledges the commands that chipset acknowledges, falls
+    silent in standby and resumes when woken. What it is sent, and what it does, is told on
+    standard error, with a progress line when standard error is a terminal.
+
+    options:
+      --speed X        play X times as fast as recorded (default 1)
+      --fast           play each epoch as soon as the reader has taken the previous one
+      --chipset NAME   ublox, mtk, sirf or nmea (no commands); default: the chipset the
+                       recording came from (its banner or binary frames, else its header)
+      --loop           start again after the last epoch; otherwise replay ends there
+      --link PATH      make the device appear at PATH (a symbolic link, kept for the whole
+                       replay); default: gps0 in a new directory under /tmp
+
+    Ctrl-C ends the replay; the device disappears, as an unplugged receiver does.
+    Exit status: 0 at the end of the recording or on Ctrl-C, 2 when the recording cannot be
+    read, the pty cannot be made, or the arguments are wrong.
+
+    """
+
+  static func parse(_ arguments: [String]) -> Parsed {
+    var options = ReplayOptions(path: "")
+    var path: String?
+    var speed: Double?
+    var fast = false
+    var index = 0
+    func value() -> String? {
+      index += 1
+      return index < arguments.count ? arguments[index] : nil
+    }
+    while index < arguments.count {
+      let argument = arguments[index]
+      switch argument {
+      case "--help", "-h":
+        return .help
+      case "--speed":
+        guard let text = value(), let number = Double(text), number.isFinite, number > 0,
+          number <= 10_000
+        else {
+          return .invalid("--speed needs a factor above 0, such as 5 or 0.5")
+        }
+        speed = number
+      case "--fast":
+        fast = true
+      case "--loop":
+        options.loops = true
+      case "--chipset":
+        guard let name = value() else { return .invalid("--chipset needs a name") }
+        guard let family = ChipsetFamily(cliName: name) else {
+          return .invalid("unknown chipset '\(name)'; use \(ChipsetFamily.cliNames)")
+        }
+        options.chipset = family
+      case "--link":
+        guard let link = value(), !link.isEmpty else { return .invalid("--link needs a path") }
+        options.link = link
+      default:
+        if argument.hasPrefix("-") && argument != "-" {
+          return .invalid("unknown option '\(argument)'")
+        }
+        guard path == nil else {
+          return .invalid("replays one recording at a time, not both '\(path!)' and '\(argument)'")
+        }
+        path = argument
+      }
+      index += 1
+    }
+    guard let path else {
+      return .invalid("give the recording to replay, such as fixtures/ublox-m8-drive.nmea")
+    }
+    if fast && speed != nil { return .invalid("--speed and --fast exclude each other") }
+    options.path = path
+    if fast { options.pace = .asFastAsPossible }
+    if let speed { options.pace = .recorded(speed: speed) }
+    return .options(options)
+  }
+}
+
+/// One run of `serialgps replay`.
+struct ReplaySession {
+  let options: ReplayOptions
+
+  func run() async -> Int32 {
+    let recording: Recording
+    do {
+      recording = try Recording.load(path: options.path)
+    } catch {
+      Output.error.line("serialgps replay: \(error)")
+      return 2
+    }
+    guard !recording.bursts.isEmpty else {
+      Output.error.line(
+        "serialgps replay: \(options.path) holds no receiver data after its header; give a "
+          + "recording such as fixtures/ublox-m8-drive.nmea")
+      return 2
+    }
+    let profile = ReceiverProfile.chosen(options.chipset, for: recording)
+    let simulator: ReceiverSimulator
+    do {
+      simulator = try ReceiverSimulator(
+        recording: recording,
+        configuration: .init(
+          profile: profile, pace: options.pace, loops: options.loops, devicePath: options.link,
+          // A replay can run for days; what it was sent only feeds the messages below.
+          receivedLimit: 64))
+    } catch {
+      Output.error.line("serialgps replay: \(error)")
+      return 2
+    }
+    defer { simulator.stop() }
+
+    // The path first and alone on standard output, for scripts: dev=$(serialgps replay … | head -1)
+    Output.standard.line(simulator.devicePath)
+    Output.standard.flush()
+    let baud = recording.baud.map { ", recorded at \($0) baud" } ?? ""
+    Output.error.line(
+      "serialgps replay: \(recording.name) (\(recording.bursts.count) epochs\(baud)) as a "
+        + "virtual \(profile) receiver, \(ReplayProgress.describe(options.pace))"
+        + (options.loops ? ", looping" : "") + ". Ctrl-C stops.")
+
+    let interruption = StopSignals()
+    var progress = ReplayProgress(
+      total: recording.bursts.count, family: profile.family,
+      terminal: isatty(2) == 1)
+    while !interruption.isRequested {
+      progress.report(simulator)
+      if !options.loops, simulator.isPlaybackFinished {
+        // A moment for the last epoch to be written and read before the device disappears.
+        await interruption.sleep(for: .seconds(1))
+        progress.report(simulator)
+        progress.clear()
+        Output.error.line(
+          "serialgps replay: end of the recording (\(Self.sent(simulator.counters))).")
+        return 0
+      }
+      await interruption.sleep(for: .milliseconds(100))
+    }
+    progress.clear()
+    Output.error.line(
+      "serialgps replay: stopped after \(Self.sent(simulator.counters)) of "
+        + "\(recording.bursts.count); the device is gone.")
+    return 0
+  }
+
+  /// Epochs written, and those lost because nobody read them.
+  static func sent(_ counters: SimulatorCounters) -> String {
+    var text = "\(counters.burstsSent) epochs"
+    if counters.burstsDropped > 0 {
+      text += ", \(counters.burstsDropped) lost while nobody read the device"
+    }
+    return text
+  }
+}
+
+/// What the replay tells: each command the virtual receiver got, and on a terminal a progress
+/// line updated in place.
+struct ReplayProgress {
+  let total: Int
+  let family: ChipsetFamily
+  let terminal: Bool
+  /// Inputs already told (the simulator forgets old ones: `receivedForgotten` counts them).
+  var told = 0
+  var lineShown = false
+  var lastLine = ""
+  var lastPower: SimulatedPowerState?
+
+  init(total: Int, family: ChipsetFamily, terminal: Bool) {
+    self.total = total
+    self.family = family
+    self.terminal = terminal
+  }
+
+  mutating func report(_ simulator: ReceiverSimulator) {
+    let received = simulator.received
+    let forgotten = simulator.receivedForgotten
+    let newInputs = received.dropFirst(max(0, told - forgotten))
+    if !newInputs.isEmpty {
+      clear()
+      for input in newInputs {
+        Output.error.line(
+          "serialgps replay: ← " + CommandNames.describe(input, family: family))
+      }
+      told = forgotten + received.count
+    }
+    let power = simulator.powerState
+    if let lastPower, power != lastPower {
+      clear()
+      Output.error.line("serialgps replay: the receiver is now \(Self.describe(power))")
+    }
+    lastPower = power
+    guard terminal else { return }
+    let counters = simulator.counters
+    let loop = counters.loopsCompleted > 0 ? " (loop \(counters.loopsCompleted + 1))" : ""
+    let played = counters.burstsSent + counters.burstsDropped - counters.loopsCompleted * total
+    var line = "epoch \(max(0, min(played, total)))/\(total)" + loop
+    line += " · receiver \(simulator.powerState)"
+    if counters.burstsDropped > 0 { line += " · \(counters.burstsDropped) unread" }
+    if line != lastLine || !lineShown {
+      Output.error.write("\r\u{1B}[K" + line)
+      lineShown = true
+      lastLine = line
+    }
+  }
+
+  /// Removes the progress line so that a message can take its place.
+  mutating func clear() {
+    guard terminal, lineShown else { return }
+    Output.error.write("\r\u{1B}[K")
+    lineShown = false
+  }
+
+  static func describe(_ power: SimulatedPowerState) -> String {
+    switch power {
+    case .running: return "running (streaming)"
+    case .gnssStopped: return "in GNSS stop (silent, still answering)"
+    case .backup: return "in backup (silent until a byte arrives)"
+    case .standby: return "in standby (silent until a byte arrives)"
+    case .hibernate: return "hibernating (silent until power-cycled)"
+    case .booting: return "booting"
+    case .off: return "off"
+    }
+  }
+
+  static func describe(_ pace: Pace) -> String {
+    switch pace {
+    case .recorded(let speed) where speed == 1: return "in real time"
+    case .recorded(let speed):
+      let text = speed == speed.rounded() ? String(Int(speed)) : String(speed)
+      return "at \(text)× speed"
+    case .fixedInterval(let interval): return "one epoch every \(interval)"
+    case .asFastAsPossible: return "as fast as the reader takes it"
+    }
+  }
+}
+
+extension ReceiverProfile {
+  /// The profile for `--chipset` (`nil`: the chip the recording came from). u-blox keeps the
+  /// recording's generation when it is a u-blox recording.
+  static func chosen(_ family: ChipsetFamily?, for recording: Recording) -> ReceiverProfile {
+    let inferred = ReceiverProfile.inferred(from: recording)
+    switch family {
+    case nil: return inferred
+    case .ublox?:
+      if case .ublox = inferred { return inferred }
+      return .ublox(.m8)
+    case .mediatek?: return .mediatek
+    case .sirf?: return .sirf
+    case .nmea?: return .generic
+    }
+  }
+}
+
+/// Names for what a receiver was sent, for people: the driver's own summary of a known command
+/// (`UBX-CFG-RST controlled GNSS stop`), else the decoded command, else the byte count.
+enum CommandNames {
+  static func describe(_ input: ReceivedInput, family: ChipsetFamily) -> String {
+    let what: String
+    if let step = knownSteps(family).first(where: { $0.bytes == input.bytes }) {
+      what = step.summary
+    } else if let command = input.command {
+      what = "\(command)"
+    } else {
+      what = "\(input.bytes.count) bytes that form no command"
+    }
+    return "\(what): \(outcome(input.outcome))"
+  }
+
+  static func outcome(_ outcome: InputOutcome) -> String {
+    switch outcome {
+    case .ignored: return "ignored"
+    case .lost: return "lost (the receiver was asleep or booting)"
+    case .wokeReceiver: return "woke the receiver"
+    case .acknowledged: return "acknowledged"
+    case .rejected: return "rejected"
+    case .answered: return "answered"
+    case .carriedOut: return "carried out"
+    }
+  }
+
+  /// Every command the driver sends a chipset of `family`, over either interface.
+  static func knownSteps(_ family: ChipsetFamily) -> [CommandStep] {
+    var steps: [CommandStep] = []
+    for interface in [HostInterface.uart, .usb] {
+      let set = family.commandSet(interface: interface)
+      steps += set.powerOnSteps + set.powerOffSteps
+    }
+    return steps
+  }
+}

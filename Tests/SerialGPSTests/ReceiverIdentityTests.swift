@@ -1,0 +1,60 @@
+import Chipsets
+import NMEA
+import Testing
+
+@testable import SerialGPS
+
+/// A connector that reaches a receiver whose identity the test sets (as `.first` does when
+/// one receiver is unplugged and another plugged in).
+final class SwitchingConnector: ReceiverConnector, @unchecked Sendable {
+  let memory = MemoryConnector()
+  let identity = Locked<String?>(nil)
+  var deviceName: String { "switching" }
+  var receiverIdentity: String? { identity.withLock { $0 } }
+  func connect() async throws -> any ReceiverConnection { try await memory.connect() }
+}
+
+@Suite struct ReceiverIdentityTests {
+  static let banner = sentence("GPTXT,01,01,02,u-blox ag - www.u-blox.com")
+
+  /// Subscribes, streams a few cycles (with `prefix` first), unsubscribes, and returns the
+  /// connection once it is closed.
+  func session(
+    _ receiver: GPSReceiver, _ connector: SwitchingConnector, prefix: String = ""
+  ) async throws -> MemoryConnection {
+    let opens = connector.memory.opens
+    let log = EventLog(receiver.subscribe())
+    #expect(await eventually { connector.memory.opens == opens + 1 })
+    let connection = try #require(connector.memory.latest)
+    connection.feed(prefix + cycle(second: 1) + cycle(second: 2) + cycle(second: 3))
+    #expect(await eventually { log.fixes.count >= 2 })
+    log.stop()
+    #expect(await eventually { connection.isClosed })
+    return connection
+  }
+
+  @Test func whatOneReceiverSaidIsForgottenWhenTheConnectorReachesAnother() async throws {
+    let connector = SwitchingConnector()
+    var options = GPSReceiver.Options()
+    options.linger = .zero
+    options.acknowledgementTimeout = .milliseconds(20)
+    options.commandAttempts = 1
+    let receiver = GPSReceiver(connector: connector, options: options)
+
+    // Receiver A says it is a u-blox: nothing is written before, standby after.
+    connector.identity.withLock { $0 = "serial A" }
+    let first = try await session(receiver, connector, prefix: Self.banner)
+    let standby = try #require(first.writes.last)
+    #expect(standby.starts(with: [0xB5, 0x62]))  // UBX
+
+    // Powered on again, still A: woken with u-blox commands.
+    let second = try await session(receiver, connector)
+    #expect(second.writes.first?.starts(with: [0xFF]) == true)  // the wake burst
+
+    // Now another receiver, that says nothing about itself: nothing is ever written to it.
+    connector.identity.withLock { $0 = "067b:2303 /sys/devices/…/1-6/1-6:1.0" }
+    let third = try await session(receiver, connector)
+    #expect(third.writes.isEmpty, "\(third.writes)")
+    await receiver.shutdown()
+  }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import NMEA
+import SerialGPS
+import SerialPort
+import Testing
+
+@testable import serialgps
+
+/// 47°22.61420' N, 8°32.50210' E, 408.3 m, 10 knots east: the fix of `epoch(_:)`.
+func zurichFix(mode: FixMode = .threeD) -> Fix {
+  var fix = Fix()
+  fix.date = UTCDate(year: 2026, month: 3, day: 30)
+  fix.time = UTCTime(hour: 12, minute: 0, second: 7, nanoseconds: 250_000_000)
+  fix.mode = mode
+  fix.position = Position(
+    latitude: Coordinate(
+      degrees: 47, scaledMinutes: 2_261_420, fractionDigits: 5, isNegative: false),
+    longitude: Coordinate(
+      degrees: 8, scaledMinutes: 3_250_210, fractionDigits: 5, isNegative: false))
+  fix.altitudeMSL = 408.3
+  fix.geoidSeparation = 47.4
+  fix.speed = 5.144444
+  fix.course = 90
+  fix.climb = -0.25
+  fix.satellitesUsed = 8
+  fix.horizontalAccuracy = 2
+  fix.verticalAccuracy = 2.5
+  return fix
+}
+
+@Suite("serialgps watch: arguments")
+struct WatchArgumentTests {
+  func options(_ arguments: [String]) throws -> Watch.Options {
+    try Watch.parse(arguments).get()
+  }
+
+  func complaint(_ arguments: [String]) -> String? {
+    if case .failure(let error) = Watch.parse(arguments) { return error.message }
+    return nil
+  }
+
+  @Test("defaults: automatic chipset and baud, no count, text, no linger")
+  func defaults() throws {
+    let parsed = try options(["/dev/ttyACM0"])
+    #expect(parsed.device == "/dev/ttyACM0")
+    guard case .automatic = parsed.chipset else {
+      Issue.record("chipset \(parsed.chipset)")
+      return
+    }
+    guard case .automatic = parsed.baud else {
+      Issue.record("baud \(parsed.baud)")
+      return
+    }
+    #expect(parsed.count == nil)
+    #expect(!parsed.json)
+    #expect(parsed.linger == .zero)
+  }
+
+  @Test("every option, in any order")
+  func everyOption() throws {
+    let parsed = try options([
+      "--json", "--chipset", "mtk", "/dev/ttyUSB0", "--baud", "115200", "--count", "3",
+      "--linger", "1.5",
+    ])
+    #expect(parsed.device == "/dev/ttyUSB0")
+    guard case .family(.mediatek) = parsed.chipset else {
+      Issue.record("chipset \(parsed.chipset)")
+      return
+    }
+    #expect(parsed.baud == .fixed(.b115200))
+    #expect(parsed.count == 3)
+    #expect(parsed.json)
+    #expect(parsed.linger == .milliseconds(1500))
+    #expect(try options(["x", "--baud", "auto"]).baud == .automatic())
+  }
+
+  @Test("no device: parsed, for discovery to choose")
+  func noDevice() throws {
+    let parsed = try options(["--count", "3"])
+    #expect(parsed.device == nil)
+    #expect(parsed.count == 3)
+  }
+
+  @Test("wrong values are refused with what is accepted")
+  func wrongValues() {
+    #expect(complaint(["d", "--chipset", "garmin"])?.contains("ublox") == true)
+    #expect(complaint(["d", "--baud", "12345"])?.contains("9600") == true)
+    #expect(complaint(["d", "--baud", "fast"]) != nil)
+    #expect(complaint(["d", "--count", "0"]) != nil)
+    #expect(complaint(["d", "--count", "-2"]) != nil)
+    #expect(complaint(["d", "--linger", "-1"]) != nil)
+    #expect(complaint(["d", "--linger", "nan"]) != nil)
+    #expect(complaint(["d", "--count"])?.contains("needs a value") == true)
+    #expect(complaint(["d", "--verbose"])?.contains("--verbose") == true)
+    #expect(complaint(["a", "b"])?.contains("one device") == true)
+  }
+}
+
+@Suite("serialgps watch: output")
+struct WatchOutputTests {
+  @Test("the line for people: every field, in a fixed order")
+  func fixLine() {
+    #expect(
+      Watch.fixLine(zurichFix())
+        == "2026-03-30T12:00:07.250Z  3D  47.3769033  8.5417017  alt 408.3 m  speed 5.14 m/s"
+        + "  sats 8  acc 2.0 m")
+  }
+
+  @Test("the line for people: unknowns are dashes, no position without a fix")
+  func fixLineUnknowns() {
+    var fix = Fix()
+    fix.time = UTCTime(hour: 23, minute: 59, second: 59)
+    #expect(
+      Watch.fixLine(fix) == "23:59:59.000Z  no fix  -  -  alt -  speed -  sats -  acc -")
+    var twoD = zurichFix(mode: .twoD)
+    twoD.horizontalAccuracy = nil
+    #expect(
+      Watch.fixLine(twoD)
+        == "2026-03-30T12:00:07.250Z  2D  47.3769033  8.5417017  alt -  speed 5.14 m/s  sats 8"
+        + "  acc -")
+  }
+
+  @Test("TPV: gpsd's field names, order, units and decimals")
+  func tpv3D() throws {
+    let line = tpvLine(zurichFix())
+    #expect(
+      line
+        == "{\"class\":\"TPV\",\"mode\":3,\"time\":\"2026-03-30T12:00:07.250Z\","
+        + "\"lat\":47.376903333,\"lon\":8.541701667,\"altHAE\":455.7000,\"altMSL\":408.3000,"
+        + "\"alt\":408.3000,\"epv\":2.500,\"track\":90.0000,\"speed\":5.144,\"climb\":-0.250,"
+        + "\"eph\":2.000}")
+    let object = try #require(
+      try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+    #expect(object["lat"] as? Double == 47.376903333)
+    #expect(object["altHAE"] as? Double == 455.7)
+  }
+
+  @Test("TPV: no position without a fix, no altitude, climb or epv in 2D")
+  func tpvLowerModes() throws {
+    var noFix = Fix()
+    noFix.date = UTCDate(year: 2026, month: 3, day: 30)
+    noFix.time = UTCTime(hour: 0, minute: 0, second: 0)
+    #expect(
+      tpvLine(noFix) == "{\"class\":\"TPV\",\"mode\":1,\"time\":\"2026-03-30T00:00:00.000Z\"}")
+    let twoD = tpvLine(zurichFix(mode: .twoD))
+    for absent in ["altHAE", "altMSL", "\"alt\"", "climb", "epv"] {
+      #expect(!twoD.contains(absent), "\(absent) in \(twoD)")
+    }
+    #expect(twoD.contains("\"lat\":47.376903333"))
+    _ = try JSONSerialization.jsonObject(with: Data(twoD.utf8))
+    var undated = Fix()
+    undated.time = UTCTime(hour: 1, minute: 2, second: 3)
+    #expect(!tpvLine(undated).contains("time"))  // a time of day alone is no instant
+  }
+
+  @Test("decimals are those of printf(\"%.*f\"), ties and negative zero included")
+  func decimalsMatchPrintf() {
+    var generator = SystemRandomNumberGenerator()
+    var values: [Double] = [
+      0, -0.0, 0.5, 1.5, 2.5, -2.5, 0.125, 0.375, 2.675, 1.005, -0.0001, 1e-12, 179.9999999995,
+      -87.068079667, 408.3, 0.045, 0.055, 1e15 / 7,
+    ]
+    for _ in 0..<20_000 { values.append(Double.random(in: -400...400, using: &generator)) }
+    // Exact binary ties at every number of decimals.
+    for numerator in -64...64 { values.append(Double(numerator) / 64) }
+    for value in values {
+      for decimals in 0...9 where abs(value) * pow(10, Double(decimals)) < 9e15 {
+        let expected = String(format: "%.*f", decimals, value)
+        #expect(fixedDecimal(value, decimals: decimals) == expected, "\(value) to \(decimals)")
+      }
+    }
+    #expect(fixedDecimal(.nan, decimals: 3) == nil)
+    #expect(fixedDecimal(.infinity, decimals: 3) == nil)
+  }
+}

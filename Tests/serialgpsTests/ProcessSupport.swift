@@ -1,0 +1,116 @@
+import Foundation
+import Glibc
+import Testing
+
+// The built `serialgps` as a child process, for the commands whose job is the process itself:
+// replay (a device for other programs), record and demo (signals, exit status, output). All
+// waits poll with generous deadlines; nothing asserts how long anything took.
+
+/// The executable next to the test bundle in the build directory.
+func serialgpsBinary() throws -> URL {
+  let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+  var binary = bundle.appendingPathComponent("serialgps")
+  if !FileManager.default.isExecutableFile(atPath: binary.path) {
+    binary = bundle.deletingLastPathComponent().appendingPathComponent("serialgps")
+  }
+  try #require(
+    FileManager.default.isExecutableFile(atPath: binary.path),
+    "serialgps not built next to the tests (\(binary.path)); run swift build --build-tests")
+  return binary
+}
+
+/// Polls `condition` every 20 ms until it holds or `timeout` passes.
+func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
+  let deadline = ContinuousClock.now + timeout
+  while ContinuousClock.now < deadline {
+    if condition() { return true }
+    try? await Task.sleep(for: .milliseconds(20))
+  }
+  return condition()
+}
+
+/// `serialgps ARGUMENTS` running, its output collected as it comes.
+final class CLIProcess: @unchecked Sendable {
+  let process = Process()
+  private let lock = NSLock()
+  private var out = Data()
+  private var err = Data()
+  private var openStreams = 2
+
+  /// - Parameter standardError: where standard error goes instead of a pipe (a pty, to be a
+  ///   terminal); its output is then not collected.
+  init(_ arguments: [String], standardError: FileHandle? = nil) throws {
+    process.executableURL = try serialgpsBinary()
+    process.arguments = arguments
+    var environment = ProcessInfo.processInfo.environment
+    environment["SWIFT_BACKTRACE"] = "enable=no"
+    process.environment = environment
+    process.standardInput = FileHandle.nullDevice
+    let stdout = Pipe()
+    process.standardOutput = stdout
+    let stderr = Pipe()
+    if let standardError {
+      process.standardError = standardError
+    } else {
+      process.standardError = stderr
+    }
+    try process.run()
+    collect(stdout.fileHandleForReading) { $0.out.append($1) }
+    if standardError == nil {
+      collect(stderr.fileHandleForReading) { $0.err.append($1) }
+    } else {
+      lock.withLock { openStreams -= 1 }
+    }
+  }
+
+  private func collect(
+    _ handle: FileHandle, into store: @escaping @Sendable (CLIProcess, Data) -> Void
+  ) {
+    let thread = Thread { [self] in
+      while true {
+        let data = handle.availableData
+        if data.isEmpty { break }
+        lock.withLock { store(self, data) }
+      }
+      lock.withLock { openStreams -= 1 }
+    }
+    thread.start()
+  }
+
+  var standardOutput: String { lock.withLock { String(decoding: out, as: UTF8.self) } }
+  var standardError: String { lock.withLock { String(decoding: err, as: UTF8.self) } }
+
+  func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+  /// Waits for the exit and for both streams to be read to their end; the exit status, or
+  /// `nil` (after killing it) when it does not end within `timeout`.
+  func exitStatus(timeout: Duration = .seconds(60)) async -> Int32? {
+    let ended = await eventually(timeout: timeout) {
+      !process.isRunning && lock.withLock { openStreams == 0 }
+    }
+    guard ended else {
+      kill(process.processIdentifier, SIGKILL)
+      return nil
+    }
+    return process.terminationStatus
+  }
+
+  deinit {
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+  }
+}
+
+/// A temporary directory, removed at the end of the test.
+final class TemporaryDirectory {
+  let path: String
+
+  init() throws {
+    var template = Array("/tmp/serialgps-test-XXXXXX".utf8CString)
+    guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }
+    path = String(cString: made)
+  }
+
+  func file(_ name: String) -> String { path + "/" + name }
+
+  deinit { try? FileManager.default.removeItem(atPath: path) }
+}
