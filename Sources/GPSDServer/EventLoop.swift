@@ -16,7 +16,7 @@ import SerialGPS
 /// subscription queues, whose handler tasks only append to the inbox.
 final class EventLoop: @unchecked Sendable {
   enum Message: Sendable {
-    case receiver(DeviceID, generation: Int, ReceiverEvent)
+    case receiver(DeviceID, generation: Int, ReceiverEventOrRawData)
     case hotplug(HotplugEvent)
     case discoveryFailed(String)
     case barrier(CheckedContinuation<Void, Never>)
@@ -180,9 +180,10 @@ final class EventLoop: @unchecked Sendable {
         guard let slot = receivers[id], slot.generation == generation else { continue }
         // The receiver's messages name the device and say what to do; the operator sees them.
         switch event {
-        case .status(.disconnected(let reason)), .status(.commandFailed(let reason)):
+        case .event(.status(.disconnected(let reason))),
+          .event(.status(.commandFailed(let reason))):
           log("serialgps serve: \(slot.path): \(reason)")
-        case .status(.reconnected):
+        case .event(.status(.reconnected)):
           log("serialgps serve: \(slot.path): back")
         default:
           break
@@ -348,11 +349,16 @@ final class EventLoop: @unchecked Sendable {
     slot.subscription = nil
     if let need {
       let generation = slot.generation
-      slot.subscription = slot.receiver.subscribe(
-        bufferSize: configuration.subscriptionBufferSize,
-        includingRawData: need == .reportsAndRawData
-      ) { [weak self] event in
-        self?.post(.receiver(id, generation: generation, event))
+      let bufferSize = configuration.subscriptionBufferSize
+      if need == .reportsAndRawData {
+        slot.subscription = slot.receiver.subscribeWithRawData(bufferSize: bufferSize) {
+          [weak self] item in
+          self?.post(.receiver(id, generation: generation, item))
+        }
+      } else {
+        slot.subscription = slot.receiver.subscribe(bufferSize: bufferSize) { [weak self] event in
+          self?.post(.receiver(id, generation: generation, .event(event)))
+        }
       }
     }
     receivers[id] = slot

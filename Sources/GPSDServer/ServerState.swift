@@ -302,12 +302,12 @@ struct ServerState {
 
   /// Something from a device's receiver.
   mutating func receiverEvent(
-    _ id: DeviceID, _ event: ReceiverEvent, now: Duration, wallClock: UTCTimestamp
+    _ id: DeviceID, _ event: ReceiverEventOrRawData, now: Duration, wallClock: UTCTimestamp
   ) -> [ServerAction] {
     guard let index = deviceIndex(id), devices[index].need != nil else { return [] }
     let path = devices[index].description.path
     switch event {
-    case .fix(let update):
+    case .event(.fix(let update)):
       // A replay of what was already sent (a subscription replaced to add raw data) is not
       // news; a replay the server has not seen (after a restart of the subscription) is.
       if update.isReplay, devices[index].latestFix == update.fix { return [] }
@@ -318,7 +318,7 @@ struct ServerState {
       devices[index].latestFixAt = now - update.age
       devices[index].latestTPV = object
       return broadcast(object + [0x0D, 0x0A], on: index) { $0.wantsReports }
-    case .satellites(let view):
+    case .event(.satellites(let view)):
       let fix = devices[index].latestFix
       let time = fix.flatMap { fix in
         view.time == nil || view.time == fix.time ? fix.timestamp : nil
@@ -328,7 +328,7 @@ struct ServerState {
       let object = writer.bytes
       devices[index].latestSKY = object
       return broadcast(object + [0x0D, 0x0A], on: index) { $0.wantsReports }
-    case .status(let status):
+    case .event(.status(let status)):
       return statusChanged(status, on: index, wallClock: wallClock)
     case .rawData(let bytes):
       var actions = broadcast(bytes, on: index) { $0.wantsVerbatim }

@@ -62,25 +62,37 @@ public final class GPSReceiver: Sendable {
 
   /// Subscribes to fixes, satellite views and status changes. The first subscriber powers the
   /// receiver on. See ``ReceiverEvents`` for what ends a subscription.
-  ///
-  /// - Parameter includingRawData: also deliver the bytes read from the device, as
-  ///   ``ReceiverEvent/rawData(_:)`` events (for a server that passes NMEA through). They are
-  ///   copied only while such a subscription exists.
-  public func subscribe(bufferSize: Int? = nil, includingRawData: Bool = false) -> ReceiverEvents {
+  public func subscribe(bufferSize: Int? = nil) -> ReceiverEvents {
     ReceiverEvents(
-      core: core.makeSubscription(
-        bufferSize: bufferSize, rawData: includingRawData, lifetime: lifetime))
+      core: core.makeSubscription(bufferSize: bufferSize, rawData: false, lifetime: lifetime))
   }
 
   /// Subscribes with a callback, for code that is not async. The handler runs on a task, one
   /// event at a time. Cancel the returned subscription, or let it go, to unsubscribe.
   public func subscribe(
-    bufferSize: Int? = nil, includingRawData: Bool = false,
-    _ handler: @escaping @Sendable (ReceiverEvent) -> Void
+    bufferSize: Int? = nil, _ handler: @escaping @Sendable (ReceiverEvent) -> Void
   ) -> Subscription {
     Subscription(
-      core: core.makeSubscription(
-        bufferSize: bufferSize, rawData: includingRawData, lifetime: lifetime),
+      core: core.makeSubscription(bufferSize: bufferSize, rawData: false, lifetime: lifetime),
+      handler: { item in
+        if case .event(let event) = item { handler(event) }
+      })
+  }
+
+  /// Subscribes like ``subscribe(bufferSize:)``, and also receives the bytes read from the
+  /// device (for a server that passes NMEA through). The bytes are copied only while such a
+  /// subscription exists.
+  public func subscribeWithRawData(bufferSize: Int? = nil) -> ReceiverEventsWithRawData {
+    ReceiverEventsWithRawData(
+      core: core.makeSubscription(bufferSize: bufferSize, rawData: true, lifetime: lifetime))
+  }
+
+  /// ``subscribeWithRawData(bufferSize:)`` with a callback, for code that is not async.
+  public func subscribeWithRawData(
+    bufferSize: Int? = nil, _ handler: @escaping @Sendable (ReceiverEventOrRawData) -> Void
+  ) -> Subscription {
+    Subscription(
+      core: core.makeSubscription(bufferSize: bufferSize, rawData: true, lifetime: lifetime),
       handler: handler)
   }
 

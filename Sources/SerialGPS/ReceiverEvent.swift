@@ -54,9 +54,15 @@ public enum ReceiverEvent: Sendable, Hashable {
   case fix(FixUpdate)
   case satellites(SatelliteView)
   case status(ReceiverStatus)
-  /// Bytes exactly as read from the device (sentences, binary frames, noise), for a
-  /// subscription made with `includingRawData: true` only. Each chunk arrives before the
-  /// fixes decoded from it. Like positions, chunks are dropped when the subscriber falls
-  /// behind, so a consumer that frames them must expect gaps.
+}
+
+/// What a subscription made with ``GPSReceiver/subscribeWithRawData(bufferSize:)``
+/// delivers: the usual events, and the bytes read from the device. A type of its own, so that
+/// code handling ``ReceiverEvent`` never has to handle bytes it did not ask for.
+public enum ReceiverEventOrRawData: Sendable, Hashable {
+  case event(ReceiverEvent)
+  /// Bytes exactly as read from the device (sentences, binary frames, noise). Each chunk
+  /// arrives before the fixes decoded from it. Like positions, chunks are dropped when the
+  /// subscriber falls behind, so a consumer that frames them must expect gaps.
   case rawData([UInt8])
 }

@@ -6,9 +6,9 @@
 final class SubscriberQueue: @unchecked Sendable {
   let capacity: Int
   private let lock = Lock()
-  private var buffer: [ReceiverEvent] = []
+  private var buffer: [ReceiverEventOrRawData] = []
   private var head = 0
-  private var waiter: CheckedContinuation<ReceiverEvent?, Never>?
+  private var waiter: CheckedContinuation<ReceiverEventOrRawData?, Never>?
   private var finished = false
   private var droppedCount = 0
 
@@ -21,8 +21,8 @@ final class SubscriberQueue: @unchecked Sendable {
   var dropped: Int { lock.withLock { droppedCount } }
 
   /// Adds an event; wakes the subscriber if it is waiting.
-  func push(_ event: ReceiverEvent) {
-    let waiting: CheckedContinuation<ReceiverEvent?, Never>? = lock.withLock {
+  func push(_ event: ReceiverEventOrRawData) {
+    let waiting: CheckedContinuation<ReceiverEventOrRawData?, Never>? = lock.withLock {
       if finished { return nil }
       if let waiter {
         self.waiter = nil
@@ -40,7 +40,7 @@ final class SubscriberQueue: @unchecked Sendable {
     // Prefer dropping a position or satellite event over a status change.
     let victim =
       buffer[head...].firstIndex { event in
-        if case .status = event { return false }
+        if case .event(.status) = event { return false }
         return true
       } ?? head
     buffer.remove(at: victim)
@@ -58,11 +58,12 @@ final class SubscriberQueue: @unchecked Sendable {
   }
 
   /// The next event, waiting for one; `nil` once finished (or when the task is cancelled).
-  func next() async -> ReceiverEvent? {
+  func next() async -> ReceiverEventOrRawData? {
     if let ready = takeReady() { return ready.event }
     return await withTaskCancellationHandler {
-      await withCheckedContinuation { (continuation: CheckedContinuation<ReceiverEvent?, Never>) in
-        let resumeWith: ReceiverEvent?? = lock.withLock {
+      await withCheckedContinuation {
+        (continuation: CheckedContinuation<ReceiverEventOrRawData?, Never>) in
+        let resumeWith: ReceiverEventOrRawData?? = lock.withLock {
           if head < buffer.count {
             let event = buffer[head]
             head += 1
@@ -80,7 +81,7 @@ final class SubscriberQueue: @unchecked Sendable {
     }
   }
 
-  private func takeReady() -> (event: ReceiverEvent?, ())? {
+  private func takeReady() -> (event: ReceiverEventOrRawData?, ())? {
     lock.withLock {
       if head < buffer.count {
         let event = buffer[head]
@@ -95,7 +96,7 @@ final class SubscriberQueue: @unchecked Sendable {
   /// Ends the queue: a waiting subscriber gets `nil`; later pushes are ignored. Events
   /// already buffered are discarded.
   func finish() {
-    let waiting: CheckedContinuation<ReceiverEvent?, Never>? = lock.withLock {
+    let waiting: CheckedContinuation<ReceiverEventOrRawData?, Never>? = lock.withLock {
       finished = true
       buffer.removeAll()
       head = 0

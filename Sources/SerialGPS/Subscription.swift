@@ -20,9 +20,12 @@ public struct ReceiverEvents: AsyncSequence, Sendable {
     let core: SubscriptionCore
 
     public mutating func next() async -> ReceiverEvent? {
-      let event = await core.queue.next()
-      if event == nil { core.dispose() }
-      return event
+      // Only a subscription made with raw data gets bytes; skipping them keeps this honest.
+      while let item = await core.queue.next() {
+        if case .event(let event) = item { return event }
+      }
+      core.dispose()
+      return nil
     }
   }
 
@@ -35,6 +38,34 @@ public struct ReceiverEvents: AsyncSequence, Sendable {
   public var droppedEvents: Int { core.queue.dropped }
 }
 
+/// The events of a subscription made with ``GPSReceiver/subscribeWithRawData(bufferSize:)``:
+/// the usual events and, ahead of the fixes decoded from them, the bytes read from the
+/// device. It ends as ``ReceiverEvents`` does.
+public struct ReceiverEventsWithRawData: AsyncSequence, Sendable {
+  public typealias Element = ReceiverEventOrRawData
+  public typealias Failure = Never
+
+  let core: SubscriptionCore
+
+  public struct AsyncIterator: AsyncIteratorProtocol {
+    let core: SubscriptionCore
+
+    public mutating func next() async -> ReceiverEventOrRawData? {
+      let item = await core.queue.next()
+      if item == nil { core.dispose() }
+      return item
+    }
+  }
+
+  public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(core: core) }
+
+  /// Ends the subscription now. Safe to call more than once, from anywhere.
+  public func cancel() { core.dispose() }
+
+  /// Events and chunks dropped so far because this subscriber fell behind.
+  public var droppedEvents: Int { core.queue.dropped }
+}
+
 /// A subscription delivered to a callback, for code that is not async.
 ///
 /// Cancelling it, or letting the last reference to it go, ends the subscription.
@@ -42,9 +73,9 @@ public final class Subscription: Sendable {
   let core: SubscriptionCore
   private let task: Task<Void, Never>
 
-  init(core: SubscriptionCore, handler: @escaping @Sendable (ReceiverEvent) -> Void) {
+  init(core: SubscriptionCore, handler: @escaping @Sendable (ReceiverEventOrRawData) -> Void) {
     self.core = core
-    let events = ReceiverEvents(core: core)
+    let events = ReceiverEventsWithRawData(core: core)
     task = Task(executorPreference: DriverExecutor.shared) {
       for await event in events { handler(event) }
     }

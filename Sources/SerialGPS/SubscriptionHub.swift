@@ -32,11 +32,11 @@ final class SubscriptionHub: @unchecked Sendable {
       guard !state.closed else { return nil }
       // The queue is new and nobody waits on it yet, so pushing under the hub lock resumes
       // nothing; doing it here keeps the replay ahead of any live event.
-      if let status = state.status { queue.push(.status(status)) }
+      if let status = state.status { queue.push(.event(.status(status))) }
       if let fix = state.latestFix {
         let age = now - state.latestFixTime
         if age <= replayExpiry {
-          queue.push(.fix(FixUpdate(fix: fix, age: age, isReplay: true)))
+          queue.push(.event(.fix(FixUpdate(fix: fix, age: age, isReplay: true))))
         }
       }
       state.nextID += 1
@@ -61,7 +61,7 @@ final class SubscriptionHub: @unchecked Sendable {
     let queues = state.withLock { state in
       state.rawDataSubscribers.compactMap { state.subscribers[$0] }
     }
-    let event = ReceiverEvent.rawData(rawData)
+    let event = ReceiverEventOrRawData.rawData(rawData)
     for queue in queues { queue.push(event) }
   }
 
@@ -80,13 +80,13 @@ final class SubscriptionHub: @unchecked Sendable {
       state.latestFixTime = now
       return Array(state.subscribers.values)
     }
-    let event = ReceiverEvent.fix(FixUpdate(fix: fix, age: .zero, isReplay: false))
+    let event = ReceiverEventOrRawData.event(.fix(FixUpdate(fix: fix, age: .zero, isReplay: false)))
     for queue in queues { queue.push(event) }
   }
 
   func publish(satellites: SatelliteView) {
     let queues = state.withLock { Array($0.subscribers.values) }
-    let event = ReceiverEvent.satellites(satellites)
+    let event = ReceiverEventOrRawData.event(.satellites(satellites))
     for queue in queues { queue.push(event) }
   }
 
@@ -97,7 +97,7 @@ final class SubscriptionHub: @unchecked Sendable {
       state.status = status
       return Array(state.subscribers.values)
     }
-    for queue in queues { queue.push(.status(status)) }
+    for queue in queues { queue.push(.event(.status(status))) }
   }
 
   /// The latest fix, if any, and when it arrived.

@@ -27,7 +27,11 @@ import Testing
     }
 
     mutating func event(_ id: DeviceID, _ event: ReceiverEvent) -> [ServerAction] {
-      state.receiverEvent(id, event, now: now, wallClock: wall)
+      state.receiverEvent(id, .event(event), now: now, wallClock: wall)
+    }
+
+    mutating func rawData(_ id: DeviceID, _ bytes: [UInt8]) -> [ServerAction] {
+      state.receiverEvent(id, .rawData(bytes), now: now, wallClock: wall)
     }
   }
 
@@ -185,8 +189,8 @@ import Testing
     let chunk = Array("\u{1}noise".utf8) + sentence + Array("$GPTXT,01,01,02,hi*".utf8)
     // Split right after a '$': the sentence must still come out whole.
     let split = chunk.firstIndex(of: UInt8(ascii: "$"))! + 1
-    let first = h.event(1, .rawData(Array(chunk[..<split])))
-    let second = h.event(1, .rawData(Array(chunk[split...])))
+    let first = h.rawData(1, Array(chunk[..<split]))
+    let second = h.rawData(1, Array(chunk[split...]))
     let passed = Self.lines(first + second, to: 2)
     #expect(passed == [String(decoding: sentence.dropLast(2), as: UTF8.self)])
     // raw 2: the bytes verbatim; the JSON watcher gets none of them.
