@@ -24,9 +24,12 @@ let package = Package(
     // Bytes → sentences → fixes. No Foundation, no I/O, no clocks.
     .target(name: "NMEA", linkerSettings: [.linkedLibrary("m")]),
 
+    // The pthread lock every threaded module shares (package access, not public API).
+    .target(name: "Locking"),
+
     // termios serial port. C interop kept in its own small module.
     .target(name: "CSerialShims"),
-    .target(name: "SerialPort", dependencies: ["CSerialShims"]),
+    .target(name: "SerialPort", dependencies: ["CSerialShims", "Locking"]),
 
     // Per-chipset command bytes, acknowledgements and passive identification.
     .target(name: "Chipsets", dependencies: ["NMEA"]),
@@ -37,17 +40,18 @@ let package = Package(
       pkgConfig: "libudev",
       providers: [.apt(["libudev-dev"])]
     ),
-    .target(name: "Discovery", dependencies: ["CUdev"]),
+    .target(name: "Discovery", dependencies: ["CUdev", "Locking"]),
 
     // The gated receiver: subscriptions, power policy, the reader.
     .target(
       name: "SerialGPS",
-      dependencies: ["NMEA", "SerialPort", "Chipsets", "Discovery"]
+      dependencies: ["NMEA", "SerialPort", "Chipsets", "Discovery", "Locking"]
     ),
 
     // Recordings as virtual receivers and in-process sources; the receiver simulator.
     // It implements SerialGPS's connector for in-process replay, so it comes after SerialGPS.
-    .target(name: "Replay", dependencies: ["NMEA", "Chipsets", "SerialPort", "SerialGPS"]),
+    .target(
+      name: "Replay", dependencies: ["NMEA", "Chipsets", "SerialPort", "SerialGPS", "Locking"]),
 
     // gpsd JSON reports (TPV, SKY, DEVICE …) and client command parsing.
     .target(name: "GPSDProtocol", dependencies: ["NMEA"]),
@@ -55,7 +59,9 @@ let package = Package(
     .target(name: "CServerShims"),
     .target(
       name: "GPSDServer",
-      dependencies: ["GPSDProtocol", "SerialGPS", "Discovery", "NMEA", "Chipsets", "CServerShims"]
+      dependencies: [
+        "GPSDProtocol", "SerialGPS", "Discovery", "NMEA", "Chipsets", "CServerShims", "Locking",
+      ]
     ),
 
     .executableTarget(
@@ -90,7 +96,9 @@ let package = Package(
       path: "Tests/DiscoveryTestbed"),
     .testTarget(
       name: "SerialGPSTests",
-      dependencies: ["SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort", "Discovery"]
+      dependencies: [
+        "SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort", "Discovery", "Locking",
+      ]
     ),
     .testTarget(
       name: "ReplayTests", dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort", "SerialGPS"]

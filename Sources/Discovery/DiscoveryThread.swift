@@ -1,5 +1,6 @@
 import CUdev
 import Glibc
+import Locking
 
 /// The one thread that owns the libudev context and the hotplug monitor.
 ///

@@ -2,6 +2,7 @@ import Chipsets
 import Discovery
 import GPSDProtocol
 import Glibc
+import Locking
 import NMEA
 import SerialGPS
 

@@ -1,6 +1,7 @@
 import CServerShims
 import Discovery
 import Glibc
+import Locking
 import SerialGPS
 
 /// A server that speaks gpsd's JSON protocol (port 2947) for the receivers it serves, so

@@ -1,5 +1,6 @@
 import Chipsets
 import Glibc
+import Locking
 import NMEA
 import SerialPort
 
@@ -279,7 +280,7 @@ final class SimulatorCore: @unchecked Sendable {
   /// The directory made for ``devicePath`` when none was given; removed by ``stop()``.
   private let temporaryDirectory: String?
   private let origin = ContinuousClock.now
-  private let lock = ConditionLock()
+  private let lock = Lock()
   private var locked: State
 
   init(recording: Recording, configuration: ReceiverSimulator.Configuration)

@@ -1,4 +1,5 @@
 import Chipsets
+import Locking
 import NMEA
 import SerialGPS
 
@@ -311,7 +312,7 @@ final class ReplayCore: @unchecked Sendable {
   let profile: ReceiverProfile
   let clock: any DriverClock
   let deviceName: String
-  private let lock = ConditionLock()
+  private let lock = Lock()
   private var locked: State
 
   init(

@@ -1,4 +1,5 @@
 import Chipsets
+import Locking
 
 /// Hands acknowledgements seen by the reader thread to the controller waiting for them.
 final class AcknowledgementMailbox: @unchecked Sendable {

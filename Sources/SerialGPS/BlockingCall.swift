@@ -1,3 +1,5 @@
+import Locking
+
 /// Runs a blocking call (autobaud listening, a long drain) on a thread of its own and awaits
 /// its result, so that it never holds one of the cooperative pool's few threads.
 func onOwnThread<Value: Sendable>(

@@ -1,3 +1,5 @@
+import Locking
+
 /// The time source of a receiver: linger, hold, replay expiry and reconnection backoff are
 /// measured with it, so tests can drive them with a ``ManualClock`` in milliseconds.
 ///

@@ -1,6 +1,7 @@
 import Chipsets
 import Discovery
 import Glibc
+import Locking
 import SerialPort
 
 /// Finds the receiver to use with libudev, waits for it when it is absent, and follows it

@@ -1,4 +1,5 @@
 import Glibc
+import Locking
 
 /// The thread on which SerialGPS runs its own tasks and timers.
 ///

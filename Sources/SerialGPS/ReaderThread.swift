@@ -1,4 +1,5 @@
 import Glibc
+import Locking
 
 /// A dedicated thread for blocking reads, so that a receiver never occupies one of the few
 /// threads of Swift's cooperative pool while it waits for bytes.

@@ -1,4 +1,5 @@
 import Chipsets
+import Locking
 import NMEA
 
 /// The machinery behind a ``GPSReceiver``: the hub, the ordered event stream, the controller

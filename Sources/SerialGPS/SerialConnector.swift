@@ -1,5 +1,6 @@
 import Chipsets
 import Glibc
+import Locking
 import NMEA
 import SerialPort
 

@@ -1,3 +1,5 @@
+import Locking
+
 /// One subscriber's mailbox: a bounded buffer where the newest event wins.
 ///
 /// The reader never waits for a subscriber: when the buffer is full, the oldest fix or

@@ -1,3 +1,5 @@
+import Locking
+
 /// The events of one subscription, as an `AsyncSequence`.
 ///
 /// The subscription starts when ``GPSReceiver/subscribe(bufferSize:)`` returns (the first

@@ -1,3 +1,4 @@
+import Locking
 import NMEA
 
 /// Fans events out to every subscriber and remembers what a newcomer should be told at once:

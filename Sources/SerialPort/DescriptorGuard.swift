@@ -1,3 +1,5 @@
+import Locking
+
 /// Keeps descriptors open while operations on other threads use them, and lets any thread
 /// close them.
 ///

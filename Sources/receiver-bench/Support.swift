@@ -1,5 +1,5 @@
-import SerialGPS
 import Glibc
+import SerialGPS
 
 // Small tools for the benchmark, without Foundation: Foundation would add its own threads and
 // several megabytes to the resident memory this program measures.

@@ -1,6 +1,7 @@
 import Chipsets
 import Discovery
 import Glibc
+import Locking
 import NMEA
 import SerialPort
 import Testing

@@ -1,4 +1,5 @@
 import Chipsets
+import Locking
 import NMEA
 import Testing
 

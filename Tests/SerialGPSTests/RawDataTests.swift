@@ -1,3 +1,4 @@
+import Locking
 import NMEA
 import Testing
 
