@@ -25,11 +25,11 @@ let package = Package(
     .target(name: "NMEA", linkerSettings: [.linkedLibrary("m")]),
 
     // The pthread lock every threaded module shares (package access, not public API).
-    .target(name: "Locking"),
+    .target(name: "Threading"),
 
     // termios serial port. C interop kept in its own small module.
     .target(name: "CSerialShims"),
-    .target(name: "SerialPort", dependencies: ["CSerialShims", "Locking"]),
+    .target(name: "SerialPort", dependencies: ["CSerialShims", "Threading"]),
 
     // Per-chipset command bytes, acknowledgements and passive identification.
     .target(name: "Chipsets", dependencies: ["NMEA"]),
@@ -40,18 +40,18 @@ let package = Package(
       pkgConfig: "libudev",
       providers: [.apt(["libudev-dev"])]
     ),
-    .target(name: "Discovery", dependencies: ["CUdev", "Locking"]),
+    .target(name: "Discovery", dependencies: ["CUdev", "Threading"]),
 
     // The gated receiver: subscriptions, power policy, the reader.
     .target(
       name: "SerialGPS",
-      dependencies: ["NMEA", "SerialPort", "Chipsets", "Discovery", "Locking"]
+      dependencies: ["NMEA", "SerialPort", "Chipsets", "Discovery", "Threading"]
     ),
 
     // Recordings as virtual receivers and in-process sources; the receiver simulator.
     // It implements SerialGPS's connector for in-process replay, so it comes after SerialGPS.
     .target(
-      name: "Replay", dependencies: ["NMEA", "Chipsets", "SerialPort", "SerialGPS", "Locking"]),
+      name: "Replay", dependencies: ["NMEA", "Chipsets", "SerialPort", "SerialGPS", "Threading"]),
 
     // gpsd JSON reports (TPV, SKY, DEVICE …) and client command parsing.
     .target(name: "GPSDProtocol", dependencies: ["NMEA"]),
@@ -60,7 +60,7 @@ let package = Package(
     .target(
       name: "GPSDServer",
       dependencies: [
-        "GPSDProtocol", "SerialGPS", "Discovery", "NMEA", "Chipsets", "CServerShims", "Locking",
+        "GPSDProtocol", "SerialGPS", "Discovery", "NMEA", "Chipsets", "CServerShims", "Threading",
       ]
     ),
 
@@ -68,7 +68,7 @@ let package = Package(
       name: "serialgps",
       dependencies: [
         "NMEA", "SerialPort", "Chipsets", "Discovery", "SerialGPS", "Replay",
-        "GPSDProtocol", "GPSDServer",
+        "GPSDProtocol", "GPSDServer", "Threading",
       ]
     ),
 
@@ -97,7 +97,7 @@ let package = Package(
     .testTarget(
       name: "SerialGPSTests",
       dependencies: [
-        "SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort", "Discovery", "Locking",
+        "SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort", "Discovery", "Threading",
       ]
     ),
     .testTarget(

@@ -1,6 +1,6 @@
 import CUdev
 import Glibc
-import Locking
+import Threading
 
 /// The one thread that owns the libudev context and the hotplug monitor.
 ///

@@ -2,9 +2,9 @@ import Chipsets
 import Discovery
 import GPSDProtocol
 import Glibc
-import Locking
 import NMEA
 import SerialGPS
+import Threading
 
 /// The server's one thread: `poll(2)` on the listening socket, the clients and a wake-up
 /// eventfd; every socket non-blocking. Receivers' events and hotplug events arrive through

@@ -1,8 +1,8 @@
 import CServerShims
 import Discovery
 import Glibc
-import Locking
 import SerialGPS
+import Threading
 
 /// A server that speaks gpsd's JSON protocol (port 2947) for the receivers it serves, so
 /// gpsd's clients (`gpspipe`, `cgps`, `gpxlogger`, the Python `gps` module …) work unchanged.
@@ -97,7 +97,7 @@ public final class GPSDServer: Sendable {
   }
 
   let loop: EventLoop
-  private let thread: LoopThread
+  private let thread: OwnThread
   private let discoveryTask: Task<Void, Never>?
 
   /// Binds the listening socket and starts serving.
@@ -151,7 +151,10 @@ public final class GPSDServer: Sendable {
       }
     }
     let loop = self.loop
-    thread = LoopThread.start { loop.run() }
+    thread = OwnThread.start {
+      cserver_name_thread("serialgps-serve")
+      loop.run()
+    }
   }
 
   /// The address listened on, with the port the kernel chose when port 0 was asked for.
@@ -201,55 +204,4 @@ public struct ServerStatistics: Sendable, Hashable {
   public var clientsDropped = 0
 
   public init() {}
-}
-
-/// The server's thread.
-final class LoopThread: @unchecked Sendable {
-  private let body: @Sendable () -> Void
-  private let state = Locked<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>(
-    (false, []))
-
-  private init(body: @escaping @Sendable () -> Void) { self.body = body }
-
-  static func start(_ body: @escaping @Sendable () -> Void) -> LoopThread {
-    let thread = LoopThread(body: body)
-    let unmanaged = Unmanaged.passRetained(thread)
-    var handle = pthread_t()
-    let result = pthread_create(
-      &handle, nil,
-      { argument in
-        let thread = Unmanaged<LoopThread>.fromOpaque(argument!).takeRetainedValue()
-        cserver_name_thread("serialgps-serve")
-        thread.body()
-        thread.markDone()
-        return nil
-      }, unmanaged.toOpaque())
-    if result != 0 {
-      unmanaged.release()
-      thread.markDone()
-    } else {
-      pthread_detach(handle)
-    }
-    return thread
-  }
-
-  private func markDone() {
-    let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-      state.done = true
-      defer { state.waiters.removeAll() }
-      return state.waiters
-    }
-    for waiter in waiters { waiter.resume() }
-  }
-
-  func join() async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let finished = state.withLock { state -> Bool in
-        if state.done { return true }
-        state.waiters.append(continuation)
-        return false
-      }
-      if finished { continuation.resume() }
-    }
-  }
 }

@@ -1,8 +1,8 @@
 import Chipsets
 import Glibc
-import Locking
 import NMEA
 import SerialPort
+import Threading
 
 /// A virtual GPS receiver on a pseudo-terminal, for tests and tools: the driver opens
 /// ``devicePath`` with ``SerialPort`` as if it were a receiver's tty.
@@ -30,7 +30,7 @@ import SerialPort
 ///
 /// All members may be called from any thread or task. ``stop()`` (or releasing the object)
 /// unplugs the receiver and ends its threads.
-public final class ReceiverSimulator: Sendable {
+public final class ReceiverSimulator: ObservableSimulatedReceiver {
   /// How a simulator behaves.
   public struct Configuration: Sendable {
     /// Which chip it imitates.
@@ -173,41 +173,6 @@ public final class ReceiverSimulator: Sendable {
   /// object is released.
   public func stop() {
     core.stop()
-  }
-
-  // MARK: - Waiting
-
-  /// Waits until `condition` holds, checking every few milliseconds, at most `timeout`.
-  /// Returns whether it held. For tests: never use it to measure time.
-  public func waitUntil(
-    timeout: Duration = .seconds(10), _ condition: (ReceiverSimulator) -> Bool
-  ) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-      if condition(self) { return true }
-      try? await Task.sleep(for: .milliseconds(2))
-    }
-    return condition(self)
-  }
-
-  /// Waits for a received command that matches, among everything received so far and from
-  /// now on; the first match, or `nil` after `timeout`.
-  public func waitForCommand(
-    timeout: Duration = .seconds(10), matching predicate: (ReceiverCommand) -> Bool
-  ) async -> ReceivedInput? {
-    var match: ReceivedInput?
-    _ = await waitUntil(timeout: timeout) { simulator in
-      match = simulator.received.first { $0.command.map(predicate) ?? false }
-      return match != nil
-    }
-    return match
-  }
-
-  /// Waits until the receiver is in `state`; returns whether it got there within `timeout`.
-  public func waitForPowerState(_ state: SimulatedPowerState, timeout: Duration = .seconds(10))
-    async -> Bool
-  {
-    await waitUntil(timeout: timeout) { $0.powerState == state }
   }
 }
 

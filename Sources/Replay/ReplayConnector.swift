@@ -1,7 +1,7 @@
 import Chipsets
-import Locking
 import NMEA
 import SerialGPS
+import Threading
 
 /// A recording as a receiver in the same process, for tests of code built on ``GPSReceiver``:
 /// no pty, no thread of its own, and the recording's epochs come due on the receiver's
@@ -29,7 +29,7 @@ import SerialGPS
 /// receiver is in standby then anyway). After a wake the first epoch follows one interval
 /// later. ``Pace/asFastAsPossible`` hands out the next epoch whenever the reader has taken the
 /// previous one.
-public final class ReplayConnector: ReceiverConnector {
+public final class ReplayConnector: ReceiverConnector, ObservableSimulatedReceiver {
   /// How a replay behaves.
   public struct Configuration: Sendable {
     /// Which chip it imitates; `nil` (the default): the chip the recording came from
@@ -180,42 +180,6 @@ public final class ReplayConnector: ReceiverConnector {
   /// for its backoff. Does nothing while plugged in.
   public func replug() {
     core.replug()
-  }
-
-  // MARK: - Waiting
-
-  /// Waits until `condition` holds, checking every few milliseconds of real time, at most
-  /// `timeout`. Returns whether it held. For tests: the driver's controller and reader run on
-  /// their own, so what a clock advance causes happens shortly after it.
-  public func waitUntil(
-    timeout: Duration = .seconds(10), _ condition: (ReplayConnector) -> Bool
-  ) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-      if condition(self) { return true }
-      try? await Task.sleep(for: .milliseconds(2))
-    }
-    return condition(self)
-  }
-
-  /// Waits for a received command that matches, among everything received so far and from
-  /// now on; the first match, or `nil` after `timeout`.
-  public func waitForCommand(
-    timeout: Duration = .seconds(10), matching predicate: (ReceiverCommand) -> Bool
-  ) async -> ReceivedInput? {
-    var match: ReceivedInput?
-    _ = await waitUntil(timeout: timeout) { replay in
-      match = replay.received.first { $0.command.map(predicate) ?? false }
-      return match != nil
-    }
-    return match
-  }
-
-  /// Waits until the chip is in `state`; returns whether it got there within `timeout`.
-  public func waitForPowerState(_ state: SimulatedPowerState, timeout: Duration = .seconds(10))
-    async -> Bool
-  {
-    await waitUntil(timeout: timeout) { $0.powerState == state }
   }
 }
 

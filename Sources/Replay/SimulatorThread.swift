@@ -1,5 +1,5 @@
 import Glibc
-import Locking
+import Threading
 
 /// A joinable thread of the simulator's own. The Replay module is test and tool support: it
 /// may own threads, which keep blocking pty calls off Swift concurrency's cooperative pool.

@@ -1,8 +1,8 @@
 import Chipsets
 import Discovery
 import Glibc
-import Locking
 import SerialPort
+import Threading
 
 /// Finds the receiver to use with libudev, waits for it when it is absent, and follows it
 /// across unplug and replug.

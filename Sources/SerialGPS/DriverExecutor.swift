@@ -1,5 +1,5 @@
 import Glibc
-import Locking
+import Threading
 
 /// The thread on which SerialGPS runs its own tasks and timers.
 ///

@@ -1,6 +1,6 @@
 import Chipsets
-import Locking
 import NMEA
+import Threading
 
 /// The machinery behind a ``GPSReceiver``: the hub, the ordered event stream, the controller
 /// task that runs the power policy's actions, and the reader thread.
@@ -33,7 +33,7 @@ final class ReceiverCore: @unchecked Sendable {
   private var policy: PowerPolicy
   private var timers: [PowerPolicy.TimerID: Task<Void, Never>] = [:]
   private var connection: (any ReceiverConnection)?
-  private var reader: ReaderThread?
+  private var reader: OwnThread?
   private var readerStop: Locked<Bool>?
   private var generation = 0
   /// The receiver that ``identification`` and ``cycleKnowledge`` describe.
@@ -336,7 +336,7 @@ final class ReceiverCore: @unchecked Sendable {
     let session = ReadSession(
       connection: connection, generation: generation, stop: stop, core: self,
       maximumSentenceLength: options.maximumSentenceLength)
-    reader = ReaderThread.start { session.run() }
+    reader = OwnThread.start { session.run() }
   }
 
   fileprivate func readerFailed(generation: Int, reason: String) {

@@ -1,4 +1,4 @@
-import Locking
+import Threading
 
 /// One subscriber's mailbox: a bounded buffer where the newest event wins.
 ///

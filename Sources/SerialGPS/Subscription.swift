@@ -1,4 +1,4 @@
-import Locking
+import Threading
 
 /// The events of one subscription, as an `AsyncSequence`.
 ///

@@ -1,6 +1,6 @@
 import CSerialShims
 import Glibc
-import Locking
+import Threading
 
 /// A tty opened for a GPS receiver: raw 8N1 at a chosen rate, exclusive, read through `poll`.
 ///

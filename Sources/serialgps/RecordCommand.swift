@@ -2,6 +2,7 @@ import Chipsets
 import Glibc
 import NMEA
 import SerialPort
+import Threading
 
 // `serialgps record DEVICE -o FILE [--duration S] [--baud N|auto] [--chipset …] [--name NAME]`:
 // every byte a receiver sends, binary frames and noise included, after a `# Key: value`
@@ -24,7 +25,7 @@ let recordCommand = Command(
     return 2
   case .options(let options):
     let interruption = StopSignals()
-    return await runOnOwnThread { RecordSession(options: options).run(interruption) }
+    return await onOwnThread { RecordSession(options: options).run(interruption) }
   }
 }
 
@@ -448,56 +449,5 @@ struct Capture {
     let tenths =
       duration.components.seconds * 10 + duration.components.attoseconds / 100_000_000_000_000_000
     return "\(tenths / 10).\(tenths % 10)"
-  }
-}
-
-/// Device facts the CLI needs without a connector.
-enum SerialGPSPaths {
-  /// Whether `path` (links resolved) is a receiver's own USB port (`ttyACM`), whose baud rate
-  /// does not matter.
-  static func isUSBReceiverPort(_ path: String) -> Bool {
-    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-    let resolved = realpath(path, &buffer).map { String(cString: $0) } ?? path
-    return resolved.contains("ttyACM")
-  }
-
-  /// Whether `bytes` hold at least two checksum-valid sentences: what autobaud listens for.
-  static func holdsValidSentences(_ bytes: [UInt8]) -> Bool {
-    var framer = NMEAFramer()
-    var valid = 0
-    framer.feed(bytes) { frame in
-      if case .sentence(let sentence) = frame, sentence.hadChecksum { valid += 1 }
-    }
-    return valid >= 2
-  }
-}
-
-/// Runs blocking serial work on a thread of its own, off Swift concurrency's few threads.
-func runOnOwnThread(_ body: @escaping @Sendable () -> Int32) async -> Int32 {
-  final class Job: @unchecked Sendable {
-    let body: @Sendable () -> Int32
-    let continuation: CheckedContinuation<Int32, Never>
-    init(_ body: @escaping @Sendable () -> Int32, _ continuation: CheckedContinuation<Int32, Never>)
-    {
-      self.body = body
-      self.continuation = continuation
-    }
-  }
-  return await withCheckedContinuation { continuation in
-    let job = Unmanaged.passRetained(Job(body, continuation))
-    var thread = pthread_t()
-    let started = pthread_create(
-      &thread, nil,
-      { argument in
-        let job = Unmanaged<Job>.fromOpaque(argument!).takeRetainedValue()
-        job.continuation.resume(returning: job.body())
-        return nil
-      }, job.toOpaque())
-    if started == 0 {
-      pthread_detach(thread)
-    } else {
-      let job = job.takeRetainedValue()
-      job.continuation.resume(returning: job.body())
-    }
   }
 }

@@ -2,6 +2,7 @@ import Chipsets
 import Glibc
 import NMEA
 import SerialPort
+import Threading
 
 // `serialgps send DEVICE (standby|wake|RAW)`: writes a receiver's power commands, or one raw
 // command framed for its chipset, waits for each acknowledgement the chipset gives (with a
@@ -184,7 +185,9 @@ struct SendSession {
     if request.baud == nil {
       var memory = BaudRateMemory()
       do throws(SerialPortError) {
-        rate = try Autobaud.detect(on: port, memory: &memory, recognises: hasValidSentences).rate
+        rate = try Autobaud.detect(
+          on: port, memory: &memory, recognises: SerialGPSPaths.holdsValidSentences
+        ).rate
       } catch  where error.reason == .closed || error.isDisconnected {
         Output.error.line("serialgps send: \(error)")
         return 2
@@ -428,45 +431,5 @@ struct AnswerReader {
     let deadline = ContinuousClock.now + time
     while ContinuousClock.now < deadline { _ = try readOnce(until: deadline) }
     acknowledgements.removeAll()
-  }
-}
-
-/// Whether `bytes` hold at least two checksum-valid sentences: what autobaud listens for.
-private func hasValidSentences(_ bytes: [UInt8]) -> Bool {
-  var framer = NMEAFramer()
-  var valid = 0
-  framer.feed(bytes) { frame in
-    if case .sentence(let sentence) = frame, sentence.hadChecksum { valid += 1 }
-  }
-  return valid >= 2
-}
-
-/// Runs blocking serial work on a thread of its own, off Swift concurrency's pool.
-private func onOwnThread(_ body: @escaping @Sendable () -> Int32) async -> Int32 {
-  final class Job: @unchecked Sendable {
-    let body: @Sendable () -> Int32
-    let continuation: CheckedContinuation<Int32, Never>
-    init(_ body: @escaping @Sendable () -> Int32, _ continuation: CheckedContinuation<Int32, Never>)
-    {
-      self.body = body
-      self.continuation = continuation
-    }
-  }
-  return await withCheckedContinuation { continuation in
-    let job = Unmanaged.passRetained(Job(body, continuation))
-    var thread = pthread_t()
-    let started = pthread_create(
-      &thread, nil,
-      { argument in
-        let job = Unmanaged<Job>.fromOpaque(argument!).takeRetainedValue()
-        job.continuation.resume(returning: job.body())
-        return nil
-      }, job.toOpaque())
-    if started == 0 {
-      pthread_detach(thread)
-    } else {
-      let job = job.takeRetainedValue()
-      job.continuation.resume(returning: job.body())  // no thread: run it here
-    }
   }
 }

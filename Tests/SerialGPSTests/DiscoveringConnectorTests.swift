@@ -1,10 +1,10 @@
 import Chipsets
 import Discovery
 import Glibc
-import Locking
 import NMEA
 import SerialPort
 import Testing
+import Threading
 
 @testable import SerialGPS
 

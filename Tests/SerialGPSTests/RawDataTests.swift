@@ -1,6 +1,6 @@
-import Locking
 import NMEA
 import Testing
+import Threading
 
 @testable import SerialGPS
 

@@ -1,7 +1,7 @@
 import Chipsets
-import Locking
 import NMEA
 import Testing
+import Threading
 
 @testable import SerialGPS
 

@@ -1,7 +1,7 @@
 import Glibc
-import Locking
 import NMEA
 import Testing
+import Threading
 
 @testable import SerialGPS
 

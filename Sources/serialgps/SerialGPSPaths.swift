@@ -1,0 +1,23 @@
+import Glibc
+import NMEA
+
+/// Device facts the CLI needs without a connector.
+enum SerialGPSPaths {
+  /// Whether `path` (links resolved) is a receiver's own USB port (`ttyACM`), whose baud rate
+  /// does not matter.
+  static func isUSBReceiverPort(_ path: String) -> Bool {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let resolved = realpath(path, &buffer).map { String(cString: $0) } ?? path
+    return resolved.contains("ttyACM")
+  }
+
+  /// Whether `bytes` hold at least two checksum-valid sentences: what autobaud listens for.
+  static func holdsValidSentences(_ bytes: [UInt8]) -> Bool {
+    var framer = NMEAFramer()
+    var valid = 0
+    framer.feed(bytes) { frame in
+      if case .sentence(let sentence) = frame, sentence.hadChecksum { valid += 1 }
+    }
+    return valid >= 2
+  }
+}
