@@ -46,6 +46,8 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
     /// A device was attached while an open was under way: if that open fails, the receiver
     /// is told once it has (before, it would ignore the news).
     var attachedWhileConnecting = false
+    /// Hotplug events handled so far (for tests that must know one was seen).
+    var eventsHandled = 0
     /// Why the device was last lost or could not be opened, and the attachment count then.
     /// While nothing has been attached since, a retry fails the same way, so subscribers are
     /// told once (the receiver repeats no status whose reason is unchanged).
@@ -90,6 +92,9 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
 
   /// Whether an open is under way (for tests).
   var isOpening: Bool { state.withLock { $0.connecting } }
+
+  /// Hotplug events handled so far (for tests).
+  var eventsHandled: Int { state.withLock { $0.eventsHandled } }
 
   public var deviceName: String {
     state.withLock { $0.device?.path } ?? selector.description
@@ -393,6 +398,7 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
     let (appeared, waiters) = state.withLock {
       state -> ((@Sendable () -> Void)?, [CheckedContinuation<Void, Never>]) in
       var waiters: [CheckedContinuation<Void, Never>] = []
+      state.eventsHandled += 1
       switch event {
       case .enumerationComplete:
         state.enumerated = true

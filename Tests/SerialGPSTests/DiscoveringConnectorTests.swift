@@ -168,8 +168,9 @@ import Threading
       rmdir(sysBridge)
       rmdir(sysReceiver)
     }
+    // Listened to long enough that the receiver's arrival is handled while it is.
     let (connector, sink) = Self.connector(
-      baud: .automatic(candidates: [.b9600], timePerRate: .milliseconds(500)))
+      baud: .automatic(candidates: [.b9600], timePerRate: .seconds(3)))
     let appeared = Appearances()
     connector.startWatching { appeared.record() }
     let silent = Self.device(
@@ -184,6 +185,8 @@ import Threading
     // A known receiver arrives while the bridge is being listened to: the tracker stays with
     // the bridge until it is rejected.
     sink.yield(.added(Self.device(receiver, sysPath: sysReceiver)))
+    #expect(await eventually { connector.eventsHandled == 3 })
+    #expect(connector.isOpening)
     let failure = await #expect(throws: DiscoveringConnector.NotAReceiver.self) {
       _ = try await opening.value
     }
