@@ -33,11 +33,7 @@ struct DemoOptions: Equatable {
   var fixes = 15
   var recording: String?
 
-  enum Parsed: Equatable {
-    case options(DemoOptions)
-    case help
-    case invalid(String)
-  }
+  typealias Parsed = ParsedArguments<DemoOptions>
 
   static let defaultRecording = "fixtures/ublox-m8-drive.nmea"
 
@@ -62,32 +58,25 @@ struct DemoOptions: Equatable {
 
   static func parse(_ arguments: [String]) -> Parsed {
     var options = DemoOptions()
-    var index = 0
-    func value() -> String? {
-      index += 1
-      return index < arguments.count ? arguments[index] : nil
-    }
-    while index < arguments.count {
-      switch arguments[index] {
-      case "--help", "-h":
-        return .help
-      case "--speed":
-        guard let text = value(), let speed = Double(text), speed.isFinite, speed > 0,
-          speed <= 1000
-        else { return .invalid("--speed needs a factor above 0, such as 5") }
-        options.speed = speed
-      case "--fixes":
-        guard let text = value(), let count = Int(text), count > 0 else {
-          return .invalid("--fixes needs a number above 0")
+    var reader = ArgumentReader(arguments)
+    do throws(UsageMessage) {
+      while let argument = reader.next() {
+        switch argument {
+        case "--help", "-h":
+          return .help
+        case "--speed":
+          options.speed = try reader.number(
+            in: Double.leastNonzeroMagnitude...1000, "--speed needs a factor above 0, such as 5")
+        case "--fixes":
+          options.fixes = try reader.number(in: 1...Int.max, "--fixes needs a number above 0")
+        case "--recording":
+          options.recording = try reader.value("--recording needs a file")
+        default:
+          return .invalid("unknown argument '\(argument)'")
         }
-        options.fixes = count
-      case "--recording":
-        guard let path = value(), !path.isEmpty else { return .invalid("--recording needs a file") }
-        options.recording = path
-      default:
-        return .invalid("unknown argument '\(arguments[index])'")
       }
-      index += 1
+    } catch {
+      return .invalid(error.text)
     }
     return .options(options)
   }

@@ -34,11 +34,7 @@ struct GPXOptions: Equatable {
   var gap: Duration = .seconds(10)
   var name: String?
 
-  enum Parsed: Equatable {
-    case options(GPXOptions)
-    case help
-    case invalid(String)
-  }
+  typealias Parsed = ParsedArguments<GPXOptions>
 
   static let help = """
     usage: serialgps gpx FILE [-o track.gpx] [options]
@@ -64,38 +60,30 @@ struct GPXOptions: Equatable {
   static func parse(_ arguments: [String]) -> Parsed {
     var options = GPXOptions(input: "")
     var input: String?
-    var index = 0
-    func value() -> String? {
-      index += 1
-      return index < arguments.count ? arguments[index] : nil
-    }
-    while index < arguments.count {
-      let argument = arguments[index]
-      switch argument {
-      case "--help", "-h":
-        return .help
-      case "-o", "--output":
-        guard let path = value(), !path.isEmpty else { return .invalid("-o needs a file name") }
-        options.output = path
-      case "--gap":
-        guard let text = value(), let seconds = Double(text), seconds.isFinite, seconds > 0 else {
-          return .invalid("--gap needs a number of seconds above 0, such as 10")
+    var reader = ArgumentReader(arguments)
+    do throws(UsageMessage) {
+      while let argument = reader.next() {
+        switch argument {
+        case "--help", "-h":
+          return .help
+        case "-o", "--output":
+          options.output = try reader.value("-o needs a file name")
+        case "--gap":
+          options.gap = try reader.seconds(
+            in: 0...1_000_000_000, "--gap needs a number of seconds above 0, such as 10")
+        case "--name":
+          options.name = try reader.value("--name needs a name", allowingEmpty: true)
+        default:
+          if isOption(argument) { return .invalid("unknown option '\(argument)'") }
+          guard input == nil else {
+            return .invalid(
+              "converts one recording at a time, not both '\(input!)' and '\(argument)'")
+          }
+          input = argument
         }
-        options.gap = .milliseconds(Int64((seconds * 1000).rounded()))
-      case "--name":
-        guard let text = value() else { return .invalid("--name needs a name") }
-        options.name = text
-      default:
-        if argument.hasPrefix("-") && argument != "-" {
-          return .invalid("unknown option '\(argument)'")
-        }
-        guard input == nil else {
-          return .invalid(
-            "converts one recording at a time, not both '\(input!)' and '\(argument)'")
-        }
-        input = argument
       }
-      index += 1
+    } catch {
+      return .invalid(error.text)
     }
     guard let input else {
       return .invalid("give the recording to convert, such as fixtures/ublox-m8-drive.nmea")

@@ -39,11 +39,7 @@ struct RecordOptions: Equatable {
   var chipset: ChipsetFamily?
   var name: String?
 
-  enum Parsed: Equatable {
-    case options(RecordOptions)
-    case help
-    case invalid(String)
-  }
+  typealias Parsed = ParsedArguments<RecordOptions>
 
   static let help = """
     usage: serialgps record DEVICE -o FILE [options]
@@ -76,47 +72,30 @@ struct RecordOptions: Equatable {
     var baud: BaudRate?
     var chipset: ChipsetFamily?
     var name: String?
-    var index = 0
-    func value() -> String? {
-      index += 1
-      return index < arguments.count ? arguments[index] : nil
-    }
-    while index < arguments.count {
-      let argument = arguments[index]
-      switch argument {
-      case "--help", "-h":
-        return .help
-      case "-o", "--output":
-        guard let path = value(), !path.isEmpty else { return .invalid("-o needs a file name") }
-        output = path
-      case "--duration":
-        guard let text = value(), let seconds = Double(text), seconds.isFinite, seconds > 0
-        else { return .invalid("--duration needs a number of seconds above 0, such as 60") }
-        duration = .milliseconds(Int64((seconds * 1000).rounded()))
-      case "--baud":
-        guard let text = value() else { return .invalid("--baud needs a rate or auto") }
-        if text == "auto" {
-          baud = nil
-        } else if let rate = Int(text), BaudRate(rate).isSupported {
-          baud = BaudRate(rate)
-        } else {
-          let rates = BaudRate.supported.map(\.description).joined(separator: ", ")
-          return .invalid("--baud \(text) is not a rate serialgps can set; use \(rates) or auto")
+    var reader = ArgumentReader(arguments)
+    do throws(UsageMessage) {
+      while let argument = reader.next() {
+        switch argument {
+        case "--help", "-h":
+          return .help
+        case "-o", "--output":
+          output = try reader.value("-o needs a file name")
+        case "--duration":
+          duration = try reader.seconds(
+            in: 0...1_000_000_000, "--duration needs a number of seconds above 0, such as 60")
+        case "--baud":
+          baud = try reader.baud()
+        case "--chipset":
+          chipset = try reader.chipset()
+        case "--name":
+          name = try reader.value("--name needs a name")
+        default:
+          if argument.hasPrefix("-") { return .invalid("unknown option '\(argument)'") }
+          positional.append(argument)
         }
-      case "--chipset":
-        guard let text = value() else { return .invalid("--chipset needs a name") }
-        guard let family = ChipsetFamily(cliName: text) else {
-          return .invalid("unknown chipset '\(text)'; use \(ChipsetFamily.cliNames)")
-        }
-        chipset = family
-      case "--name":
-        guard let text = value(), !text.isEmpty else { return .invalid("--name needs a name") }
-        name = text
-      default:
-        if argument.hasPrefix("-") { return .invalid("unknown option '\(argument)'") }
-        positional.append(argument)
       }
-      index += 1
+    } catch {
+      return .invalid(error.text)
     }
     guard positional.count == 1 else {
       return .invalid(

@@ -33,11 +33,7 @@ struct ReplayOptions: Equatable {
   var loops = false
   var link: String?
 
-  enum Parsed: Equatable {
-    case options(ReplayOptions)
-    case help
-    case invalid(String)
-  }
+  typealias Parsed = ParsedArguments<ReplayOptions>
 
   static let help = """
     usage: serialgps replay FILE [options]
@@ -69,46 +65,35 @@ struct ReplayOptions: Equatable {
     var path: String?
     var speed: Double?
     var fast = false
-    var index = 0
-    func value() -> String? {
-      index += 1
-      return index < arguments.count ? arguments[index] : nil
-    }
-    while index < arguments.count {
-      let argument = arguments[index]
-      switch argument {
-      case "--help", "-h":
-        return .help
-      case "--speed":
-        guard let text = value(), let number = Double(text), number.isFinite, number > 0,
-          number <= 10_000
-        else {
-          return .invalid("--speed needs a factor above 0, such as 5 or 0.5")
+    var reader = ArgumentReader(arguments)
+    do throws(UsageMessage) {
+      while let argument = reader.next() {
+        switch argument {
+        case "--help", "-h":
+          return .help
+        case "--speed":
+          speed = try reader.number(
+            in: Double.leastNonzeroMagnitude...10_000,
+            "--speed needs a factor above 0, such as 5 or 0.5")
+        case "--fast":
+          fast = true
+        case "--loop":
+          options.loops = true
+        case "--chipset":
+          options.chipset = try reader.chipset()
+        case "--link":
+          options.link = try reader.value("--link needs a path")
+        default:
+          if isOption(argument) { return .invalid("unknown option '\(argument)'") }
+          guard path == nil else {
+            return .invalid(
+              "replays one recording at a time, not both '\(path!)' and '\(argument)'")
+          }
+          path = argument
         }
-        speed = number
-      case "--fast":
-        fast = true
-      case "--loop":
-        options.loops = true
-      case "--chipset":
-        guard let name = value() else { return .invalid("--chipset needs a name") }
-        guard let family = ChipsetFamily(cliName: name) else {
-          return .invalid("unknown chipset '\(name)'; use \(ChipsetFamily.cliNames)")
-        }
-        options.chipset = family
-      case "--link":
-        guard let link = value(), !link.isEmpty else { return .invalid("--link needs a path") }
-        options.link = link
-      default:
-        if argument.hasPrefix("-") && argument != "-" {
-          return .invalid("unknown option '\(argument)'")
-        }
-        guard path == nil else {
-          return .invalid("replays one recording at a time, not both '\(path!)' and '\(argument)'")
-        }
-        path = argument
       }
-      index += 1
+    } catch {
+      return .invalid(error.text)
     }
     guard let path else {
       return .invalid("give the recording to replay, such as fixtures/ublox-m8-drive.nmea")

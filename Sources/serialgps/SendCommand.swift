@@ -91,44 +91,26 @@ struct SendRequest {
     var family: ChipsetFamily?
     var baud: BaudRate? = .b9600
     var timeout = Duration.seconds(1)
-    var index = 0
-    func value(_ option: String) -> String? {
-      index += 1
-      return index < arguments.count ? arguments[index] : nil
-    }
-    while index < arguments.count {
-      let argument = arguments[index]
-      switch argument {
-      case "--help", "-h":
-        return .help
-      case "--chipset":
-        guard let name = value(argument) else { return .invalid("--chipset needs a name") }
-        guard let parsed = ChipsetFamily(cliName: name) else {
-          return .invalid("unknown chipset '\(name)'; use \(ChipsetFamily.cliNames)")
+    var reader = ArgumentReader(arguments)
+    do throws(UsageMessage) {
+      while let argument = reader.next() {
+        switch argument {
+        case "--help", "-h":
+          return .help
+        case "--chipset":
+          family = try reader.chipset()
+        case "--baud":
+          baud = try reader.baud()
+        case "--timeout":
+          timeout = try reader.seconds(
+            in: 0...600, "--timeout needs a number of seconds between 0 and 600, such as 1.5")
+        default:
+          if argument.hasPrefix("--") { return .invalid("unknown option '\(argument)'") }
+          positional.append(argument)
         }
-        family = parsed
-      case "--baud":
-        guard let text = value(argument) else { return .invalid("--baud needs a rate or auto") }
-        if text == "auto" {
-          baud = nil
-        } else if let rate = Int(text), BaudRate(rate).isSupported {
-          baud = BaudRate(rate)
-        } else {
-          let rates = BaudRate.supported.map(\.description).joined(separator: ", ")
-          return .invalid("--baud \(text) is not a rate serialgps can set; use \(rates) or auto")
-        }
-      case "--timeout":
-        guard let text = value(argument), let seconds = Double(text), seconds > 0,
-          seconds <= 600
-        else {
-          return .invalid("--timeout needs a number of seconds between 0 and 600, such as 1.5")
-        }
-        timeout = .milliseconds(Int64((seconds * 1000).rounded()))
-      default:
-        if argument.hasPrefix("--") { return .invalid("unknown option '\(argument)'") }
-        positional.append(argument)
       }
-      index += 1
+    } catch {
+      return .invalid(error.text)
     }
     guard positional.count == 2 else {
       return .invalid(

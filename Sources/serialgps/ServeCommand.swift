@@ -36,11 +36,7 @@ struct ServeOptions: Equatable {
   var family: ChipsetFamily?
   var devices: [String] = []
 
-  enum Parsed: Equatable {
-    case options(ServeOptions)
-    case help
-    case invalid(String)
-  }
+  typealias Parsed = ParsedArguments<ServeOptions>
 
   static let help = """
     usage: serialgps serve [options] [DEVICE …]
@@ -72,59 +68,35 @@ struct ServeOptions: Equatable {
 
   static func parse(_ arguments: [String]) -> Parsed {
     var options = ServeOptions()
-    var index = 0
-    func value() -> String? {
-      index += 1
-      return index < arguments.count ? arguments[index] : nil
-    }
-    while index < arguments.count {
-      let argument = arguments[index]
-      switch argument {
-      case "--help", "-h":
-        return .help
-      case "--listen":
-        guard let text = value() else {
-          return .invalid("--listen needs an address such as 127.0.0.1:2947")
+    var reader = ArgumentReader(arguments)
+    do throws(UsageMessage) {
+      while let argument = reader.next() {
+        switch argument {
+        case "--help", "-h":
+          return .help
+        case "--listen":
+          options.listen = try reader.value(
+            "--listen needs an address such as 127.0.0.1:2947", allowingEmpty: true)
+        case "--allow-remote":
+          options.allowRemote = true
+        case "--linger":
+          options.linger = try reader.seconds(
+            in: 0...86_400, allowingZero: true,
+            "--linger needs a number of seconds from 0 to 86400, such as 5 or 0.5")
+        case "--max-clients":
+          options.maximumClients = try reader.number(
+            in: 1...65_536, "--max-clients needs a number from 1 to 65536")
+        case "--baud":
+          options.baud = try reader.baud()
+        case "--chipset":
+          options.family = try reader.chipset(allowingAuto: true)
+        default:
+          if isOption(argument) { return .invalid("unknown option '\(argument)'") }
+          options.devices.append(argument)
         }
-        options.listen = text
-      case "--allow-remote":
-        options.allowRemote = true
-      case "--linger":
-        guard let text = value(), let seconds = Double(text), seconds >= 0, seconds <= 86_400 else {
-          return .invalid("--linger needs a number of seconds from 0 to 86400, such as 5 or 0.5")
-        }
-        options.linger = .milliseconds(Int64((seconds * 1000).rounded()))
-      case "--max-clients":
-        guard let text = value(), let count = Int(text), (1...65_536).contains(count) else {
-          return .invalid("--max-clients needs a number from 1 to 65536")
-        }
-        options.maximumClients = count
-      case "--baud":
-        guard let text = value() else { return .invalid("--baud needs a rate or auto") }
-        if text == "auto" {
-          options.baud = nil
-        } else if let rate = Int(text), BaudRate(rate).isSupported {
-          options.baud = BaudRate(rate)
-        } else {
-          let rates = BaudRate.supported.map(\.description).joined(separator: ", ")
-          return .invalid("--baud \(text) is not a rate serialgps can set; use \(rates) or auto")
-        }
-      case "--chipset":
-        guard let name = value() else { return .invalid("--chipset needs a name") }
-        if name == "auto" {
-          options.family = nil
-        } else if let family = ChipsetFamily(cliName: name) {
-          options.family = family
-        } else {
-          return .invalid("unknown chipset '\(name)'; use \(ChipsetFamily.cliNames) or auto")
-        }
-      default:
-        if argument.hasPrefix("-") && argument != "-" {
-          return .invalid("unknown option '\(argument)'")
-        }
-        options.devices.append(argument)
       }
-      index += 1
+    } catch {
+      return .invalid(error.text)
     }
     return .options(options)
   }

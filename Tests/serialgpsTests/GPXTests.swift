@@ -195,5 +195,9 @@ struct GPXTests {
     #expect(
       GPXOptions.parse(["a", "--gap", "0"])
         == .invalid("--gap needs a number of seconds above 0, such as 10"))
+    // Too large for a Duration in milliseconds: refused, not a crash.
+    #expect(
+      GPXOptions.parse(["a", "--gap", "1e300"])
+        == .invalid("--gap needs a number of seconds above 0, such as 10"))
   }
 }

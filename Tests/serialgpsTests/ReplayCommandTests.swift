@@ -305,6 +305,26 @@ struct ReplayCommandTests {
       RecordOptions.parse(["-o", "x"])
         == .invalid("give the device to record, such as /dev/ttyACM0"))
     #expect(DemoOptions.parse(["--fixes", "0"]) == .invalid("--fixes needs a number above 0"))
+    // Numbers out of range, or no number at all, are refused with the option's message; a
+    // duration too long to count in milliseconds used to crash the conversion.
+    for text in ["1e300", "nan", "inf", "-1", "", "soon"] {
+      #expect(
+        RecordOptions.parse(["/dev/ttyACM0", "-o", "x", "--duration", text])
+          == .invalid("--duration needs a number of seconds above 0, such as 60"))
+      #expect(
+        ReplayOptions.parse(["f", "--speed", text])
+          == .invalid("--speed needs a factor above 0, such as 5 or 0.5"))
+    }
+    #expect(
+      RecordOptions.parse(["/dev/ttyACM0", "-o", "x", "--duration"])
+        == .invalid("--duration needs a number of seconds above 0, such as 60"))
+    #expect(
+      RecordOptions.parse(["/dev/ttyACM0", "-o", "x", "--baud", "1234"])
+        == .invalid(
+          "--baud 1234 is not a rate serialgps can set; use "
+            + BaudRate.supported.map(\.description).joined(separator: ", ") + " or auto"))
+    #expect(
+      ReplayOptions.parse(["f", "--chipset"]) == .invalid("--chipset needs a name"))
     #expect(RecordSession.defaultName("/tmp/drive.2026.nmea") == "drive.2026")
     #expect(RecordSession.clean("a$b!c#d\u{1}é") == "a_b_c_d__")
   }

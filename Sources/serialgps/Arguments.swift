@@ -1,0 +1,91 @@
+import Chipsets
+import SerialPort
+
+/// What a command made of its arguments.
+enum ParsedArguments<Options> {
+  case options(Options)
+  case help
+  case invalid(String)
+}
+
+extension ParsedArguments: Equatable where Options: Equatable {}
+
+/// A mistake on the command line, said in words the user can act on.
+struct UsageMessage: Error, Equatable {
+  let text: String
+  init(_ text: String) { self.text = text }
+}
+
+/// A command's arguments, read front to back, and the option values several commands share,
+/// so that the same mistake gets the same message from every command.
+struct ArgumentReader {
+  private let arguments: [String]
+  private var index = 0
+
+  init(_ arguments: [String]) { self.arguments = arguments }
+
+  /// The next argument; `nil` after the last.
+  mutating func next() -> String? {
+    guard index < arguments.count else { return nil }
+    defer { index += 1 }
+    return arguments[index]
+  }
+
+  /// The value after an option; `missing` is the message when there is none (or it is empty
+  /// and `allowingEmpty` is false).
+  mutating func value(_ missing: String, allowingEmpty: Bool = false) throws(UsageMessage)
+    -> String
+  {
+    guard let text = next(), allowingEmpty || !text.isEmpty else { throw UsageMessage(missing) }
+    return text
+  }
+
+  /// `--chipset NAME`: a chipset family; with `allowingAuto`, `auto` gives `nil`.
+  mutating func chipset(allowingAuto: Bool = false) throws(UsageMessage) -> ChipsetFamily? {
+    let name = try value("--chipset needs a name", allowingEmpty: true)
+    if allowingAuto && name == "auto" { return nil }
+    guard let family = ChipsetFamily(cliName: name) else {
+      throw UsageMessage(
+        "unknown chipset '\(name)'; use \(ChipsetFamily.cliNames)\(allowingAuto ? " or auto" : "")")
+    }
+    return family
+  }
+
+  /// `--baud N|auto`: a rate the port can be set to; `nil` for `auto` (listen for it).
+  mutating func baud() throws(UsageMessage) -> BaudRate? {
+    let text = try value("--baud needs a rate or auto", allowingEmpty: true)
+    if text == "auto" { return nil }
+    guard let rate = Int(text), BaudRate(rate).isSupported else {
+      let rates = BaudRate.supported.map(\.description).joined(separator: ", ")
+      throw UsageMessage("--baud \(text) is not a rate serialgps can set; use \(rates) or auto")
+    }
+    return BaudRate(rate)
+  }
+
+  /// A number of seconds in `range` (and above 0 unless `range` starts at 0 and `zero` is
+  /// allowed), to the millisecond; `invalid` is the message otherwise.
+  mutating func seconds(
+    in range: ClosedRange<Double>, allowingZero: Bool = false, _ invalid: String
+  ) throws(UsageMessage) -> Duration {
+    guard let text = next(), let seconds = Double(text), seconds.isFinite,
+      range.contains(seconds), allowingZero || seconds > 0
+    else { throw UsageMessage(invalid) }
+    return .milliseconds(Int64((seconds * 1000).rounded()))
+  }
+
+  /// A number in `range`; `invalid` is the message otherwise.
+  mutating func number<Number: LosslessStringConvertible & Comparable>(
+    in range: ClosedRange<Number>, _ invalid: String
+  ) throws(UsageMessage) -> Number {
+    guard let text = next(), let number = Number(text), range.contains(number) else {
+      throw UsageMessage(invalid)
+    }
+    return number
+  }
+}
+
+/// Whether `argument` looks like an option rather than an operand (`-` alone is standard
+/// input).
+func isOption(_ argument: String) -> Bool {
+  argument.hasPrefix("-") && argument != "-"
+}
