@@ -34,6 +34,9 @@ public enum Autobaud {
     public let rate: BaudRate
     /// Every rate listened to, in order, ending with ``rate``.
     public let triedRates: [BaudRate]
+    /// Every byte received at ``rate`` while listening, in order: already the receiver's data,
+    /// for a caller that must not lose it (a recording). At most what `timePerRate` brings.
+    public let heard: [UInt8]
   }
 
   /// Opens `path`, finds its rate, closes it again (restoring its settings), and remembers the
@@ -81,6 +84,8 @@ public enum Autobaud {
     var chunk = [UInt8](repeating: 0, count: 1024)
     var received: [UInt8] = []
     received.reserveCapacity(window + chunk.count)
+    // All of it, not only the window `recognises` is shown: bounded by time × rate.
+    var heard: [UInt8] = []
 
     for rate in memory.searchOrder(for: port.path, candidates: candidates) {
       do {
@@ -91,6 +96,7 @@ public enum Autobaud {
       try port.flushInput()
       tried.append(rate)
       received.removeAll(keepingCapacity: true)
+      heard.removeAll(keepingCapacity: true)
       let deadline = ContinuousClock.now.advanced(by: timePerRate)
 
       listening: while true {
@@ -100,10 +106,11 @@ public enum Autobaud {
         switch try result.get() {
         case .received(let count):
           received.append(contentsOf: chunk[..<count])
+          heard.append(contentsOf: chunk[..<count])
           if received.count > window { received.removeFirst(received.count - window) }
           if recognises(received) {
             memory.remember(rate, for: port.path)
-            return Detection(rate: rate, triedRates: tried)
+            return Detection(rate: rate, triedRates: tried, heard: heard)
           }
         case .timedOut:
           break listening

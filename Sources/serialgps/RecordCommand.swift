@@ -59,7 +59,8 @@ struct RecordOptions: Equatable {
                           to standby at the end. Without it nothing is written to DEVICE.
       --name NAME         the recording's Name header (default: FILE without its extension)
 
-    With --baud auto the bytes heard while searching for the rate are not recorded.
+    With --baud auto the bytes heard at the rate found are recorded; those heard at wrong
+    rates while searching are noise and are not.
     Exit status: 0 when the duration was reached or on Ctrl-C, 1 when the device went away
     while recording (what was recorded is kept), 2 for usage, device or file errors.
 
@@ -128,14 +129,16 @@ struct RecordSession {
     interruption.onStop { port.interrupt() }
 
     var rate = options.baud ?? .b9600
+    // What the search heard at the rate it found: the receiver's first sentences, recorded.
+    var heard: [UInt8] = []
     if options.baud == nil && !SerialGPSPaths.isUSBReceiverPort(device) {
       Output.error.line("serialgps record: listening to \(device) for its baud rate …")
       var memory = BaudRateMemory()
       do throws(SerialPortError) {
-        rate =
-          try Autobaud.detect(
-            on: port, memory: &memory, recognises: SerialGPSPaths.holdsValidSentences
-          ).rate
+        let detection = try Autobaud.detect(
+          on: port, memory: &memory, recognises: SerialGPSPaths.holdsValidSentences)
+        rate = detection.rate
+        heard = detection.heard
       } catch  where error.isDisconnected || error.reason == .closed {
         Output.error.line("serialgps record: \(error)")
         return 2
@@ -173,6 +176,7 @@ struct RecordSession {
       "serialgps record: \(device) at \(rate) baud → \(options.output), \(until).")
 
     var capture = Capture(port: port, terminal: isatty(2) == 1)
+    guard capture.record(heard, into: &sink) else { return 2 }
     let deadline = options.duration.map { ContinuousClock.now + $0 }
     var outcome = Capture.Outcome.stopped
     if let commands, !commands.powerOnSteps.isEmpty {
@@ -384,21 +388,28 @@ struct Capture {
     case .failure(let error):
       return .deviceLost(error)
     case .success(.received(let count)):
-      guard sink.write(buffer[..<count]) else { return .fileFailed }
-      bytes += count
-      decoder.decode(buffer[..<count]) { event in
-        guard case .epoch(let epoch) = event else { return }
-        epochs += 1
-        if epoch.fix.mode != .noFix {
-          fixes += 1
-          lastFix = epoch.fix
-        }
-      }
-      showProgress()
-      return .stopped
+      return record(buffer[..<count], into: &sink) ? .stopped : .fileFailed
     case .success(.timedOut), .success(.interrupted):
       return .stopped
     }
+  }
+
+  /// Writes bytes received from the device and counts what they hold; false when the file
+  /// could not be written.
+  mutating func record(_ bytes: some Collection<UInt8>, into sink: inout RecordingSink) -> Bool {
+    guard !bytes.isEmpty else { return true }
+    guard sink.write(bytes) else { return false }
+    self.bytes += bytes.count
+    decoder.decode(bytes) { event in
+      guard case .epoch(let epoch) = event else { return }
+      epochs += 1
+      if epoch.fix.mode != .noFix {
+        fixes += 1
+        lastFix = epoch.fix
+      }
+    }
+    showProgress()
+    return true
   }
 
   private mutating func showProgress() {

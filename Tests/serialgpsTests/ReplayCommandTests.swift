@@ -238,6 +238,39 @@ struct ReplayCommandTests {
     #expect(written.bursts.count >= 5)
   }
 
+  @Test("record --baud auto keeps the sentences it heard while finding the rate")
+  func recordKeepsWhatTheRateSearchHeard() async throws {
+    let terminal = try PseudoTerminal()
+    let directory = try TemporaryDirectory()
+    let output = directory.file("auto.nmea")
+    let record = try CLIProcess([
+      "record", terminal.devicePath, "-o", output, "--baud", "auto", "--duration", "2",
+    ])
+    // A pair of sentences is what the search needs. The search flushes the input when it sets
+    // a rate, so a pair sent before that is lost: send numbered pairs until it has decided.
+    var pair = 0
+    while !record.standardError.contains("baud → \(output)") && pair < 100 {
+      pair += 1
+      try terminal.write(
+        Array(
+          (sentence("GPTXT,01,01,02,pair \(pair) A") + sentence("GPTXT,01,01,02,pair \(pair) B"))
+            .utf8))
+      try await Task.sleep(for: .milliseconds(150))
+    }
+    #expect(record.standardError.contains("baud → \(output)"))
+    let after = sentence("GPTXT,01,01,02,after the search")
+    try terminal.write(Array(after.utf8))
+    #expect(await record.exitStatus() == 0)
+    let body = String(decoding: try Recording.load(path: output).body, as: UTF8.self)
+    // The pair the search recognised is in the recording, before what came after it.
+    let recognised = sentence("GPTXT,01,01,02,pair \(pair) B")
+    #expect(body.contains(recognised))
+    #expect(body.contains(after))
+    if let a = body.range(of: recognised), let b = body.range(of: after) {
+      #expect(a.upperBound <= b.lowerBound)
+    }
+  }
+
   @Test("record names what is wrong: a missing device, an unwritable file")
   func recordErrors() async throws {
     let directory = try TemporaryDirectory()
