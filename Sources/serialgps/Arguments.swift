@@ -62,8 +62,9 @@ struct ArgumentReader {
     return BaudRate(rate)
   }
 
-  /// A number of seconds in `range` (and above 0 unless `range` starts at 0 and `zero` is
-  /// allowed), to the millisecond; `invalid` is the message otherwise.
+  /// A number of seconds in `range`, above 0 unless `allowingZero`, to the millisecond;
+  /// `invalid` is the message otherwise. Bounding `range` also keeps the conversion to
+  /// milliseconds from overflowing.
   mutating func seconds(
     in range: ClosedRange<Double>, allowingZero: Bool = false, _ invalid: String
   ) throws(UsageMessage) -> Duration {
