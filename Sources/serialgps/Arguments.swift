@@ -63,13 +63,14 @@ struct ArgumentReader {
   }
 
   /// A number of seconds in `range`, above 0 unless `allowingZero`, to the millisecond;
-  /// `invalid` is the message otherwise. Bounding `range` also keeps the conversion to
-  /// milliseconds from overflowing.
+  /// `invalid` is the message otherwise (also for a number too large to count in
+  /// milliseconds).
   mutating func seconds(
     in range: ClosedRange<Double>, allowingZero: Bool = false, _ invalid: String
   ) throws(UsageMessage) -> Duration {
     guard let text = next(), let seconds = Double(text), seconds.isFinite,
-      range.contains(seconds), allowingZero || seconds > 0
+      range.contains(seconds), allowingZero || seconds > 0,
+      seconds * 1000 < Double(Int64.max)
     else { throw UsageMessage(invalid) }
     return .milliseconds(Int64((seconds * 1000).rounded()))
   }
