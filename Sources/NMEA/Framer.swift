@@ -560,3 +560,17 @@ public struct NMEAFramer {
     }
   }
 }
+
+extension NMEAFramer {
+  /// Whether `bytes` hold at least `count` sentences that carried a valid checksum: what
+  /// listening for a receiver's baud rate, or for a receiver at all, waits for (one could be
+  /// luck in noise at a wrong rate).
+  public static func holdsChecksummedSentences(_ bytes: [UInt8], atLeast count: Int = 2) -> Bool {
+    var framer = NMEAFramer()
+    var found = 0
+    framer.feed(bytes) { frame in
+      if case .sentence(let sentence) = frame, sentence.hadChecksum { found += 1 }
+    }
+    return found >= count
+  }
+}

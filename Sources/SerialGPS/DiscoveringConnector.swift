@@ -1,6 +1,7 @@
 import Chipsets
 import Discovery
 import Glibc
+import NMEA
 import SerialPort
 import Threading
 
@@ -293,22 +294,22 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
       throw DeviceGone(device: device.path, why: "was unplugged while it was being opened")
     }
     let memory = baudMemory
-    let found: Result<BaudRate, SerialPortError> = await onOwnThread {
+    let found: Result<Autobaud.Detection, SerialPortError> = await onOwnThread {
       var known = memory.withLock { $0 }
       let result = Result { () throws(SerialPortError) in
         try Autobaud.detect(
           on: port, candidates: candidates, timePerRate: timePerRate, memory: &known,
-          recognises: SerialConnector.containsValidNMEA
-        ).rate
+          recognises: { NMEAFramer.holdsChecksummedSentences($0) })
       }
       memory.withLock { $0 = known }
       return result
     }
     state.withLock { $0.listening = nil }
     switch found {
-    case .success:
+    case .success(let detection):
       _ = state.withLock { $0.heard.insert(device.sysPath) }
-      return SerialConnection(port: port)
+      // What it said while being listened to is its first data: handed to the reader.
+      return SerialConnection(port: port, heard: detection.heard)
     case .failure(let error):
       port.close()
       if error.isDisconnected || error.reason == .interrupted {

@@ -79,20 +79,20 @@ public struct SerialConnector: ReceiverConnector {
       // The interface was guessed from the resolved path when no hint named it.
       if chipsetHint?.interface == .usb { return SerialConnection(port: port) }
       let memory = self.memory
-      let found: Result<BaudRate, SerialPortError> = await onOwnThread {
+      let found: Result<Autobaud.Detection, SerialPortError> = await onOwnThread {
         var known = memory.withLock { $0 }
         let result = Result { () throws(SerialPortError) in
           try Autobaud.detect(
             on: port, candidates: candidates, timePerRate: timePerRate, memory: &known,
-            recognises: Self.containsValidNMEA
-          ).rate
+            recognises: { NMEAFramer.holdsChecksummedSentences($0) })
         }
         memory.withLock { $0 = known }
         return result
       }
       switch found {
-      case .success:
-        break
+      case .success(let detection):
+        // The sentences that decided the rate are the receiver's first: not lost.
+        return SerialConnection(port: port, heard: detection.heard)
       case .failure(let error) where error.isDisconnected:
         port.close()
         throw error
@@ -112,24 +112,30 @@ public struct SerialConnector: ReceiverConnector {
     }
   }
 
-  /// Whether the bytes hold at least two checksum-valid NMEA sentences (one could be luck).
-  @Sendable static func containsValidNMEA(_ bytes: [UInt8]) -> Bool {
-    var framer = NMEAFramer()
-    var valid = 0
-    framer.feed(bytes) { frame in
-      if case .sentence(let sentence) = frame, sentence.hadChecksum { valid += 1 }
-    }
-    return valid >= 2
-  }
 }
 
 /// A ``ReceiverConnection`` over a ``SerialPort``.
 final class SerialConnection: ReceiverConnection {
   let port: SerialPort
+  /// Bytes already read from the port (while listening for its rate), handed out first.
+  private let pending: Locked<[UInt8]>
 
-  init(port: SerialPort) { self.port = port }
+  init(port: SerialPort, heard: [UInt8] = []) {
+    self.port = port
+    pending = Locked(heard)
+  }
 
   func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    let taken = pending.withLock { pending -> Int in
+      let count = min(buffer.count, pending.count)
+      guard count > 0 else { return 0 }
+      pending.withUnsafeBytes {
+        buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[..<count]))
+      }
+      pending.removeFirst(count)
+      return count
+    }
+    if taken > 0 { return taken }
     switch try port.read(into: buffer, timeout: nil) {
     case .received(let count): return count
     case .timedOut, .interrupted: return 0

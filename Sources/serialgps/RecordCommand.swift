@@ -136,7 +136,7 @@ struct RecordSession {
       var memory = BaudRateMemory()
       do throws(SerialPortError) {
         let detection = try Autobaud.detect(
-          on: port, memory: &memory, recognises: SerialGPSPaths.holdsValidSentences)
+          on: port, memory: &memory, recognises: { NMEAFramer.holdsChecksummedSentences($0) })
         rate = detection.rate
         heard = detection.heard
       } catch  where error.isDisconnected || error.reason == .closed {

@@ -168,7 +168,7 @@ struct SendSession {
       var memory = BaudRateMemory()
       do throws(SerialPortError) {
         rate = try Autobaud.detect(
-          on: port, memory: &memory, recognises: SerialGPSPaths.holdsValidSentences
+          on: port, memory: &memory, recognises: { NMEAFramer.holdsChecksummedSentences($0) }
         ).rate
       } catch  where error.reason == .closed || error.isDisconnected {
         Output.error.line("serialgps send: \(error)")

@@ -11,13 +11,4 @@ enum SerialGPSPaths {
     return resolved.contains("ttyACM")
   }
 
-  /// Whether `bytes` hold at least two checksum-valid sentences: what autobaud listens for.
-  static func holdsValidSentences(_ bytes: [UInt8]) -> Bool {
-    var framer = NMEAFramer()
-    var valid = 0
-    framer.feed(bytes) { frame in
-      if case .sentence(let sentence) = frame, sentence.hadChecksum { valid += 1 }
-    }
-    return valid >= 2
-  }
 }

@@ -21,6 +21,22 @@ struct FramerTests {
     #expect(statistics.rejectedSentences == 0 && statistics.garbageBytes == 0)
   }
 
+  @Test("listening for a receiver counts only sentences with a valid checksum")
+  func holdsChecksummedSentences() {
+    let one = wire(Self.gga)
+    let two = one + wire(Self.rmc)
+    #expect(!NMEAFramer.holdsChecksummedSentences(one))
+    #expect(NMEAFramer.holdsChecksummedSentences(two))
+    #expect(NMEAFramer.holdsChecksummedSentences(one, atLeast: 1))
+    // Without a checksum, or with a wrong one, a sentence proves nothing about the rate.
+    let bare = Array(("$" + Self.gga + "\r\n$" + Self.rmc + "\r\n").utf8)
+    #expect(!NMEAFramer.holdsChecksummedSentences(bare))
+    var corrupted = two
+    corrupted[10] ^= 0x01
+    #expect(!NMEAFramer.holdsChecksummedSentences(corrupted))
+    #expect(!NMEAFramer.holdsChecksummedSentences([0xF8, 0x00, 0x7E, 0x24, 0xE0] + one))
+  }
+
   @Test("every printable byte but $ ! * is sentence text, at every alignment and in any split")
   func printableText() {
     // The sentence loop looks at eight bytes at a time and at rare punctuation byte by byte;

@@ -40,3 +40,33 @@ import Testing
     #expect(serial.port.baudRate == .b4800)
   }
 }
+
+@Suite struct SerialConnectionTests {
+  /// The sentences heard while the rate was being found are the receiver's first data: the
+  /// reader gets them before anything read later, in pieces as small as its buffer.
+  @Test func bytesHeardWhileListeningAreReadFirst() throws {
+    let pty = try PseudoTerminal()
+    let port = try SerialPort.open(path: pty.devicePath, baudRate: .b9600)
+    let heard = Array("$GPTXT,01,01,02,heard while listening*00\r\n".utf8)
+    let connection = SerialConnection(port: port, heard: heard)
+    defer { connection.close() }
+    let later = Array("$GPTXT,01,01,02,later*00\r\n".utf8)
+    try pty.write(later)
+    // Should the heard bytes be lost, the reads would wait for bytes that never come.
+    let watchdog = Task {
+      try await Task.sleep(for: .seconds(5))
+      connection.interrupt()
+    }
+    defer { watchdog.cancel() }
+    var buffer = [UInt8](repeating: 0, count: 16)
+    var received: [UInt8] = []
+    var reads = 0
+    while received.count < heard.count + later.count && reads < 100 {
+      let count = try buffer.withUnsafeMutableBytes { try connection.read(into: $0) }
+      if count == 0 { break }  // interrupted by the watchdog
+      received += buffer[..<count]
+      reads += 1
+    }
+    #expect(received == heard + later)
+  }
+}

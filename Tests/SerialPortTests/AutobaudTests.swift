@@ -103,6 +103,9 @@ struct AutobaudTests {
     }
     #expect(first.rate == 38400)
     #expect(first.triedRates == [9600, 4800, 38400])
+    // What was heard at the rate found comes back, ending with the sentence that decided it.
+    #expect(containsChecksumValidSentence(first.heard))
+    #expect(first.heard.suffix(validSentence.count).elementsEqual(validSentence))
     #expect(memory.rate(for: path) == 38400)
     #expect(try pty.deviceSettings() == original)  // detect(path:) closes the port it opened
 
