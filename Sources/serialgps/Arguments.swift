@@ -10,6 +10,25 @@ enum ParsedArguments<Options> {
 
 extension ParsedArguments: Equatable where Options: Equatable {}
 
+extension ParsedArguments {
+  /// What every command does with its parsed arguments: `--help` prints `help` (exit 0), a
+  /// mistake is said the same way by every command (exit 2), and options go to `body`.
+  func run(command name: String, help: String, _ body: (Options) async -> Int32) async -> Int32 {
+    switch self {
+    case .help:
+      Output.standard.write(help)
+      Output.standard.flush()
+      return 0
+    case .invalid(let message):
+      Output.error.line("serialgps \(name): " + message)
+      Output.error.line("Run `serialgps \(name) --help` for the options.")
+      return 2
+    case .options(let options):
+      return await body(options)
+    }
+  }
+}
+
 /// A mistake on the command line, said in words the user can act on.
 struct UsageMessage: Error, Equatable {
   let text: String

@@ -15,16 +15,8 @@ let demoCommand = Command(
   usage: "demo [--speed X] [--fixes N] [--recording FILE]",
   summary: "The bundled demo: a recorded drive on a virtual receiver, watched through the driver."
 ) { arguments in
-  switch DemoOptions.parse(arguments) {
-  case .help:
-    Output.standard.write(DemoOptions.help)
-    return 0
-  case .invalid(let message):
-    Output.error.line("serialgps demo: " + message)
-    Output.error.line("Run `serialgps demo --help` for the options.")
-    return 2
-  case .options(let options):
-    return await DemoSession(options: options).run()
+  await DemoOptions.parse(arguments).run(command: "demo", help: DemoOptions.help) { options in
+    await DemoSession(options: options).run()
   }
 }
 

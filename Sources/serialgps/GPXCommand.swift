@@ -12,16 +12,8 @@ let gpxCommand = Command(
   usage: "gpx FILE [-o track.gpx] [--gap S] [--name NAME]",
   summary: "Write a GPX 1.1 track from a recording."
 ) { arguments in
-  switch GPXOptions.parse(arguments) {
-  case .help:
-    Output.standard.write(GPXOptions.help)
-    return 0
-  case .invalid(let message):
-    Output.error.line("serialgps gpx: " + message)
-    Output.error.line("Run `serialgps gpx --help` for the options.")
-    return 2
-  case .options(let options):
-    return GPXSession(options: options).run()
+  await GPXOptions.parse(arguments).run(command: "gpx", help: GPXOptions.help) { options in
+    GPXSession(options: options).run()
   }
 }
 

@@ -15,15 +15,7 @@ let recordCommand = Command(
     + "[--name NAME]",
   summary: "Record every byte a receiver sends, with a header, for replay and decode."
 ) { arguments in
-  switch RecordOptions.parse(arguments) {
-  case .help:
-    Output.standard.write(RecordOptions.help)
-    return 0
-  case .invalid(let message):
-    Output.error.line("serialgps record: " + message)
-    Output.error.line("Run `serialgps record --help` for the options.")
-    return 2
-  case .options(let options):
+  await RecordOptions.parse(arguments).run(command: "record", help: RecordOptions.help) { options in
     let interruption = StopSignals()
     return await onOwnThread { RecordSession(options: options).run(interruption) }
   }

@@ -11,16 +11,8 @@ let replayCommand = Command(
   usage: "replay FILE [--speed X | --fast] [--chipset ublox|mtk|sirf|nmea] [--loop] [--link PATH]",
   summary: "Present a recording as a virtual receiver on a pty (prints the device to open)."
 ) { arguments in
-  switch ReplayOptions.parse(arguments) {
-  case .help:
-    Output.standard.write(ReplayOptions.help)
-    return 0
-  case .invalid(let message):
-    Output.error.line("serialgps replay: " + message)
-    Output.error.line("Run `serialgps replay --help` for the options.")
-    return 2
-  case .options(let options):
-    return await ReplaySession(options: options).run()
+  await ReplayOptions.parse(arguments).run(command: "replay", help: ReplayOptions.help) { options in
+    await ReplaySession(options: options).run()
   }
 }
 

@@ -14,19 +14,9 @@ let sendCommand = Command(
     + "[--timeout S]",
   summary: "Send a receiver its standby or wake commands, or a raw command, and report its answer."
 ) { arguments in
-  let request: SendRequest
-  switch SendRequest.parse(arguments) {
-  case .help:
-    Output.standard.write(sendHelp)
-    return 0
-  case .invalid(let message):
-    Output.error.line("serialgps send: " + message)
-    Output.error.line("Run `serialgps send --help` for the options.")
-    return 2
-  case .request(let parsed):
-    request = parsed
+  await SendRequest.parse(arguments).run(command: "send", help: sendHelp) { request in
+    await onOwnThread { SendSession(request: request).run() }
   }
-  return await onOwnThread { SendSession(request: request).run() }
 }
 
 private let sendHelp = """
@@ -72,11 +62,7 @@ struct SendRequest {
     }
   }
 
-  enum Parsed {
-    case request(SendRequest)
-    case help
-    case invalid(String)
-  }
+  typealias Parsed = ParsedArguments<SendRequest>
 
   var device: String
   var action: Action
@@ -125,7 +111,7 @@ struct SendRequest {
     case "wake": action = .wake
     default: action = .raw(positional[1])
     }
-    return .request(
+    return .options(
       SendRequest(
         device: positional[0], action: action, family: family, baud: baud, timeout: timeout))
   }

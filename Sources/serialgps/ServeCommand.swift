@@ -13,17 +13,8 @@ let serveCommand = Command(
   usage: "serve [--listen ADDR] [--linger S] [--max-clients N] [--allow-remote] [DEVICE …]",
   summary: "Serve receivers to gpsd clients (port 2947), powered only while someone watches."
 ) { arguments in
-  switch ServeOptions.parse(arguments) {
-  case .help:
-    Output.standard.write(ServeOptions.help)
-    Output.standard.flush()
-    return 0
-  case .invalid(let message):
-    Output.error.line("serialgps serve: " + message)
-    Output.error.line("Run `serialgps serve --help` for the options.")
-    return 2
-  case .options(let options):
-    return await ServeCommand.run(options)
+  await ServeOptions.parse(arguments).run(command: "serve", help: ServeOptions.help) { options in
+    await ServeCommand.run(options)
   }
 }
 
