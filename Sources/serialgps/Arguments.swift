@@ -94,6 +94,14 @@ struct ArgumentReader {
     return .milliseconds(Int64((seconds * 1000).rounded()))
   }
 
+  /// `--linger SECONDS`: how long a receiver stays powered after its last subscription
+  /// ends, from 0 to a day (longer is certainly a typo).
+  mutating func linger() throws(UsageMessage) -> Duration {
+    try seconds(
+      in: 0...86_400, allowingZero: true,
+      "--linger needs a number of seconds from 0 to 86400, such as 5 or 0.5")
+  }
+
   /// A number in `range`; `invalid` is the message otherwise.
   mutating func number<Number: LosslessStringConvertible & Comparable>(
     in range: ClosedRange<Number>, _ invalid: String

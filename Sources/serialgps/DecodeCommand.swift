@@ -8,7 +8,9 @@ let decodeCommand = Command(
   name: "decode", usage: "decode [FILE|-] [--json] [--stats]",
   summary: "Decode a recording (or standard input) and print one line per fix."
 ) { arguments in
-  DecodeCommand.main(arguments)
+  await DecodeCommand.parse(arguments).run(command: "decode", help: DecodeCommand.help) {
+    DecodeCommand.decode($0)
+  }
 }
 
 enum DecodeCommand {
@@ -39,54 +41,33 @@ enum DecodeCommand {
     var path = "-"
     var json = false
     var stats = false
-    var help = false
   }
 
-  /// The options, or the one-line complaint for standard error.
-  static func parse(_ arguments: [String]) -> Result<Options, UsageError> {
+  typealias Parsed = ParsedArguments<Options>
+
+  static func parse(_ arguments: [String]) -> Parsed {
     var options = Options()
     var path: String?
-    for argument in arguments {
+    var reader = ArgumentReader(arguments)
+    while let argument = reader.next() {
       switch argument {
+      case "--help", "-h": return .help
       case "--json": options.json = true
       case "--stats": options.stats = true
-      case "--help", "-h": options.help = true
-      case "-":
-        guard path == nil else { return .failure(.twoInputs(path!, argument)) }
-        path = argument
       default:
-        if argument.hasPrefix("-") { return .failure(.unknownOption(argument)) }
-        guard path == nil else { return .failure(.twoInputs(path!, argument)) }
+        if isOption(argument) { return .invalid("unknown option '\(argument)'") }
+        if let path {
+          return .invalid("decodes one recording at a time, not both '\(path)' and '\(argument)'")
+        }
         path = argument
       }
     }
     options.path = path ?? "-"
-    return .success(options)
+    return .options(options)
   }
 
-  struct UsageError: Error, Equatable {
-    let message: String
-    static func unknownOption(_ option: String) -> UsageError {
-      UsageError(
-        message: "unknown option '\(option)'; run 'serialgps decode --help' for the options")
-    }
-    static func twoInputs(_ first: String, _ second: String) -> UsageError {
-      UsageError(message: "decodes one recording at a time, not both '\(first)' and '\(second)'")
-    }
-  }
-
-  static func main(_ arguments: [String]) -> Int32 {
-    let options: Options
-    switch parse(arguments) {
-    case .success(let parsed): options = parsed
-    case .failure(let error):
-      Output.error.line("serialgps decode: " + error.message)
-      return 2
-    }
-    if options.help {
-      Output.standard.write(help)
-      return 0
-    }
+  /// Decodes the recording the options name; the exit status.
+  static func decode(_ options: Options) -> Int32 {
     let name = options.path == "-" ? "standard input" : "'\(options.path)'"
     let descriptor: Int32
     if options.path == "-" {

@@ -6,22 +6,49 @@ let listCommand = Command(
   name: "list", usage: "list [--json] [--all]",
   summary: "List GPS receivers (known, and possible ones on generic USB-serial bridges)."
 ) { arguments in
-  var json = false
-  var all = false
-  for argument in arguments {
-    switch argument {
-    case "--json": json = true
-    case "--all", "-a": all = true
-    case "--help", "-h":
-      Output.standard.write(listHelp)
-      return 0
-    default:
-      Output.error.line("serialgps list: unknown option '\(argument)'")
-      Output.error.write(listHelp)
-      return 2
-    }
+  await ListOptions.parse(arguments).run(command: "list", help: ListOptions.help) { options in
+    await listReceivers(options)
   }
+}
 
+/// What `serialgps list` was asked for.
+struct ListOptions: Equatable {
+  var json = false
+  /// Every serial port, not only the receivers.
+  var all = false
+
+  static let help = """
+    usage: serialgps list [--json] [--all]
+
+    Lists the GPS receivers attached: known receivers (USB IDs in the catalogue, or marked by a
+    udev rule with SERIALGPS_CHIPSET) and possible ones (generic USB-serial bridges such as
+    PL2303, CP210x, FTDI, CH340, which serialgps only listens to unless you name the device).
+
+      --json   one JSON array, an object per port
+      --all    also list every other serial port
+      --help   show this help
+
+    """
+
+  static func parse(_ arguments: [String]) -> ParsedArguments<ListOptions> {
+    var options = ListOptions()
+    var reader = ArgumentReader(arguments)
+    while let argument = reader.next() {
+      switch argument {
+      case "--help", "-h": return .help
+      case "--json": options.json = true
+      case "--all", "-a": options.all = true
+      default:
+        return .invalid(
+          isOption(argument) ? "unknown option '\(argument)'" : "unknown argument '\(argument)'")
+      }
+    }
+    return .options(options)
+  }
+}
+
+/// Prints the receivers (and with `--all` the other serial ports) discovery finds.
+func listReceivers(_ options: ListOptions) async -> Int32 {
   let discovery = DeviceDiscovery()
   defer { discovery.shutdown() }
   let ports: [SerialDevice]
@@ -32,27 +59,16 @@ let listCommand = Command(
     return 1
   }
   let receivers = ReceiverSelector.first.candidates(in: ports)
-  let shown = all ? receivers + ports.filter { !$0.isReceiverCandidate } : receivers
+  let shown = options.all ? receivers + ports.filter { !$0.isReceiverCandidate } : receivers
 
-  if json {
+  if options.json {
     Output.standard.line(listJSON(shown))
   } else {
-    Output.standard.write(listText(shown, otherCount: ports.count - receivers.count, all: all))
+    Output.standard.write(
+      listText(shown, otherCount: ports.count - receivers.count, all: options.all))
   }
   return 0
 }
-
-private let listHelp = """
-  usage: serialgps list [--json] [--all]
-
-  Lists the GPS receivers attached: known receivers (USB IDs in the catalogue, or marked by a
-  udev rule with SERIALGPS_CHIPSET) and possible ones (generic USB-serial bridges such as
-  PL2303, CP210x, FTDI, CH340, which serialgps only listens to unless you name the device).
-
-    --json   one JSON array, an object per port
-    --all    also list every other serial port
-
-  """
 
 private func listText(_ devices: [SerialDevice], otherCount: Int, all: Bool) -> String {
   var text = ""

@@ -71,9 +71,7 @@ struct ServeOptions: Equatable {
         case "--allow-remote":
           options.allowRemote = true
         case "--linger":
-          options.linger = try reader.seconds(
-            in: 0...86_400, allowingZero: true,
-            "--linger needs a number of seconds from 0 to 86400, such as 5 or 0.5")
+          options.linger = try reader.linger()
         case "--max-clients":
           options.maximumClients = try reader.number(
             in: 1...65_536, "--max-clients needs a number from 1 to 65536")

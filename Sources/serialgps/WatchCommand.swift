@@ -28,13 +28,9 @@ enum Watch {
     var json = false
     /// Watch is the receiver's only subscriber, so by default nothing is kept warm for later.
     var linger: Duration = .zero
-    var help = false
   }
 
-  /// A wrong command line, with the one-line complaint for standard error.
-  struct UsageError: Error, Equatable {
-    let message: String
-  }
+  typealias Parsed = ParsedArguments<Options>
 
   static let help = """
     usage: serialgps watch [DEVICE] [options]
@@ -75,103 +71,45 @@ enum Watch {
 
     """
 
-  static func parse(_ arguments: [String]) -> Result<Options, UsageError> {
+  static func parse(_ arguments: [String]) -> Parsed {
     var options = Options()
-    var index = arguments.startIndex
-    func value(for option: String) -> Result<String, UsageError> {
-      index += 1
-      guard index < arguments.endIndex else {
-        return .failure(UsageError(message: "\(option) needs a value"))
+    var reader = ArgumentReader(arguments)
+    do throws(UsageMessage) {
+      while let argument = reader.next() {
+        switch argument {
+        case "--help", "-h":
+          return .help
+        case "--json":
+          options.json = true
+        case "--chipset":
+          options.chipset = try reader.chipset(allowingAuto: true).map { .family($0) } ?? .automatic
+        case "--baud":
+          options.baud = try reader.baud().map { .fixed($0) } ?? .automatic()
+        case "--count":
+          options.count = try reader.number(in: 1...Int.max, "--count needs a number above 0")
+        case "--linger":
+          options.linger = try reader.linger()
+        default:
+          if isOption(argument) { return .invalid("unknown option '\(argument)'") }
+          if let device = options.device {
+            return .invalid("watches one device at a time, not both '\(device)' and '\(argument)'")
+          }
+          options.device = argument
+        }
       }
-      return .success(arguments[index])
+    } catch {
+      return .invalid(error.text)
     }
-    while index < arguments.endIndex {
-      let argument = arguments[index]
-      switch argument {
-      case "--help", "-h":
-        options.help = true
-      case "--json":
-        options.json = true
-      case "--chipset":
-        switch value(for: argument) {
-        case .failure(let error): return .failure(error)
-        case .success(let name):
-          guard let choice = ChipsetChoice(cliName: name) else {
-            return .failure(
-              UsageError(
-                message: "unknown chipset '\(name)'; use auto, \(ChipsetFamily.cliNames)"))
-          }
-          options.chipset = choice
-        }
-      case "--baud":
-        switch value(for: argument) {
-        case .failure(let error): return .failure(error)
-        case .success(let text):
-          if text == "auto" {
-            options.baud = .automatic()
-          } else if let bits = Int(text), BaudRate(bits).isSupported {
-            let rate = BaudRate(bits)
-            options.baud = .fixed(rate)
-          } else {
-            let rates = BaudRate.supported.map(\.description).joined(separator: ", ")
-            return .failure(
-              UsageError(message: "--baud takes auto or one of \(rates), not '\(text)'"))
-          }
-        }
-      case "--count":
-        switch value(for: argument) {
-        case .failure(let error): return .failure(error)
-        case .success(let text):
-          guard let count = Int(text), count > 0 else {
-            return .failure(
-              UsageError(message: "--count takes a positive whole number, not '\(text)'"))
-          }
-          options.count = count
-        }
-      case "--linger":
-        switch value(for: argument) {
-        case .failure(let error): return .failure(error)
-        case .success(let text):
-          // At most a day: longer is certainly a typo, and keeps the conversion exact.
-          guard let seconds = Double(text), seconds >= 0, seconds <= 86_400 else {
-            return .failure(
-              UsageError(message: "--linger takes a number of seconds (0 or more), not '\(text)'"))
-          }
-          options.linger = .milliseconds(Int64((seconds * 1000).rounded()))
-        }
-      default:
-        if argument.hasPrefix("-") && argument != "-" {
-          return .failure(UsageError(message: "unknown option '\(argument)'"))
-        }
-        if let device = options.device {
-          return .failure(
-            UsageError(message: "one device at a time: got '\(device)' and '\(argument)'"))
-        }
-        options.device = argument
-      }
-      index += 1
-    }
-    return .success(options)
+    return .options(options)
   }
 
   static func run(_ arguments: [String]) async -> Int32 {
-    let options: Options
-    switch parse(arguments) {
-    case .failure(let error):
-      Output.error.line("serialgps watch: \(error.message)")
-      Output.error.line("Run `serialgps watch --help` for the options.")
-      return 2
-    case .success(let parsed):
-      options = parsed
+    await parse(arguments).run(command: "watch", help: help) { options in
+      if let device = options.device {
+        return await watch(device: device, options: options)
+      }
+      return await watchFirstReceiver(options: options)
     }
-    if options.help {
-      Output.standard.write(help)
-      return 0
-    }
-    if let device = options.device {
-      return await watch(device: device, options: options)
-    }
-    return await watchFirstReceiver(options: options)
   }
 
   /// Without a DEVICE: the first receiver discovery finds (known ones first), followed across

@@ -31,11 +31,18 @@ func zurichFix(mode: FixMode = .threeD) -> Fix {
 @Suite("serialgps watch: arguments")
 struct WatchArgumentTests {
   func options(_ arguments: [String]) throws -> Watch.Options {
-    try Watch.parse(arguments).get()
+    guard case .options(let options) = Watch.parse(arguments) else {
+      throw ParseFailure(result: "\(Watch.parse(arguments))")
+    }
+    return options
+  }
+
+  struct ParseFailure: Error {
+    let result: String
   }
 
   func complaint(_ arguments: [String]) -> String? {
-    if case .failure(let error) = Watch.parse(arguments) { return error.message }
+    if case .invalid(let message) = Watch.parse(arguments) { return message }
     return nil
   }
 
@@ -90,9 +97,26 @@ struct WatchArgumentTests {
     #expect(complaint(["d", "--count", "-2"]) != nil)
     #expect(complaint(["d", "--linger", "-1"]) != nil)
     #expect(complaint(["d", "--linger", "nan"]) != nil)
-    #expect(complaint(["d", "--count"])?.contains("needs a value") == true)
+    #expect(complaint(["d", "--count"]) == "--count needs a number above 0")
     #expect(complaint(["d", "--verbose"])?.contains("--verbose") == true)
     #expect(complaint(["a", "b"])?.contains("one device") == true)
+    guard case .help = Watch.parse(["d", "--help"]) else {
+      Issue.record("--help not taken for help")
+      return
+    }
+  }
+
+  @Test("the same mistake gets the same message as in the other commands")
+  func sharedMessages() {
+    for mistake in [
+      ["--baud", "12345"], ["--chipset", "garmin"], ["--linger", "-1"], ["--bogus"],
+    ] {
+      guard case .invalid(let served) = ServeOptions.parse(mistake) else {
+        Issue.record("serve accepted \(mistake)")
+        continue
+      }
+      #expect(complaint(["d"] + mistake) == served, "\(mistake)")
+    }
   }
 }
 

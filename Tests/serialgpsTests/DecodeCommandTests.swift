@@ -96,21 +96,17 @@ struct DecodeCommandTests {
   @Test("arguments: file, -, flags, and clear complaints")
   func arguments() throws {
     typealias Options = DecodeCommand.Options
-    #expect(try DecodeCommand.parse([]).get() == Options())
-    #expect(try DecodeCommand.parse(["-", "--json"]).get() == Options(path: "-", json: true))
+    #expect(DecodeCommand.parse([]) == .options(Options()))
+    #expect(DecodeCommand.parse(["-", "--json"]) == .options(Options(path: "-", json: true)))
     #expect(
-      try DecodeCommand.parse(["--stats", "a.nmea"]).get() == Options(path: "a.nmea", stats: true))
-    #expect(try DecodeCommand.parse(["--help"]).get().help)
-    guard case .failure(let unknown) = DecodeCommand.parse(["--jsn"]) else {
-      Issue.record("--jsn accepted")
-      return
-    }
-    #expect(unknown.message.contains("'--jsn'"))
-    guard case .failure(let two) = DecodeCommand.parse(["a", "b"]) else {
+      DecodeCommand.parse(["--stats", "a.nmea"]) == .options(Options(path: "a.nmea", stats: true)))
+    #expect(DecodeCommand.parse(["--help"]) == .help)
+    #expect(DecodeCommand.parse(["--jsn"]) == .invalid("unknown option '--jsn'"))
+    guard case .invalid(let two) = DecodeCommand.parse(["a", "b"]) else {
       Issue.record("two files accepted")
       return
     }
-    #expect(two.message.contains("'a'") && two.message.contains("'b'"))
+    #expect(two.contains("'a'") && two.contains("'b'"))
   }
 }
 
