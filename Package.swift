@@ -115,7 +115,8 @@ let package = Package(
       exclude: ["gpx.xsd"]),
     // `serialgps watch`: its formatting, and the built executable against a pty.
     .testTarget(
-      name: "WatchTests", dependencies: ["serialgps", "SerialGPS", "SerialPort", "NMEA"]),
+      name: "WatchTests",
+      dependencies: ["serialgps", "SerialGPS", "SerialPort", "NMEA", "GPSDProtocol"]),
     .testTarget(
       name: "GPSDServerTests",
       dependencies: [

@@ -2,10 +2,10 @@ import GPSDProtocol
 import Glibc
 import NMEA
 
-// `serialgps decode [FILE|-] [--json] [--stats]`: a recording (or standard input) to fixes.
+// `serialgps decode [FILE|-] [--json [--device NAME]] [--stats]`: a recording (or standard input) to fixes.
 
 let decodeCommand = Command(
-  name: "decode", usage: "decode [FILE|-] [--json] [--stats]",
+  name: "decode", usage: "decode [FILE|-] [--json [--device NAME]] [--stats]",
   summary: "Decode a recording (or standard input) and print one line per fix."
 ) { arguments in
   await DecodeCommand.parse(arguments).run(command: "decode", help: DecodeCommand.help) {
@@ -15,7 +15,7 @@ let decodeCommand = Command(
 
 enum DecodeCommand {
   static let help = """
-    usage: serialgps decode [FILE|-] [--json] [--stats]
+    usage: serialgps decode [FILE|-] [--json [--device NAME]] [--stats]
 
     Decodes a recording of what a GPS receiver sent (NMEA, with UBX or SiRF binary frames
     mixed in) and prints one line per fix: time, fix mode, latitude and longitude in degrees,
@@ -27,10 +27,15 @@ enum DecodeCommand {
     control bytes), and only if its own line is text.
 
     options:
-      --json    print gpsd JSON instead: a TPV report per epoch and a SKY report per epoch
-                with satellite data, one per line, with gpsd's field names and units
-      --stats   print the framer's and fix builder's counters on standard error at the end
-      --help    show this help
+      --json          print gpsd JSON instead: a TPV report per epoch and a SKY report per
+                      epoch with satellite data, one per line, with gpsd's field names and
+                      units (the lines `serialgps watch --json` and `serve` send)
+      --device NAME   with --json, name the device in each report (its device member), as
+                      `watch --json` and `serve` do: the receiver the recording was made
+                      from, say. Without it the reports name no device.
+      --stats         print the framer's and fix builder's counters on standard error at
+                      the end
+      --help          show this help
 
     Exit status: 0 when the recording was read to its end, 2 when it could not be opened or
     read or the arguments are wrong.
@@ -41,6 +46,8 @@ enum DecodeCommand {
     var path = "-"
     var json = false
     var stats = false
+    /// The `device` member of the JSON reports.
+    var device: String?
   }
 
   typealias Parsed = ParsedArguments<Options>
@@ -49,18 +56,25 @@ enum DecodeCommand {
     var options = Options()
     var path: String?
     var reader = ArgumentReader(arguments)
-    while let argument = reader.next() {
-      switch argument {
-      case "--help", "-h": return .help
-      case "--json": options.json = true
-      case "--stats": options.stats = true
-      default:
-        if isOption(argument) { return .invalid("unknown option '\(argument)'") }
-        if let path {
-          return .invalid("decodes one recording at a time, not both '\(path)' and '\(argument)'")
+    do throws(UsageMessage) {
+      while let argument = reader.next() {
+        switch argument {
+        case "--help", "-h": return .help
+        case "--json": options.json = true
+        case "--stats": options.stats = true
+        case "--device":
+          options.device = try reader.value("--device needs a name, such as /dev/ttyACM0")
+        default:
+          if isOption(argument) { return .invalid("unknown option '\(argument)'") }
+          if let path {
+            return .invalid(
+              "decodes one recording at a time, not both '\(path)' and '\(argument)'")
+          }
+          path = argument
         }
-        path = argument
       }
+    } catch {
+      return .invalid(error.text)
     }
     options.path = path ?? "-"
     return .options(options)
@@ -84,7 +98,7 @@ enum DecodeCommand {
     }
     defer { if descriptor != 0 { close(descriptor) } }
 
-    var session = DecodeSession(json: options.json)
+    var session = DecodeSession(json: options.json, device: options.device)
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
     let write: ([UInt8]) -> Void = { Output.standard.write(bytes: $0) }
     while true {
@@ -124,8 +138,9 @@ struct DecodeSession {
   var formatter: Formatter
   var bytesRead = 0
 
-  init(json: Bool) {
-    formatter = Formatter(json: json)
+  /// - Parameter device: the `device` member of the JSON reports (none by default).
+  init(json: Bool, device: String? = nil) {
+    formatter = Formatter(json: json, device: device)
   }
 
   /// Decodes a chunk; `write` receives the lines it completed.
@@ -154,31 +169,26 @@ struct DecodeSession {
   /// Turns decoder events into output lines.
   struct Formatter {
     let json: Bool
-    var writer = JSONWriter(capacity: 4096)
+    var reports: ReportLines
     /// Output not yet handed out.
     var pending: [UInt8] = []
-    /// Leap seconds from `$PUBX,04`, once the receiver has them from the satellites.
-    var leapSeconds: Int?
 
-    init(json: Bool) {
+    init(json: Bool, device: String? = nil) {
       self.json = json
+      reports = ReportLines(device: device)
       pending.reserveCapacity(1 << 16)
     }
 
     mutating func handle(_ event: DecoderEvent) {
       switch event {
       case .sentence(.pubxTime(let time)):
-        if let leap = time.leapSeconds, !time.leapSecondsAreDefault { leapSeconds = leap }
+        if let leap = time.leapSeconds, !time.leapSecondsAreDefault { reports.leapSeconds = leap }
       case .epoch(let epoch):
         if json {
-          writer.removeAll()
-          writer.tpv(epoch.fix, leapSeconds: leapSeconds)
-          writer.newline()
+          pending.append(contentsOf: reports.tpv(epoch.fix))
           if let view = epoch.satellites {
-            writer.sky(view, time: epoch.fix.timestamp, satellitesUsed: epoch.fix.satellitesUsed)
-            writer.newline()
+            pending.append(contentsOf: reports.sky(view, of: epoch.fix))
           }
-          pending.append(contentsOf: writer.bytes)
         } else {
           pending.append(contentsOf: FixLine.describe(epoch.fix).utf8)
           pending.append(0x0A)

@@ -1,5 +1,6 @@
 import Chipsets
 import Discovery
+import GPSDProtocol
 import NMEA
 import SerialGPS
 import SerialPort
@@ -191,7 +192,8 @@ enum Watch {
       events.cancel()
     }
 
-    let ending = await printEvents(events, device: device, options: options, stop: stop)
+    let ending = await printEvents(
+      events, device: device, options: options, stop: stop, deviceName: { receiver.deviceName })
     events.cancel()
     Output.standard.flush()
 
@@ -217,10 +219,15 @@ enum Watch {
 
   /// Prints fixes and status changes until the count is reached, a stop is asked for, or the
   /// device cannot be opened at all.
+  ///
+  /// - Parameter deviceName: the path of the device in use, for the TPV reports' `device`
+  ///   (the one found now, when following a receiver across replugs).
   static func printEvents(
-    _ events: ReceiverEvents, device: String, options: Options, stop: StopSignals
+    _ events: ReceiverEvents, device: String, options: Options, stop: StopSignals,
+    deviceName: () -> String
   ) async -> Ending {
     var printed = 0
+    var reports = ReportLines()
     // Whether the device ever opened and sent data: before that, a failure to open is a
     // mistake on the command line or a permission problem, not an unplug to wait out.
     var heardFrom = false
@@ -228,7 +235,12 @@ enum Watch {
       switch event {
       case .fix(let update):
         heardFrom = true
-        Output.standard.line(options.json ? tpvLine(update.fix) : fixLine(update.fix))
+        if options.json {
+          reports.device = deviceName()
+          Output.standard.write(bytes: reports.tpv(update.fix))
+        } else {
+          Output.standard.line(fixLine(update.fix))
+        }
         Output.standard.flush()
         printed += 1
         if let count = options.count, printed >= count { return .countReached }
@@ -274,80 +286,11 @@ enum Watch {
   }
 
   private static func decimal(_ value: Double?, _ decimals: Int) -> String {
-    value.flatMap { fixedDecimal($0, decimals: decimals) } ?? "-"
+    value.flatMap { DecimalText.fixed($0, decimals: decimals) } ?? "-"
   }
 
   private static func unit(_ value: Double?, _ decimals: Int, _ unit: String) -> String {
-    guard let value, let text = fixedDecimal(value, decimals: decimals) else { return "-" }
+    guard let value, let text = DecimalText.fixed(value, decimals: decimals) else { return "-" }
     return text + " " + unit
   }
-}
-
-// MARK: - gpsd TPV: until GPSDProtocol's encoder is on main
-//
-// `watch --json` prints every TPV through `tpvLine(_:)` alone. When GPSDProtocol's encoder
-// lands, replace the body of `tpvLine` (and `fixedDecimal`, if nothing else uses it) with it;
-// the command needs nothing else changed.
-
-/// The gpsd TPV report for `fix`, one JSON object without the newline, with gpsd 3.22's field
-/// names, units and decimals: `class`, `mode` (1 no fix, 2 2D, 3 3D), `time` (ISO 8601 UTC
-/// with milliseconds), `lat`/`lon` (degrees, 9 decimals), `altHAE`/`altMSL`/`alt` (metres, 4),
-/// `epv` (metres, 3), `track` (degrees from true north, 4), `speed` (m/s, 3), `climb` (m/s,
-/// 3), `eph` (metres, 3). Like gpsd, position only from 2D, altitude, climb and `epv` only in
-/// 3D; unknown values are left out.
-func tpvLine(_ fix: Fix) -> String {
-  var members: [String] = ["\"class\":\"TPV\"", "\"mode\":\(fix.mode.rawValue)"]
-  func add(_ name: String, _ value: Double?, _ decimals: Int) {
-    guard let value, let text = fixedDecimal(value, decimals: decimals) else { return }
-    members.append("\"\(name)\":\(text)")
-  }
-  if let timestamp = fix.timestamp {
-    members.append("\"time\":\"\(timestamp.iso8601(fractionDigits: 3))\"")
-  }
-  let threeD = fix.mode == .threeD
-  if fix.mode >= .twoD {
-    add("lat", fix.latitude, 9)
-    add("lon", fix.longitude, 9)
-  }
-  if threeD {
-    add("altHAE", fix.altitudeHAE, 4)
-    add("altMSL", fix.altitudeMSL, 4)
-    add("alt", fix.altitudeMSL, 4)  // gpsd 3.22 still sends the deprecated name
-    add("epv", fix.verticalAccuracy, 3)
-  }
-  add("track", fix.course, 4)
-  add("speed", fix.speed, 3)
-  if threeD { add("climb", fix.climb, 3) }
-  add("eph", fix.horizontalAccuracy, 3)
-  return "{" + members.joined(separator: ",") + "}"
-}
-
-/// `value` with exactly `decimals` digits after the point, rounded as C's `printf("%.*f")`
-/// rounds (to nearest, ties to even, on the exact binary value); `nil` for NaN and infinities,
-/// which JSON cannot carry. Magnitudes must stay below 2^53 / 10^decimals (any coordinate,
-/// altitude or speed does).
-func fixedDecimal(_ value: Double, decimals: Int) -> String? {
-  guard value.isFinite, (0...9).contains(decimals) else { return nil }
-  var scale = 1.0
-  for _ in 0..<decimals { scale *= 10 }
-  let product = value * scale
-  guard abs(product) < 9.0e15 else { return nil }
-  // `product` is the correctly rounded value * scale; `error` is what rounding lost, exactly.
-  // Only an exact tie of `product` can round differently from the exact value.
-  let error = (-product).addingProduct(value, scale)
-  var rounded = product.rounded(.toNearestOrEven)
-  if abs(product - product.rounded(.towardZero)) == 0.5 && error != 0 {
-    rounded = error > 0 ? product.rounded(.up) : product.rounded(.down)
-  }
-  let negative = value.sign == .minus  // printf keeps the sign of what rounds to zero
-  let magnitude = UInt64(abs(rounded))
-  var divisor: UInt64 = 1
-  for _ in 0..<decimals { divisor *= 10 }
-  var text = negative ? "-" : ""
-  text += String(magnitude / divisor)
-  if decimals > 0 {
-    let fraction = String(magnitude % divisor)
-    text += "." + String(repeating: "0", count: decimals - fraction.count) + fraction
-  }
-  return text
 }

@@ -57,7 +57,7 @@ struct WatchExecutableTests {
     #expect(receiver.received.isEmpty, "nmea sends no commands")
   }
 
-  @Test("--json: gpsd TPV objects, one per line")
+  @Test("--json: gpsd TPV objects, one per line, naming the device")
   func json() async throws {
     let (watch, receiver) = try start(["--baud", "9600", "--count", "2", "--json"])
     defer { receiver.stop() }
@@ -68,6 +68,7 @@ struct WatchExecutableTests {
       let object = try #require(
         try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
       #expect(object["class"] as? String == "TPV")
+      #expect(object["device"] as? String == receiver.devicePath)
       #expect(object["mode"] as? Int == 3)
       #expect(object["lat"] as? Double == 47.376903333)
       #expect(object["lon"] as? Double == 8.541701667)

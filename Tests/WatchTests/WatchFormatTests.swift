@@ -1,4 +1,5 @@
 import Foundation
+import GPSDProtocol
 import NMEA
 import SerialGPS
 import SerialPort
@@ -144,56 +145,68 @@ struct WatchOutputTests {
         + "  acc -")
   }
 
-  @Test("TPV: gpsd's field names, order, units and decimals")
+  /// The TPV line `watch --json` prints for `fix` from `device`, without its newline.
+  func tpv(_ fix: Fix, device: String = "/dev/ttyACM0") -> String {
+    var reports = ReportLines(device: device)
+    let bytes = reports.tpv(fix)
+    #expect(bytes.last == 0x0A)
+    return String(decoding: bytes.dropLast(), as: UTF8.self)
+  }
+
+  @Test("TPV: the server's encoder, with the device, geoid separation and gpsd's decimals")
   func tpv3D() throws {
-    let line = tpvLine(zurichFix())
+    let line = tpv(zurichFix())
     #expect(
       line
-        == "{\"class\":\"TPV\",\"mode\":3,\"time\":\"2026-03-30T12:00:07.250Z\","
-        + "\"lat\":47.376903333,\"lon\":8.541701667,\"altHAE\":455.7000,\"altMSL\":408.3000,"
-        + "\"alt\":408.3000,\"epv\":2.500,\"track\":90.0000,\"speed\":5.144,\"climb\":-0.250,"
+        == "{\"class\":\"TPV\",\"device\":\"/dev/ttyACM0\",\"mode\":3,"
+        + "\"time\":\"2026-03-30T12:00:07.250Z\",\"lat\":47.376903333,\"lon\":8.541701667,"
+        + "\"altHAE\":455.7000,\"altMSL\":408.3000,\"alt\":408.3000,\"epv\":2.500,"
+        + "\"track\":90.0000,\"speed\":5.144,\"climb\":-0.250,\"geoidSep\":47.400,"
         + "\"eph\":2.000}")
     let object = try #require(
       try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
     #expect(object["lat"] as? Double == 47.376903333)
     #expect(object["altHAE"] as? Double == 455.7)
+    // The line `serve` sends for the same fix from the same device.
+    var writer = JSONWriter()
+    writer.tpv(zurichFix(), device: "/dev/ttyACM0")
+    #expect(line == writer.text)
   }
 
-  @Test("TPV: no position without a fix, no altitude, climb or epv in 2D")
-  func tpvLowerModes() throws {
+  @Test("TPV: what the old watch-only line left out: status, epx/epy, magvar, 2D altitudes")
+  func tpvFields() throws {
+    var fix = zurichFix(mode: .twoD)
+    fix.quality = .differential
+    fix.latitudeError = 1.5
+    fix.longitudeError = 1.25
+    fix.magneticVariation = -2
+    fix.climb = -0.0001  // rounds to zero: no "-0.000"
+    let twoD = tpv(fix)
+    for present in [
+      "\"status\":2", "\"epx\":1.250", "\"epy\":1.500", "\"magvar\":-2.0",
+      "\"altMSL\":408.3000", "\"lat\":47.376903333",
+    ] {
+      #expect(twoD.contains(present), "\(present) not in \(twoD)")
+    }
+    #expect(!twoD.contains("climb"), "climb only in 3D, as gpsd: \(twoD)")
+    var threeD = fix
+    threeD.mode = .threeD
+    #expect(tpv(threeD).contains("\"climb\":0.000,"))
+    #expect(!tpv(threeD).contains("-0.000"))
+    _ = try JSONSerialization.jsonObject(with: Data(twoD.utf8))
+  }
+
+  @Test("TPV: no position without a fix; a time of day alone is no instant")
+  func tpvWithoutFix() {
     var noFix = Fix()
     noFix.date = UTCDate(year: 2026, month: 3, day: 30)
     noFix.time = UTCTime(hour: 0, minute: 0, second: 0)
     #expect(
-      tpvLine(noFix) == "{\"class\":\"TPV\",\"mode\":1,\"time\":\"2026-03-30T00:00:00.000Z\"}")
-    let twoD = tpvLine(zurichFix(mode: .twoD))
-    for absent in ["altHAE", "altMSL", "\"alt\"", "climb", "epv"] {
-      #expect(!twoD.contains(absent), "\(absent) in \(twoD)")
-    }
-    #expect(twoD.contains("\"lat\":47.376903333"))
-    _ = try JSONSerialization.jsonObject(with: Data(twoD.utf8))
+      tpv(noFix, device: "/dev/ttyUSB0")
+        == "{\"class\":\"TPV\",\"device\":\"/dev/ttyUSB0\",\"mode\":1,"
+        + "\"time\":\"2026-03-30T00:00:00.000Z\"}")
     var undated = Fix()
     undated.time = UTCTime(hour: 1, minute: 2, second: 3)
-    #expect(!tpvLine(undated).contains("time"))  // a time of day alone is no instant
-  }
-
-  @Test("decimals are those of printf(\"%.*f\"), ties and negative zero included")
-  func decimalsMatchPrintf() {
-    var generator = SystemRandomNumberGenerator()
-    var values: [Double] = [
-      0, -0.0, 0.5, 1.5, 2.5, -2.5, 0.125, 0.375, 2.675, 1.005, -0.0001, 1e-12, 179.9999999995,
-      -87.068079667, 408.3, 0.045, 0.055, 1e15 / 7,
-    ]
-    for _ in 0..<20_000 { values.append(Double.random(in: -400...400, using: &generator)) }
-    // Exact binary ties at every number of decimals.
-    for numerator in -64...64 { values.append(Double(numerator) / 64) }
-    for value in values {
-      for decimals in 0...9 where abs(value) * pow(10, Double(decimals)) < 9e15 {
-        let expected = String(format: "%.*f", decimals, value)
-        #expect(fixedDecimal(value, decimals: decimals) == expected, "\(value) to \(decimals)")
-      }
-    }
-    #expect(fixedDecimal(.nan, decimals: 3) == nil)
-    #expect(fixedDecimal(.infinity, decimals: 3) == nil)
+    #expect(!tpv(undated).contains("time"))
   }
 }

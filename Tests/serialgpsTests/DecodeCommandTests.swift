@@ -25,10 +25,10 @@ let recording =
   + sentence("GPGSV,1,1,02,01,40,120,38,03,20,300,,1")
 
 /// Decodes `input` in chunks of `chunk` bytes with a fresh session; the output as text.
-func decode(_ input: [UInt8], json: Bool, chunk: Int = 4096) -> (
+func decode(_ input: [UInt8], json: Bool, device: String? = nil, chunk: Int = 4096) -> (
   output: String, session: DecodeSession
 ) {
-  var session = DecodeSession(json: json)
+  var session = DecodeSession(json: json, device: device)
   var output: [UInt8] = []
   input.withUnsafeBytes { raw in
     var offset = 0
@@ -70,6 +70,25 @@ struct DecodeCommandTests {
     #expect(objects[1]["nSat"] as? Int == 2)
     #expect(objects[1]["uSat"] as? Int == 2)
     #expect(lines[0].contains("\"lat\":47.376903333,\"lon\":8.541701667"))
+  }
+
+  @Test("--device names the device in every report; without it none is named")
+  func device() {
+    let lines = decode(Array(recording.utf8), json: true, device: "/dev/ttyACM0").output
+      .split(separator: "\n")
+    #expect(lines.count == 4)
+    for line in lines {
+      #expect(
+        line.hasPrefix("{\"class\":\"TPV\",\"device\":\"/dev/ttyACM0\",")
+          || line.hasPrefix("{\"class\":\"SKY\",\"device\":\"/dev/ttyACM0\","), "\(line)")
+    }
+    #expect(!decode(Array(recording.utf8), json: true).output.contains("device"))
+    #expect(
+      DecodeCommand.parse(["--json", "--device", "/dev/ttyACM0"])
+        == .options(DecodeCommand.Options(json: true, device: "/dev/ttyACM0")))
+    #expect(
+      DecodeCommand.parse(["--json", "--device"])
+        == .invalid("--device needs a name, such as /dev/ttyACM0"))
   }
 
   @Test("output does not depend on how the input arrives")
