@@ -18,8 +18,9 @@ enum DecodeCommand {
     usage: serialgps decode [FILE|-] [--json [--device NAME]] [--stats]
 
     Decodes a recording of what a GPS receiver sent (NMEA, with UBX or SiRF binary frames
-    mixed in) and prints one line per fix: time, fix mode, latitude and longitude in degrees,
-    altitude above mean sea level, speed and the satellites used. Without FILE, or with -,
+    mixed in) and prints one line per fix, as `serialgps watch` does: time, fix mode,
+    latitude and longitude in degrees, altitude above mean sea level, speed, satellites used
+    and horizontal accuracy, "-" for what the receiver did not say. Without FILE, or with -,
     it reads standard input.
 
     Lines that begin with # are comments. Binary frames may hold # and line feeds, so a # is
@@ -228,36 +229,5 @@ struct DecodeSession {
       cycle ends forgotten \(builder.cycleEndsForgotten))
 
       """
-  }
-}
-
-/// The one-line description of a fix for people.
-enum FixLine {
-  /// `2026-03-17T23:40:00.000Z  3D  47.3769033 8.5417017  alt 408.3 m  speed 13.74 m/s  sats 18`
-  static func describe(_ fix: Fix) -> String {
-    var parts: [String] = []
-    if let timestamp = fix.timestamp {
-      parts.append(timestamp.description)
-    } else if let time = fix.time {
-      parts.append(time.description + " (no date)")
-    } else {
-      parts.append("(no time)")
-    }
-    parts.append(fix.mode == .noFix ? "no fix" : fix.mode.description)
-    if fix.mode != .noFix, let position = fix.position {
-      parts.append(
-        DecimalText.degrees(position.latitude, decimals: 7) + " "
-          + DecimalText.degrees(position.longitude, decimals: 7))
-    }
-    if fix.mode != .noFix, let altitude = fix.altitudeMSL ?? fix.altitudeHAE,
-      let text = DecimalText.fixed(altitude, decimals: 1)
-    {
-      parts.append("alt \(text) m")
-    }
-    if let speed = fix.speed, let text = DecimalText.fixed(speed, decimals: 2) {
-      parts.append("speed \(text) m/s")
-    }
-    if let used = fix.satellitesUsed { parts.append("sats \(used)") }
-    return parts.joined(separator: "  ")
   }
 }

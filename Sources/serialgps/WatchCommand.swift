@@ -1,6 +1,5 @@
 import Chipsets
 import Discovery
-import GPSDProtocol
 import NMEA
 import SerialGPS
 import SerialPort
@@ -239,7 +238,7 @@ enum Watch {
           reports.device = deviceName()
           Output.standard.write(bytes: reports.tpv(update.fix))
         } else {
-          Output.standard.line(fixLine(update.fix))
+          Output.standard.line(FixLine.describe(update.fix))
         }
         Output.standard.flush()
         printed += 1
@@ -259,38 +258,5 @@ enum Watch {
       }
     }
     return stop.isRequested ? .stopRequested : .receiverEnded
-  }
-
-  // MARK: - The line for people
-
-  /// `2026-03-30T12:00:00.000Z  3D  47.3769033  8.5417017  alt 408.3 m  speed 5.14 m/s  sats 8
-  /// acc 2.5 m`: always the same fields in the same order, `-` for what is unknown.
-  static func fixLine(_ fix: Fix) -> String {
-    var parts: [String] = []
-    if let timestamp = fix.timestamp {
-      parts.append(timestamp.description)
-    } else if let time = fix.time {
-      parts.append(time.description + "Z")  // no date yet: the time of day alone
-    } else {
-      parts.append("-")
-    }
-    parts.append(fix.mode.description)
-    let hasPosition = fix.mode >= .twoD
-    parts.append(hasPosition ? decimal(fix.latitude, 7) : "-")
-    parts.append(hasPosition ? decimal(fix.longitude, 7) : "-")
-    parts.append("alt " + unit(fix.mode == .threeD ? fix.altitudeMSL : nil, 1, "m"))
-    parts.append("speed " + unit(fix.speed, 2, "m/s"))
-    parts.append("sats " + (fix.satellitesUsed.map(String.init) ?? "-"))
-    parts.append("acc " + unit(fix.horizontalAccuracy, 1, "m"))
-    return parts.joined(separator: "  ")
-  }
-
-  private static func decimal(_ value: Double?, _ decimals: Int) -> String {
-    value.flatMap { DecimalText.fixed($0, decimals: decimals) } ?? "-"
-  }
-
-  private static func unit(_ value: Double?, _ decimals: Int, _ unit: String) -> String {
-    guard let value, let text = DecimalText.fixed(value, decimals: decimals) else { return "-" }
-    return text + " " + unit
   }
 }

@@ -126,7 +126,7 @@ struct WatchOutputTests {
   @Test("the line for people: every field, in a fixed order")
   func fixLine() {
     #expect(
-      Watch.fixLine(zurichFix())
+      FixLine.describe(zurichFix())
         == "2026-03-30T12:00:07.250Z  3D  47.3769033  8.5417017  alt 408.3 m  speed 5.14 m/s"
         + "  sats 8  acc 2.0 m")
   }
@@ -135,14 +135,27 @@ struct WatchOutputTests {
   func fixLineUnknowns() {
     var fix = Fix()
     fix.time = UTCTime(hour: 23, minute: 59, second: 59)
+    fix.altitudeMSL = 408.3  // said without a fix: not shown
     #expect(
-      Watch.fixLine(fix) == "23:59:59.000Z  no fix  -  -  alt -  speed -  sats -  acc -")
+      FixLine.describe(fix) == "23:59:59.000Z  no fix  -  -  alt -  speed -  sats -  acc -")
+    #expect(FixLine.describe(Fix()) == "-  no fix  -  -  alt -  speed -  sats -  acc -")
     var twoD = zurichFix(mode: .twoD)
     twoD.horizontalAccuracy = nil
     #expect(
-      Watch.fixLine(twoD)
-        == "2026-03-30T12:00:07.250Z  2D  47.3769033  8.5417017  alt -  speed 5.14 m/s  sats 8"
-        + "  acc -")
+      FixLine.describe(twoD)
+        == "2026-03-30T12:00:07.250Z  2D  47.3769033  8.5417017  alt 408.3 m  speed 5.14 m/s"
+        + "  sats 8  acc -")
+  }
+
+  @Test("the line for people: no minus on what rounds to zero")
+  func fixLineZero() {
+    var fix = zurichFix()
+    fix.speed = -0.001
+    fix.altitudeMSL = -0.04
+    #expect(
+      FixLine.describe(fix)
+        == "2026-03-30T12:00:07.250Z  3D  47.3769033  8.5417017  alt 0.0 m  speed 0.00 m/s"
+        + "  sats 8  acc 2.0 m")
   }
 
   /// The TPV line `watch --json` prints for `fix` from `device`, without its newline.

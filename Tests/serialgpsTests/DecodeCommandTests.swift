@@ -44,14 +44,16 @@ func decode(_ input: [UInt8], json: Bool, device: String? = nil, chunk: Int = 40
 
 @Suite("serialgps decode")
 struct DecodeCommandTests {
-  @Test("one readable line per fix: time, mode, position, altitude, speed, satellites")
+  @Test("one readable line per fix, the one watch and demo print")
   func humanLines() {
     let (output, session) = decode(Array(recording.utf8), json: false)
     let lines = output.split(separator: "\n").map(String.init)
     #expect(
       lines == [
-        "2026-03-30T12:00:00.000Z  3D  47.3769033 8.5417017  alt 408.3 m  speed 5.14 m/s  sats 8",
-        "2026-03-30T12:00:01.000Z  3D  47.3769167 8.5417167  alt 408.5 m  speed 5.14 m/s  sats 8",
+        "2026-03-30T12:00:00.000Z  3D  47.3769033  8.5417017  alt 408.3 m  speed 5.14 m/s  sats 8"
+          + "  acc -",
+        "2026-03-30T12:00:01.000Z  3D  47.3769167  8.5417167  alt 408.5 m  speed 5.14 m/s  sats 8"
+          + "  acc -",
       ])
     #expect(session.filter.commentLines == 1)
   }
