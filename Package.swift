@@ -15,6 +15,7 @@ let package = Package(
     .library(name: "SerialGPS", targets: ["SerialGPS"]),
     .library(name: "Replay", targets: ["Replay"]),
     .library(name: "GPSDProtocol", targets: ["GPSDProtocol"]),
+    .library(name: "GPX", targets: ["GPX"]),
     .executable(name: "serialgps", targets: ["serialgps"]),
     .executable(name: "nmea-bench", targets: ["nmea-bench"]),
     .executable(name: "serial-bench", targets: ["serial-bench"]),
@@ -55,6 +56,8 @@ let package = Package(
 
     // gpsd JSON reports (TPV, SKY, DEVICE …) and client command parsing.
     .target(name: "GPSDProtocol", dependencies: ["NMEA"]),
+    // GPX 1.1 tracks of fixes, whole or streamed (no Foundation); decimals as the reports.
+    .target(name: "GPX", dependencies: ["NMEA", "GPSDProtocol"]),
     // The gpsd-compatible server whose watchers are subscribers; its libc shims.
     .target(name: "CServerShims"),
     .target(
@@ -68,7 +71,7 @@ let package = Package(
       name: "serialgps",
       dependencies: [
         "NMEA", "SerialPort", "Chipsets", "Discovery", "SerialGPS", "Replay",
-        "GPSDProtocol", "GPSDServer", "Threading",
+        "GPSDProtocol", "GPX", "GPSDServer", "Threading",
       ]
     ),
 
@@ -104,15 +107,15 @@ let package = Package(
       name: "ReplayTests", dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort", "SerialGPS"]
     ),
     .testTarget(name: "GPSDProtocolTests", dependencies: ["GPSDProtocol", "NMEA"]),
-    // The CLI's pieces in-process, and the built executable against simulated receivers; the
-    // GPX 1.1 schema for xmllint.
+    // The GPX writer against the GPX 1.1 schema (xmllint) and the fixtures.
+    .testTarget(name: "GPXTests", dependencies: ["GPX", "NMEA", "Replay"], exclude: ["gpx.xsd"]),
+    // The CLI's pieces in-process, and the built executable against simulated receivers.
     .testTarget(
       name: "serialgpsTests",
       dependencies: [
-        "serialgps", "GPSDProtocol", "NMEA", "Replay", "SerialPort", "Chipsets", "GPSDServer",
-        "SerialGPS",
-      ],
-      exclude: ["gpx.xsd"]),
+        "serialgps", "GPSDProtocol", "GPX", "NMEA", "Replay", "SerialPort", "Chipsets",
+        "GPSDServer", "SerialGPS",
+      ]),
     // `serialgps watch`: its formatting, and the built executable against a pty.
     .testTarget(
       name: "WatchTests",

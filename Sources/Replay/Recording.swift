@@ -56,9 +56,20 @@ public struct Recording: Sendable {
 
   /// Reads a recording from the bytes of a file.
   public init(bytes: [UInt8], name: String? = nil) {
+    let (fields, bodyStart) = Self.header(of: bytes)
+    header = fields
+    body = Array(bytes[bodyStart...])
+    self.name = fields.first { $0.key == "Name" }?.value ?? name ?? "recording"
+    (bursts, nominalInterval) = Self.split(body)
+  }
+
+  /// The header of a recording's bytes (its leading `#` lines, read as `# Key: value`) and
+  /// where the body after it begins, without reading the body: for a program that wants the
+  /// header of a recording it decodes itself.
+  public static func header(of bytes: [UInt8]) -> (fields: [HeaderField], bodyStart: Int) {
     var offset = 0
     var fields: [HeaderField] = []
-    // Header: whole lines that start with `#`, from the first byte on.
+    // Whole lines that start with `#`, from the first byte on.
     while offset < bytes.count, bytes[offset] == UInt8(ascii: "#") {
       let end = bytes[offset...].firstIndex(of: 0x0A) ?? bytes.count
       var line = bytes[(offset + 1)..<end]
@@ -71,10 +82,7 @@ public struct Recording: Sendable {
       }
       offset = min(end + 1, bytes.count)
     }
-    header = fields
-    body = Array(bytes[offset...])
-    self.name = fields.first { $0.key == "Name" }?.value ?? name ?? "recording"
-    (bursts, nominalInterval) = Self.split(body)
+    return (fields, offset)
   }
 
   /// Loads the recording at `path`.

@@ -1,6 +1,7 @@
-import GPSDProtocol
+import GPX
 import Glibc
 import NMEA
+import Replay
 
 // `serialgps gpx FILE [-o track.gpx] [--gap S] [--name NAME]`: a GPX 1.1 track from a
 // recording. One track point per epoch with a fix; epochs without one are skipped and end the
@@ -100,15 +101,18 @@ struct GPXSession {
           + "input")
       return 2
     }
-    let header = Self.headerFields(bytes)
+    let header = Recording.header(of: bytes).fields
+    func headerValue(_ key: String) -> String? { header.first { $0.key == key }?.value }
     let fixes = Self.fixes(in: bytes)
     let track = GPXTrack(fixes: fixes, gap: options.gap)
     let trackName =
-      options.name ?? header["Name"]
+      options.name ?? headerValue("Name")
       ?? (options.input == "-" ? "recording" : RecordSession.defaultName(options.input))
-    let document = GPXWriter.document(
-      track: track, name: trackName, description: header["Description"],
-      source: header["Chipset"])
+    let document = GPXDocument.text(
+      of: track,
+      metadata: GPXMetadata(
+        name: trackName, description: headerValue("Description"), source: headerValue("Chipset"),
+        creator: "serialgps \(Version.serialgps)"))
 
     if options.output == "-" {
       Output.standard.write(document)
@@ -124,7 +128,7 @@ struct GPXSession {
       var sink = RecordingSink(descriptor: file, path: options.output)
       guard sink.write(Array(document.utf8)), sink.finish() else { return 2 }
     }
-    let points = track.segments.reduce(0) { $0 + $1.count }
+    let points = track.pointCount
     if points == 0 {
       Output.error.line(
         "serialgps gpx: \(name) holds no epoch with a position fix (\(fixes.count) epochs in "
@@ -153,23 +157,6 @@ struct GPXSession {
     return fixes
   }
 
-  /// The leading `# Key: value` lines.
-  static func headerFields(_ bytes: [UInt8]) -> [String: String] {
-    var fields: [String: String] = [:]
-    var offset = 0
-    while offset < bytes.count, bytes[offset] == UInt8(ascii: "#") {
-      let end = bytes[offset...].firstIndex(of: 0x0A) ?? bytes.count
-      let line = String(decoding: bytes[(offset + 1)..<end], as: UTF8.self)
-      if let colon = line.firstIndex(of: ":") {
-        let key = line[..<colon].trimmed(of: " \t\r")
-        let value = line[line.index(after: colon)...].trimmed(of: " \t\r")
-        if !key.isEmpty, !key.contains(" "), fields[key] == nil { fields[key] = value }
-      }
-      offset = end + 1
-    }
-    return fields
-  }
-
   /// The whole file, or standard input for `-`; the reason on failure.
   func readAll(_ path: String) -> Result<[UInt8], GPXReadError> {
     let descriptor = path == "-" ? 0 : open(path, O_RDONLY | O_CLOEXEC)
@@ -192,179 +179,4 @@ struct GPXSession {
 struct GPXReadError: Error, CustomStringConvertible {
   let errno: Int32
   var description: String { String(cString: strerror(errno)) }
-}
-
-extension StringProtocol {
-  func trimmed(of set: String) -> String {
-    let blanks = Set(set.unicodeScalars)
-    let scalars = unicodeScalars.drop { blanks.contains($0) }.reversed().drop {
-      blanks.contains($0)
-    }.reversed()
-    return String(String.UnicodeScalarView(scalars))
-  }
-}
-
-/// The fixes of a recording as track segments: epochs without a position fix are left out and
-/// end the segment; a time gap longer than `gap` (or a step back in time) starts a new one.
-struct GPXTrack {
-  var segments: [[Fix]] = []
-
-  init(fixes: [Fix], gap: Duration) {
-    var current: [Fix] = []
-    for fix in fixes {
-      guard fix.mode != .noFix, fix.position != nil else {
-        if !current.isEmpty { segments.append(current) }
-        current = []
-        continue
-      }
-      if let last = current.last, let step = Self.interval(from: last, to: fix),
-        step <= .zero || step > gap
-      {
-        segments.append(current)
-        current = []
-      }
-      current.append(fix)
-    }
-    if !current.isEmpty { segments.append(current) }
-  }
-
-  /// The time from one fix to the next: by date and time when both have them, else by time of
-  /// day (a day ahead at most, so across midnight too); `nil` without times.
-  static func interval(from first: Fix, to second: Fix) -> Duration? {
-    if let a = first.timestamp, let b = second.timestamp {
-      let seconds = b.secondsSinceUnixEpoch - a.secondsSinceUnixEpoch
-      return .seconds(seconds)
-        + .nanoseconds(Int64(b.time.nanoseconds) - Int64(a.time.nanoseconds))
-    }
-    guard let a = first.time, let b = second.time else { return nil }
-    var nanoseconds = b.nanosecondsOfDay - a.nanosecondsOfDay
-    if nanoseconds < 0 { nanoseconds += 86_400 * 1_000_000_000 }
-    return .nanoseconds(nanoseconds)
-  }
-}
-
-/// GPX 1.1 text for a track (http://www.topografix.com/GPX/1/1/gpx.xsd).
-enum GPXWriter {
-  static func document(track: GPXTrack, name: String, description: String?, source: String?)
-    -> String
-  {
-    var text = """
-      <?xml version="1.0" encoding="UTF-8"?>
-      <gpx version="1.1" creator="serialgps \(Version.serialgps)" \
-      xmlns="http://www.topografix.com/GPX/1/1" \
-      xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" \
-      xsi:schemaLocation="http://www.topografix.com/GPX/1/1 \
-      http://www.topografix.com/GPX/1/1/gpx.xsd">
-        <metadata>
-          <name>\(escaped(name))</name>
-
-      """
-    if let description, !description.isEmpty {
-      text += "    <desc>\(escaped(description))</desc>\n"
-    }
-    if let bounds = bounds(track) { text += "    " + bounds + "\n" }
-    text += "  </metadata>\n  <trk>\n    <name>\(escaped(name))</name>\n"
-    if let source, !source.isEmpty { text += "    <src>\(escaped(source))</src>\n" }
-    for segment in track.segments {
-      text += "    <trkseg>\n"
-      for fix in segment { text += point(fix) }
-      text += "    </trkseg>\n"
-    }
-    text += "  </trk>\n</gpx>\n"
-    return text
-  }
-
-  /// One `trkpt`, its elements in the order the schema's `wptType` demands.
-  static func point(_ fix: Fix) -> String {
-    guard let position = fix.position else { return "" }
-    var text =
-      "      <trkpt lat=\"\(latitude(position.latitude))\" lon=\"\(longitude(position.longitude))\">\n"
-    func element(_ name: String, _ value: String?) {
-      guard let value else { return }
-      text += "        <\(name)>\(value)</\(name)>\n"
-    }
-    element("ele", fix.altitudeMSL.flatMap { decimal($0, digits: 4) })
-    element("time", fix.timestamp.map { $0.iso8601(fractionDigits: 3) })
-    element("geoidheight", fix.geoidSeparation.flatMap { decimal($0, digits: 4) })
-    element("fix", fixType(fix))
-    element("sat", fix.satellitesUsed.flatMap { $0 >= 0 ? String($0) : nil })
-    element("hdop", fix.hdop.flatMap { decimal($0, digits: 2) })
-    element("vdop", fix.vdop.flatMap { decimal($0, digits: 2) })
-    element("pdop", fix.pdop.flatMap { decimal($0, digits: 2) })
-    element("ageofdgpsdata", fix.differentialAge.flatMap { decimal($0, digits: 1) })
-    element(
-      "dgpsid", fix.differentialStation.flatMap { (0...1023).contains($0) ? String($0) : nil })
-    return text + "      </trkpt>\n"
-  }
-
-  /// GPX's fix type: `dgps` for differential and RTK solutions, `pps` for GGA quality 3,
-  /// else the fix's dimension.
-  static func fixType(_ fix: Fix) -> String? {
-    switch fix.quality {
-    case .differential?, .rtkFixed?, .rtkFloat?: return "dgps"
-    case .pps?: return "pps"
-    default: break
-    }
-    switch fix.mode {
-    case .twoD: return "2d"
-    case .threeD: return "3d"
-    default: return nil
-    }
-  }
-
-  static func bounds(_ track: GPXTrack) -> String? {
-    let positions = track.segments.joined().compactMap(\.position)
-    guard !positions.isEmpty else { return nil }
-    let latitudes = positions.map { $0.latitude.decimalDegrees }
-    let longitudes = positions.map { $0.longitude.decimalDegrees }
-    func value(_ degrees: Double) -> String { decimal(degrees, digits: 9) ?? "0" }
-    var maximumLongitude = value(longitudes.max()!)
-    if longitudes.max()! >= 180 { maximumLongitude = "179.999999999" }
-    return "<bounds minlat=\"\(value(latitudes.min()!))\" minlon=\"\(value(longitudes.min()!))\" "
-      + "maxlat=\"\(value(latitudes.max()!))\" maxlon=\"\(maximumLongitude)\"/>"
-  }
-
-  /// Degrees with nine decimals (about 0.1 mm), from the receiver's exact minutes.
-  static func latitude(_ coordinate: Coordinate) -> String {
-    DecimalText.degrees(coordinate, decimals: 9)
-  }
-
-  /// As ``latitude(_:)``; 180° E is written as 180° W, the same meridian, because GPX's
-  /// longitude stops short of +180.
-  static func longitude(_ coordinate: Coordinate) -> String {
-    let text = DecimalText.degrees(coordinate, decimals: 9)
-    return text.hasPrefix("180") ? "-" + text : text
-  }
-
-  /// At most `digits` decimals, trailing zeros dropped; `nil` for NaN and the infinities.
-  static func decimal(_ value: Double, digits: Int) -> String? {
-    guard var text = DecimalText.fixed(value, decimals: digits) else { return nil }
-    if text.contains(".") {
-      while text.hasSuffix("0") { text.removeLast() }
-      if text.hasSuffix(".") { text.removeLast() }
-    }
-    return text == "-0" ? "0" : text
-  }
-
-  /// `text` with the five XML special characters escaped, and control characters (which
-  /// XML 1.0 forbids) replaced.
-  static func escaped(_ text: String) -> String {
-    var out = ""
-    for scalar in text.unicodeScalars {
-      switch scalar {
-      case "&": out += "&amp;"
-      case "<": out += "&lt;"
-      case ">": out += "&gt;"
-      case "\"": out += "&quot;"
-      case "'": out += "&apos;"
-      default:
-        if scalar.value < 0x20 && scalar != "\t" && scalar != "\n" {
-          out += " "
-        } else {
-          out.unicodeScalars.append(scalar)
-        }
-      }
-    }
-    return out
-  }
 }
