@@ -107,7 +107,7 @@ struct GPXSession {
     let track = GPXTrack(fixes: fixes, gap: options.gap)
     let trackName =
       options.name ?? headerValue("Name")
-      ?? (options.input == "-" ? "recording" : RecordSession.defaultName(options.input))
+      ?? (options.input == "-" ? "recording" : RecordingHeader.defaultName(forFile: options.input))
     let document = GPXDocument.text(
       of: track,
       metadata: GPXMetadata(
@@ -118,15 +118,14 @@ struct GPXSession {
       Output.standard.write(document)
       Output.standard.flush()
     } else {
-      let file = open(options.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-      guard file >= 0 else {
-        Output.error.line(
-          "serialgps gpx: cannot write \(options.output): \(String(cString: strerror(errno))). "
-            + "Check the directory exists and is writable.")
+      do {
+        let file = try RecordingWriter(creating: options.output)
+        try file.append(document.utf8)
+        try file.finish()
+      } catch {
+        Output.error.line("serialgps gpx: \(error)")
         return 2
       }
-      var sink = RecordingSink(descriptor: file, path: options.output)
-      guard sink.write(Array(document.utf8)), sink.finish() else { return 2 }
     }
     let points = track.pointCount
     if points == 0 {

@@ -1,6 +1,7 @@
 import Chipsets
 import Glibc
 import NMEA
+import Replay
 import SerialPort
 import Threading
 
@@ -145,20 +146,17 @@ struct RecordSession {
       }
     }
 
-    let file = open(options.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-    guard file >= 0 else {
-      Output.error.line(
-        "serialgps record: cannot write \(options.output): \(String(cString: strerror(errno))). "
-          + "Check the directory exists and is writable.")
+    let header = RecordingHeader(
+      name: options.name ?? RecordingHeader.defaultName(forFile: options.output), device: device,
+      baud: rate, chipset: options.chipset, recorder: "serialgps \(Version.serialgps)")
+    let writer: RecordingWriter
+    do {
+      writer = try RecordingWriter(creating: options.output, header: header)
+    } catch {
+      Output.error.line("serialgps record: \(error)")
       return 2
     }
-    var sink = RecordingSink(descriptor: file, path: options.output)
-    defer { sink.close() }
-
-    let name = options.name ?? Self.defaultName(options.output)
-    let header = Self.header(
-      name: name, device: device, baud: rate, chipset: options.chipset, now: .now)
-    guard sink.write(Array(header.utf8)) else { return 2 }
+    defer { writer.close() }
 
     let commands = options.chipset.map {
       $0.commandSet(interface: SerialGPSPaths.isUSBReceiverPort(device) ? .usb : .uart)
@@ -168,23 +166,31 @@ struct RecordSession {
       "serialgps record: \(device) at \(rate) baud → \(options.output), \(until).")
 
     var capture = Capture(port: port, terminal: isatty(2) == 1)
-    guard capture.record(heard, into: &sink) else { return 2 }
+    guard capture.record(heard, into: writer) else { return 2 }
     let deadline = options.duration.map { ContinuousClock.now + $0 }
     var outcome = Capture.Outcome.stopped
     if let commands, !commands.powerOnSteps.isEmpty {
       Output.error.line("serialgps record: waking the receiver (\(options.chipset!.displayName))")
-      outcome = capture.send(commands.powerOnSteps, into: &sink, interruption: interruption)
+      outcome = capture.send(commands.powerOnSteps, into: writer, interruption: interruption)
     }
     if outcome.isStopped {
-      outcome = capture.run(into: &sink, until: deadline, interruption: interruption)
+      outcome = capture.run(into: writer, until: deadline, interruption: interruption)
     }
     if outcome.isStopped, let commands, !commands.powerOffSteps.isEmpty {
       capture.clearProgress()
       Output.error.line("serialgps record: putting the receiver to standby")
-      _ = capture.send(commands.powerOffSteps, into: &sink, interruption: nil)
+      _ = capture.send(commands.powerOffSteps, into: writer, interruption: nil)
     }
     capture.clearProgress()
-    let synced = sink.finish()
+    var synced = true
+    do {
+      try writer.finish()
+    } catch  where error.operation == .save {
+      Output.error.line("serialgps record: \(error)")
+      synced = false
+    } catch {
+      synced = false  // a failed write, said when it happened
+    }
     Output.error.line("serialgps record: " + capture.summary(path: options.output))
     switch outcome {
     case .deviceLost(let error):
@@ -196,114 +202,9 @@ struct RecordSession {
       return synced ? 0 : 2
     }
   }
-
-  /// `FILE` without directories and extension.
-  static func defaultName(_ path: String) -> String {
-    let file = path.split(separator: "/").last.map(String.init) ?? path
-    guard let dot = file.lastIndex(of: "."), dot != file.startIndex else { return file }
-    return String(file[..<dot])
-  }
-
-  /// The `# Key: value` lines. Values are kept to printable ASCII without `$`, `!` or `#`, so
-  /// a framer fed the whole file takes the header for noise and nothing else.
-  static func header(
-    name: String, device: String, baud: BaudRate, chipset: ChipsetFamily?, now: WallClock
-  ) -> String {
-    var lines = [
-      ("Name", name), ("Device", device), ("Baud", baud.description),
-    ]
-    if let chipset { lines.append(("Chipset", chipset.displayName)) }
-    lines += [
-      ("Date", now.timestamp.date.description),
-      ("Started", now.timestamp.iso8601(fractionDigits: 0)),
-      ("Recorder", "serialgps \(Version.serialgps)"),
-    ]
-    return lines.map { "# \($0.0): \(clean($0.1))\n" }.joined()
-  }
-
-  static func clean(_ value: String) -> String {
-    String(
-      String.UnicodeScalarView(
-        value.unicodeScalars.map { scalar in
-          (0x20...0x7E).contains(scalar.value) && !"$!#".unicodeScalars.contains(scalar)
-            ? scalar : "_"
-        }))
-  }
 }
 
-/// The time of day from the system's real-time clock, for headers.
-struct WallClock {
-  let timestamp: UTCTimestamp
-
-  static var now: WallClock {
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    let seconds = Int(now.tv_sec)
-    let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-    let inDay = seconds - days * 86_400
-    return WallClock(
-      timestamp: UTCTimestamp(
-        date: UTCDate(daysSinceUnixEpoch: days),
-        time: UTCTime(
-          hour: UInt8(inDay / 3600), minute: UInt8(inDay / 60 % 60), second: UInt8(inDay % 60))))
-  }
-}
-
-/// The output file: every write complete (EINTR retried), errors named once.
-struct RecordingSink {
-  let descriptor: Int32
-  let path: String
-  private(set) var bytesWritten = 0
-  private(set) var failed = false
-  private var closed = false
-
-  init(descriptor: Int32, path: String) {
-    self.descriptor = descriptor
-    self.path = path
-  }
-
-  mutating func write(_ bytes: some Collection<UInt8>) -> Bool {
-    guard !failed else { return false }
-    let array = Array(bytes)
-    var offset = 0
-    while offset < array.count {
-      let count = array.withUnsafeBytes {
-        Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset)
-      }
-      if count < 0 {
-        if errno == EINTR { continue }
-        failed = true
-        Output.error.line(
-          "serialgps record: writing \(path) failed: \(String(cString: strerror(errno))). "
-            + "Free some space or choose another file.")
-        return false
-      }
-      offset += count
-    }
-    bytesWritten += array.count
-    return true
-  }
-
-  /// Flushes to the disk; false (and said) when that fails.
-  mutating func finish() -> Bool {
-    guard !closed else { return !failed }
-    if fsync(descriptor) != 0 && errno != EINVAL && !failed {
-      failed = true
-      Output.error.line(
-        "serialgps record: saving \(path) failed: \(String(cString: strerror(errno))).")
-    }
-    close()
-    return !failed
-  }
-
-  mutating func close() {
-    guard !closed else { return }
-    closed = true
-    Glibc.close(descriptor)
-  }
-}
-
-/// Reads the port and appends what arrives to the sink, decoding it on the side for the
+/// Reads the port and appends what arrives to the recording, decoding it on the side for the
 /// progress line and the summary.
 struct Capture {
   enum Outcome {
@@ -337,12 +238,12 @@ struct Capture {
 
   /// Records until `deadline` or a stop.
   mutating func run(
-    into sink: inout RecordingSink, until deadline: ContinuousClock.Instant?,
+    into writer: RecordingWriter, until deadline: ContinuousClock.Instant?,
     interruption: StopSignals?
   ) -> Outcome {
     while interruption?.isRequested != true {
       if let deadline, ContinuousClock.now >= deadline { return .stopped }
-      switch readOnce(into: &sink, until: deadline) {
+      switch readOnce(into: writer, until: deadline) {
       case .stopped: continue
       case let other: return other
       }
@@ -353,7 +254,7 @@ struct Capture {
   /// Writes each command, recording what arrives during its settle time (at least 100 ms,
   /// so an acknowledgement lands in the recording next to its command).
   mutating func send(
-    _ steps: [CommandStep], into sink: inout RecordingSink, interruption: StopSignals?
+    _ steps: [CommandStep], into writer: RecordingWriter, interruption: StopSignals?
   ) -> Outcome {
     for step in steps {
       if interruption?.isRequested == true { return .stopped }
@@ -363,14 +264,14 @@ struct Capture {
         return .deviceLost(error)
       }
       let until = ContinuousClock.now + max(step.settle, .milliseconds(100))
-      let outcome = run(into: &sink, until: until, interruption: interruption)
+      let outcome = run(into: writer, until: until, interruption: interruption)
       if !outcome.isStopped { return outcome }
     }
     return .stopped
   }
 
   private mutating func readOnce(
-    into sink: inout RecordingSink, until deadline: ContinuousClock.Instant?
+    into writer: RecordingWriter, until deadline: ContinuousClock.Instant?
   ) -> Outcome {
     let port = port
     let result = buffer.withUnsafeMutableBytes { raw in
@@ -380,7 +281,7 @@ struct Capture {
     case .failure(let error):
       return .deviceLost(error)
     case .success(.received(let count)):
-      return record(buffer[..<count], into: &sink) ? .stopped : .fileFailed
+      return record(buffer[..<count], into: writer) ? .stopped : .fileFailed
     case .success(.timedOut), .success(.interrupted):
       return .stopped
     }
@@ -388,9 +289,14 @@ struct Capture {
 
   /// Writes bytes received from the device and counts what they hold; false when the file
   /// could not be written.
-  mutating func record(_ bytes: some Collection<UInt8>, into sink: inout RecordingSink) -> Bool {
+  mutating func record(_ bytes: some Collection<UInt8>, into writer: RecordingWriter) -> Bool {
     guard !bytes.isEmpty else { return true }
-    guard sink.write(bytes) else { return false }
+    do {
+      try writer.append(bytes)
+    } catch {
+      Output.error.line("serialgps record: \(error)")
+      return false
+    }
     self.bytes += bytes.count
     decoder.decode(bytes) { event in
       guard case .epoch(let epoch) = event else { return }

@@ -358,8 +358,6 @@ struct ReplayCommandTests {
             + BaudRate.supported.map(\.description).joined(separator: ", ") + " or auto"))
     #expect(
       ReplayOptions.parse(["f", "--chipset"]) == .invalid("--chipset needs a name"))
-    #expect(RecordSession.defaultName("/tmp/drive.2026.nmea") == "drive.2026")
-    #expect(RecordSession.clean("a$b!c#d\u{1}é") == "a_b_c_d__")
   }
 }
 
