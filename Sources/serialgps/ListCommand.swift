@@ -1,4 +1,5 @@
 import Discovery
+import GPSDProtocol
 
 // `serialgps list`: the receivers discovery finds, known and possible; `--all` adds every
 // other serial port. Text for people, `--json` (an array, one object per port) for scripts.
@@ -130,29 +131,48 @@ private func headline(_ device: SerialDevice) -> String {
   return text
 }
 
+/// The devices as one JSON array, an object per device with every member present (`null`
+/// for what is unknown), written by the one JSON writer (GPSDProtocol's).
 private func listJSON(_ devices: [SerialDevice]) -> String {
-  let objects = devices.map { device -> String in
+  var json = JSONWriter()
+  json.beginArray()
+  for device in devices {
     let usb = device.usb
-    var fields: [String] = []
-    fields.append("\"path\":" + jsonString(device.path))
-    fields.append("\"stablePath\":" + jsonString(device.stablePath))
-    fields.append("\"stablePathFromUdev\":\(device.stablePathFromUdev)")
-    fields.append("\"links\":[" + device.links.map { jsonString($0) }.joined(separator: ",") + "]")
-    fields.append("\"vendorId\":" + jsonString(usb.map { hex4($0.id.vendor) }))
-    fields.append("\"productId\":" + jsonString(usb.map { hex4($0.id.product) }))
-    fields.append("\"serialNumber\":" + jsonString(usb?.serialNumber))
-    fields.append("\"manufacturer\":" + jsonString(usb?.manufacturer))
-    fields.append("\"product\":" + jsonString(usb?.product))
-    fields.append("\"interface\":" + (usb?.interfaceNumber.map { "\($0)" } ?? "null"))
-    fields.append("\"driver\":" + jsonString(device.driver))
-    fields.append("\"kind\":" + jsonString(device.classification.kind.rawValue))
-    fields.append("\"chipset\":" + jsonString(device.classification.chipset?.rawValue))
-    fields.append("\"model\":" + jsonString(device.classification.model))
-    fields.append("\"source\":" + jsonString(device.classification.source.rawValue))
-    fields.append("\"sysPath\":" + jsonString(device.sysPath))
-    return "{" + fields.joined(separator: ",") + "}"
+    json.beginObject()
+    json.memberOrNull("path", device.path)
+    json.memberOrNull("stablePath", device.stablePath)
+    json.key("stablePathFromUdev")
+    json.boolean(device.stablePathFromUdev)
+    json.key("links")
+    json.beginArray()
+    for link in device.links { json.string(link) }
+    json.endArray()
+    json.memberOrNull("vendorId", usb.map { hex4($0.id.vendor) })
+    json.memberOrNull("productId", usb.map { hex4($0.id.product) })
+    json.memberOrNull("serialNumber", usb?.serialNumber)
+    json.memberOrNull("manufacturer", usb?.manufacturer)
+    json.memberOrNull("product", usb?.product)
+    json.key("interface")
+    if let interface = usb?.interfaceNumber { json.integer(interface) } else { json.null() }
+    json.memberOrNull("driver", device.driver)
+    json.memberOrNull("kind", device.classification.kind.rawValue)
+    json.memberOrNull("chipset", device.classification.chipset?.rawValue)
+    json.memberOrNull("model", device.classification.model)
+    json.memberOrNull("source", device.classification.source.rawValue)
+    json.memberOrNull("sysPath", device.sysPath)
+    json.endObject()
   }
-  return "[" + objects.joined(separator: ",") + "]"
+  json.endArray()
+  return json.text
+}
+
+extension JSONWriter {
+  /// A string member, written as `null` when unknown (a list's objects all have the same
+  /// members, unlike gpsd's reports, which leave the unknown out).
+  fileprivate mutating func memberOrNull(_ name: StaticString, _ value: String?) {
+    key(name)
+    if let value { string(value) } else { null() }
+  }
 }
 
 private func hex4(_ value: UInt16) -> String {

@@ -74,32 +74,3 @@ func exitProcess(_ code: Int32) -> Never {
   Output.standard.flush()
   exit(code)
 }
-
-/// `text` as a JSON string literal, quotes included (RFC 8259 escaping).
-func jsonString(_ text: String) -> String {
-  var out = "\""
-  for scalar in text.unicodeScalars {
-    switch scalar {
-    case "\"": out += "\\\""
-    case "\\": out += "\\\\"
-    case "\n": out += "\\n"
-    case "\r": out += "\\r"
-    case "\t": out += "\\t"
-    case "\u{08}": out += "\\b"
-    case "\u{0C}": out += "\\f"
-    default:
-      if scalar.value < 0x20 {
-        let hex = String(scalar.value, radix: 16)
-        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-      } else {
-        out.unicodeScalars.append(scalar)
-      }
-    }
-  }
-  return out + "\""
-}
-
-/// `text` as a JSON string, or `null`.
-func jsonString(_ text: String?) -> String {
-  text.map { jsonString($0) } ?? "null"
-}
