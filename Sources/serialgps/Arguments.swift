@@ -33,6 +33,11 @@ extension ParsedArguments {
 struct UsageMessage: Error, Equatable {
   let text: String
   init(_ text: String) { self.text = text }
+
+  /// An option the command does not have.
+  static func unknownOption(_ option: String) -> UsageMessage {
+    UsageMessage("unknown option '\(option)'")
+  }
 }
 
 /// A command's arguments, read front to back, and the option values several commands share,
@@ -42,6 +47,28 @@ struct ArgumentReader {
   private var index = 0
 
   init(_ arguments: [String]) { self.arguments = arguments }
+
+  /// Reads a command's arguments front to back, as every command does: `--help` or `-h`
+  /// asks for the help; `take` handles each other argument, reading the value of an option
+  /// from the reader, and throws a ``UsageMessage`` for a mistake; `make` then builds the
+  /// options from what was read, or throws for what the arguments got wrong together (an
+  /// operand missing, options that exclude each other).
+  static func parse<Options>(
+    _ arguments: [String],
+    _ take: (_ argument: String, _ reader: inout ArgumentReader) throws(UsageMessage) -> Void,
+    then make: () throws(UsageMessage) -> Options
+  ) -> ParsedArguments<Options> {
+    var reader = ArgumentReader(arguments)
+    do throws(UsageMessage) {
+      while let argument = reader.next() {
+        if argument == "--help" || argument == "-h" { return .help }
+        try take(argument, &reader)
+      }
+      return .options(try make())
+    } catch {
+      return .invalid(error.text)
+    }
+  }
 
   /// The next argument; `nil` after the last.
   mutating func next() -> String? {
@@ -117,4 +144,17 @@ struct ArgumentReader {
 /// input).
 func isOption(_ argument: String) -> Bool {
   argument.hasPrefix("-") && argument != "-"
+}
+
+/// A command's one operand (a file, a device): `argument` goes into `operand` unless it is
+/// an option the command does not have or a second operand; `oneAtATime` says what the
+/// command does with one, for the message (`decodes one recording`).
+func takeOperand(
+  _ argument: String, into operand: inout String?, _ oneAtATime: String
+) throws(UsageMessage) {
+  if isOption(argument) { throw .unknownOption(argument) }
+  if let operand {
+    throw UsageMessage("\(oneAtATime) at a time, not both '\(operand)' and '\(argument)'")
+  }
+  operand = argument
 }

@@ -56,29 +56,19 @@ enum DecodeCommand {
   static func parse(_ arguments: [String]) -> Parsed {
     var options = Options()
     var path: String?
-    var reader = ArgumentReader(arguments)
-    do throws(UsageMessage) {
-      while let argument = reader.next() {
-        switch argument {
-        case "--help", "-h": return .help
-        case "--json": options.json = true
-        case "--stats": options.stats = true
-        case "--device":
-          options.device = try reader.value("--device needs a name, such as /dev/ttyACM0")
-        default:
-          if isOption(argument) { return .invalid("unknown option '\(argument)'") }
-          if let path {
-            return .invalid(
-              "decodes one recording at a time, not both '\(path)' and '\(argument)'")
-          }
-          path = argument
-        }
+    return ArgumentReader.parse(arguments) { argument, reader throws(UsageMessage) in
+      switch argument {
+      case "--json": options.json = true
+      case "--stats": options.stats = true
+      case "--device":
+        options.device = try reader.value("--device needs a name, such as /dev/ttyACM0")
+      default:
+        try takeOperand(argument, into: &path, "decodes one recording")
       }
-    } catch {
-      return .invalid(error.text)
+    } then: {
+      options.path = path ?? "-"
+      return options
     }
-    options.path = path ?? "-"
-    return .options(options)
   }
 
   /// Decodes the recording the options name; the exit status.

@@ -50,27 +50,22 @@ struct DemoOptions: Equatable {
 
   static func parse(_ arguments: [String]) -> Parsed {
     var options = DemoOptions()
-    var reader = ArgumentReader(arguments)
-    do throws(UsageMessage) {
-      while let argument = reader.next() {
-        switch argument {
-        case "--help", "-h":
-          return .help
-        case "--speed":
-          options.speed = try reader.number(
-            in: Double.leastNonzeroMagnitude...1000, "--speed needs a factor above 0, such as 5")
-        case "--fixes":
-          options.fixes = try reader.number(in: 1...Int.max, "--fixes needs a number above 0")
-        case "--recording":
-          options.recording = try reader.value("--recording needs a file")
-        default:
-          return .invalid("unknown argument '\(argument)'")
-        }
+    return ArgumentReader.parse(arguments) { argument, reader throws(UsageMessage) in
+      switch argument {
+      case "--speed":
+        options.speed = try reader.number(
+          in: Double.leastNonzeroMagnitude...1000, "--speed needs a factor above 0, such as 5")
+      case "--fixes":
+        options.fixes = try reader.number(in: 1...Int.max, "--fixes needs a number above 0")
+      case "--recording":
+        options.recording = try reader.value("--recording needs a file")
+      default:
+        if isOption(argument) { throw .unknownOption(argument) }
+        throw UsageMessage("unknown argument '\(argument)'")
       }
-    } catch {
-      return .invalid(error.text)
+    } then: {
+      options
     }
-    return .options(options)
   }
 }
 

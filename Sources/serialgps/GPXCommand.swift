@@ -53,36 +53,25 @@ struct GPXOptions: Equatable {
   static func parse(_ arguments: [String]) -> Parsed {
     var options = GPXOptions(input: "")
     var input: String?
-    var reader = ArgumentReader(arguments)
-    do throws(UsageMessage) {
-      while let argument = reader.next() {
-        switch argument {
-        case "--help", "-h":
-          return .help
-        case "-o", "--output":
-          options.output = try reader.value("-o needs a file name")
-        case "--gap":
-          options.gap = try reader.seconds(
-            in: 0...1_000_000_000, "--gap needs a number of seconds above 0, such as 10")
-        case "--name":
-          options.name = try reader.value("--name needs a name", allowingEmpty: true)
-        default:
-          if isOption(argument) { return .invalid("unknown option '\(argument)'") }
-          guard input == nil else {
-            return .invalid(
-              "converts one recording at a time, not both '\(input!)' and '\(argument)'")
-          }
-          input = argument
-        }
+    return ArgumentReader.parse(arguments) { argument, reader throws(UsageMessage) in
+      switch argument {
+      case "-o", "--output":
+        options.output = try reader.value("-o needs a file name")
+      case "--gap":
+        options.gap = try reader.seconds(
+          in: 0...1_000_000_000, "--gap needs a number of seconds above 0, such as 10")
+      case "--name":
+        options.name = try reader.value("--name needs a name", allowingEmpty: true)
+      default:
+        try takeOperand(argument, into: &input, "converts one recording")
       }
-    } catch {
-      return .invalid(error.text)
+    } then: { () throws(UsageMessage) in
+      guard let input else {
+        throw UsageMessage("give the recording to convert, such as fixtures/ublox-m8-drive.nmea")
+      }
+      options.input = input
+      return options
     }
-    guard let input else {
-      return .invalid("give the recording to convert, such as fixtures/ublox-m8-drive.nmea")
-    }
-    options.input = input
-    return .options(options)
   }
 }
 

@@ -33,18 +33,17 @@ struct ListOptions: Equatable {
 
   static func parse(_ arguments: [String]) -> ParsedArguments<ListOptions> {
     var options = ListOptions()
-    var reader = ArgumentReader(arguments)
-    while let argument = reader.next() {
+    return ArgumentReader.parse(arguments) { argument, _ throws(UsageMessage) in
       switch argument {
-      case "--help", "-h": return .help
       case "--json": options.json = true
       case "--all", "-a": options.all = true
       default:
-        return .invalid(
-          isOption(argument) ? "unknown option '\(argument)'" : "unknown argument '\(argument)'")
+        if isOption(argument) { throw .unknownOption(argument) }
+        throw UsageMessage("unknown argument '\(argument)'")
       }
+    } then: {
+      options
     }
-    return .options(options)
   }
 }
 

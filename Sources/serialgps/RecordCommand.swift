@@ -66,42 +66,35 @@ struct RecordOptions: Equatable {
     var baud: BaudRate?
     var chipset: ChipsetFamily?
     var name: String?
-    var reader = ArgumentReader(arguments)
-    do throws(UsageMessage) {
-      while let argument = reader.next() {
-        switch argument {
-        case "--help", "-h":
-          return .help
-        case "-o", "--output":
-          output = try reader.value("-o needs a file name")
-        case "--duration":
-          duration = try reader.seconds(
-            in: 0...1_000_000_000, "--duration needs a number of seconds above 0, such as 60")
-        case "--baud":
-          baud = try reader.baud()
-        case "--chipset":
-          chipset = try reader.chipset()
-        case "--name":
-          name = try reader.value("--name needs a name")
-        default:
-          if argument.hasPrefix("-") { return .invalid("unknown option '\(argument)'") }
-          positional.append(argument)
-        }
+    return ArgumentReader.parse(arguments) { argument, reader throws(UsageMessage) in
+      switch argument {
+      case "-o", "--output":
+        output = try reader.value("-o needs a file name")
+      case "--duration":
+        duration = try reader.seconds(
+          in: 0...1_000_000_000, "--duration needs a number of seconds above 0, such as 60")
+      case "--baud":
+        baud = try reader.baud()
+      case "--chipset":
+        chipset = try reader.chipset()
+      case "--name":
+        name = try reader.value("--name needs a name")
+      default:
+        if argument.hasPrefix("-") { throw .unknownOption(argument) }
+        positional.append(argument)
       }
-    } catch {
-      return .invalid(error.text)
-    }
-    guard positional.count == 1 else {
-      return .invalid(
-        positional.isEmpty
-          ? "give the device to record, such as /dev/ttyACM0"
-          : "records one device at a time, not \(positional.joined(separator: " and "))")
-    }
-    guard let output else { return .invalid("give the file to write with -o FILE") }
-    return .options(
-      RecordOptions(
+    } then: { () throws(UsageMessage) in
+      guard positional.count == 1 else {
+        throw UsageMessage(
+          positional.isEmpty
+            ? "give the device to record, such as /dev/ttyACM0"
+            : "records one device at a time, not \(positional.joined(separator: " and "))")
+      }
+      guard let output else { throw UsageMessage("give the file to write with -o FILE") }
+      return RecordOptions(
         device: positional[0], output: output, duration: duration, baud: baud, chipset: chipset,
-        name: name))
+        name: name)
+    }
   }
 }
 

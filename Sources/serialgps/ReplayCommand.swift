@@ -57,44 +57,33 @@ struct ReplayOptions: Equatable {
     var path: String?
     var speed: Double?
     var fast = false
-    var reader = ArgumentReader(arguments)
-    do throws(UsageMessage) {
-      while let argument = reader.next() {
-        switch argument {
-        case "--help", "-h":
-          return .help
-        case "--speed":
-          speed = try reader.number(
-            in: Double.leastNonzeroMagnitude...10_000,
-            "--speed needs a factor above 0, such as 5 or 0.5")
-        case "--fast":
-          fast = true
-        case "--loop":
-          options.loops = true
-        case "--chipset":
-          options.chipset = try reader.chipset()
-        case "--link":
-          options.link = try reader.value("--link needs a path")
-        default:
-          if isOption(argument) { return .invalid("unknown option '\(argument)'") }
-          guard path == nil else {
-            return .invalid(
-              "replays one recording at a time, not both '\(path!)' and '\(argument)'")
-          }
-          path = argument
-        }
+    return ArgumentReader.parse(arguments) { argument, reader throws(UsageMessage) in
+      switch argument {
+      case "--speed":
+        speed = try reader.number(
+          in: Double.leastNonzeroMagnitude...10_000,
+          "--speed needs a factor above 0, such as 5 or 0.5")
+      case "--fast":
+        fast = true
+      case "--loop":
+        options.loops = true
+      case "--chipset":
+        options.chipset = try reader.chipset()
+      case "--link":
+        options.link = try reader.value("--link needs a path")
+      default:
+        try takeOperand(argument, into: &path, "replays one recording")
       }
-    } catch {
-      return .invalid(error.text)
+    } then: { () throws(UsageMessage) in
+      guard let path else {
+        throw UsageMessage("give the recording to replay, such as fixtures/ublox-m8-drive.nmea")
+      }
+      if fast && speed != nil { throw UsageMessage("--speed and --fast exclude each other") }
+      options.path = path
+      if fast { options.pace = .asFastAsPossible }
+      if let speed { options.pace = .recorded(speed: speed) }
+      return options
     }
-    guard let path else {
-      return .invalid("give the recording to replay, such as fixtures/ublox-m8-drive.nmea")
-    }
-    if fast && speed != nil { return .invalid("--speed and --fast exclude each other") }
-    options.path = path
-    if fast { options.pace = .asFastAsPossible }
-    if let speed { options.pace = .recorded(speed: speed) }
-    return .options(options)
   }
 }
 

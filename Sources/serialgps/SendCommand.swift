@@ -77,43 +77,36 @@ struct SendRequest {
     var family: ChipsetFamily?
     var baud: BaudRate? = .b9600
     var timeout = Duration.seconds(1)
-    var reader = ArgumentReader(arguments)
-    do throws(UsageMessage) {
-      while let argument = reader.next() {
-        switch argument {
-        case "--help", "-h":
-          return .help
-        case "--chipset":
-          family = try reader.chipset()
-        case "--baud":
-          baud = try reader.baud()
-        case "--timeout":
-          timeout = try reader.seconds(
-            in: 0...600, "--timeout needs a number of seconds between 0 and 600, such as 1.5")
-        default:
-          if argument.hasPrefix("--") { return .invalid("unknown option '\(argument)'") }
-          positional.append(argument)
-        }
+    return ArgumentReader.parse(arguments) { argument, reader throws(UsageMessage) in
+      switch argument {
+      case "--chipset":
+        family = try reader.chipset()
+      case "--baud":
+        baud = try reader.baud()
+      case "--timeout":
+        timeout = try reader.seconds(
+          in: 0...600, "--timeout needs a number of seconds between 0 and 600, such as 1.5")
+      default:
+        if argument.hasPrefix("--") { throw .unknownOption(argument) }
+        positional.append(argument)
       }
-    } catch {
-      return .invalid(error.text)
+    } then: { () throws(UsageMessage) in
+      guard positional.count == 2 else {
+        throw UsageMessage(
+          positional.count < 2
+            ? "give a device and what to send: standby, wake or a raw command"
+            : "too many arguments (\(positional.joined(separator: " "))); quote a raw command "
+              + "that holds spaces")
+      }
+      let action: Action
+      switch positional[1] {
+      case "standby": action = .standby
+      case "wake": action = .wake
+      default: action = .raw(positional[1])
+      }
+      return SendRequest(
+        device: positional[0], action: action, family: family, baud: baud, timeout: timeout)
     }
-    guard positional.count == 2 else {
-      return .invalid(
-        positional.count < 2
-          ? "give a device and what to send: standby, wake or a raw command"
-          : "too many arguments (\(positional.joined(separator: " "))); quote a raw command "
-            + "that holds spaces")
-    }
-    let action: Action
-    switch positional[1] {
-    case "standby": action = .standby
-    case "wake": action = .wake
-    default: action = .raw(positional[1])
-    }
-    return .options(
-      SendRequest(
-        device: positional[0], action: action, family: family, baud: baud, timeout: timeout))
   }
 }
 

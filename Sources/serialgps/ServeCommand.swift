@@ -59,35 +59,29 @@ struct ServeOptions: Equatable {
 
   static func parse(_ arguments: [String]) -> Parsed {
     var options = ServeOptions()
-    var reader = ArgumentReader(arguments)
-    do throws(UsageMessage) {
-      while let argument = reader.next() {
-        switch argument {
-        case "--help", "-h":
-          return .help
-        case "--listen":
-          options.listen = try reader.value(
-            "--listen needs an address such as 127.0.0.1:2947", allowingEmpty: true)
-        case "--allow-remote":
-          options.allowRemote = true
-        case "--linger":
-          options.linger = try reader.linger()
-        case "--max-clients":
-          options.maximumClients = try reader.number(
-            in: 1...65_536, "--max-clients needs a number from 1 to 65536")
-        case "--baud":
-          options.baud = try reader.baud()
-        case "--chipset":
-          options.family = try reader.chipset(allowingAuto: true)
-        default:
-          if isOption(argument) { return .invalid("unknown option '\(argument)'") }
-          options.devices.append(argument)
-        }
+    return ArgumentReader.parse(arguments) { argument, reader throws(UsageMessage) in
+      switch argument {
+      case "--listen":
+        options.listen = try reader.value(
+          "--listen needs an address such as 127.0.0.1:2947", allowingEmpty: true)
+      case "--allow-remote":
+        options.allowRemote = true
+      case "--linger":
+        options.linger = try reader.linger()
+      case "--max-clients":
+        options.maximumClients = try reader.number(
+          in: 1...65_536, "--max-clients needs a number from 1 to 65536")
+      case "--baud":
+        options.baud = try reader.baud()
+      case "--chipset":
+        options.family = try reader.chipset(allowingAuto: true)
+      default:
+        if isOption(argument) { throw .unknownOption(argument) }
+        options.devices.append(argument)
       }
-    } catch {
-      return .invalid(error.text)
+    } then: {
+      options
     }
-    return .options(options)
   }
 
   /// The server's configuration, or why the options cannot make one.

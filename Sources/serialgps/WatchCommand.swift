@@ -73,34 +73,24 @@ enum Watch {
 
   static func parse(_ arguments: [String]) -> Parsed {
     var options = Options()
-    var reader = ArgumentReader(arguments)
-    do throws(UsageMessage) {
-      while let argument = reader.next() {
-        switch argument {
-        case "--help", "-h":
-          return .help
-        case "--json":
-          options.json = true
-        case "--chipset":
-          options.chipset = try reader.chipset(allowingAuto: true).map { .family($0) } ?? .automatic
-        case "--baud":
-          options.baud = try reader.baud().map { .fixed($0) } ?? .automatic()
-        case "--count":
-          options.count = try reader.number(in: 1...Int.max, "--count needs a number above 0")
-        case "--linger":
-          options.linger = try reader.linger()
-        default:
-          if isOption(argument) { return .invalid("unknown option '\(argument)'") }
-          if let device = options.device {
-            return .invalid("watches one device at a time, not both '\(device)' and '\(argument)'")
-          }
-          options.device = argument
-        }
+    return ArgumentReader.parse(arguments) { argument, reader throws(UsageMessage) in
+      switch argument {
+      case "--json":
+        options.json = true
+      case "--chipset":
+        options.chipset = try reader.chipset(allowingAuto: true).map { .family($0) } ?? .automatic
+      case "--baud":
+        options.baud = try reader.baud().map { .fixed($0) } ?? .automatic()
+      case "--count":
+        options.count = try reader.number(in: 1...Int.max, "--count needs a number above 0")
+      case "--linger":
+        options.linger = try reader.linger()
+      default:
+        try takeOperand(argument, into: &options.device, "watches one device")
       }
-    } catch {
-      return .invalid(error.text)
+    } then: {
+      options
     }
-    return .options(options)
   }
 
   static func run(_ arguments: [String]) async -> Int32 {

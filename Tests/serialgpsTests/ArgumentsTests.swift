@@ -1,0 +1,53 @@
+import Testing
+
+@testable import serialgps
+
+// Every command reads its arguments with ArgumentReader.parse, so the same mistake is said
+// the same way whichever command it is made to.
+
+/// Each command's parser, as the text of what it made of `arguments`.
+let parsers: [String: @Sendable ([String]) -> String] = [
+  "decode": { "\(DecodeCommand.parse($0))" },
+  "list": { "\(ListOptions.parse($0))" },
+  "watch": { "\(Watch.parse($0))" },
+  "serve": { "\(ServeOptions.parse($0))" },
+  "send": { "\(SendRequest.parse($0))" },
+  "replay": { "\(ReplayOptions.parse($0))" },
+  "record": { "\(RecordOptions.parse($0))" },
+  "gpx": { "\(GPXOptions.parse($0))" },
+  "demo": { "\(DemoOptions.parse($0))" },
+]
+
+@Suite("serialgps: arguments")
+struct ArgumentsTests {
+  @Test(
+    "an unknown option, and --help, the same in every command", arguments: parsers.keys.sorted())
+  func sameEverywhere(command: String) throws {
+    let parse = try #require(parsers[command])
+    #expect(parse(["--frobnicate"]) == "invalid(\"unknown option \\'--frobnicate\\'\")")
+    #expect(parse(["--help"]) == "help")
+    #expect(parse(["-h", "--frobnicate"]) == "help", "read front to back")
+  }
+
+  @Test("one operand: a second one is refused, naming both")
+  func oneOperand() {
+    #expect(
+      DecodeCommand.parse(["a", "b"])
+        == .invalid("decodes one recording at a time, not both 'a' and 'b'"))
+    #expect(
+      GPXOptions.parse(["a", "b"])
+        == .invalid("converts one recording at a time, not both 'a' and 'b'"))
+    guard case .invalid(let watch) = Watch.parse(["a", "b"]) else {
+      Issue.record("two devices accepted")
+      return
+    }
+    #expect(watch == "watches one device at a time, not both 'a' and 'b'")
+  }
+
+  @Test("list and demo take no operands")
+  func noOperands() {
+    #expect(ListOptions.parse(["--json", "-a"]) == .options(ListOptions(json: true, all: true)))
+    #expect(ListOptions.parse(["extra"]) == .invalid("unknown argument 'extra'"))
+    #expect(DemoOptions.parse(["extra"]) == .invalid("unknown argument 'extra'"))
+  }
+}
