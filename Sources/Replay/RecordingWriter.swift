@@ -99,7 +99,8 @@ public struct RecordingHeader: Sendable, Hashable {
 /// try writer.finish()
 /// ```
 ///
-/// Each write is complete (a short write is continued, an interrupted one retried) or throws;
+/// (A subscriber that falls behind misses chunks, as it misses fixes: give the subscription
+/// room with `bufferSize`.) Each write is complete (a short write is continued, an interrupted one retried) or throws;
 /// after a failure, later writes throw the same error, so what is in the file is always a
 /// prefix of what was given. ``finish()`` flushes the file to the disk. Not for use from
 /// several threads at once.
