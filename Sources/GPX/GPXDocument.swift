@@ -12,6 +12,7 @@ public struct GPXMetadata: Sendable, Hashable {
   /// The program that wrote the file (`creator`, required by GPX).
   public var creator: String
 
+  /// Metadata naming the document and its track; `creator` names the writing program.
   public init(
     name: String, description: String? = nil, source: String? = nil, creator: String = "SerialGPS"
   ) {
@@ -186,6 +187,7 @@ public enum GPXDocument {
 /// the metadata has no `bounds` (they are not known when the file begins; GPX makes them
 /// optional). A file cut short before ``finish()`` lacks only its closing tags.
 public struct GPXStreamWriter: Sendable {
+  /// What the document says about itself and its track.
   public let metadata: GPXMetadata
   private var segmenter: GPXSegmenter
   private var finished = false

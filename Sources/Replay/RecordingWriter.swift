@@ -21,6 +21,7 @@ public struct RecordingHeader: Sendable, Hashable {
   /// The program that recorded (`Recorder`).
   public var recorder: String
 
+  /// A header; `started` is now by the system clock unless given.
   public init(
     name: String, device: String, baud: BaudRate, chipset: ChipsetFamily? = nil,
     started: UTCTimestamp = RecordingHeader.systemTime(), recorder: String = "SerialGPS"
@@ -184,6 +185,7 @@ public struct RecordingWriteError: Error, Sendable, Hashable, CustomStringConver
 
   /// The file's path, as given.
   public let path: String
+  /// What failed.
   public let operation: Operation
   /// Why, as the system said.
   public let errno: Errno
