@@ -16,6 +16,7 @@ let package = Package(
     .library(name: "Replay", targets: ["Replay"]),
     .library(name: "GPSDProtocol", targets: ["GPSDProtocol"]),
     .library(name: "GPX", targets: ["GPX"]),
+    .library(name: "TimeService", targets: ["TimeService"]),
     .executable(name: "serialgps", targets: ["serialgps"]),
     .executable(name: "nmea-bench", targets: ["nmea-bench"]),
     .executable(name: "serial-bench", targets: ["serial-bench"]),
@@ -48,6 +49,9 @@ let package = Package(
       name: "SerialGPS",
       dependencies: ["NMEA", "SerialPort", "Chipsets", "Discovery", "Threading"]
     ),
+
+    // GPS time for chrony and ntpd: trusted samples (docs/time.md).
+    .target(name: "TimeService", dependencies: ["NMEA"]),
 
     // Recordings as virtual receivers and in-process sources; the receiver simulator.
     // It implements SerialGPS's connector for in-process replay, so it comes after SerialGPS.
@@ -107,6 +111,11 @@ let package = Package(
       name: "ReplayTests", dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort", "SerialGPS"]
     ),
     .testTarget(name: "GPSDProtocolTests", dependencies: ["GPSDProtocol", "NMEA"]),
+    // The time service's rules as tables, its outputs against chronyd and ntpshmmon, the
+    // kernel PPS interface against <linux/pps.h> as gcc compiles it.
+    .testTarget(
+      name: "TimeServiceTests",
+      dependencies: ["TimeService", "NMEA"]),
     // The GPX writer against the GPX 1.1 schema (xmllint) and the fixtures.
     .testTarget(name: "GPXTests", dependencies: ["GPX", "NMEA", "Replay"], exclude: ["gpx.xsd"]),
     // The CLI's pieces in-process, and the built executable against simulated receivers.

@@ -1,0 +1,222 @@
+import Foundation
+import NMEA
+import Testing
+import TimeService
+
+@Suite("What an epoch says about time, and whether it is trusted")
+struct TrustTests {
+  /// Decodes `epochs` (sentence bodies, one epoch per inner list) and returns what the
+  /// collector says of each epoch, in order. With `separately`, every epoch goes through a
+  /// decoder of its own, so that no cycle learned from one shapes the next.
+  func epochTimes(_ epochs: [[String]], separately: Bool = true) -> [EpochTime] {
+    var decoder = NMEADecoder()
+    var collector = EpochTimeCollector()
+    var times: [EpochTime] = []
+    let handle = { (event: DecoderEvent) in
+      if let time = collector.observe(event) { times.append(time) }
+    }
+    for epoch in epochs {
+      for body in epoch { decoder.decode(wire(body), handle) }
+      if separately {
+        decoder.finish(handle)
+        decoder = NMEADecoder()
+      }
+    }
+    decoder.finish(handle)
+    return times
+  }
+
+  /// A receiver that ends every cycle with ZDA: the decoder closes epoch N when epoch N + 1
+  /// begins, after the sentence that begins it was reported; the date still lands in its own
+  /// epoch.
+  @Test func aDateFromTheCyclesLastSentence() {
+    let times = epochTimes(
+      (1...5).map { second in
+        [
+          "GPGGA,12000\(second).00,3352.1290,S,15112.5576,E,1,08,0.9,40.0,M,20.0,M,,",
+          "GPZDA,12000\(second).00,02,12,2026,00,00",
+        ]
+      }, separately: false)
+    #expect(times.count == 5)
+    #expect(times.allSatisfy { $0.date == Self.date && $0.dateSource == .zda && $0.fix == .valid })
+    #expect(times.map { $0.time?.second } == [1, 2, 3, 4, 5])
+  }
+
+  static let date = UTCDate(year: 2026, month: 12, day: 2)
+
+  @Test func theEpochsOwnSentencesDecide() {
+    let times = epochTimes([
+      // RMC valid with its date.
+      [
+        "GPRMC,120001.00,A,3352.1290,S,15112.5576,E,0.0,0.0,021226,,,A",
+        "GPGGA,120001.00,3352.1290,S,15112.5576,E,1,08,0.9,40.0,M,20.0,M,,",
+      ],
+      // The receiver's RTC before a fix: a time and a date, status V.
+      ["GPRMC,120002.00,V,,,,,,,021226,,,N", "GPGGA,120002.00,,,,,0,00,,,M,,M,,"],
+      // A fix in GGA, the date from ZDA, no RMC.
+      [
+        "GPGGA,120003.00,3352.1290,S,15112.5576,E,2,08,0.9,40.0,M,20.0,M,,",
+        "GPZDA,120003.00,02,12,2026,00,00",
+      ],
+      // RMC says A, GGA says no fix: the receiver contradicts itself.
+      [
+        "GPRMC,120004.00,A,3352.1290,S,15112.5576,E,0.0,0.0,021226,,,A",
+        "GPGGA,120004.00,,,,,0,00,,,M,,M,,",
+      ],
+      // Status A with mode indicator N (not valid).
+      ["GPRMC,120005.00,A,3352.1290,S,15112.5576,E,0.0,0.0,021226,,,N"],
+      // A fix in GGA and no date at all.
+      ["GPGGA,120006.00,3352.1290,S,15112.5576,E,1,08,0.9,40.0,M,20.0,M,,"],
+      // Simulated (quality 8) is not a fix.
+      [
+        "GPGGA,120007.00,3352.1290,S,15112.5576,E,8,08,0.9,40.0,M,20.0,M,,",
+        "GPZDA,120007.00,02,12,2026,00,00",
+      ],
+      // A ZDA stamped two seconds ahead (Magellan) gives no date to this epoch.
+      [
+        "GPGGA,120008.00,3352.1290,S,15112.5576,E,1,08,0.9,40.0,M,20.0,M,,",
+        "GPZDA,120010.00,02,12,2026,00,00",
+      ],
+    ])
+    #expect(times.count == 8)
+    guard times.count == 8 else { return }
+    #expect(
+      times[0]
+        == EpochTime(
+          time: UTCTime(hour: 12, minute: 0, second: 1), date: Self.date, dateSource: .rmc,
+          fix: .valid))
+    #expect(times[1].fix == .invalid)
+    #expect(times[1].date == Self.date)
+    #expect(
+      times[2]
+        == EpochTime(
+          time: UTCTime(hour: 12, minute: 0, second: 3), date: Self.date, dateSource: .zda,
+          fix: .valid))
+    #expect(times[3].fix == .invalid)
+    #expect(times[4].fix == .invalid)
+    #expect(times[5].fix == .valid)
+    #expect(times[5].date == nil)
+    #expect(times[6].fix == .invalid)
+    #expect(times[7].fix == .valid)
+    #expect(times[7].date == nil)
+  }
+
+  /// One row: an epoch's evidence, when its first byte arrived (ms after its second; nil:
+  /// unknown), and the verdict.
+  struct Row {
+    var epoch: EpochTime
+    var lateMs: Int64?
+    var expected: Expected
+    enum Expected: Equatable {
+      case sample
+      case rejected(TimeRejection)
+    }
+    init(_ epoch: EpochTime, late lateMs: Int64? = 120, _ expected: Expected) {
+      self.epoch = epoch
+      self.lateMs = lateMs
+      self.expected = expected
+    }
+  }
+
+  @discardableResult
+  func run(_ rows: [Row], rules: TimeTrustRules = TimeTrustRules()) -> TimeTrust {
+    var trust = TimeTrust(rules: rules)
+    for (number, row) in rows.enumerated() {
+      let arrival = row.lateMs.map { late -> ArrivalTime in
+        let second = row.epoch.timestamp.flatMap(PosixTime.init) ?? posix(december2)
+        return ArrivalTime(time: second + .milliseconds(late))
+      }
+      let verdict = trust.judge(row.epoch, arrival: arrival)
+      switch (verdict, row.expected) {
+      case (.sample(let sample), .sample):
+        #expect(sample.lateness == .milliseconds(row.lateMs ?? 0), "row \(number)")
+        #expect(PosixTime(row.epoch.timestamp!) == sample.receiverTime, "row \(number)")
+      case (.rejected(let reason), .rejected(let expected)):
+        #expect(reason == expected, "row \(number)")
+      default:
+        Issue.record("row \(number): \(verdict), expected \(row.expected)")
+      }
+    }
+    return trust
+  }
+
+  @Test func settlesAfterThreeConsistentFixes() {
+    let trust = run([
+      Row(epochTime(0, fix: .invalid), .rejected(.noFix)),
+      Row(epochTime(1), .rejected(.settling)),
+      Row(epochTime(2), .rejected(.settling)),
+      Row(epochTime(3), .sample),
+      Row(epochTime(4, ms: 0), late: 135, .sample),
+      Row(epochTime(4, ms: 200), late: 110, .sample),  // 5 Hz: fractions count
+    ])
+    #expect(trust.samples == 3)
+    #expect(trust.rejections == [.noFix: 1, .settling: 2])
+    #expect(trust.isTrusted)
+  }
+
+  @Test func losingTheFixStartsOver() {
+    run([
+      Row(epochTime(1), .rejected(.settling)),
+      Row(epochTime(2), .rejected(.settling)),
+      Row(epochTime(3), .sample),
+      Row(epochTime(4, fix: .unknown), .rejected(.noFix)),
+      Row(epochTime(5), .rejected(.settling)),
+      Row(epochTime(6), .rejected(.settling)),
+      Row(epochTime(7), .sample),
+      Row(epochTime(8, date: nil), .rejected(.noDate)),
+      Row(epochTime(9), .rejected(.settling)),
+      Row(epochTime(10), .rejected(.settling)),
+      Row(epochTime(11), .sample),
+      Row(EpochTime(time: nil, fix: .valid), .rejected(.noTime)),
+      Row(epochTime(13), .rejected(.settling)),
+    ])
+  }
+
+  @Test func refusesDatesBeforeTheReleaseAndNeverGuessesWeeks() {
+    // A receiver with the 1024-week rollover reports 2007-04-18 for 2026-12-02.
+    let rolledOver = UTCDate(year: 2007, month: 4, day: 18)
+    let trust = run([
+      Row(epochTime(1, date: rolledOver), .rejected(.beforeReleaseDate)),
+      Row(epochTime(2, date: rolledOver), .rejected(.beforeReleaseDate)),
+      Row(
+        epochTime(3, date: UTCDate(year: 2026, month: 11, day: 30)), .rejected(.beforeReleaseDate)),
+      Row(epochTime(4, date: ReleaseDate.date), .rejected(.settling)),
+    ])
+    #expect(trust.rejections[.beforeReleaseDate] == 3)
+  }
+
+  @Test func jumpsRepeatsLeapSecondsAndMissingArrivals() {
+    let leap = EpochTime(
+      time: UTCTime(hour: 23, minute: 59, second: 60),
+      date: UTCDate(year: 2026, month: 12, day: 31),
+      dateSource: .rmc, fix: .valid)
+    var trust = run([
+      Row(epochTime(1), .rejected(.settling)),
+      Row(epochTime(2), .rejected(.settling)),
+      Row(epochTime(3), .sample),
+      Row(epochTime(4), late: 130, .sample),
+      Row(epochTime(5), late: 900, .rejected(.jumped)),  // 770 ms later than the last
+      Row(epochTime(6), late: 905, .rejected(.settling)),  // counts as the first again
+      Row(epochTime(7), late: 890, .sample),
+      Row(epochTime(7), late: 890, .rejected(.notNewer)),  // a repeated epoch keeps trust
+      Row(epochTime(6), late: 890, .rejected(.notNewer)),
+      Row(epochTime(8), late: nil, .rejected(.noArrivalTime)),
+      Row(epochTime(9), late: 880, .sample),
+    ])
+    // A leap second cannot be named in POSIX time; trust is kept across it.
+    let arrival = ArrivalTime(time: posix(december2 + 30 * 86_400, ms: 120))
+    #expect(trust.judge(leap, arrival: arrival) == .rejected(.leapSecond))
+    #expect(trust.isTrusted)
+    trust.reset()
+    #expect(!trust.isTrusted)
+  }
+
+  @Test func settlingCanBeShortened() {
+    run(
+      [
+        Row(epochTime(1), .sample), Row(epochTime(2, fix: .invalid), .rejected(.noFix)),
+        Row(epochTime(3), .sample),
+      ],
+      rules: TimeTrustRules(settlingEpochs: 1))
+  }
+}
