@@ -50,8 +50,8 @@ let package = Package(
       dependencies: ["NMEA", "SerialPort", "Chipsets", "Discovery", "Threading"]
     ),
 
-    // GPS time for chrony and ntpd: trusted samples (docs/time.md).
-    .target(name: "TimeService", dependencies: ["NMEA"]),
+    // GPS time for chrony and ntpd: trusted samples, pulse labelling (docs/time.md).
+    .target(name: "TimeService", dependencies: ["NMEA", "Chipsets"]),
 
     // Recordings as virtual receivers and in-process sources; the receiver simulator.
     // It implements SerialGPS's connector for in-process replay, so it comes after SerialGPS.
@@ -115,7 +115,7 @@ let package = Package(
     // kernel PPS interface against <linux/pps.h> as gcc compiles it.
     .testTarget(
       name: "TimeServiceTests",
-      dependencies: ["TimeService", "NMEA"]),
+      dependencies: ["TimeService", "NMEA", "Chipsets"]),
     // The GPX writer against the GPX 1.1 schema (xmllint) and the fixtures.
     .testTarget(name: "GPXTests", dependencies: ["GPX", "NMEA", "Replay"], exclude: ["gpx.xsd"]),
     // The CLI's pieces in-process, and the built executable against simulated receivers.

@@ -220,3 +220,14 @@ struct TrustTests {
       rules: TimeTrustRules(settlingEpochs: 1))
   }
 }
+
+@Suite("The release date")
+struct ReleaseDateTests {
+  /// The release process sets it to the day of the release: a date in the future would
+  /// refuse every receiver's time until then.
+  @Test func isNotInTheFuture() {
+    let today = UTCDate(daysSinceUnixEpoch: Int(Date().timeIntervalSince1970 / 86_400))
+    #expect(ReleaseDate.date <= today)
+    #expect(ReleaseDate.date >= UTCDate(year: 2026, month: 1, day: 1))
+  }
+}

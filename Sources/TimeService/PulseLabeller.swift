@@ -1,0 +1,182 @@
+import Chipsets
+
+/// One pulse of a PPS line, as a source timestamped it.
+public struct Pulse: Sendable, Hashable {
+  /// The system time (`CLOCK_REALTIME`) of the pulse's edge.
+  public var time: PosixTime
+  /// The source's count of pulses (the kernel's assert sequence), for gaps and repeats.
+  public var sequence: UInt64
+
+  public init(time: PosixTime, sequence: UInt64) {
+    self.time = time
+    self.sequence = sequence
+  }
+}
+
+/// A pulse labelled with the UTC second whose start it marks.
+public struct PPSSample: Sendable, Hashable {
+  /// The UTC second (whole) the pulse marks.
+  public var second: PosixTime
+  /// The system time of the pulse.
+  public var pulse: PosixTime
+  /// The source's sequence number.
+  public var sequence: UInt64
+
+  public init(second: PosixTime, pulse: PosixTime, sequence: UInt64) {
+    self.second = second
+    self.pulse = pulse
+    self.sequence = sequence
+  }
+
+  /// `second − pulse`: how far the system clock is behind true time.
+  public var offset: Duration { second - pulse }
+}
+
+/// Whether a receiver sends the sentences naming a second after the pulse that starts it, or
+/// before.
+public enum PulseOrder: Sendable, Hashable {
+  /// The pulse marks the start of second S and the epoch stamped S follows it, some
+  /// milliseconds to most of a second later. Every receiver of the families SerialGPS speaks
+  /// does this with NMEA (docs/time.md); it is also what gpsd assumes.
+  case sentencesFollowPulse
+  /// The epoch stamped S arrives before the pulse that starts S: the receiver announces the
+  /// coming second (as some timing receivers' binary messages do, u-blox's `UBX-TIM-TP`
+  /// among them).
+  case sentencesPrecedePulse
+
+  /// The order of a chipset family's NMEA output.
+  public static func of(_ family: ChipsetFamily) -> PulseOrder {
+    switch family {
+    case .ublox, .mediatek, .sirf, .nmea: return .sentencesFollowPulse
+    }
+  }
+}
+
+/// Why a pulse was not used.
+public enum PulseDrop: Sendable, Hashable, CaseIterable, CustomStringConvertible {
+  /// No trusted serial time to name the pulse's second: before the first trusted epoch, or
+  /// since the fix was lost.
+  case noTrustedTime
+  /// The last trusted epoch is too far from the pulse (more than a second) to say which
+  /// second the pulse starts: epochs were lost.
+  case staleSerialTime
+  /// The serial time, corrected by the configured offset, disagrees with the pulse's second
+  /// by more than ``PulseLabeller/maximumDisagreement``: the offset is wrong, or the pulse or
+  /// the receiver is (see docs/time.md).
+  case serialDisagrees
+  /// A pulse for a second already labelled (a glitch on the line, or two edges per second).
+  case duplicate
+
+  public var description: String {
+    switch self {
+    case .noTrustedTime: return "no trusted time"
+    case .staleSerialTime: return "serial time stale"
+    case .serialDisagrees: return "serial time disagrees"
+    case .duplicate: return "duplicate second"
+    }
+  }
+}
+
+/// What ``PulseLabeller`` made of one pulse.
+public enum PulseDecision: Sendable, Hashable {
+  case labelled(PPSSample)
+  case dropped(PulseDrop)
+}
+
+/// Names the UTC second of each pulse from the serial time of the epoch it belongs to.
+///
+/// A pure state machine. It takes the trusted ``TimeSample``s of the serial time (and word
+/// that trust was lost) and the ``Pulse``s of a PPS source, in any interleaving: the two come
+/// from different threads, so the labels follow from the timestamps, not from the order of
+/// arrival.
+///
+/// The rule: with ``PulseOrder/sentencesFollowPulse`` the epoch stamped S arrives a delay `d`
+/// (0 < d < 1 s) after pulse S, so a pulse at system time P belongs to second
+/// `S + ⌈P − A⌉`, where A is the epoch's arrival; with ``PulseOrder/sentencesPrecedePulse`` it
+/// is `S + ⌊P − A⌋`. Only epochs stamped on a whole second name pulses, and only within a
+/// second of the pulse. The label is then checked against the serial time as it is published
+/// (the arrival corrected by the user's offset): if they differ by more than half a second the
+/// pulse is dropped, because the label rests on a delay the serial time does not confirm.
+public struct PulseLabeller: Sendable {
+  /// The largest difference allowed between a pulse's second and the corrected serial time.
+  public static let maximumDisagreement: Duration = .milliseconds(500)
+
+  public let order: PulseOrder
+  /// The receiver's delay as configured (`--time-offset`).
+  public let offset: Duration
+
+  private var reference: TimeSample?
+  private var lastLabel: PosixTime?
+  private var lastLabelledPulse: PPSSample?
+
+  /// Pulses dropped, by reason.
+  public private(set) var drops: [PulseDrop: Int] = [:]
+  /// Pulses labelled.
+  public private(set) var labelled = 0
+
+  public init(order: PulseOrder, offset: Duration = .zero) {
+    self.order = order
+    self.offset = offset
+  }
+
+  /// Takes a trusted serial sample. Returns the receiver's delay measured against the pulse
+  /// of the same second, when that pulse was labelled already.
+  public mutating func serial(_ sample: TimeSample) -> Duration? {
+    guard sample.receiverTime.nanoseconds == 0 else { return nil }
+    if let reference, reference.receiverTime > sample.receiverTime { return nil }
+    reference = sample
+    guard let pulse = lastLabelledPulse, pulse.second == sample.receiverTime else { return nil }
+    return sample.arrival - pulse.pulse
+  }
+
+  /// The serial time is no longer trusted (fix lost, time jumped, port closed): pulses are
+  /// dropped until the next trusted sample.
+  public mutating func serialTrustLost() {
+    reference = nil
+  }
+
+  /// Labels one pulse, or says why not. A labelled pulse whose own epoch already arrived
+  /// also gives the receiver's delay (``delayOfLastLabel``).
+  public mutating func pulse(_ pulse: Pulse) -> PulseDecision {
+    let decision = decide(pulse)
+    switch decision {
+    case .labelled(let sample):
+      labelled += 1
+      lastLabel = sample.second
+      lastLabelledPulse = sample
+    case .dropped(let reason):
+      drops[reason, default: 0] += 1
+    }
+    return decision
+  }
+
+  /// The receiver's delay for the last labelled pulse, when the epoch of its second arrived
+  /// before it (with ``PulseOrder/sentencesFollowPulse`` it usually arrives after, and
+  /// ``serial(_:)`` returns it).
+  public var delayOfLastLabel: Duration? {
+    guard let pulse = lastLabelledPulse, let reference,
+      reference.receiverTime == pulse.second
+    else { return nil }
+    return reference.arrival - pulse.pulse
+  }
+
+  private func decide(_ pulse: Pulse) -> PulseDecision {
+    guard let reference else { return .dropped(.noTrustedTime) }
+    let gap = pulse.time - reference.arrival
+    guard gap > .seconds(-1), gap < .seconds(1) else { return .dropped(.staleSerialTime) }
+    let step: Int64
+    switch order {
+    case .sentencesFollowPulse: step = gap > .zero ? 1 : 0  // ⌈gap⌉ for −1 < gap < 1
+    case .sentencesPrecedePulse: step = gap >= .zero ? 0 : -1  // ⌊gap⌋ for −1 < gap < 1
+    }
+    let second = PosixTime(seconds: reference.receiverTime.seconds + step)
+    // The serial time as published says true time at the pulse was:
+    let serialSays = pulse.time + (reference.receiverTime - (reference.arrival - offset))
+    let disagreement = second - serialSays
+    guard disagreement <= Self.maximumDisagreement,
+      disagreement >= .zero - Self.maximumDisagreement
+    else { return .dropped(.serialDisagrees) }
+    if let lastLabel, second <= lastLabel { return .dropped(.duplicate) }
+    return .labelled(PPSSample(second: second, pulse: pulse.time, sequence: pulse.sequence))
+  }
+}
