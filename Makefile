@@ -2,12 +2,13 @@
 # Each installs the Debian packages it needs when they are missing.
 
 SWIFT ?= swift
-# Needed to build at all (the libudev system library).
-BUILD_PACKAGES := libudev-dev pkg-config
+# Needed to build at all (the libudev system library; <linux/pps.h> for the time service).
+BUILD_PACKAGES := libudev-dev pkg-config linux-libc-dev
 # Needed by the tests: mock udev devices and udevadm (udev) for the rules test, real gpsd
-# clients, the GPX schema check, Python for the fixture checker.
+# clients, the GPX schema check, Python for the fixture checker, chronyd and gpsd's ntpshmmon for
+# the time service.
 TEST_PACKAGES := $(BUILD_PACKAGES) umockdev libumockdev-dev udev socat gpsd-clients python3-gps \
-	libxml2-utils util-linux python3
+	libxml2-utils util-linux python3 chrony gpsd-tools
 
 .PHONY: all deps test-deps build run test test-unit test-tsan fuzz-smoke fuzz bench format lint clean \
 	fixtures fixtures-check goldens

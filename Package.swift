@@ -50,8 +50,13 @@ let package = Package(
       dependencies: ["NMEA", "SerialPort", "Chipsets", "Discovery", "Threading"]
     ),
 
-    // GPS time for chrony and ntpd: trusted samples, pulse labelling (docs/time.md).
-    .target(name: "TimeService", dependencies: ["NMEA", "Chipsets"]),
+    // GPS time for chrony and ntpd: trusted samples, chrony SOCK, NTP SHM, PPS sources and
+    // pulse labelling (docs/time.md). Its C side declares the binary interfaces from the
+    // headers that define them.
+    .target(name: "CTimeShims"),
+    .target(
+      name: "TimeService",
+      dependencies: ["NMEA", "Chipsets", "SerialPort", "CSerialShims", "CTimeShims", "Threading"]),
 
     // Recordings as virtual receivers and in-process sources; the receiver simulator.
     // It implements SerialGPS's connector for in-process replay, so it comes after SerialGPS.
@@ -115,7 +120,7 @@ let package = Package(
     // kernel PPS interface against <linux/pps.h> as gcc compiles it.
     .testTarget(
       name: "TimeServiceTests",
-      dependencies: ["TimeService", "NMEA", "Chipsets"]),
+      dependencies: ["TimeService", "CTimeShims", "NMEA", "Chipsets", "SerialPort", "Threading"]),
     // The GPX writer against the GPX 1.1 schema (xmllint) and the fixtures.
     .testTarget(name: "GPXTests", dependencies: ["GPX", "NMEA", "Replay"], exclude: ["gpx.xsd"]),
     // The CLI's pieces in-process, and the built executable against simulated receivers.

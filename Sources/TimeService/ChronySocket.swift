@@ -1,0 +1,123 @@
+import CTimeShims
+import Glibc
+import SerialPort
+
+/// Sends samples to chrony's SOCK refclock: `struct sock_sample` datagrams to the Unix socket
+/// chronyd created (`refclock SOCK /run/chrony.clk.ttyUSB0.sock`).
+///
+/// chrony not running, not yet started or restarting is never an error: a sample that finds
+/// no socket is counted and dropped, and the next sample tries again; a restarted chronyd
+/// (which binds a new socket at the same path) is reconnected at once. Sending never blocks:
+/// a chronyd that does not read loses samples, counted, rather than stopping the caller.
+///
+/// Not thread-safe: one thread (the reader for serial time, the PPS thread for pulses) owns
+/// each.
+public final class ChronySocket {
+  /// The socket's path.
+  public let path: String
+
+  private var descriptor: CInt = -1
+
+  /// Samples delivered to chrony.
+  public private(set) var sent = 0
+  /// Samples dropped because no chronyd listened at ``path``.
+  public private(set) var noListener = 0
+  /// Samples dropped for another reason (chronyd's queue full, an unexpected error).
+  public private(set) var failed = 0
+  /// The last error that dropped a sample.
+  public private(set) var lastError: Errno?
+
+  /// A writer for the socket at `path`. Nothing is opened until the first sample.
+  public init(path: String) {
+    self.path = path
+  }
+
+  deinit {
+    if descriptor >= 0 { System.close(descriptor) }
+  }
+
+  /// gpsd's path for a receiver's serial time: `/run/chrony.clk.<tty>.sock` when running as
+  /// root, else `/tmp/chrony.clk.<tty>.sock`; `<tty>` is the last part of the device's path.
+  public static func serialTimePath(forDevice device: String) -> String {
+    directory + "/chrony.clk." + lastComponent(device) + ".sock"
+  }
+
+  /// gpsd's path for a receiver's PPS: `/run/chrony.<tty>.sock` (root) or
+  /// `/tmp/chrony.<tty>.sock`.
+  public static func ppsPath(forDevice device: String) -> String {
+    directory + "/chrony." + lastComponent(device) + ".sock"
+  }
+
+  private static var directory: String { System.isRoot ? "/run" : "/tmp" }
+
+  private static func lastComponent(_ path: String) -> String {
+    String(path.split(separator: "/").last ?? Substring(path))
+  }
+
+  /// What became of one sample.
+  public enum Outcome: Sendable, Hashable {
+    case sent
+    /// No chronyd at the path (not running, or restarting).
+    case noListener
+    /// Dropped for another reason.
+    case failed(Errno)
+  }
+
+  /// Sends a sample: at system time `clock`, true time was `real`; `leap` is chrony's leap
+  /// field (0 none, 1 insert, 2 delete). Like gpsd, `pulse` is 0 even for PPS samples:
+  /// they carry the whole second.
+  @discardableResult
+  public func send(real: PosixTime, clock: PosixTime, leap: Int32 = 0) -> Outcome {
+    // chrony takes a timeval: the offset is measured from the microsecond it can name.
+    let stamp = clock.truncatedToMicroseconds
+    var sample = ctime_sock_sample()
+    sample.tv.tv_sec = .init(stamp.seconds)
+    sample.tv.tv_usec = .init(stamp.nanoseconds / 1000)
+    sample.offset = (real - stamp).inSeconds
+    sample.pulse = 0
+    sample.leap = leap
+    sample._pad = 0
+    sample.magic = Int32(CTIME_SOCK_MAGIC)
+    let outcome = withUnsafeBytes(of: &sample) { transmit($0) }
+    switch outcome {
+    case .sent: sent += 1
+    case .noListener: noListener += 1
+    case .failed(let error):
+      failed += 1
+      lastError = error
+    }
+    return outcome
+  }
+
+  private func transmit(_ datagram: UnsafeRawBufferPointer) -> Outcome {
+    // A socket connected to an earlier chronyd is refused once that chronyd has gone: connect
+    // again, to whoever listens at the path now, and try once more.
+    for attempt in 0..<2 {
+      if descriptor < 0 {
+        do {
+          descriptor = try System.connectedDatagramSocket(to: path)
+        } catch {
+          // No socket file (chronyd not started), or nobody bound to it (chronyd gone).
+          if error == .noSuchFileOrDirectory || error == Errno(rawValue: ECONNREFUSED) {
+            return .noListener
+          }
+          return .failed(error)
+        }
+      }
+      do {
+        try System.send(descriptor, datagram)
+        return .sent
+      } catch {
+        if error == .wouldBlock { return .failed(error) }  // chronyd's queue is full
+        System.close(descriptor)
+        descriptor = -1
+        if attempt == 1 || !Self.meansPeerGone(error) { return .failed(error) }
+      }
+    }
+    return .noListener
+  }
+
+  private static func meansPeerGone(_ error: Errno) -> Bool {
+    [ECONNREFUSED, ENOTCONN, ECONNRESET, ENOENT, EPIPE].contains(error.rawValue)
+  }
+}

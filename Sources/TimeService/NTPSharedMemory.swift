@@ -1,0 +1,76 @@
+import CTimeShims
+import Glibc
+import SerialPort
+
+/// Writes samples into an NTP shared-memory segment, the refclock that ntpd (driver 28,
+/// `server 127.127.28.N`) and chrony (`refclock SHM N`) read.
+///
+/// The segment is ntpd's `struct shmTime` at System V key `0x4E545030 + unit` ("NTP0" …), used
+/// with its mode 1 protocol: `valid` cleared, `count` raised, the times written, `count`
+/// raised again, `valid` set, so a reader that sees `count` unchanged across its read has a
+/// consistent sample. Units 0 and 1 are root's: ntpd creates them `0600`, and only a process
+/// running as root may write them; units 2 and above are `0666`. A segment that exists
+/// already (made by ntpd, chronyd or an earlier run) is used as it is.
+///
+/// Not thread-safe: one thread owns each.
+public final class NTPSharedMemory {
+  /// The unit (`NTP<unit>`).
+  public let unit: Int
+  /// The precision written with every sample: log₂ of the expected error in seconds.
+  public let precision: Int32
+
+  private let segment: UnsafeMutablePointer<ctime_shm_time>
+
+  /// Samples written.
+  public private(set) var written = 0
+
+  /// The precision gpsd writes for PPS: 2⁻²⁰ s, about 1 µs.
+  public static let pulsePrecision: Int32 = -20
+  /// The precision written for serial time: 2⁻¹⁰ s, about 1 ms — what back-dated bytes on a
+  /// UART achieve once the offset is set (docs/time.md).
+  public static let serialPrecision: Int32 = -10
+
+  /// Attaches (creating it if needed) the segment of `unit` and prepares it for mode 1.
+  ///
+  /// - Throws: ``TimeServiceError/sharedMemoryNeedsRoot(unit:)`` for units 0 and 1 when not
+  ///   running as root, ``TimeServiceError/sharedMemory(unit:_:)`` when the segment cannot
+  ///   be had.
+  public init(unit: Int, precision: Int32) throws(TimeServiceError) {
+    guard unit >= 0, unit <= 255 else { throw .sharedMemoryUnitOutOfRange(unit) }
+    if unit < 2 && !System.isRoot { throw .sharedMemoryNeedsRoot(unit: unit) }
+    guard let segment = ctime_shm_attach(CInt(unit), unit < 2 ? 0o600 : 0o666) else {
+      throw .sharedMemory(unit: unit, System.errno)
+    }
+    self.unit = unit
+    self.precision = precision
+    self.segment = segment
+    ctime_shm_prepare(segment, precision)
+  }
+
+  deinit {
+    // Detached, not removed: ntpd or chronyd may still hold it, and gpsd leaves it too.
+    _ = ctime_shm_detach(segment)
+  }
+
+  /// The units gpsd would choose for the receiver at `index` (0 for the first): serial time on
+  /// an even unit and PPS on the next odd one, starting at 0 when running as root and at 2
+  /// otherwise (units 0 and 1 are root's).
+  public static func units(forReceiverAt index: Int, asRoot: Bool? = nil) -> (
+    serial: Int, pulse: Int
+  ) {
+    let asRoot = asRoot ?? System.isRoot
+    let serial = 2 * index + (asRoot ? 0 : 2)
+    return (serial, serial + 1)
+  }
+
+  /// Writes one sample: true time `real` was system time `clock`. `leap` is NTP's leap
+  /// indicator (0 none, 1 insert, 2 delete, 3 not in sync).
+  public func write(real: PosixTime, clock: PosixTime, leap: Int32 = 0) {
+    ctime_shm_write(
+      segment, real.seconds, real.nanoseconds, clock.seconds, clock.nanoseconds, leap, precision)
+    written += 1
+  }
+
+  /// The System V key of a unit.
+  public static func key(ofUnit unit: Int) -> Int32 { Int32(CTIME_NTP_SHM_KEY_BASE) + Int32(unit) }
+}

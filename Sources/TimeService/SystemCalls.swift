@@ -1,0 +1,172 @@
+import CSerialShims
+import CTimeShims
+import Glibc
+import SerialPort
+
+// Every system call of the time service, in one file: today on SerialPort's `Errno` with a
+// local EINTR loop, to become calls into the shared POSIX module (its FileDescriptor and its
+// one retry function) when that module lands. Nothing here holds a lock.
+
+extension PosixTime {
+  /// The system clock now (`CLOCK_REALTIME`).
+  public static func now() -> PosixTime {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return PosixTime(seconds: Int64(now.tv_sec), nanoseconds: Int64(now.tv_nsec))
+  }
+}
+
+enum System {
+  /// The calling thread's errno.
+  static var errno: Errno { Errno(rawValue: Glibc.errno) }
+
+  /// Runs `body` until it does not fail with EINTR; -1 becomes the errno it left.
+  static func retrying(_ body: () -> CInt) throws(Errno) -> CInt {
+    while true {
+      let result = body()
+      if result != -1 { return result }
+      let error = errno
+      if error != .interrupted { throw error }
+    }
+  }
+
+  /// Whether the process runs as root (effective user 0).
+  static var isRoot: Bool { geteuid() == 0 }
+
+  static func open(_ path: String, _ flags: CInt) throws(Errno) -> CInt {
+    try retrying { Glibc.open(path, flags | O_CLOEXEC) }
+  }
+
+  /// Closes once: on Linux the descriptor is gone even when close reports EINTR.
+  static func close(_ descriptor: CInt) {
+    _ = Glibc.close(descriptor)
+  }
+
+  /// The contents of a small file (a sysfs attribute), or `nil` when it cannot be read.
+  static func readSmallFile(_ path: String) -> String? {
+    guard let descriptor = try? open(path, O_RDONLY) else { return nil }
+    defer { close(descriptor) }
+    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { buffer in
+      var length = 0
+      while length < buffer.count {
+        let count = Glibc.read(descriptor, buffer.baseAddress! + length, buffer.count - length)
+        if count > 0 {
+          length += count
+        } else if count == 0 || Glibc.errno != EINTR {
+          break
+        }
+      }
+      return String(decoding: UnsafeBufferPointer(rebasing: buffer[0..<length]), as: UTF8.self)
+    }
+  }
+
+  /// The names in a directory (without `.` and `..`), or `[]` when it cannot be read.
+  static func directoryEntries(_ path: String) -> [String] {
+    guard let directory = opendir(path) else { return [] }
+    defer { closedir(directory) }
+    var names: [String] = []
+    while let entry = readdir(directory) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+        String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      if name != "." && name != ".." { names.append(name) }
+    }
+    return names.sorted()
+  }
+
+  /// The path with every symbolic link resolved, or `nil` when it does not exist.
+  static func resolvedPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+  }
+
+  // MARK: Unix datagram sockets
+
+  /// A close-on-exec, non-blocking Unix datagram socket connected to `path`.
+  static func connectedDatagramSocket(to path: String) throws(Errno) -> CInt {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    let capacity = MemoryLayout.size(ofValue: address.sun_path)
+    guard bytes.count < capacity else { throw Errno(rawValue: ENAMETOOLONG) }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      raw.copyBytes(from: bytes)
+      raw[bytes.count] = 0
+    }
+    let descriptor = socket(
+      AF_UNIX,
+      CInt(SOCK_DGRAM.rawValue) | CInt(SOCK_CLOEXEC.rawValue)
+        | CInt(SOCK_NONBLOCK.rawValue), 0)
+    guard descriptor >= 0 else { throw errno }
+    do {
+      _ = try retrying {
+        withUnsafePointer(to: &address) {
+          $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+          }
+        }
+      }
+    } catch {
+      close(descriptor)
+      throw error
+    }
+    return descriptor
+  }
+
+  /// Sends one datagram without blocking and without SIGPIPE.
+  static func send(_ descriptor: CInt, _ bytes: UnsafeRawBufferPointer) throws(Errno) {
+    while true {
+      let sent = Glibc.send(
+        descriptor, bytes.baseAddress, bytes.count, CInt(MSG_DONTWAIT) | CInt(MSG_NOSIGNAL))
+      if sent >= 0 { return }
+      let error = errno
+      if error != .interrupted { throw error }
+    }
+  }
+
+  // MARK: ioctl through CTimeShims
+
+  static func ppsCapabilities(_ descriptor: CInt) throws(Errno) -> CInt {
+    var capabilities: CInt = 0
+    _ = try retrying { ctime_pps_capabilities(descriptor, &capabilities) }
+    return capabilities
+  }
+
+  static func ppsEnable(_ descriptor: CInt, mode: CInt) throws(Errno) {
+    _ = try retrying { ctime_pps_enable(descriptor, mode) }
+  }
+
+  /// PPS_FETCH with a timeout; `nil` when the time passed without an event. EINTR ends the
+  /// wait early like a timeout: the caller loops anyway.
+  static func ppsFetch(_ descriptor: CInt, timeout: Duration) throws(Errno) -> pps_fdata? {
+    var data = pps_fdata()
+    let (seconds, attoseconds) = max(timeout, .zero).components
+    let result = ctime_pps_fetch(
+      descriptor, seconds, Int32(attoseconds / 1_000_000_000), &data)
+    if result == 0 { return data }
+    let error = errno
+    if error == Errno(rawValue: ETIMEDOUT) || error == .interrupted { return nil }
+    throw error
+  }
+
+  /// Blocks until the carrier-detect line changes, then reads the lines.
+  static func waitForCarrierChange(_ descriptor: CInt) throws(Errno) -> (
+    time: PosixTime, carrier: Bool
+  ) {
+    _ = try retrying { ctime_wait_modem_change(descriptor, CTIME_MODEM_LINE_CD) }
+    let time = PosixTime.now()
+    let lines = try modemLines(descriptor)
+    return (time, lines & CTIME_MODEM_LINE_CD != 0)
+  }
+
+  static func modemLines(_ descriptor: CInt) throws(Errno) -> CInt {
+    var lines: CInt = 0
+    _ = try retrying { cserial_modem_lines_get(descriptor, &lines) }
+    return lines
+  }
+
+  static func duplicate(_ descriptor: CInt) throws(Errno) -> CInt {
+    try retrying { fcntl(descriptor, F_DUPFD_CLOEXEC, 0) }
+  }
+}

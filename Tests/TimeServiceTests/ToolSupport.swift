@@ -1,0 +1,107 @@
+import Foundation
+import Glibc
+import Threading
+
+// The real programs the time service talks to or is checked with: chronyd and chronyc
+// (Debian's chrony), ntpshmmon (gpsd-tools) and gcc. Under CI=true they must be here (`make
+// test` installs them); elsewhere the tests that need them are skipped.
+enum Tools {
+  static let required = ProcessInfo.processInfo.environment["CI"] == "true"
+
+  static func find(_ name: String) -> String? {
+    ["/usr/sbin/", "/usr/bin/", "/usr/local/bin/", "/usr/local/sbin/", "/sbin/", "/bin/"]
+      .map { $0 + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
+  }
+
+  static let chronyd = find("chronyd")
+  static let chronyc = find("chronyc")
+  static let ntpshmmon = find("ntpshmmon")
+  static let gcc = find("gcc") ?? find("cc")
+
+  /// chronyd runs without control of the clock only as root (`-u root`).
+  static var chrony: Bool { required || (chronyd != nil && chronyc != nil && geteuid() == 0) }
+  static var gpsdTools: Bool { required || ntpshmmon != nil }
+  static var compiler: Bool { required || gcc != nil }
+
+  struct Run: Sendable {
+    var status: Int32
+    var output: String
+    var error: String
+  }
+
+  /// Runs a program to completion on the calling thread.
+  static func run(_ path: String, _ arguments: [String]) throws -> Run {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    let output = Pipe()
+    let error = Pipe()
+    process.standardOutput = output
+    process.standardError = error
+    process.standardInput = FileHandle.nullDevice
+    try startWithSignalsUnblocked(process)
+    let errorData = Locked(Data())
+    let errorDone = DispatchSemaphore(value: 0)
+    let errorReader = Thread {
+      errorData.withLock { $0 = error.fileHandleForReading.readDataToEndOfFile() }
+      errorDone.signal()
+    }
+    errorReader.start()
+    let out = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    errorDone.wait()
+    return Run(
+      status: process.terminationStatus, output: String(decoding: out, as: UTF8.self),
+      error: String(decoding: errorData.withLock { $0 }, as: UTF8.self))
+  }
+}
+
+/// Starts `process` with no signal blocked (the test runner's threads block most, and a
+/// child inherits the mask, so SIGTERM would not end it). Call it on a thread of its own.
+func startWithSignalsUnblocked(_ process: Process) throws {
+  var none = sigset_t()
+  sigemptyset(&none)
+  pthread_sigmask(SIG_SETMASK, &none, nil)
+  try process.run()
+}
+
+/// A private directory (mode 0700, as chronyd wants for its command socket), removed by
+/// `remove()`.
+struct ScratchDirectory {
+  let path: String
+
+  init(_ name: String) throws {
+    let template = NSTemporaryDirectory() + "serialgps-\(name)-XXXXXX"
+    var bytes = Array(template.utf8CString)
+    guard mkdtemp(&bytes) != nil else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+    path = String(decoding: bytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    chmod(path, 0o700)
+  }
+
+  func remove() {
+    try? FileManager.default.removeItem(atPath: path)
+  }
+}
+
+/// An NTP SHM unit between 40 and 78 that no segment uses yet: clear of the 0–7 that ntpd
+/// and gpsd use, and one that ntpshmmon can name (it prints unit n as "NTP" followed by the
+/// character '0' + n: NTPX for unit 40).
+func freeSharedMemoryUnit() -> Int {
+  let start = 40 + Int(getpid() % 30)
+  for unit in start...78 where !sharedMemorySegmentExists(unit) { return unit }
+  return 78
+}
+
+/// ntpshmmon's name of a unit.
+func ntpshmmonName(_ unit: Int) -> String {
+  "NTP" + String(UnicodeScalar(UInt8(48 + unit)))
+}
+
+func sharedMemorySegmentExists(_ unit: Int) -> Bool {
+  shmget(key_t(0x4E54_5030 + unit), 0, 0) != -1
+}
+
+func removeSharedMemorySegment(_ unit: Int) {
+  let id = shmget(key_t(0x4E54_5030 + unit), 0, 0)
+  if id != -1 { shmctl(id, IPC_RMID, nil) }
+}
