@@ -1,0 +1,276 @@
+import Chipsets
+import NMEA
+import Threading
+
+/// What the time service is told to do for one receiver.
+public struct TimeServiceConfiguration: Sendable, Hashable {
+  /// The receiver's device path, as reports name it.
+  public var device: String
+  /// The receiver's delay from the start of a second to the first byte of its epoch
+  /// (`--time-offset MS`): subtracted from each arrival before serial time is published. The
+  /// figure to use is the median of ``TimeServiceStatistics/delayAgainstPulses`` (or, with
+  /// an otherwise synchronised clock, ``TimeServiceStatistics/delayAgainstSystemClock``).
+  /// Set it here or as chrony's `offset` / ntpd's `time1`, not both.
+  public var offset: Duration
+  /// When an epoch's time is trusted.
+  public var trust: TimeTrustRules
+  /// Whether the receiver's sentences follow or precede the pulse that starts their second.
+  public var pulseOrder: PulseOrder
+  /// chrony SOCK path for serial time; `nil` for none.
+  public var chronySerialSocket: String?
+  /// chrony SOCK path for PPS; `nil` for none.
+  public var chronyPulseSocket: String?
+  /// NTP SHM unit for serial time; `nil` for none.
+  public var ntpSerialUnit: Int?
+  /// NTP SHM unit for PPS; `nil` for none.
+  public var ntpPulseUnit: Int?
+  /// The precision written to SHM and reported with PPS: gpsd's −20 (1 µs), or −10 (1 ms)
+  /// for a pulse that crossed USB.
+  public var pulsePrecision: Int32
+
+  public init(
+    device: String, offset: Duration = .zero, trust: TimeTrustRules = TimeTrustRules(),
+    pulseOrder: PulseOrder = .sentencesFollowPulse, chronySerialSocket: String? = nil,
+    chronyPulseSocket: String? = nil, ntpSerialUnit: Int? = nil, ntpPulseUnit: Int? = nil,
+    pulsePrecision: Int32 = NTPSharedMemory.pulsePrecision
+  ) {
+    self.device = device
+    self.offset = offset
+    self.trust = trust
+    self.pulseOrder = pulseOrder
+    self.chronySerialSocket = chronySerialSocket
+    self.chronyPulseSocket = chronyPulseSocket
+    self.ntpSerialUnit = ntpSerialUnit
+    self.ntpPulseUnit = ntpPulseUnit
+    self.pulsePrecision = pulsePrecision
+  }
+
+  /// Every output where gpsd would put it, for the receiver at `index` (0 for the first) of
+  /// chipset `family`: chrony sockets `/run/chrony.clk.<tty>.sock` and `/run/chrony.<tty>.sock`
+  /// (`/tmp` when not root), SHM units 2·index and 2·index + 1 (2 more when not root).
+  public static func gpsdDefaults(
+    device: String, receiverAt index: Int = 0, family: ChipsetFamily = .nmea,
+    offset: Duration = .zero
+  ) -> TimeServiceConfiguration {
+    let units = NTPSharedMemory.units(forReceiverAt: index)
+    return TimeServiceConfiguration(
+      device: device, offset: offset, pulseOrder: .of(family),
+      chronySerialSocket: ChronySocket.serialTimePath(forDevice: device),
+      chronyPulseSocket: ChronySocket.ppsPath(forDevice: device),
+      ntpSerialUnit: units.serial, ntpPulseUnit: units.pulse)
+  }
+}
+
+/// A time sample or a pulse as gpsd reports them to its watchers (`TOFF` and `PPS`).
+public enum TimeReport: Sendable, Hashable {
+  /// A trusted serial sample, raw (no offset applied), as gpsd's `TOFF`: `real` is the
+  /// receiver's time, `clock` the arrival of the epoch's first byte.
+  case serial(TimeSample)
+  /// A labelled pulse, as gpsd's `PPS`, with the precision to report.
+  case pulse(PPSSample, precision: Int32)
+}
+
+/// How one output fared.
+public struct OutputStatistics: Sendable, Hashable {
+  /// Where the samples go: a socket path or `NTP<unit>`.
+  public var name: String
+  public var delivered = 0
+  /// chrony SOCK only: samples that found no chronyd.
+  public var noListener = 0
+  public var failed = 0
+  public var lastError: String?
+
+  public init(name: String) { self.name = name }
+}
+
+/// The figures of a time service.
+public struct TimeServiceStatistics: Sendable, Hashable {
+  /// Epochs judged.
+  public var epochs = 0
+  /// Epochs whose time was trusted and published.
+  public var samples = 0
+  /// Epochs refused, by reason.
+  public var rejections: [TimeRejection: Int] = [:]
+  /// The receiver's delay measured against the system clock (right only when something
+  /// else keeps the clock right).
+  public var delayAgainstSystemClock = DelayStatistics()
+  /// The receiver's delay measured against its PPS edges (exact).
+  public var delayAgainstPulses = DelayStatistics()
+  /// Pulses from the PPS source.
+  public var pulses = 0
+  /// Pulses labelled and published.
+  public var labelledPulses = 0
+  /// Pulses dropped, by reason.
+  public var pulseDrops: [PulseDrop: Int] = [:]
+  /// The outputs: chrony sockets and SHM units, serial first.
+  public var outputs: [OutputStatistics] = []
+
+  public init() {}
+}
+
+/// The time service of one receiver: trusted serial time and labelled PPS to chrony and ntpd.
+///
+/// The reader hands it every epoch with the arrival of the epoch's first byte
+/// (``epoch(_:firstByte:)``, on the reader's thread); a ``PulseListener`` hands it every
+/// pulse (``pulse(_:)``, on the listener's thread). It judges the time (``TimeTrust``),
+/// publishes trusted samples to the chrony socket and the SHM unit for serial time with the
+/// configured offset applied, labels pulses (``PulseLabeller``) and publishes them to the PPS
+/// socket and unit, measures the receiver's delay, and tells ``reports`` about each sample
+/// and pulse (gpsd's `TOFF` and `PPS`), outside its locks.
+///
+/// The serial side and the pulse side each have their own lock, each taken by one thread
+/// only, so neither waits for the other; they share only the labeller, under a lock held for
+/// a few comparisons. Writing to a chrony socket is a non-blocking `send`, and to SHM a few
+/// stores: neither can stall the reader.
+public final class TimeService: Sendable {
+  public let configuration: TimeServiceConfiguration
+  private let reports: (@Sendable (TimeReport) -> Void)?
+
+  private struct SerialSide {
+    var trust: TimeTrust
+    var delay = ReceiverDelay()
+    var epochs = 0
+    var chrony: ChronySocket?
+    var shm: NTPSharedMemory?
+  }
+
+  private struct PulseSide {
+    var pulses = 0
+    var delay = ReceiverDelay()
+    var chrony: ChronySocket?
+    var shm: NTPSharedMemory?
+  }
+
+  private let serial: Locked<SerialSide>
+  private let pulses: Locked<PulseSide>
+  private let labeller: Locked<PulseLabeller>
+
+  /// Opens the configured SHM units (the chrony sockets are connected at the first sample).
+  ///
+  /// - Parameter reports: called for each published sample and pulse, on the thread that
+  ///   produced it, with no lock held: gpsd's `TOFF` and `PPS` for watchers that asked for
+  ///   `"pps":true`.
+  public init(
+    _ configuration: TimeServiceConfiguration,
+    reports: (@Sendable (TimeReport) -> Void)? = nil
+  ) throws(TimeServiceError) {
+    self.configuration = configuration
+    self.reports = reports
+    var serialSide = SerialSide(trust: TimeTrust(rules: configuration.trust))
+    var pulseSide = PulseSide()
+    serialSide.chrony = configuration.chronySerialSocket.map { ChronySocket(path: $0) }
+    pulseSide.chrony = configuration.chronyPulseSocket.map { ChronySocket(path: $0) }
+    if let unit = configuration.ntpSerialUnit {
+      serialSide.shm = try NTPSharedMemory(unit: unit, precision: NTPSharedMemory.serialPrecision)
+    }
+    if let unit = configuration.ntpPulseUnit {
+      pulseSide.shm = try NTPSharedMemory(unit: unit, precision: configuration.pulsePrecision)
+    }
+    serial = Locked(serialSide)
+    pulses = Locked(pulseSide)
+    labeller = Locked(
+      PulseLabeller(order: configuration.pulseOrder, offset: configuration.offset))
+  }
+
+  /// Judges one epoch and publishes its time when trusted. Call it on the reader's thread for
+  /// every epoch, with the arrival of the epoch's first byte (`nil` when unknown).
+  @discardableResult
+  public func epoch(_ time: EpochTime, firstByte: ArrivalTime?) -> TimeVerdict {
+    let offset = configuration.offset
+    let (verdict, trusted) = serial.withLock { side -> (TimeVerdict, Bool) in
+      side.epochs += 1
+      let verdict = side.trust.judge(time, arrival: firstByte)
+      if case .sample(let sample) = verdict {
+        side.delay.add(sample.lateness)
+        let clock = sample.arrival - offset
+        side.chrony?.send(real: sample.receiverTime, clock: clock)
+        side.shm?.write(real: sample.receiverTime, clock: clock)
+      }
+      return (verdict, side.trust.isTrusted)
+    }
+    switch verdict {
+    case .sample(let sample):
+      if let delay = labeller.withLock({ $0.serial(sample) }) {
+        pulses.withLock { $0.delay.add(delay) }
+      }
+      reports?(.serial(sample))
+    case .rejected:
+      if !trusted { labeller.withLock { $0.serialTrustLost() } }
+    }
+    return verdict
+  }
+
+  /// Labels one pulse and publishes it when labelled. Call it on the PPS listener's thread.
+  @discardableResult
+  public func pulse(_ pulse: Pulse) -> PulseDecision {
+    let (decision, delay) = labeller.withLock { labeller -> (PulseDecision, Duration?) in
+      let decision = labeller.pulse(pulse)
+      return (decision, labeller.delayOfLastLabel)
+    }
+    pulses.withLock { side in
+      side.pulses += 1
+      guard case .labelled(let sample) = decision else { return }
+      if let delay { side.delay.add(delay) }
+      side.chrony?.send(real: sample.second, clock: sample.pulse)
+      side.shm?.write(real: sample.second, clock: sample.pulse)
+    }
+    if case .labelled(let sample) = decision {
+      reports?(.pulse(sample, precision: configuration.pulsePrecision))
+    }
+    return decision
+  }
+
+  /// Starts a ``PulseListener`` that feeds this service from `source`; `failure` hears of a
+  /// source that fails (the device vanished).
+  public func listen(
+    to source: any PPSSource, failure: @escaping @Sendable (TimeServiceError) -> Void = { _ in }
+  ) -> PulseListener {
+    PulseListener.start(source, pulse: { [self] in self.pulse($0) }, failure: failure)
+  }
+
+  /// The receiver's port closed (or the receiver changed): trust starts over, and pulses are
+  /// dropped until it is established again.
+  public func receiverClosed() {
+    serial.withLock { $0.trust.reset() }
+    labeller.withLock { $0.serialTrustLost() }
+  }
+
+  /// The figures so far.
+  public var statistics: TimeServiceStatistics {
+    var statistics = TimeServiceStatistics()
+    serial.withLock { side in
+      statistics.epochs = side.epochs
+      statistics.samples = side.trust.samples
+      statistics.rejections = side.trust.rejections
+      statistics.delayAgainstSystemClock = side.delay.statistics
+      if let chrony = side.chrony { statistics.outputs.append(Self.figures(of: chrony)) }
+      if let shm = side.shm { statistics.outputs.append(Self.figures(of: shm)) }
+    }
+    labeller.withLock { labeller in
+      statistics.labelledPulses = labeller.labelled
+      statistics.pulseDrops = labeller.drops
+    }
+    pulses.withLock { side in
+      statistics.pulses = side.pulses
+      statistics.delayAgainstPulses = side.delay.statistics
+      if let chrony = side.chrony { statistics.outputs.append(Self.figures(of: chrony)) }
+      if let shm = side.shm { statistics.outputs.append(Self.figures(of: shm)) }
+    }
+    return statistics
+  }
+
+  private static func figures(of chrony: ChronySocket) -> OutputStatistics {
+    var figures = OutputStatistics(name: chrony.path)
+    figures.delivered = chrony.sent
+    figures.noListener = chrony.noListener
+    figures.failed = chrony.failed
+    figures.lastError = chrony.lastError?.description
+    return figures
+  }
+
+  private static func figures(of shm: NTPSharedMemory) -> OutputStatistics {
+    var figures = OutputStatistics(name: "NTP\(shm.unit)")
+    figures.delivered = shm.written
+    return figures
+  }
+}
