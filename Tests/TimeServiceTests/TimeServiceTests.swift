@@ -23,8 +23,7 @@ struct TimeServiceTests {
       serialSocket = try DatagramReceiver(path: directory.path + "/chrony.clk.ttyS0.sock")
       pulseSocket = try DatagramReceiver(path: directory.path + "/chrony.ttyS0.sock")
       serialUnit = freeSharedMemoryUnit()
-      pulseUnit = serialUnit + 1
-      removeSharedMemorySegment(pulseUnit)
+      pulseUnit = freeSharedMemoryUnit()
       let reports = Locked<[TimeReport]>([])
       self.reports = reports
       service = try TimeService(

@@ -83,14 +83,22 @@ struct ScratchDirectory {
   }
 }
 
-/// An NTP SHM unit between 40 and 78 that no segment uses yet: clear of the 0–7 that ntpd
-/// and gpsd use, and one that ntpshmmon can name (it prints unit n as "NTP" followed by the
-/// character '0' + n: NTPX for unit 40).
+/// An NTP SHM unit between 40 and 78 that no segment uses yet and no other test of this
+/// process was given: clear of the 0–7 that ntpd and gpsd use, and one that ntpshmmon can
+/// name (it prints unit n as "NTP" followed by the character '0' + n: NTPX for unit 40).
 func freeSharedMemoryUnit() -> Int {
-  let start = 40 + Int(getpid() % 30)
-  for unit in start...78 where !sharedMemorySegmentExists(unit) { return unit }
-  return 78
+  sharedMemoryUnits.withLock { next in
+    for _ in 0..<39 {
+      let unit = 40 + next % 39
+      next += 1
+      if !sharedMemorySegmentExists(unit) { return unit }
+    }
+    return 78
+  }
 }
+
+/// Where the next search for a unit starts (tests run in parallel).
+private let sharedMemoryUnits = Locked(Int(getpid() % 39))
 
 /// ntpshmmon's name of a unit.
 func ntpshmmonName(_ unit: Int) -> String {
