@@ -87,16 +87,21 @@ final class Chronyd: @unchecked Sendable {
   "chronyd reads the samples", .serialized,
   .enabled(if: Tools.chrony, "chrony is not installed, or not running as root"))
 struct ChronydTests {
-  /// Feeds samples whose true time is the system time + 150 ms to both refclocks, ten a
-  /// second, on a thread that owns the writers, until `stop` is set.
-  static func feed(
-    _ chronyd: Chronyd, stop: Locked<Bool>, counts: Locked<(sent: Int, noListener: Int)>
-  )
-    -> Thread
-  {
+  /// Samples our writers delivered to the socket, and those that found no chronyd.
+  typealias Counts = (sent: Int, noListener: Int)
+
+  /// Starts chronyd and a feeder thread that owns the writers and sends samples whose true
+  /// time is the system time + 150 ms to both refclocks, ten a second; runs `body`; stops and
+  /// removes everything whatever `body` did.
+  static func withFeedChronyd(
+    _ body: (Chronyd, Locked<Counts>) async throws -> Void
+  ) async throws {
+    let chronyd = try Chronyd(unit: freeSharedMemoryUnit())
+    let stop = Locked(false)
+    let counts = Locked<Counts>((0, 0))
     let socketPath = chronyd.socketPath
     let unit = chronyd.unit
-    return Thread {
+    let feeder = Thread {
       let chrony = ChronySocket(path: socketPath)
       guard let shm = try? NTPSharedMemory(unit: unit, precision: -10) else { return }
       while !stop.withLock({ $0 }) {
@@ -107,6 +112,17 @@ struct ChronydTests {
         usleep(100_000)
       }
     }
+    do {
+      try await chronyd.start()
+      feeder.start()
+      try await body(chronyd, counts)
+    } catch {
+      stop.withLock { $0 = true }
+      await chronyd.remove()
+      throw error
+    }
+    stop.withLock { $0 = true }
+    await chronyd.remove()
   }
 
   /// chronyc -c sourcestats: name, NP, NR, span, frequency, skew, offset (s), std dev (s).
@@ -123,12 +139,7 @@ struct ChronydTests {
   }
 
   @Test func bothRefclocksShowTheOffsetPutIn() async throws {
-    let chronyd = try Chronyd(unit: freeSharedMemoryUnit())
-    let stop = Locked(false)
-    let counts = Locked((sent: 0, noListener: 0))
-    do {
-      try await chronyd.start()
-      Self.feed(chronyd, stop: stop, counts: counts).start()
+    try await Self.withFeedChronyd { chronyd, counts in
       // chronyd takes a sample from each refclock every second (poll 0): wait for several.
       var stats: [String: (samples: Int, offset: Double, deviation: Double)] = [:]
       for _ in 0..<40 {
@@ -136,7 +147,6 @@ struct ChronydTests {
         stats = Self.offsets(try await chronyd.chronyc("sourcestats"))
         if (stats["SOCK"]?.samples ?? 0) >= 4 && (stats["SHM"]?.samples ?? 0) >= 4 { break }
       }
-      stop.withLock { $0 = true }
       let sources = try await chronyd.chronyc("sources")
       // chronyc reports how far the local clock is from the source: a source 150 ms ahead
       // of the system clock shows as −150 ms.
@@ -150,23 +160,13 @@ struct ChronydTests {
         #expect(abs(last + 0.150) < 0.0005, "\(name) last sample: \(row)")
       }
       #expect(counts.withLock { $0.sent } > 0)
-    } catch {
-      stop.withLock { $0 = true }
-      await chronyd.remove()
-      throw error
     }
-    await chronyd.remove()
   }
 
   /// chronyd killed and started again: the writer never fails, loses the samples while
   /// chronyd is away and reaches the new one.
   @Test func chronyKilledAndRestarted() async throws {
-    let chronyd = try Chronyd(unit: freeSharedMemoryUnit())
-    let stop = Locked(false)
-    let counts = Locked((sent: 0, noListener: 0))
-    do {
-      try await chronyd.start()
-      Self.feed(chronyd, stop: stop, counts: counts).start()
+    try await Self.withFeedChronyd { chronyd, counts in
       #expect(await eventually { counts.withLock { $0.sent } >= 5 })
       await chronyd.stop()
       #expect(await eventually { counts.withLock { $0.noListener } >= 5 })
@@ -181,13 +181,7 @@ struct ChronydTests {
         try await Task.sleep(for: .milliseconds(250))
       }
       #expect(samples >= 2, "\(chronyd.log)")
-    } catch {
-      stop.withLock { $0 = true }
-      await chronyd.remove()
-      throw error
     }
-    stop.withLock { $0 = true }
-    await chronyd.remove()
   }
 }
 
