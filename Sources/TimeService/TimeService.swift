@@ -63,8 +63,8 @@ public struct TimeServiceConfiguration: Sendable, Hashable {
 
 /// A time sample or a pulse as gpsd reports them to its watchers (`TOFF` and `PPS`).
 public enum TimeReport: Sendable, Hashable {
-  /// A trusted serial sample, raw (no offset applied), as gpsd's `TOFF`: `real` is the
-  /// receiver's time, `clock` the arrival of the epoch's first byte.
+  /// A trusted serial sample, for gpsd's `TOFF`: `real` is the receiver's time, `clock` the
+  /// arrival of the epoch's first byte, with no offset applied.
   case serial(TimeSample)
   /// A labelled pulse, as gpsd's `PPS`, with the precision to report.
   case pulse(PPSSample, precision: Int32)
