@@ -6,6 +6,7 @@
 
 /// A time as gpsd's reports split it: seconds since the Unix epoch and nanoseconds.
 public struct GPSDTime: Sendable, Hashable {
+  /// Seconds since 1970-01-01 UTC (POSIX time).
   public var seconds: Int64
   /// 0 ..< 1 000 000 000.
   public var nanoseconds: Int

@@ -18,7 +18,9 @@ public enum PPSEdge: Sendable, Hashable {
 /// Each ``nextPulse(timeout:)`` is one `PPS_FETCH` that sleeps in the kernel until the next
 /// event or the timeout; nothing polls.
 public final class KernelPPSSource: PPSSource, @unchecked Sendable {
+  /// The device's path.
   public let name: String
+  /// The edge that marks the second.
   public let edge: PPSEdge
   private let descriptor: CInt
   // Only the listener's thread touches it.
@@ -132,7 +134,9 @@ public final class KernelPPSSource: PPSSource, @unchecked Sendable {
 /// pulse. The source works on its own duplicate of the port's descriptor, which it closes
 /// when it is released.
 public final class CarrierDetectPPSSource: PPSSource, @unchecked Sendable {
+  /// The serial port's path.
   public let name: String
+  /// The edge that marks the second: assert when DCD is raised.
   public let edge: PPSEdge
   private let waitForChange: () throws(Errno) -> (time: PosixTime, carrier: Bool)
   private let release: () -> Void

@@ -101,6 +101,7 @@ public struct PulseLabeller: Sendable {
   /// The largest difference allowed between a pulse's second and the corrected serial time.
   public static let maximumDisagreement: Duration = .milliseconds(500)
 
+  /// Whether the receiver's sentences follow or precede their pulse.
   public let order: PulseOrder
   /// The receiver's delay as configured (`--time-offset`).
   public let offset: Duration

@@ -5,6 +5,7 @@ public struct DelayStatistics: Sendable, Hashable {
   public var count = 0
   /// The latest.
   public var last: Duration?
+  /// The smallest and the largest.
   public var minimum: Duration?
   public var maximum: Duration?
   /// Mean of all.

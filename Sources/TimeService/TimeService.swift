@@ -74,10 +74,13 @@ public enum TimeReport: Sendable, Hashable {
 public struct OutputStatistics: Sendable, Hashable {
   /// Where the samples go: a socket path or `NTP<unit>`.
   public var name: String
+  /// Samples handed to chronyd or written to the segment.
   public var delivered = 0
   /// chrony SOCK only: samples that found no chronyd.
   public var noListener = 0
+  /// Samples lost to an error (chronyd's queue full, no permission …).
   public var failed = 0
+  /// The last such error, for people.
   public var lastError: String?
 
   public init(name: String) { self.name = name }
@@ -123,6 +126,7 @@ public struct TimeServiceStatistics: Sendable, Hashable {
 /// a few comparisons. Writing to a chrony socket is a non-blocking `send`, and to SHM a few
 /// stores: neither can stall the reader.
 public final class TimeService: Sendable {
+  /// What the service was told to do.
   public let configuration: TimeServiceConfiguration
   private let reports: (@Sendable (TimeReport) -> Void)?
 

@@ -102,6 +102,7 @@ public struct TimeTrustRules: Sendable, Hashable {
 /// date, never a leap second; after trust begins (or begins again after a lost fix or a jump)
 /// the first few epochs only prove that the time runs steadily.
 public struct TimeTrust: Sendable {
+  /// The rules it applies.
   public let rules: TimeTrustRules
 
   private var previous: TimeSample?
