@@ -93,72 +93,11 @@ public struct NMEADecoder {
   }
 }
 
-extension NMEADecoder.Stages {
+extension NMEADecoder.Stages: ParsedSentenceConsumer {
   mutating func handle(_ frame: Frame, _ body: (DecoderEvent) throws -> Void) rethrows {
     switch frame {
     case .sentence(let raw):
-      // The four types a receiver sends most go from the parser to the fix builder as
-      // typed values, without the `Sentence` around them (each copy of a sentence costs).
-      switch Sentence.frequentKind(raw.bytes) {
-      case .gga(let talker):
-        var gga = GGA(talker: talker)
-        do {
-          try Sentence.withFields(raw) { (reader, _) throws(NMEAParseError) in
-            var f = reader
-            try Sentence.parseGGA(&f, into: &gga)
-          }
-        } catch {
-          return try parseError(raw, error, body)
-        }
-        try body(.sentence(.gga(gga)))
-        try builder.add(gga) { try body(.epoch($0)) }
-      case .rmc(let talker):
-        var rmc = RMC(talker: talker)
-        do {
-          try Sentence.withFields(raw) { (reader, _) throws(NMEAParseError) in
-            var f = reader
-            try Sentence.parseRMC(&f, into: &rmc)
-          }
-        } catch {
-          return try parseError(raw, error, body)
-        }
-        try body(.sentence(.rmc(rmc)))
-        try builder.add(rmc) { try body(.epoch($0)) }
-      case .gsa(let talker):
-        var gsa = GSA(talker: talker)
-        do {
-          try Sentence.withFields(raw) { (reader, commas) throws(NMEAParseError) in
-            var f = reader
-            try Sentence.parseGSA(&f, commas: commas, into: &gsa)
-          }
-        } catch {
-          return try parseError(raw, error, body)
-        }
-        try body(.sentence(.gsa(gsa)))
-        try builder.add(gsa) { try body(.epoch($0)) }
-      case .gsv(let talker):
-        var gsv = GSV(talker: talker)
-        do {
-          try Sentence.withFields(raw) { (reader, commas) throws(NMEAParseError) in
-            var f = reader
-            try Sentence.parseGSV(&f, commas: commas, into: &gsv)
-          }
-        } catch {
-          return try parseError(raw, error, body)
-        }
-        try body(.sentence(.gsv(gsv)))
-        try builder.add(gsv) { try body(.epoch($0)) }
-      case .other:
-        let sentence: Sentence
-        do {
-          sentence = try Sentence.parseAny(raw)
-        } catch {
-          return try parseError(raw, error, body)
-        }
-        if case .unknown = sentence { unknownSentences += 1 }
-        try body(.sentence(sentence))
-        try builder.add(sentence) { try body(.epoch($0)) }
-      }
+      try Sentence.parse(raw, into: &self, emit: body)
     case .ubx(let frame):
       try body(.ubx(frame))
     case .sirf(let frame):
@@ -166,8 +105,22 @@ extension NMEADecoder.Stages {
     }
   }
 
-  mutating func parseError(
-    _ raw: RawSentence, _ error: NMEAParseError, _ body: (DecoderEvent) throws -> Void
+  @inline(__always)
+  mutating func take<S: FrequentSentence>(
+    _ sentence: borrowing S, emit body: (DecoderEvent) throws -> Void
+  ) rethrows {
+    try body(.sentence(sentence.sentence))
+    try builder.add(sentence) { try body(.epoch($0)) }
+  }
+
+  mutating func take(_ sentence: Sentence, emit body: (DecoderEvent) throws -> Void) rethrows {
+    if case .unknown = sentence { unknownSentences += 1 }
+    try body(.sentence(sentence))
+    try builder.add(sentence) { try body(.epoch($0)) }
+  }
+
+  mutating func reject(
+    _ raw: RawSentence, _ error: NMEAParseError, emit body: (DecoderEvent) throws -> Void
   ) rethrows {
     parseErrors += 1
     try body(.parseError(raw, error))

@@ -136,43 +136,22 @@ public struct FixBuilder {
     }
   }
 
-  // The four sentence types a receiver sends most, added without the `Sentence` around them
-  // (the decoder parses them straight into these values; every copy of a sentence costs).
-
-  @inline(__always)
-  mutating func add(_ gga: borrowing GGA, emit: (Epoch) throws -> Void) rethrows {
-    let key = Self.key(1, gga.talker)
-    guard try begin(key: key, time: gga.time, onlyTime: false, normallyTimed: true, emit: emit)
+  /// Adds a GGA, RMC, GSA or GSV without the `Sentence` around it (the decoder parses them
+  /// straight into their own types; every copy of a sentence costs).
+  ///
+  /// Out of line on purpose: inlined into the decoder's dispatch, the pipeline took about
+  /// 230 instructions more per sentence (`scripts/bench-instructions.sh`).
+  @inline(never)
+  mutating func add<S: FrequentSentence>(_ sentence: borrowing S, emit: (Epoch) throws -> Void)
+    rethrows
+  {
+    let key = sentence.cycleKey
+    let timed = S.isNormallyTimed
+    guard
+      try begin(key: key, time: sentence.time, onlyTime: false, normallyTimed: timed, emit: emit)
     else { return }
-    merge(gga)
-    try end(key: key, onlyTime: false, normallyTimed: true, emit: emit)
-  }
-
-  @inline(__always)
-  mutating func add(_ rmc: borrowing RMC, emit: (Epoch) throws -> Void) rethrows {
-    let key = Self.key(2, rmc.talker)
-    guard try begin(key: key, time: rmc.time, onlyTime: false, normallyTimed: true, emit: emit)
-    else { return }
-    merge(rmc)
-    try end(key: key, onlyTime: false, normallyTimed: true, emit: emit)
-  }
-
-  @inline(__always)
-  mutating func add(_ gsa: borrowing GSA, emit: (Epoch) throws -> Void) rethrows {
-    let key = Self.key(3, gsa.talker, UInt32(gsa.systemID ?? 15) + 1)
-    guard try begin(key: key, time: nil, onlyTime: false, normallyTimed: false, emit: emit)
-    else { return }
-    merge(gsa)
-    try end(key: key, onlyTime: false, normallyTimed: false, emit: emit)
-  }
-
-  @inline(__always)
-  mutating func add(_ gsv: borrowing GSV, emit: (Epoch) throws -> Void) rethrows {
-    let key = Self.key(4, gsv.talker, gsv.messageNumber == gsv.messageCount ? 1 : 2)
-    guard try begin(key: key, time: nil, onlyTime: false, normallyTimed: false, emit: emit)
-    else { return }
-    merge(gsv)
-    try end(key: key, onlyTime: false, normallyTimed: false, emit: emit)
+    sentence.merge(into: &self)
+    try end(key: key, onlyTime: false, normallyTimed: timed, emit: emit)
   }
 
   /// What happens before a sentence's data is merged: a late sentence is counted and
@@ -630,11 +609,14 @@ public struct FixBuilder {
     kind << 24 | UInt32(talker.rawValue) << 8 | variant
   }
 
-  /// Whether the sentence type normally carries the time of a position.
+  /// Whether the sentence type normally carries the time of a position (as
+  /// ``FrequentSentence/isNormallyTimed`` says for GGA, RMC, GSA and GSV).
   @inline(__always)
   static func normallyTimed(_ sentence: Sentence) -> Bool {
     switch sentence {
-    case .gga, .rmc, .gll, .gns, .pubxPosition: return true
+    case .gga: return GGA.isNormallyTimed
+    case .rmc: return RMC.isNormallyTimed
+    case .gll, .gns, .pubxPosition: return true
     default: return false
     }
   }
@@ -644,10 +626,10 @@ public struct FixBuilder {
   @inline(__always)
   static func cycleKey(_ sentence: Sentence) -> UInt32? {
     switch sentence {
-    case .gga(let s): return key(1, s.talker)
-    case .rmc(let s): return key(2, s.talker)
-    case .gsa(let s): return key(3, s.talker, UInt32(s.systemID ?? 15) + 1)
-    case .gsv(let s): return key(4, s.talker, s.messageNumber == s.messageCount ? 1 : 2)
+    case .gga(let s): return s.cycleKey
+    case .rmc(let s): return s.cycleKey
+    case .gsa(let s): return s.cycleKey
+    case .gsv(let s): return s.cycleKey
     case .gll(let s): return key(5, s.talker)
     case .vtg(let s): return key(6, s.talker)
     case .zda(let s): return key(7, s.talker)
@@ -661,6 +643,40 @@ public struct FixBuilder {
     case .dtm, .txt, .mtkAcknowledgement, .mtkSystemMessage, .unknown: return nil
     }
   }
+}
+
+// The fix builder's side of ``FrequentSentence``: each type's place in the cycle and its merge.
+
+extension GGA {
+  var cycleKey: UInt32 { FixBuilder.key(1, talker) }
+  static var isNormallyTimed: Bool { true }
+  @inline(__always)
+  func merge(into builder: inout FixBuilder) { builder.merge(self) }
+}
+
+extension RMC {
+  var cycleKey: UInt32 { FixBuilder.key(2, talker) }
+  static var isNormallyTimed: Bool { true }
+  @inline(__always)
+  func merge(into builder: inout FixBuilder) { builder.merge(self) }
+}
+
+extension GSA {
+  /// One key per system (NMEA 4.10 sends a GSA for each).
+  var cycleKey: UInt32 { FixBuilder.key(3, talker, UInt32(systemID ?? 15) + 1) }
+  var time: UTCTime? { nil }
+  static var isNormallyTimed: Bool { false }
+  @inline(__always)
+  func merge(into builder: inout FixBuilder) { builder.merge(self) }
+}
+
+extension GSV {
+  /// The last part of a GSV group and the others are told apart.
+  var cycleKey: UInt32 { FixBuilder.key(4, talker, messageNumber == messageCount ? 1 : 2) }
+  var time: UTCTime? { nil }
+  static var isNormallyTimed: Bool { false }
+  @inline(__always)
+  func merge(into builder: inout FixBuilder) { builder.merge(self) }
 }
 
 /// A set of satellites (system and number within it), for the used ones of an epoch. Exact

@@ -6,40 +6,57 @@ extension Sentence {
   /// something its type cannot be (letters in a number, minutes over 59) throws
   /// ``NMEAParseError/badField(index:)``. Parsing a typed sentence allocates nothing.
   public init(parsing raw: RawSentence) throws(NMEAParseError) {
-    // The four types a receiver sends most are parsed in place, not returned through the
-    // generic path (every copy of a sentence value costs).
-    switch Self.frequentKind(raw.bytes) {
-    case .gga(let talker):
-      var gga = GGA(talker: talker)
-      try Self.withFields(raw) { (reader, _) throws(NMEAParseError) in
-        var f = reader
-        try Self.parseGGA(&f, into: &gga)
-      }
-      self = .gga(gga)
-    case .rmc(let talker):
-      var rmc = RMC(talker: talker)
-      try Self.withFields(raw) { (reader, _) throws(NMEAParseError) in
-        var f = reader
-        try Self.parseRMC(&f, into: &rmc)
-      }
-      self = .rmc(rmc)
-    case .gsa(let talker):
-      var gsa = GSA(talker: talker)
-      try Self.withFields(raw) { (reader, commas) throws(NMEAParseError) in
-        var f = reader
-        try Self.parseGSA(&f, commas: commas, into: &gsa)
-      }
-      self = .gsa(gsa)
-    case .gsv(let talker):
-      var gsv = GSV(talker: talker)
-      try Self.withFields(raw) { (reader, commas) throws(NMEAParseError) in
-        var f = reader
-        try Self.parseGSV(&f, commas: commas, into: &gsv)
-      }
-      self = .gsv(gsv)
-    case .other:
-      self = try Self.parseAny(raw)
+    var result = ParsedSentence()
+    Self.parse(raw, into: &result) { _ in }
+    switch result.outcome {
+    case .parsed(let sentence): self = sentence
+    case .failed(let error): throw error
     }
+  }
+
+  /// Parses `raw` and hands the outcome to `consumer`: GGA, RMC, GSA and GSV as their own
+  /// types (``FrequentSentence``, parsed in place: every copy of a `Sentence` costs), every
+  /// other sentence as a `Sentence`, a failure as its error. The one place where the parser
+  /// tells sentence types apart; ``init(parsing:)`` and ``NMEADecoder`` both come through
+  /// here. `emit` is passed on to the consumer (the decoder's events).
+  @inline(__always)
+  static func parse<Consumer: ParsedSentenceConsumer>(
+    _ raw: RawSentence, into consumer: inout Consumer, emit: (DecoderEvent) throws -> Void
+  ) rethrows {
+    switch frequentKind(raw.bytes) {
+    case .gga(let talker): try parse(raw, as: GGA(talker: talker), into: &consumer, emit: emit)
+    case .rmc(let talker): try parse(raw, as: RMC(talker: talker), into: &consumer, emit: emit)
+    case .gsa(let talker): try parse(raw, as: GSA(talker: talker), into: &consumer, emit: emit)
+    case .gsv(let talker): try parse(raw, as: GSV(talker: talker), into: &consumer, emit: emit)
+    case .other:
+      let sentence: Sentence
+      do {
+        sentence = try parseAny(raw)
+      } catch {
+        return try consumer.reject(raw, error, emit: emit)
+      }
+      try consumer.take(sentence, emit: emit)
+    }
+  }
+
+  /// Parses the fields of `raw` into `empty` (a value holding only its talker) in place.
+  @inline(__always)
+  static func parse<S: FrequentSentence, Consumer: ParsedSentenceConsumer>(
+    _ raw: RawSentence, as empty: S, into consumer: inout Consumer,
+    emit: (DecoderEvent) throws -> Void
+  ) rethrows {
+    var sentence = empty
+    do {
+      // Nothing returned through `withFields`: the standard library would pass it through a
+      // `Result`, a copy.
+      try withFields(raw) { (reader, commas) throws(NMEAParseError) in
+        var fields = reader
+        try S.parse(&fields, commas: commas, into: &sentence)
+      }
+    } catch {
+      return try consumer.reject(raw, error, emit: emit)
+    }
+    try consumer.take(sentence, emit: emit)
   }
 
   /// GGA, RMC, GSA and GSV with their talker, recognised from the address alone; `other`
@@ -112,7 +129,7 @@ extension Sentence {
     return try body(FieldReader(sentence: copy, count: count), commas)
   }
 
-  /// The general path: any sentence.
+  /// The general path: every sentence but the four ``FrequentSentence`` types.
   @inline(never)
   static func parseAny(_ raw: RawSentence) throws(NMEAParseError) -> Sentence {
     let bytes = raw.bytes
@@ -132,24 +149,9 @@ extension Sentence {
       }
       let talker = Talker(bytes[1], bytes[2])
       guard addressLength == 5 else { return .unknown(unknown(raw, talker: talker)) }
+      // GGA, RMC, GSA and GSV never come here: `frequentKind` took them.
       let code = UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 8 | UInt32(bytes[5])
       switch code {
-      case SentenceCode.gga:
-        var gga = GGA(talker: talker)
-        try parseGGA(&fields, into: &gga)
-        return .gga(gga)
-      case SentenceCode.rmc:
-        var rmc = RMC(talker: talker)
-        try parseRMC(&fields, into: &rmc)
-        return .rmc(rmc)
-      case SentenceCode.gsa:
-        var gsa = GSA(talker: talker)
-        try parseGSA(&fields, commas: commas, into: &gsa)
-        return .gsa(gsa)
-      case SentenceCode.gsv:
-        var gsv = GSV(talker: talker)
-        try parseGSV(&fields, commas: commas, into: &gsv)
-        return .gsv(gsv)
       case SentenceCode.gll: return .gll(try parseGLL(talker, &fields))
       case SentenceCode.vtg: return .vtg(try parseVTG(talker, &fields))
       case SentenceCode.zda: return .zda(try parseZDA(talker, &fields))
@@ -591,6 +593,108 @@ extension Sentence {
       leapSecondsAreDefault: isDefault, clockBias: bias, clockDrift: drift,
       timePulseGranularity: granularity)
   }
+}
+
+// MARK: - The frequent sentences, and what receives a parsed sentence
+
+/// GGA, RMC, GSA and GSV, the sentences a receiver sends most: parsed in place and handed to
+/// a ``ParsedSentenceConsumer`` as their own types, never inside a ``Sentence`` (a `Sentence`
+/// is as large as its largest case, and every copy of one costs).
+protocol FrequentSentence {
+  /// A sentence with its talker and no fields yet.
+  init(talker: Talker)
+  /// Reads the fields after the address; `commas` is their number.
+  static func parse(_ fields: inout FieldReader, commas: Int, into sentence: inout Self)
+    throws(NMEAParseError)
+  /// The sentence as a ``Sentence``, for an event or a caller that wants one.
+  var sentence: Sentence { get }
+
+  // What the fix builder needs (FixBuilder.swift).
+
+  /// The sentence's place in the receiver's cycle (``FixBuilder/key(_:_:_:)``).
+  var cycleKey: UInt32 { get }
+  /// The UTC time the sentence carries; `nil` for types without one.
+  var time: UTCTime? { get }
+  /// Whether the type normally carries the time of a position.
+  static var isNormallyTimed: Bool { get }
+  /// Merges the sentence's data into the epoch in progress.
+  func merge(into builder: inout FixBuilder)
+}
+
+/// What ``Sentence/parse(_:into:emit:)`` hands the outcome of parsing a sentence to.
+protocol ParsedSentenceConsumer {
+  /// A GGA, RMC, GSA or GSV, without the ``Sentence`` around it.
+  mutating func take<S: FrequentSentence>(
+    _ sentence: borrowing S, emit: (DecoderEvent) throws -> Void) rethrows
+  /// Any other sentence.
+  mutating func take(_ sentence: Sentence, emit: (DecoderEvent) throws -> Void) rethrows
+  /// A sentence that failed to parse.
+  mutating func reject(
+    _ raw: RawSentence, _ error: NMEAParseError, emit: (DecoderEvent) throws -> Void) rethrows
+}
+
+/// The consumer behind ``Sentence/init(parsing:)``: it keeps the outcome.
+struct ParsedSentence: ParsedSentenceConsumer {
+  enum Outcome {
+    case parsed(Sentence)
+    case failed(NMEAParseError)
+  }
+  var outcome = Outcome.failed(.badAddress)
+
+  @inline(__always)
+  mutating func take<S: FrequentSentence>(
+    _ sentence: borrowing S, emit: (DecoderEvent) throws -> Void
+  ) {
+    outcome = .parsed(sentence.sentence)
+  }
+
+  @inline(__always)
+  mutating func take(_ sentence: Sentence, emit: (DecoderEvent) throws -> Void) {
+    outcome = .parsed(sentence)
+  }
+
+  @inline(__always)
+  mutating func reject(
+    _ raw: RawSentence, _ error: NMEAParseError, emit: (DecoderEvent) throws -> Void
+  ) {
+    outcome = .failed(error)
+  }
+}
+
+extension GGA: FrequentSentence {
+  init(talker: Talker) { self.talker = talker }
+  @inline(__always)
+  static func parse(_ fields: inout FieldReader, commas: Int, into sentence: inout GGA)
+    throws(NMEAParseError)
+  { try Sentence.parseGGA(&fields, into: &sentence) }
+  var sentence: Sentence { .gga(self) }
+}
+
+extension RMC: FrequentSentence {
+  init(talker: Talker) { self.talker = talker }
+  @inline(__always)
+  static func parse(_ fields: inout FieldReader, commas: Int, into sentence: inout RMC)
+    throws(NMEAParseError)
+  { try Sentence.parseRMC(&fields, into: &sentence) }
+  var sentence: Sentence { .rmc(self) }
+}
+
+extension GSA: FrequentSentence {
+  init(talker: Talker) { self.talker = talker }
+  @inline(__always)
+  static func parse(_ fields: inout FieldReader, commas: Int, into sentence: inout GSA)
+    throws(NMEAParseError)
+  { try Sentence.parseGSA(&fields, commas: commas, into: &sentence) }
+  var sentence: Sentence { .gsa(self) }
+}
+
+extension GSV: FrequentSentence {
+  init(talker: Talker) { self.init(talker: talker, messageCount: 0, messageNumber: 0) }
+  @inline(__always)
+  static func parse(_ fields: inout FieldReader, commas: Int, into sentence: inout GSV)
+    throws(NMEAParseError)
+  { try Sentence.parseGSV(&fields, commas: commas, into: &sentence) }
+  var sentence: Sentence { .gsv(self) }
 }
 
 extension FieldReader {
