@@ -84,7 +84,6 @@ public struct FixBuilder {
 
   // Learning which sentence ends the cycle.
   var lastKey: UInt32 = 0
-  var lastKeyCount = 0
   var keyCounts = KeyCounts()
   var candidateEnd: UInt32?
   var learnedEnd: UInt32?

@@ -215,10 +215,6 @@ extension Sentence {
 
   /// Three-letter sentence types packed into integers, so dispatch is one switch.
   enum SentenceCode {
-    static func pack(_ text: StaticString) -> UInt32 {
-      let p = text.utf8Start
-      return UInt32(p[0]) << 16 | UInt32(p[1]) << 8 | UInt32(p[2])
-    }
     static let gga: UInt32 = 0x47_4741
     static let rmc: UInt32 = 0x52_4D43
     static let gsa: UInt32 = 0x47_5341
