@@ -2,12 +2,73 @@
 public struct DecoderStatistics: Sendable, Hashable {
   public var framer = FramerStatistics()
   public var builder = FixBuilderStatistics()
-  /// Sentences that framed correctly but held an impossible field, by parse error.
+  /// Sentences that framed correctly but failed to parse: a malformed field or address, or
+  /// an impossible value (those also counted by reason in ``impossibleValues``).
   public var parseErrors = 0
+  /// Sentences refused for a well-formed but impossible value, by reason.
+  public var impossibleValues = ImpossibleValueStatistics()
   /// Sentences parsed to a type the fix builder knows nothing about.
   public var unknownSentences = 0
 
   public init() {}
+}
+
+/// Sentences refused for an impossible value (``NMEAParseError/impossibleValue(_:index:)``),
+/// one counter per ``ImpossibleValue``, as ``FramerStatistics`` counts the framer's rejections.
+public struct ImpossibleValueStatistics: Sendable, Hashable {
+  public var timeOfDay = 0
+  public var date = 0
+  public var latitude = 0
+  public var longitude = 0
+  public var arcMinutes = 0
+  public var speed = 0
+  public var course = 0
+  public var magneticVariation = 0
+  public var accuracy = 0
+  public var messageNumber = 0
+
+  public init() {}
+
+  /// The counter of `reason`.
+  public subscript(reason: ImpossibleValue) -> Int {
+    get {
+      switch reason {
+      case .timeOfDay: return timeOfDay
+      case .date: return date
+      case .latitude: return latitude
+      case .longitude: return longitude
+      case .arcMinutes: return arcMinutes
+      case .speed: return speed
+      case .course: return course
+      case .magneticVariation: return magneticVariation
+      case .accuracy: return accuracy
+      case .messageNumber: return messageNumber
+      }
+    }
+    set {
+      switch reason {
+      case .timeOfDay: timeOfDay = newValue
+      case .date: date = newValue
+      case .latitude: latitude = newValue
+      case .longitude: longitude = newValue
+      case .arcMinutes: arcMinutes = newValue
+      case .speed: speed = newValue
+      case .course: course = newValue
+      case .magneticVariation: magneticVariation = newValue
+      case .accuracy: accuracy = newValue
+      case .messageNumber: messageNumber = newValue
+      }
+    }
+  }
+
+  /// All sentences refused for an impossible value.
+  public var total: Int { ImpossibleValue.allCases.reduce(0) { $0 + self[$1] } }
+
+  /// The reasons that occurred, with their counts, in ``ImpossibleValue``'s order: for a
+  /// report that lists them without naming each (`date 2, speed 1`).
+  public var counts: [(reason: ImpossibleValue, count: Int)] {
+    ImpossibleValue.allCases.compactMap { self[$0] > 0 ? ($0, self[$0]) : nil }
+  }
 }
 
 /// What the decoder reports, in stream order.
@@ -42,6 +103,7 @@ public struct NMEADecoder {
   struct Stages {
     var builder = FixBuilder()
     var parseErrors = 0
+    var impossibleValues = ImpossibleValueStatistics()
     var unknownSentences = 0
   }
 
@@ -63,6 +125,7 @@ public struct NMEADecoder {
     statistics.framer = framer.statistics
     statistics.builder = stages.builder.statistics
     statistics.parseErrors = stages.parseErrors
+    statistics.impossibleValues = stages.impossibleValues
     statistics.unknownSentences = stages.unknownSentences
     return statistics
   }
@@ -123,6 +186,7 @@ extension NMEADecoder.Stages: ParsedSentenceConsumer {
     _ raw: RawSentence, _ error: NMEAParseError, emit body: (DecoderEvent) throws -> Void
   ) rethrows {
     parseErrors += 1
+    if case .impossibleValue(let reason, _) = error { impossibleValues[reason] += 1 }
     try body(.parseError(raw, error))
   }
 }

@@ -3,8 +3,10 @@ extension Sentence {
   ///
   /// Known sentence types become typed values; every other well-formed sentence becomes
   /// ``Sentence/unknown(_:)`` with its raw fields. Empty fields are `nil`. A field that holds
-  /// something its type cannot be (letters in a number, minutes over 59) throws
-  /// ``NMEAParseError/badField(index:)``. Parsing a typed sentence allocates nothing.
+  /// something its type cannot be (letters in a number) throws
+  /// ``NMEAParseError/badField(index:)``; a well-formed value no receiver can mean (31 February,
+  /// minutes over 59, a negative speed, message 99 of 9) throws
+  /// ``NMEAParseError/impossibleValue(_:index:)``. Parsing a typed sentence allocates nothing.
   public init(parsing raw: RawSentence) throws(NMEAParseError) {
     var result = ParsedSentence()
     Self.parse(raw, into: &result) { _ in }
@@ -246,7 +248,7 @@ extension Sentence {
     gga.position = try f.position()
     gga.quality = try f.uint().map(FixQuality.init(rawValue:))
     gga.satellitesUsed = try f.uint()
-    gga.hdop = try f.decimal()
+    gga.hdop = try f.nonNegativeDecimal(.accuracy)
     gga.altitudeMSL = try f.decimal()
     f.skip(1)  // M
     gga.geoidSeparation = try f.decimal()
@@ -260,10 +262,10 @@ extension Sentence {
     rmc.time = try f.time()
     rmc.isValid = try f.status()
     rmc.position = try f.position()
-    rmc.speedKnots = try f.decimal()
-    rmc.course = try f.decimal()
+    rmc.speedKnots = try f.nonNegativeDecimal(.speed)
+    rmc.course = try f.course()
     rmc.date = try f.date()
-    rmc.magneticVariation = try f.signedByHemisphere(negative: 0x57)  // W
+    rmc.magneticVariation = try f.magneticVariation()
     rmc.mode = try f.character().map(ModeIndicator.init(rawValue:))
     rmc.navigationalStatus = try f.character()
   }
@@ -286,9 +288,9 @@ extension Sentence {
         gsa.satellites.append(UInt16(id))
       }
     }
-    gsa.pdop = try f.decimal()
-    gsa.hdop = try f.decimal()
-    gsa.vdop = try f.decimal()
+    gsa.pdop = try f.nonNegativeDecimal(.accuracy)
+    gsa.hdop = try f.nonNegativeDecimal(.accuracy)
+    gsa.vdop = try f.nonNegativeDecimal(.accuracy)
     gsa.systemID = hasSystemID ? try f.hexDigit() : nil
   }
 
@@ -297,9 +299,11 @@ extension Sentence {
     throws(NMEAParseError)
   {
     let count = commas
-    guard let messageCount = try f.uint(), let messageNumber = try f.uint() else {
-      throw .badField(index: f.index)
-    }
+    guard let messageCount = try f.uint() else { throw .badField(index: f.index) }
+    guard (1...9).contains(messageCount) else { throw f.impossible(.messageNumber) }
+    guard let messageNumber = try f.uint() else { throw .badField(index: f.index) }
+    // Message 99 of 9 would otherwise end (or never end) a satellite view of its own.
+    guard (1...messageCount).contains(messageNumber) else { throw f.impossible(.messageNumber) }
     gsv.messageCount = messageCount
     gsv.messageNumber = messageNumber
     gsv.satellitesInView = try f.uint()
@@ -333,25 +337,17 @@ extension Sentence {
 
   static func parseVTG(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> VTG {
     var vtg = VTG(talker: talker)
-    let first = try f.decimal()
+    let first = try f.course()
     let second = f.next()
-    if second.count == 1 && second[0] == 0x54 {  // 'T': NMEA 2.3+ with unit letters
+    if (second.count == 1 && second[0] == 0x54) || (second.isEmpty && f.hasMore) {
+      // 'T': NMEA 2.3+ with unit letters; or the unit letters missing but the fields present,
+      // the same layout with empty units.
       vtg.courseTrue = first
-      vtg.courseMagnetic = try f.decimal()
+      vtg.courseMagnetic = try f.course()
       f.skip(1)
-      vtg.speedKnots = try f.decimal()
+      vtg.speedKnots = try f.nonNegativeDecimal(.speed)
       f.skip(1)
-      vtg.speedKilometresPerHour = try f.decimal()
-      f.skip(1)
-      vtg.mode = try f.character().map(ModeIndicator.init(rawValue:))
-    } else if second.isEmpty && f.hasMore {
-      // Unit letters missing but fields present: the 2.3 layout with empty units.
-      vtg.courseTrue = first
-      vtg.courseMagnetic = try f.decimal()
-      f.skip(1)
-      vtg.speedKnots = try f.decimal()
-      f.skip(1)
-      vtg.speedKilometresPerHour = try f.decimal()
+      vtg.speedKilometresPerHour = try f.nonNegativeDecimal(.speed)
       f.skip(1)
       vtg.mode = try f.character().map(ModeIndicator.init(rawValue:))
     } else {
@@ -361,10 +357,11 @@ extension Sentence {
         guard let (magnetic, _) = FieldReader.decimal(f.base, from: second.start) else {
           throw .badField(index: 2)
         }
+        guard FieldReader.isCourse(magnetic) else { throw .impossibleValue(.course, index: 2) }
         vtg.courseMagnetic = magnetic
       }
-      vtg.speedKnots = try f.decimal()
-      vtg.speedKilometresPerHour = try f.decimal()
+      vtg.speedKnots = try f.nonNegativeDecimal(.speed)
+      vtg.speedKilometresPerHour = try f.nonNegativeDecimal(.speed)
     }
     return vtg
   }
@@ -372,13 +369,17 @@ extension Sentence {
   static func parseZDA(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> ZDA {
     let time = try f.time()
     let day = try f.uint()
-    if let day, !(1...31).contains(day) { throw .badField(index: f.index) }
+    if let day, !(1...31).contains(day) { throw f.impossible(.date) }
     let month = try f.uint()
-    if let month, !(1...12).contains(month) { throw .badField(index: f.index) }
+    if let month, !(1...12).contains(month) { throw f.impossible(.date) }
     let year = try f.uint()
-    if let year, !(1980..<10_000).contains(year) { throw .badField(index: f.index) }
+    if let year, !(1980..<10_000).contains(year) { throw f.impossible(.date) }
     var date: UTCDate?
     if let day, let month, let year {
+      // 31 April or 29 February of a common year: the day field is the one at fault.
+      guard UTCDate.isValid(year: year, month: month, day: day) else {
+        throw .impossibleValue(.date, index: f.index - 2)
+      }
       date = UTCDate(year: year, month: UInt8(month), day: UInt8(day))
     }
     let zoneHours = try f.signedInteger()
@@ -390,10 +391,12 @@ extension Sentence {
 
   static func parseGST(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> GST {
     GST(
-      talker: talker, time: try f.time(), rangeRMS: try f.decimal(),
-      semiMajorError: try f.decimal(), semiMinorError: try f.decimal(),
-      orientation: try f.decimal(), latitudeError: try f.decimal(),
-      longitudeError: try f.decimal(), altitudeError: try f.decimal())
+      talker: talker, time: try f.time(), rangeRMS: try f.nonNegativeDecimal(.accuracy),
+      semiMajorError: try f.nonNegativeDecimal(.accuracy),
+      semiMinorError: try f.nonNegativeDecimal(.accuracy), orientation: try f.decimal(),
+      latitudeError: try f.nonNegativeDecimal(.accuracy),
+      longitudeError: try f.nonNegativeDecimal(.accuracy),
+      altitudeError: try f.nonNegativeDecimal(.accuracy))
   }
 
   static func parseGNS(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> GNS {
@@ -406,7 +409,7 @@ extension Sentence {
       gns.modeCount += 1
     }
     gns.satellitesUsed = try f.uint()
-    gns.hdop = try f.decimal()
+    gns.hdop = try f.nonNegativeDecimal(.accuracy)
     gns.altitudeMSL = try f.decimal()
     gns.geoidSeparation = try f.decimal()
     gns.differentialAge = try f.decimal()
@@ -514,15 +517,15 @@ extension Sentence {
     let status = f.next()
     var navigationStatus: UInt16?
     if status.count == 2 { navigationStatus = UInt16(status[0]) << 8 | UInt16(status[1]) }
-    let hAcc = try f.decimal()
-    let vAcc = try f.decimal()
-    let speed = try f.decimal()
-    let course = try f.decimal()
+    let hAcc = try f.nonNegativeDecimal(.accuracy)
+    let vAcc = try f.nonNegativeDecimal(.accuracy)
+    let speed = try f.nonNegativeDecimal(.speed)
+    let course = try f.course()
     let velocity = try f.decimal()
     let age = try f.decimal()
-    let hdop = try f.decimal()
-    let vdop = try f.decimal()
-    let tdop = try f.decimal()
+    let hdop = try f.nonNegativeDecimal(.accuracy)
+    let vdop = try f.nonNegativeDecimal(.accuracy)
+    let tdop = try f.nonNegativeDecimal(.accuracy)
     let used = try f.uint()
     f.skip(1)  // reserved
     let deadReckoning = try f.uint().map { $0 != 0 }
@@ -711,6 +714,15 @@ extension FieldReader {
     case 0x56: return false  // V
     default: throw fail()
     }
+  }
+
+  /// A magnetic variation, at most 180°, and its direction letter: west negative.
+  mutating func magneticVariation() throws(NMEAParseError) -> Double? {
+    let value = try decimal()
+    if let value, !(value >= -180 && value <= 180) { throw impossible(.magneticVariation) }
+    let letter = try character()
+    guard let value else { return nil }
+    return letter == 0x57 ? -value : value  // W
   }
 
   /// A magnitude followed by a direction letter; negative when the letter is `negative`.
