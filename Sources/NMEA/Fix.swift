@@ -39,8 +39,15 @@ public struct Fix: Sendable, Hashable {
   /// Radius of horizontal uncertainty, metres (root of the summed latitude and longitude
   /// variances from GST, or the receiver's own estimate), as CLLocation reports it.
   public var horizontalAccuracy: Double?
-  /// Vertical uncertainty, metres, one sigma.
+  /// Vertical uncertainty, metres, one sigma (or the receiver's own estimate).
   public var verticalAccuracy: Double?
+  /// Radius of three-dimensional (spherical) uncertainty, metres: the receiver's own
+  /// estimate (Garmin's EPE, `$PGRME`).
+  public var sphericalAccuracy: Double?
+  /// The map datum the position is in, when the receiver names it (`$PGRMM`, `DTM`):
+  /// `WGS 84` as Garmin writes it, DTM's codes as gpsd names them (`W84` is `WGS84`). Kept
+  /// from the last sentence that named it.
+  public var datum: String?
   /// Age of differential corrections, seconds.
   public var differentialAge: Double?
   public var differentialStation: Int?

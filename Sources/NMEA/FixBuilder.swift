@@ -59,6 +59,7 @@ public struct FixBuilder {
   var positionSourceRank = 0
   var usedFromGSA = 0
   var sawGSA = false
+  var garminAltitude: Double?  // $PGRMZ, metres: used when GGA gives none
 
   // Satellites of the epoch in progress.
   var satellites: [Satellite] = []
@@ -81,6 +82,7 @@ public struct FixBuilder {
   var recentIndex = 0
   var previousAltitude: Double?
   var previousAltitudeTime: Double?  // seconds of the day
+  var datum: String?  // from $PGRMM or DTM
 
   // Learning which sentence ends the cycle.
   var lastKey: UInt32 = 0
@@ -121,6 +123,12 @@ public struct FixBuilder {
     case .rmc(let rmc): try add(rmc, emit: emit)
     case .gsa(let gsa): try add(gsa, emit: emit)
     case .gsv(let gsv): try add(gsv, emit: emit)
+    // The datum is the receiver's setting, not a measurement of the epoch: kept until renamed,
+    // whichever epoch its sentence arrives in, and no part of the cycle.
+    case .garminDatum(let garmin):
+      if let name = garmin.datum { datum = name }
+    case .dtm(let dtm):
+      if let code = dtm.datum { datum = Self.datumName(code) }
     default:
       guard let key = Self.cycleKey(sentence) else { return }  // carries nothing for a fix
       let onlyTime = Self.carriesOnlyTime(sentence)
@@ -303,7 +311,7 @@ public struct FixBuilder {
   /// Sentences that carry a time, a date or error statistics, but nothing of the position.
   static func carriesOnlyTime(_ sentence: Sentence) -> Bool {
     switch sentence {
-    case .zda, .gst, .gbs, .grs, .pubxTime: return true
+    case .zda, .gst, .gbs, .grs, .pubxTime, .garminErrorEstimates: return true
     default: return false
     }
   }
@@ -321,6 +329,7 @@ public struct FixBuilder {
     positionSourceRank = 0
     usedFromGSA = 0
     sawGSA = false
+    garminAltitude = nil
     sawGSV = false
     viewHDOP = nil
     viewVDOP = nil
@@ -333,6 +342,8 @@ public struct FixBuilder {
 
   mutating func finishFix() {
     fix.time = epochTime
+    fix.datum = datum
+    if fix.altitudeMSL == nil, let garminAltitude { fix.altitudeMSL = garminAltitude }
 
     // Date: explicit in this epoch, else carried, advanced by a day across midnight.
     if let explicitDate {
@@ -494,6 +505,21 @@ public struct FixBuilder {
     case .pubxTime(let pubx):
       if let date = pubx.date { explicitDate = date }
 
+    case .garminErrorEstimates(let garmin):
+      // Garmin's own figures, unscaled (gpsd multiplies them by 2.45 / 1.18, taking them for
+      // 50 % errors and making them 95 %; Garmin states no confidence level).
+      if let horizontal = garmin.horizontal { fix.horizontalAccuracy = horizontal }
+      if let vertical = garmin.vertical { fix.verticalAccuracy = vertical }
+      if let spherical = garmin.spherical { fix.sphericalAccuracy = spherical }
+
+    case .garminAltitude(let garmin):
+      // The altitude counts unless the receiver says it has no fix; GGA's, when the epoch
+      // has one, wins (`finishFix`). Its dimension is a statement like GGA's.
+      if garmin.fixMode != .noFix {
+        if let altitude = garmin.altitudeMetres { garminAltitude = altitude }
+        if let mode = garmin.fixMode { derivedMode = max(derivedMode ?? .noFix, mode) }
+      }
+
     default:
       break
     }
@@ -596,6 +622,19 @@ public struct FixBuilder {
   }
 
   static let metresPerSecondPerKnot = 1852.0 / 3600.0
+
+  /// A DTM local datum code by the name gpsd gives it (`W84` is `WGS84`); other codes (IHO
+  /// datum codes) as they are.
+  static func datumName(_ code: String) -> String {
+    switch code {
+    case "W84": return "WGS84"
+    case "W72": return "WGS72"
+    case "S85": return "SGS85"
+    case "P90": return "PE90"
+    case "999": return "User Defined"
+    default: return code
+    }
+  }
   static let pubxNoFix: UInt16 = 0x4E46  // NF
   static let pubxTimeOnly: UInt16 = 0x5454  // TT
   static let pubx3D: UInt16 = 0x4733  // G3
@@ -639,7 +678,9 @@ public struct FixBuilder {
     case .pubxPosition: return key(12, .proprietary)
     case .pubxTime: return key(13, .proprietary)
     case .pubxSatellites: return key(14, .proprietary)
-    case .dtm, .txt, .mtkAcknowledgement, .mtkSystemMessage, .unknown: return nil
+    case .garminErrorEstimates: return key(15, .proprietary)
+    case .garminAltitude: return key(16, .proprietary)
+    case .dtm, .txt, .mtkAcknowledgement, .mtkSystemMessage, .garminDatum, .unknown: return nil
     }
   }
 }

@@ -506,8 +506,36 @@ extension Sentence {
       return .mtkSystemMessage(MTKSystemMessage(kind: .system(code)))
     } else if address.elementsEqual("PMTK011".utf8) {
       return .mtkSystemMessage(MTKSystemMessage(kind: .text(f.text() ?? "")))
+    } else if address.elementsEqual("PGRME".utf8) {
+      return .garminErrorEstimates(try parsePGRME(&f))
+    } else if address.elementsEqual("PGRMZ".utf8) {
+      return .garminAltitude(try parsePGRMZ(&f))
+    } else if address.elementsEqual("PGRMM".utf8) {
+      return .garminDatum(GarminDatum(datum: f.text()))
     }
     return .unknown(unknown(raw, talker: .proprietary))
+  }
+
+  /// `$PGRME,<HPE>,M,<VPE>,M,<EPE>,M`: metres, each with its unit letter.
+  static func parsePGRME(_ f: inout FieldReader) throws(NMEAParseError) -> GarminErrorEstimates {
+    func metres(_ f: inout FieldReader) throws(NMEAParseError) -> Double? {
+      let value = try f.nonNegativeDecimal(.accuracy)
+      let unit = try f.character()
+      guard unit == nil || unit == 0x4D else { throw f.fail() }  // M
+      return value
+    }
+    return GarminErrorEstimates(
+      horizontal: try metres(&f), vertical: try metres(&f), spherical: try metres(&f))
+  }
+
+  /// `$PGRMZ,<altitude>,f,<dimension>`: feet, then 1 no fix, 2 2D (user altitude), 3 3D.
+  static func parsePGRMZ(_ f: inout FieldReader) throws(NMEAParseError) -> GarminAltitude {
+    let altitude = try f.decimal()
+    let unit = try f.character()
+    guard unit == nil || unit == 0x66 || unit == 0x46 else { throw f.fail() }  // f or F
+    let mode = try f.uint()
+    return GarminAltitude(
+      altitudeFeet: altitude, fixMode: mode.flatMap { FixMode(rawValue: UInt8(clamping: $0)) })
   }
 
   static func parsePUBXPosition(_ f: inout FieldReader) throws(NMEAParseError) -> PUBXPosition {

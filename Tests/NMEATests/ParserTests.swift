@@ -425,10 +425,9 @@ struct ParserTests {
       try parse("$GPHDT,274.07,T")
         == .unknown(UnknownSentence(talker: .gp, address: "GPHDT", fields: ["274.07", "T"])))
     #expect(
-      try parse("$PGRME,15.0,M,45.0,M,25.0,M")
+      try parse("$PGRMV,-2.5,-1.1,0.3")
         == .unknown(
-          UnknownSentence(
-            talker: .proprietary, address: "PGRME", fields: ["15.0", "M", "45.0", "M", "25.0", "M"])
+          UnknownSentence(talker: .proprietary, address: "PGRMV", fields: ["-2.5", "-1.1", "0.3"])
         ))
     #expect(
       try parse("!AIVDM,1,1,,B,H3`lOl1<4iE@T00000000000000,2")
