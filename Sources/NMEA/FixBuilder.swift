@@ -89,6 +89,9 @@ public struct FixBuilder {
   var keyCounts = KeyCounts()
   var candidateEnd: UInt32?
   var learnedEnd: UInt32?
+  /// Keys seen followed by another within an epoch, while learning (used as a set).
+  var followedKeys = KeyCounts()
+  var lastKeyTimed = false  // whether the epoch had its time when `lastKey` was merged
   var lastClosedByCycleEnd = false  // how the epoch emitted last was closed
 
   public init() {
@@ -181,6 +184,8 @@ public struct FixBuilder {
         statistics.lateSentences += 1
         if lastClosedByCycleEnd, time == lastEmittedTime {
           statistics.cycleEndsForgotten += 1
+          // This sentence followed it: never learn it again (it would lose data again).
+          if let learnedEnd { followedKeys.increment(learnedEnd) }
           learnedEnd = nil
           candidateEnd = nil
           lastClosedByCycleEnd = false
@@ -214,6 +219,13 @@ public struct FixBuilder {
   mutating func end(
     key: UInt32, onlyTime: Bool, normallyTimed: Bool, emit: (Epoch) throws -> Void
   ) rethrows {
+    // A key another one follows within an epoch does not end the cycle. (A receiver that sends
+    // GGA every third second after an RMC every second has epochs of RMC alone; learned from
+    // two of them, RMC would close each GGA epoch early and its GGA would be lost as late.)
+    // Only once the epoch has its time: untimed sentences before it may be the tail of a
+    // cycle whose start was lost (a recording or a connection that begins mid-cycle).
+    if hasData, lastKeyTimed, learnedEnd == nil { followedKeys.increment(lastKey) }
+    lastKeyTimed = epochTime != nil
     hasData = true
     if !onlyTime { holdsFixData = true }
     if normallyTimed { holdsPositionSentence = true }
@@ -270,7 +282,7 @@ public struct FixBuilder {
   /// the last, and seen once only, in two cycles in a row.
   mutating func learn(endedBy key: UInt32?) {
     guard key == nil, learnedEnd == nil, epochTime != nil else { return }
-    guard keyCounts.count(of: lastKey) == 1 else {
+    guard keyCounts.count(of: lastKey) == 1, followedKeys.count(of: lastKey) == nil else {
       candidateEnd = nil
       return
     }

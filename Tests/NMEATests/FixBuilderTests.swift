@@ -127,6 +127,30 @@ struct FixBuilderTests {
     #expect(decoder.builder.hasLearnedCycleEnd)  // learned again: the ZDA
   }
 
+  @Test("GGA every third second after an RMC every second: no GGA is lost to a cycle end guessed")
+  func irregularCycles() {
+    var bodies: [String] = []
+    for second in 0..<12 {
+      let time = "1200" + format2(second)
+      bodies.append("GPRMC,\(time),A,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W,A")
+      if second % 3 == 0 {
+        bodies.append("GPGGA,\(time),4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
+      }
+    }
+    var decoder = NMEADecoder()
+    var epochs: [Epoch] = []
+    for body in bodies {
+      decoder.decode(wire(body)) { if case .epoch(let epoch) = $0 { epochs.append(epoch) } }
+    }
+    decoder.finish { if case .epoch(let epoch) = $0 { epochs.append(epoch) } }
+    #expect(epochs.map { $0.fix.time?.second } == (0..<12).map { UInt8($0) })
+    // Every GGA's altitude reaches its epoch.
+    #expect(epochs.map { $0.fix.altitudeMSL != nil } == (0..<12).map { $0 % 3 == 0 })
+    #expect(decoder.statistics.builder.lateSentences == 0)
+    // RMC is followed by GGA in some epochs: it is never taken for the end of the cycle.
+    #expect(!decoder.builder.hasLearnedCycleEnd)
+  }
+
   @Test("a sentence for an epoch already emitted never makes a second fix for that time")
   func lateSentence() {
     var bodies = ubloxCycle(0) + ubloxCycle(1)
