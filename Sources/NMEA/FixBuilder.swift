@@ -55,7 +55,7 @@ public struct FixBuilder {
   var holdsPositionSentence = false  // GGA, RMC, GLL, GNS or PUBX,00, valid or not
   var explicitDate: UTCDate?
   var modeFromGSA: FixMode?
-  var derivedMode: FixMode?
+  var statedMode: FixMode?  // the dimension GGA, GNS, PUBX,00 or PGRMZ state
   var positionSourceRank = 0
   var usedFromGSA = 0
   var sawGSA = false
@@ -82,6 +82,10 @@ public struct FixBuilder {
   var recentIndex = 0
   var previousAltitude: Double?
   var previousAltitudeTime: Double?  // seconds of the day
+  // The dimension of the last epoch with a fix and its time (nanoseconds of the day), which an
+  // epoch stating none keeps while the fix lasts.
+  var lastDimension: FixMode?
+  var lastDimensionTime: Int64 = 0
   var datum: String?  // from $PGRMM or DTM
 
   // Learning which sentence ends the cycle.
@@ -337,7 +341,7 @@ public struct FixBuilder {
     holdsPositionSentence = false
     explicitDate = nil
     modeFromGSA = nil
-    derivedMode = nil
+    statedMode = nil
     positionSourceRank = 0
     usedFromGSA = 0
     sawGSA = false
@@ -372,15 +376,29 @@ public struct FixBuilder {
       fix.date = self.carriedDate
     }
 
-    // Mode: no position, no fix. With a position, the receiver's own fix type from GSA when
-    // it gave one, else what the position sentences imply (see `derivedMode`).
+    // Mode: no position, no fix. With a position, the receiver's own fix type from GSA when it
+    // gave one, else the dimension GGA, GNS, PUBX,00 or PGRMZ state (see `noteStatedMode`).
+    // RMC and GLL state none: an epoch of those alone (receivers that send GGA every few
+    // seconds and RMC every second) keeps the dimension of the fix before it while the fix
+    // lasts, instead of flickering to 2D; else 2D.
     let mode: FixMode
     if fix.position == nil {
       mode = .noFix
     } else if let fromGSA = modeFromGSA, fromGSA != .noFix {
       mode = fromGSA
+    } else if let statedMode {
+      mode = statedMode
+    } else if let kept = dimensionKept(at: epochTime) {
+      mode = kept
     } else {
-      mode = derivedMode ?? .twoD
+      mode = .twoD
+    }
+    // A lost fix ends it; so does a fix without a time (nothing says the fix lasted).
+    if mode != .noFix, let time = epochTime {
+      lastDimension = mode
+      lastDimensionTime = time.nanosecondsOfDay
+    } else {
+      lastDimension = nil
     }
     fix.mode = mode
     if mode == .noFix {
@@ -412,6 +430,20 @@ public struct FixBuilder {
       previousAltitudeTime = nil
     }
   }
+
+  /// The dimension of the last fix, if the fix lasts to `time`: the epoch before had one, at
+  /// most `dimensionKeptFor` earlier (by time of day; midnight handled).
+  func dimensionKept(at time: UTCTime?) -> FixMode? {
+    guard let lastDimension, let time else { return nil }
+    var interval = time.nanosecondsOfDay - lastDimensionTime
+    if interval < 0 { interval += 86_400 * 1_000_000_000 }
+    guard interval > 0, interval <= Self.dimensionKeptFor else { return nil }
+    return lastDimension
+  }
+
+  /// How long a fix's dimension is kept without a sentence stating one, nanoseconds, from
+  /// one epoch to the next: the interval a climb is still derived over.
+  static let dimensionKeptFor: Int64 = 10 * 1_000_000_000
 
   static func quality(of indicator: ModeIndicator) -> FixQuality? {
     switch indicator {
@@ -451,7 +483,6 @@ public struct FixBuilder {
       let valid = gll.isValid != false && gll.mode?.isValid != false
       if valid {
         takePosition(gll.position, rank: 1)
-        derivedMode = max(derivedMode ?? .noFix, .twoD)
       }
       if let mode = gll.mode, fix.modeIndicator == nil { fix.modeIndicator = mode }
 
@@ -462,7 +493,7 @@ public struct FixBuilder {
         takePosition(gns.position, rank: 3)
         if let altitude = gns.altitudeMSL { fix.altitudeMSL = altitude }
         if let separation = gns.geoidSeparation { fix.geoidSeparation = separation }
-        noteDerivedMode(altitude: gns.altitudeMSL, satellitesUsed: gns.satellitesUsed)
+        noteStatedMode(altitude: gns.altitudeMSL, satellitesUsed: gns.satellitesUsed)
       }
       if let mode, fix.modeIndicator == nil { fix.modeIndicator = mode }
       if let used = gns.satellitesUsed { fix.satellitesUsed = used }
@@ -502,7 +533,7 @@ public struct FixBuilder {
         let threeD =
           status == Self.pubx3D || status == Self.pubxDifferential3D
           || status == Self.pubxRTK
-        derivedMode = max(derivedMode ?? .noFix, threeD ? .threeD : .twoD)
+        statedMode = max(statedMode ?? .noFix, threeD ? .threeD : .twoD)
         if let kmh = pubx.speedKilometresPerHour { fix.speed = kmh / 3.6 }
         if let course = pubx.course { fix.course = course }
         if let down = pubx.verticalVelocityDown { fix.climb = -down }
@@ -529,7 +560,7 @@ public struct FixBuilder {
       // has one, wins (`finishFix`). Its dimension is a statement like GGA's.
       if garmin.fixMode != .noFix {
         if let altitude = garmin.altitudeMetres { garminAltitude = altitude }
-        if let mode = garmin.fixMode { derivedMode = max(derivedMode ?? .noFix, mode) }
+        if let mode = garmin.fixMode { statedMode = max(statedMode ?? .noFix, mode) }
       }
 
     default:
@@ -544,7 +575,7 @@ public struct FixBuilder {
       takePosition(gga.position, rank: 3)
       if let altitude = gga.altitudeMSL { fix.altitudeMSL = altitude }
       if let separation = gga.geoidSeparation { fix.geoidSeparation = separation }
-      noteDerivedMode(altitude: gga.altitudeMSL, satellitesUsed: gga.satellitesUsed)
+      noteStatedMode(altitude: gga.altitudeMSL, satellitesUsed: gga.satellitesUsed)
     }
     if let quality = gga.quality { fix.quality = quality }
     if let used = gga.satellitesUsed { fix.satellitesUsed = used }
@@ -559,7 +590,6 @@ public struct FixBuilder {
     if let date = rmc.date { explicitDate = date }
     if valid {
       takePosition(rmc.position, rank: 2)
-      derivedMode = max(derivedMode ?? .noFix, .twoD)
       if let knots = rmc.speedKnots { fix.speed = knots * Self.metresPerSecondPerKnot }
       if let course = rmc.course { fix.course = course }
     }
@@ -620,10 +650,10 @@ public struct FixBuilder {
   /// A valid position with an altitude is 3D, unless the receiver says it used one to three
   /// satellites: so few can only give a 2D fix with the altitude held. (A count of 0 beside a
   /// valid fix is a receiver that does not count, not a statement.)
-  mutating func noteDerivedMode(altitude: Double?, satellitesUsed: Int?) {
+  mutating func noteStatedMode(altitude: Double?, satellitesUsed: Int?) {
     let holdsAltitude = satellitesUsed.map { (1...3).contains($0) } ?? false
     let mode: FixMode = altitude != nil && !holdsAltitude ? .threeD : .twoD
-    derivedMode = max(derivedMode ?? .noFix, mode)
+    statedMode = max(statedMode ?? .noFix, mode)
   }
 
   /// Positions from GGA and GNS (which carry altitude) win over RMC, RMC over GLL.
