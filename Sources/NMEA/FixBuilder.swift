@@ -16,6 +16,10 @@ public struct FixBuilderStatistics: Sendable, Hashable {
   /// by the earlier time of the position sentences that followed (the Magellan AC12 stamps its
   /// ZDA two seconds ahead).
   public var retimedEpochs = 0
+  /// Fixes without a date at the start of a stream, held until the next epoch and given its
+  /// date: the tail of a cycle whose RMC was lost (a port opened, or a recording begun, in the
+  /// middle of a cycle).
+  public var epochsDatedByTheNext = 0
 
   public init() {}
 }
@@ -86,6 +90,10 @@ public struct FixBuilder {
   // epoch stating none keeps while the fix lasts.
   var lastDimension: FixMode?
   var lastDimensionTime: Int64 = 0
+  // A fix without a date, held at the start of the stream until the next epoch shows whether
+  // the receiver sends dates (see `deliver`).
+  var heldEpoch: Epoch?
+  var awaitingFirstDate = true
   var datum: String?  // from $PGRMM or DTM
 
   // Learning which sentence ends the cycle.
@@ -246,6 +254,11 @@ public struct FixBuilder {
   /// Emits the epoch in progress, if any (at the end of a recording).
   public mutating func flush(emit: (Epoch) throws -> Void) rethrows {
     try closeEpoch(endedBy: nil, emit: emit)
+    if let held = heldEpoch {
+      heldEpoch = nil
+      statistics.epochs += 1
+      try emit(held)
+    }
   }
 
   // MARK: - Epochs
@@ -267,7 +280,6 @@ public struct FixBuilder {
         view = SatelliteView(
           time: fix.time, satellites: satellites, hdop: viewHDOP, vdop: viewVDOP, pdop: viewPDOP)
       }
-      statistics.epochs += 1
       if key != nil { statistics.epochsClosedAtCycleEnd += 1 }
       lastEmittedTime = fix.time
       lastClosedByCycleEnd = key != nil
@@ -277,9 +289,36 @@ public struct FixBuilder {
       }
       let epoch = Epoch(fix: fix, satellites: view)
       view = nil
-      try emit(epoch)
+      try deliver(epoch, emit: emit)
     }
     resetEpoch()
+  }
+
+  /// Emits a closed epoch, or holds it: at the start of a stream no date is known until an RMC
+  /// or ZDA brings one, and a fix without a date there is most often the tail of a cycle whose
+  /// RMC was lost (the port opened, or the recording began, in the middle of a cycle; after a
+  /// wake-up that made a 3D fix without time). It waits for the next epoch: with a date, that
+  /// one dates it (the day before if midnight fell between) and both go out in order; without
+  /// one either, the receiver sends no dates, and both go out as they are.
+  mutating func deliver(_ epoch: Epoch, emit: (Epoch) throws -> Void) rethrows {
+    if var held = heldEpoch {
+      heldEpoch = nil
+      awaitingFirstDate = false
+      if let date = epoch.fix.date, let time = epoch.fix.time, let heldTime = held.fix.time {
+        let midnightBetween =
+          heldTime.nanosecondsOfDay - time.nanosecondsOfDay > 12 * 3600 * 1_000_000_000
+        held.fix.date = midnightBetween ? date.previous : date
+        statistics.epochsDatedByTheNext += 1
+      }
+      statistics.epochs += 1
+      try emit(held)
+    } else if awaitingFirstDate, epoch.fix.date == nil, epoch.fix.mode != .noFix {
+      heldEpoch = epoch
+      return
+    }
+    if epoch.fix.date != nil { awaitingFirstDate = false }
+    statistics.epochs += 1
+    try emit(epoch)
   }
 
   /// The cycle's last sentence is the one before the time changes; trust it once it has been
@@ -381,8 +420,10 @@ public struct FixBuilder {
     // RMC and GLL state none: an epoch of those alone (receivers that send GGA every few
     // seconds and RMC every second) keeps the dimension of the fix before it while the fix
     // lasts, instead of flickering to 2D; else 2D.
+    // A fix has a time: a position without one (sentences with an empty time field) cannot
+    // be placed, and is not reported as a fix.
     let mode: FixMode
-    if fix.position == nil {
+    if fix.position == nil || epochTime == nil {
       mode = .noFix
     } else if let fromGSA = modeFromGSA, fromGSA != .noFix {
       mode = fromGSA

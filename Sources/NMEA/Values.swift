@@ -178,6 +178,9 @@ public struct UTCDate: Sendable, Hashable, Comparable, CustomStringConvertible {
   /// The next calendar day.
   public var next: UTCDate { UTCDate(daysSinceUnixEpoch: daysSinceUnixEpoch + 1) }
 
+  /// The calendar day before.
+  public var previous: UTCDate { UTCDate(daysSinceUnixEpoch: daysSinceUnixEpoch - 1) }
+
   public static func < (lhs: UTCDate, rhs: UTCDate) -> Bool {
     (lhs.year, lhs.month, lhs.day) < (rhs.year, rhs.month, rhs.day)
   }

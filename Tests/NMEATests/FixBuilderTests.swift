@@ -525,7 +525,7 @@ struct FixBuilderTests {
       Self.rmc(0), Self.gga(0), "GPRMC,,A,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W,A",
       Self.rmc(1),
     ])
-    #expect(untimed.map(\.epoch.fix.mode) == [.threeD, .twoD, .twoD])
+    #expect(untimed.map(\.epoch.fix.mode) == [.threeD, .noFix, .twoD])
     #expect(untimed.map { $0.epoch.fix.time == nil } == [false, true, false])
   }
 

@@ -16,7 +16,8 @@
 // - every delivered sentence starts with `$` or `!`, is printable ASCII, holds no `*` when
 //   it carried a checksum, and fits the configured limit;
 // - parsing is deterministic;
-// - fixes are sane: latitude within ±90°, longitude within ±180°, no position without a fix;
+// - fixes are sane: latitude within ±90°, longitude within ±180°, no position without a fix,
+//   no fix without a time of day;
 // - no impossible value gets through the parser: dates in the calendar, speeds not negative,
 //   courses within 0..<360°, magnetic variations within ±180°, GSV message numbers within
 //   their count (Fuzz/nmea.dict holds the values on both sides of each limit).
@@ -146,6 +147,7 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
       if let latitude = fix.latitude { check(abs(latitude) <= 90, "latitude \(latitude)") }
       if let longitude = fix.longitude { check(abs(longitude) <= 180, "longitude \(longitude)") }
       if fix.mode == .noFix { check(fix.position == nil, "a position without a fix") }
+      if fix.mode != .noFix { check(fix.time != nil, "a fix without a time of day") }
       checkPossible(fix)
       result.events.append(.epoch(epoch))
     case .ubx(let view):
