@@ -94,7 +94,7 @@ public struct FixBuilder {
   // the receiver sends dates (see `deliver`).
   var heldEpoch: Epoch?
   var awaitingFirstDate = true
-  var datum: String?  // from $PGRMM or DTM
+  var datum: InlineText?  // from $PGRMM or DTM
 
   // Learning which sentence ends the cycle.
   var lastKey: UInt32 = 0
@@ -141,9 +141,9 @@ public struct FixBuilder {
     // The datum is the receiver's setting, not a measurement of the epoch: kept until renamed,
     // whichever epoch its sentence arrives in, and no part of the cycle.
     case .garminDatum(let garmin):
-      if let name = garmin.datum { datum = name }
+      if let name = garmin.datum { datum = InlineText(name) }
     case .dtm(let dtm):
-      if let code = dtm.datum { datum = Self.datumName(code) }
+      if let code = dtm.datum { datum = InlineText(Self.datumName(code)) }
     default:
       guard let key = Self.cycleKey(sentence) else { return }  // carries nothing for a fix
       let onlyTime = Self.carriesOnlyTime(sentence)
@@ -300,6 +300,7 @@ public struct FixBuilder {
   /// wake-up that made a 3D fix without time). It waits for the next epoch: with a date, that
   /// one dates it (the day before if midnight fell between) and both go out in order; without
   /// one either, the receiver sends no dates, and both go out as they are.
+  @inline(__always)
   mutating func deliver(_ epoch: Epoch, emit: (Epoch) throws -> Void) rethrows {
     if var held = heldEpoch {
       heldEpoch = nil
@@ -397,7 +398,7 @@ public struct FixBuilder {
 
   mutating func finishFix() {
     fix.time = epochTime
-    fix.datum = datum
+    fix.storedDatum = datum
     if fix.altitudeMSL == nil, let garminAltitude { fix.altitudeMSL = garminAltitude }
 
     // Date: explicit in this epoch, else carried, advanced by a day across midnight.

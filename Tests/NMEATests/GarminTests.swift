@@ -145,5 +145,15 @@ struct GarminTests {
         return cycle
       })
     #expect(dtm.map(\.epoch.fix.datum) == ["WGS84", "SGS85", "User Defined", "NAD83"])
+
+    // Kept in 40 bytes, as gpsd keeps it; fixes with the same datum are equal.
+    var fix = Fix()
+    fix.datum = String(repeating: "D", count: 50)
+    #expect(fix.datum == String(repeating: "D", count: 40))
+    var other = Fix()
+    other.datum = String(repeating: "D", count: 40)
+    #expect(fix == other && fix.hashValue == other.hashValue)
+    other.datum = "WGS 84"
+    #expect(fix != other)
   }
 }
