@@ -240,92 +240,7 @@ extension Sentence {
     return UnknownSentence(talker: talker, address: address, fields: values)
   }
 
-  // MARK: - Standard sentences
-
-  @inline(__always)
-  static func parseGGA(_ f: inout FieldReader, into gga: inout GGA) throws(NMEAParseError) {
-    gga.time = try f.time()
-    gga.position = try f.position()
-    gga.quality = try f.uint().map(FixQuality.init(rawValue:))
-    gga.satellitesUsed = try f.uint()
-    gga.hdop = try f.nonNegativeDecimal(.accuracy)
-    gga.altitudeMSL = try f.decimal()
-    f.skip(1)  // M
-    gga.geoidSeparation = try f.decimal()
-    f.skip(1)  // M
-    gga.differentialAge = try f.decimal()
-    gga.differentialStation = try f.uint()
-  }
-
-  @inline(__always)
-  static func parseRMC(_ f: inout FieldReader, into rmc: inout RMC) throws(NMEAParseError) {
-    rmc.time = try f.time()
-    rmc.isValid = try f.status()
-    rmc.position = try f.position()
-    rmc.speedKnots = try f.nonNegativeDecimal(.speed)
-    rmc.course = try f.course()
-    rmc.date = try f.date()
-    rmc.magneticVariation = try f.magneticVariation()
-    rmc.mode = try f.character().map(ModeIndicator.init(rawValue:))
-    rmc.navigationalStatus = try f.character()
-  }
-
-  @inline(__always)
-  static func parseGSA(_ f: inout FieldReader, commas: Int, into gsa: inout GSA)
-    throws(NMEAParseError)
-  {
-    // 17 fields up to NMEA 4.0; 4.10 adds the system ID. Some receivers list more than 12
-    // satellites; the DOPs are then the three fields before the end.
-    let count = commas
-    let hasSystemID = count == 18
-    let satelliteFields = max(0, count - 5 - (hasSystemID ? 1 : 0))
-    gsa.selectionMode = try f.character()
-    let mode = try f.uint()
-    gsa.fixMode = mode.flatMap { FixMode(rawValue: UInt8(clamping: $0)) }
-    for _ in 0..<satelliteFields {
-      if let id = try f.uint() {
-        guard id <= 0xFFFF else { throw .badField(index: f.index) }
-        gsa.satellites.append(UInt16(id))
-      }
-    }
-    gsa.pdop = try f.nonNegativeDecimal(.accuracy)
-    gsa.hdop = try f.nonNegativeDecimal(.accuracy)
-    gsa.vdop = try f.nonNegativeDecimal(.accuracy)
-    gsa.systemID = hasSystemID ? try f.hexDigit() : nil
-  }
-
-  @inline(__always)
-  static func parseGSV(_ f: inout FieldReader, commas: Int, into gsv: inout GSV)
-    throws(NMEAParseError)
-  {
-    let count = commas
-    guard let messageCount = try f.uint() else { throw .badField(index: f.index) }
-    guard (1...9).contains(messageCount) else { throw f.impossible(.messageNumber) }
-    guard let messageNumber = try f.uint() else { throw .badField(index: f.index) }
-    // Message 99 of 9 would otherwise end (or never end) a satellite view of its own.
-    guard (1...messageCount).contains(messageNumber) else { throw f.impossible(.messageNumber) }
-    gsv.messageCount = messageCount
-    gsv.messageNumber = messageNumber
-    gsv.satellitesInView = try f.uint()
-    // Groups of four after the three header fields; one left over is the NMEA 4.10 signal ID,
-    // two are the signal ID and a system ID (Quectel's `$PQGSV`).
-    let remaining = count - 3
-    let groups = min(4, remaining / 4)
-    for _ in 0..<groups {
-      let id = try f.uint()
-      let elevation = try f.signedInteger()
-      let azimuth = try f.uint()
-      let snr = try f.uint()
-      if let id {
-        gsv.append(
-          id: id, elevation: elevation ?? GSV.absent, azimuth: azimuth ?? GSV.absent,
-          snr: snr ?? GSV.absent)
-      }
-    }
-    let extra = remaining - groups * 4
-    if extra == 1 || extra == 2 { gsv.signalID = try f.hexDigit() }
-    if extra == 2 { gsv.systemID = try f.hexDigit() }
-  }
+  // MARK: - Standard sentences (GGA, RMC, GSA and GSV: in their `FrequentSentence` conformances)
 
   static func parseGLL(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> GLL {
     let position = try f.position()
@@ -490,11 +405,11 @@ extension Sentence {
     } else if address.elementsEqual("PQGSV".utf8) {
       // Quectel's GSV and GSA for BeiDou and QZSS, told apart by a trailing system ID.
       var gsv = GSV(talker: .pq)
-      try parseGSV(&f, commas: commas, into: &gsv)
+      try GSV.parse(&f, commas: commas, into: &gsv)
       return .gsv(gsv)
     } else if address.elementsEqual("PQGSA".utf8) {
       var gsa = GSA(talker: .pq)
-      try parseGSA(&f, commas: commas, into: &gsa)
+      try GSA.parse(&f, commas: commas, into: &gsa)
       return .gsa(gsa)
     } else if address.elementsEqual("PMTK001".utf8) {
       guard let command = try f.uint(), let flag = try f.uint(),
@@ -690,38 +605,111 @@ struct ParsedSentence: ParsedSentenceConsumer {
 
 extension GGA: FrequentSentence {
   init(talker: Talker) { self.talker = talker }
-  @inline(__always)
-  static func parse(_ fields: inout FieldReader, commas: Int, into sentence: inout GGA)
-    throws(NMEAParseError)
-  { try Sentence.parseGGA(&fields, into: &sentence) }
   var sentence: Sentence { .gga(self) }
+
+  @inline(__always)
+  static func parse(_ f: inout FieldReader, commas: Int, into gga: inout GGA)
+    throws(NMEAParseError)
+  {
+    gga.time = try f.time()
+    gga.position = try f.position()
+    gga.quality = try f.uint().map(FixQuality.init(rawValue:))
+    gga.satellitesUsed = try f.uint()
+    gga.hdop = try f.nonNegativeDecimal(.accuracy)
+    gga.altitudeMSL = try f.decimal()
+    f.skip(1)  // M
+    gga.geoidSeparation = try f.decimal()
+    f.skip(1)  // M
+    gga.differentialAge = try f.decimal()
+    gga.differentialStation = try f.uint()
+  }
 }
 
 extension RMC: FrequentSentence {
   init(talker: Talker) { self.talker = talker }
-  @inline(__always)
-  static func parse(_ fields: inout FieldReader, commas: Int, into sentence: inout RMC)
-    throws(NMEAParseError)
-  { try Sentence.parseRMC(&fields, into: &sentence) }
   var sentence: Sentence { .rmc(self) }
+
+  @inline(__always)
+  static func parse(_ f: inout FieldReader, commas: Int, into rmc: inout RMC)
+    throws(NMEAParseError)
+  {
+    rmc.time = try f.time()
+    rmc.isValid = try f.status()
+    rmc.position = try f.position()
+    rmc.speedKnots = try f.nonNegativeDecimal(.speed)
+    rmc.course = try f.course()
+    rmc.date = try f.date()
+    rmc.magneticVariation = try f.magneticVariation()
+    rmc.mode = try f.character().map(ModeIndicator.init(rawValue:))
+    rmc.navigationalStatus = try f.character()
+  }
 }
 
 extension GSA: FrequentSentence {
   init(talker: Talker) { self.talker = talker }
-  @inline(__always)
-  static func parse(_ fields: inout FieldReader, commas: Int, into sentence: inout GSA)
-    throws(NMEAParseError)
-  { try Sentence.parseGSA(&fields, commas: commas, into: &sentence) }
   var sentence: Sentence { .gsa(self) }
+
+  @inline(__always)
+  static func parse(_ f: inout FieldReader, commas: Int, into gsa: inout GSA)
+    throws(NMEAParseError)
+  {
+    // 17 fields up to NMEA 4.0; 4.10 adds the system ID. Some receivers list more than 12
+    // satellites; the DOPs are then the three fields before the end.
+    let count = commas
+    let hasSystemID = count == 18
+    let satelliteFields = max(0, count - 5 - (hasSystemID ? 1 : 0))
+    gsa.selectionMode = try f.character()
+    let mode = try f.uint()
+    gsa.fixMode = mode.flatMap { FixMode(rawValue: UInt8(clamping: $0)) }
+    for _ in 0..<satelliteFields {
+      if let id = try f.uint() {
+        guard id <= 0xFFFF else { throw .badField(index: f.index) }
+        gsa.satellites.append(UInt16(id))
+      }
+    }
+    gsa.pdop = try f.nonNegativeDecimal(.accuracy)
+    gsa.hdop = try f.nonNegativeDecimal(.accuracy)
+    gsa.vdop = try f.nonNegativeDecimal(.accuracy)
+    gsa.systemID = hasSystemID ? try f.hexDigit() : nil
+  }
 }
 
 extension GSV: FrequentSentence {
   init(talker: Talker) { self.init(talker: talker, messageCount: 0, messageNumber: 0) }
-  @inline(__always)
-  static func parse(_ fields: inout FieldReader, commas: Int, into sentence: inout GSV)
-    throws(NMEAParseError)
-  { try Sentence.parseGSV(&fields, commas: commas, into: &sentence) }
   var sentence: Sentence { .gsv(self) }
+
+  @inline(__always)
+  static func parse(_ f: inout FieldReader, commas: Int, into gsv: inout GSV)
+    throws(NMEAParseError)
+  {
+    let count = commas
+    guard let messageCount = try f.uint() else { throw .badField(index: f.index) }
+    guard (1...9).contains(messageCount) else { throw f.impossible(.messageNumber) }
+    guard let messageNumber = try f.uint() else { throw .badField(index: f.index) }
+    // Message 99 of 9 would otherwise end (or never end) a satellite view of its own.
+    guard (1...messageCount).contains(messageNumber) else { throw f.impossible(.messageNumber) }
+    gsv.messageCount = messageCount
+    gsv.messageNumber = messageNumber
+    gsv.satellitesInView = try f.uint()
+    // Groups of four after the three header fields; one left over is the NMEA 4.10 signal ID,
+    // two are the signal ID and a system ID (Quectel's `$PQGSV`).
+    let remaining = count - 3
+    let groups = Swift.min(4, remaining / 4)
+    for _ in 0..<groups {
+      let id = try f.uint()
+      let elevation = try f.signedInteger()
+      let azimuth = try f.uint()
+      let snr = try f.uint()
+      if let id {
+        gsv.append(
+          id: id, elevation: elevation ?? GSV.absent, azimuth: azimuth ?? GSV.absent,
+          snr: snr ?? GSV.absent)
+      }
+    }
+    let extra = remaining - groups * 4
+    if extra == 1 || extra == 2 { gsv.signalID = try f.hexDigit() }
+    if extra == 2 { gsv.systemID = try f.hexDigit() }
+  }
 }
 
 extension FieldReader {
