@@ -8,7 +8,8 @@
 # The nested package builds into Fuzz/.build, never the main package's .build. Seeds come
 # from Fuzz/Seeds (built in), the project's fixtures/ and, when present, gpsd's captures in
 # shared/corpus/gpsd next to the package; each is cut into pieces of at most 2 KiB behind a
-# header byte of 0 (no extra split points, strict checksums), which the fuzzer then mutates.
+# header byte of 0 (no extra split points, strict checksums), which the fuzzer then mutates;
+# Fuzz/nmea.dict gives it the values on both sides of every limit the parser enforces.
 set -euo pipefail
 
 seconds="${1:-60}"
@@ -72,4 +73,4 @@ fi
 echo "fuzz: $(ls "$seeds" | wc -l) seeds, sanitizers $sanitizers, $seconds s" >&2
 
 "$binary" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
-  -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" "$seeds"
+  -dict="$fuzz/nmea.dict" -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" "$seeds"

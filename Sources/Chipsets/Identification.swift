@@ -149,6 +149,9 @@ public struct ChipsetIdentifier: Sendable {
       }
     case .unknown(let unknown) where unknown.talker == .proprietary:
       observeProprietary(unknown.address, unknown.fields)
+    case .garminErrorEstimates, .garminAltitude, .garminDatum:
+      // The parser types `$PGRME`, `$PGRMZ` and `$PGRMM`; they still name the maker.
+      otherVendor = "Garmin"
     case .gsv(let gsv) where gsv.talker == .pq:
       // The parser types Quectel's `$PQGSV`/`$PQGSA` like GSV and GSA; they still name the maker.
       otherVendor = "Quectel"

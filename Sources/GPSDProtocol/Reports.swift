@@ -6,8 +6,9 @@ import NMEA
 // decimals, altitudes with 4, speeds and error estimates in metres (per second) with 3, DOPs
 // with 2, satellite angles and signal strength with 1. A field the receiver did not report
 // is left out, never written as `null` or `0`; estimates that gpsd invents (`ept`, `eps`,
-// `epc`, `sep`, error estimates computed from DOPs, magnetic variation from a world model)
-// are not invented here.
+// `epc`, error estimates computed from DOPs, magnetic variation from a world model) are not
+// invented here. Error estimates are the receiver's own, unscaled (gpsd scales Garmin's
+// `$PGRME` by 2.45 / 1.18).
 
 extension JSONWriter {
   /// Writes one report object, `{"class":"NAME", …}`, with `members` writing the rest.
@@ -55,11 +56,11 @@ extension JSONWriter {
       json.member("track", fix.course, decimals: 4)
       json.member("magvar", fix.magneticVariation, decimals: 1)
       json.member("speed", fix.speed, decimals: 3)
-      if fix.mode == .threeD {
-        json.member("climb", fix.climb, decimals: 3)
-        json.member("geoidSep", fix.geoidSeparation, decimals: 3)
-      }
+      if fix.mode == .threeD { json.member("climb", fix.climb, decimals: 3) }
+      json.member("datum", fix.datum)
+      if fix.mode == .threeD { json.member("geoidSep", fix.geoidSeparation, decimals: 3) }
       json.member("eph", fix.horizontalAccuracy, decimals: 3)
+      json.member("sep", fix.sphericalAccuracy, decimals: 3)
       // gpsd sends both or neither.
       if let age = fix.differentialAge, age.isFinite, let station = fix.differentialStation {
         json.member("dgpsAge", age, decimals: 1)

@@ -11,9 +11,6 @@ enum ASCII {
   @usableFromInline static let cr: UInt8 = 0x0D
   @usableFromInline static let lf: UInt8 = 0x0A
   @usableFromInline static let zero: UInt8 = 0x30
-  @usableFromInline static let nine: UInt8 = 0x39
-  @usableFromInline static let space: UInt8 = 0x20
-  @usableFromInline static let tilde: UInt8 = 0x7E
 
   /// The value of a hexadecimal digit (either case), or `nil`.
   @inlinable @inline(__always)

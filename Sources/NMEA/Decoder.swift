@@ -2,12 +2,73 @@
 public struct DecoderStatistics: Sendable, Hashable {
   public var framer = FramerStatistics()
   public var builder = FixBuilderStatistics()
-  /// Sentences that framed correctly but held an impossible field, by parse error.
+  /// Sentences that framed correctly but failed to parse: a malformed field or address, or
+  /// an impossible value (those also counted by reason in ``impossibleValues``).
   public var parseErrors = 0
+  /// Sentences refused for a well-formed but impossible value, by reason.
+  public var impossibleValues = ImpossibleValueStatistics()
   /// Sentences parsed to a type the fix builder knows nothing about.
   public var unknownSentences = 0
 
   public init() {}
+}
+
+/// Sentences refused for an impossible value (``NMEAParseError/impossibleValue(_:index:)``),
+/// one counter per ``ImpossibleValue``, as ``FramerStatistics`` counts the framer's rejections.
+public struct ImpossibleValueStatistics: Sendable, Hashable {
+  public var timeOfDay = 0
+  public var date = 0
+  public var latitude = 0
+  public var longitude = 0
+  public var arcMinutes = 0
+  public var speed = 0
+  public var course = 0
+  public var magneticVariation = 0
+  public var accuracy = 0
+  public var messageNumber = 0
+
+  public init() {}
+
+  /// The counter of `reason`.
+  public subscript(reason: ImpossibleValue) -> Int {
+    get {
+      switch reason {
+      case .timeOfDay: return timeOfDay
+      case .date: return date
+      case .latitude: return latitude
+      case .longitude: return longitude
+      case .arcMinutes: return arcMinutes
+      case .speed: return speed
+      case .course: return course
+      case .magneticVariation: return magneticVariation
+      case .accuracy: return accuracy
+      case .messageNumber: return messageNumber
+      }
+    }
+    set {
+      switch reason {
+      case .timeOfDay: timeOfDay = newValue
+      case .date: date = newValue
+      case .latitude: latitude = newValue
+      case .longitude: longitude = newValue
+      case .arcMinutes: arcMinutes = newValue
+      case .speed: speed = newValue
+      case .course: course = newValue
+      case .magneticVariation: magneticVariation = newValue
+      case .accuracy: accuracy = newValue
+      case .messageNumber: messageNumber = newValue
+      }
+    }
+  }
+
+  /// All sentences refused for an impossible value.
+  public var total: Int { ImpossibleValue.allCases.reduce(0) { $0 + self[$1] } }
+
+  /// The reasons that occurred, with their counts, in ``ImpossibleValue``'s order: for a
+  /// report that lists them without naming each (`date 2, speed 1`).
+  public var counts: [(reason: ImpossibleValue, count: Int)] {
+    ImpossibleValue.allCases.compactMap { self[$0] > 0 ? ($0, self[$0]) : nil }
+  }
 }
 
 /// What the decoder reports, in stream order.
@@ -42,6 +103,7 @@ public struct NMEADecoder {
   struct Stages {
     var builder = FixBuilder()
     var parseErrors = 0
+    var impossibleValues = ImpossibleValueStatistics()
     var unknownSentences = 0
   }
 
@@ -63,6 +125,7 @@ public struct NMEADecoder {
     statistics.framer = framer.statistics
     statistics.builder = stages.builder.statistics
     statistics.parseErrors = stages.parseErrors
+    statistics.impossibleValues = stages.impossibleValues
     statistics.unknownSentences = stages.unknownSentences
     return statistics
   }
@@ -93,72 +156,11 @@ public struct NMEADecoder {
   }
 }
 
-extension NMEADecoder.Stages {
+extension NMEADecoder.Stages: ParsedSentenceConsumer {
   mutating func handle(_ frame: Frame, _ body: (DecoderEvent) throws -> Void) rethrows {
     switch frame {
     case .sentence(let raw):
-      // The four types a receiver sends most go from the parser to the fix builder as
-      // typed values, without the `Sentence` around them (each copy of a sentence costs).
-      switch Sentence.frequentKind(raw.bytes) {
-      case .gga(let talker):
-        var gga = GGA(talker: talker)
-        do {
-          try Sentence.withFields(raw) { (reader, _) throws(NMEAParseError) in
-            var f = reader
-            try Sentence.parseGGA(&f, into: &gga)
-          }
-        } catch {
-          return try parseError(raw, error, body)
-        }
-        try body(.sentence(.gga(gga)))
-        try builder.add(gga) { try body(.epoch($0)) }
-      case .rmc(let talker):
-        var rmc = RMC(talker: talker)
-        do {
-          try Sentence.withFields(raw) { (reader, _) throws(NMEAParseError) in
-            var f = reader
-            try Sentence.parseRMC(&f, into: &rmc)
-          }
-        } catch {
-          return try parseError(raw, error, body)
-        }
-        try body(.sentence(.rmc(rmc)))
-        try builder.add(rmc) { try body(.epoch($0)) }
-      case .gsa(let talker):
-        var gsa = GSA(talker: talker)
-        do {
-          try Sentence.withFields(raw) { (reader, commas) throws(NMEAParseError) in
-            var f = reader
-            try Sentence.parseGSA(&f, commas: commas, into: &gsa)
-          }
-        } catch {
-          return try parseError(raw, error, body)
-        }
-        try body(.sentence(.gsa(gsa)))
-        try builder.add(gsa) { try body(.epoch($0)) }
-      case .gsv(let talker):
-        var gsv = GSV(talker: talker)
-        do {
-          try Sentence.withFields(raw) { (reader, commas) throws(NMEAParseError) in
-            var f = reader
-            try Sentence.parseGSV(&f, commas: commas, into: &gsv)
-          }
-        } catch {
-          return try parseError(raw, error, body)
-        }
-        try body(.sentence(.gsv(gsv)))
-        try builder.add(gsv) { try body(.epoch($0)) }
-      case .other:
-        let sentence: Sentence
-        do {
-          sentence = try Sentence.parseAny(raw)
-        } catch {
-          return try parseError(raw, error, body)
-        }
-        if case .unknown = sentence { unknownSentences += 1 }
-        try body(.sentence(sentence))
-        try builder.add(sentence) { try body(.epoch($0)) }
-      }
+      try Sentence.parse(raw, into: &self, emit: body)
     case .ubx(let frame):
       try body(.ubx(frame))
     case .sirf(let frame):
@@ -166,10 +168,25 @@ extension NMEADecoder.Stages {
     }
   }
 
-  mutating func parseError(
-    _ raw: RawSentence, _ error: NMEAParseError, _ body: (DecoderEvent) throws -> Void
+  @inline(__always)
+  mutating func take<S: FrequentSentence>(
+    _ sentence: borrowing S, emit body: (DecoderEvent) throws -> Void
+  ) rethrows {
+    try body(.sentence(sentence.sentence))
+    try builder.add(sentence) { try body(.epoch($0)) }
+  }
+
+  mutating func take(_ sentence: Sentence, emit body: (DecoderEvent) throws -> Void) rethrows {
+    if case .unknown = sentence { unknownSentences += 1 }
+    try body(.sentence(sentence))
+    try builder.add(sentence) { try body(.epoch($0)) }
+  }
+
+  mutating func reject(
+    _ raw: RawSentence, _ error: NMEAParseError, emit body: (DecoderEvent) throws -> Void
   ) rethrows {
     parseErrors += 1
+    if case .impossibleValue(let reason, _) = error { impossibleValues[reason] += 1 }
     try body(.parseError(raw, error))
   }
 }

@@ -4,6 +4,53 @@ public enum NMEAParseError: Error, Sendable, Hashable {
   case badAddress
   /// Field `index` (1 is the first after the address) holds something its type cannot be.
   case badField(index: Int)
+  /// Field `index` is well formed but holds a value no receiver can mean (31 February, a
+  /// negative speed, message 99 of 9). The checksum only says the bytes arrived as sent; the
+  /// whole sentence is refused rather than half believed.
+  case impossibleValue(ImpossibleValue, index: Int)
+}
+
+/// Why a well-formed field was refused: the reasons of
+/// ``NMEAParseError/impossibleValue(_:index:)``, counted by ``ImpossibleValueStatistics``.
+public enum ImpossibleValue: Sendable, Hashable, CaseIterable, CustomStringConvertible {
+  /// A time of day with hours over 23, minutes over 59 or seconds over 60.
+  case timeOfDay
+  /// A date not in the calendar: month 0 or over 12, day 0 or past the end of its month
+  /// (31 April, 29 February 1999), or a four-digit year before GPS time began (1980).
+  case date
+  /// A latitude beyond 90°.
+  case latitude
+  /// A longitude beyond 180°.
+  case longitude
+  /// Minutes of arc of 60 or more in a latitude or longitude (exactly 60 with nothing after
+  /// the point is taken as the next degree, as MediaTek writes the pole).
+  case arcMinutes
+  /// A negative speed over ground.
+  case speed
+  /// A course over ground outside 0° ..< 360°.
+  case course
+  /// A magnetic variation beyond 180°.
+  case magneticVariation
+  /// A negative dilution of precision or error estimate.
+  case accuracy
+  /// A GSV message number of 0 or past the message count, or a count of 0 or over 9 (NMEA
+  /// allows 1 to 9).
+  case messageNumber
+
+  public var description: String {
+    switch self {
+    case .timeOfDay: return "time of day"
+    case .date: return "date"
+    case .latitude: return "latitude"
+    case .longitude: return "longitude"
+    case .arcMinutes: return "minutes of arc"
+    case .speed: return "speed"
+    case .course: return "course"
+    case .magneticVariation: return "magnetic variation"
+    case .accuracy: return "accuracy"
+    case .messageNumber: return "message number"
+    }
+  }
 }
 
 /// One comma-separated field of a sentence, as a range of its bytes.
@@ -204,6 +251,12 @@ struct FieldReader {
   @inline(__always)
   func fail() -> NMEAParseError { .badField(index: index) }
 
+  /// The error for the field read last, well formed but impossible.
+  @inline(__always)
+  func impossible(_ reason: ImpossibleValue) -> NMEAParseError {
+    .impossibleValue(reason, index: index)
+  }
+
   /// Starts the next field: its index, and whether it holds anything. Past the end of the
   /// sentence, or at an empty field, it returns `false` (and the field is consumed).
   @inline(__always)
@@ -304,6 +357,26 @@ struct FieldReader {
     return value
   }
 
+  /// A decimal number that cannot be negative (a speed, a dilution of precision, an error
+  /// estimate); a negative one is refused for `reason`.
+  @inline(__always)
+  mutating func nonNegativeDecimal(_ reason: ImpossibleValue) throws(NMEAParseError) -> Double? {
+    guard let value = try decimal() else { return nil }
+    guard value >= 0 else { throw impossible(reason) }
+    return value
+  }
+
+  /// A course over ground, degrees from north: 0 ..< 360.
+  @inline(__always)
+  mutating func course() throws(NMEAParseError) -> Double? {
+    guard let value = try decimal() else { return nil }
+    guard Self.isCourse(value) else { throw impossible(.course) }
+    return value
+  }
+
+  @inline(__always)
+  static func isCourse(_ value: Double) -> Bool { value >= 0 && value < 360 }
+
   /// Reads `[+-]digits[.digits]` from `start` up to the comma that ends the field (the field
   /// is not empty) and returns the value and where the comma is, or `nil` when the field is
   /// not such a number. Exact: the digits as an integer, one correctly rounded division by a
@@ -391,7 +464,7 @@ struct FieldReader {
     let start = offset
     // The digits are checked in order, so a short field stops at its comma.
     guard let hour = twoDigits(at: start), let minute = twoDigits(at: start &+ 2),
-      let second = twoDigits(at: start &+ 4), hour < 24, minute < 60, second <= 60
+      let second = twoDigits(at: start &+ 4)
     else { throw fail() }
     var position = start &+ 6
     var nanoseconds: UInt32 = 0
@@ -407,6 +480,7 @@ struct FieldReader {
       }
     }
     guard base[position] == ASCII.comma else { throw fail() }
+    guard hour < 24, minute < 60, second <= 60 else { throw impossible(.timeOfDay) }
     offset = position &+ 1
     return UTCTime(
       hour: UInt8(truncatingIfNeeded: hour), minute: UInt8(truncatingIfNeeded: minute),
@@ -419,12 +493,15 @@ struct FieldReader {
     guard begin() else { return nil }
     let start = offset
     guard let day = twoDigits(at: start), let month = twoDigits(at: start &+ 2),
-      let year = twoDigits(at: start &+ 4), base[start &+ 6] == ASCII.comma,
-      (1...31).contains(day), (1...12).contains(month)
+      let year = twoDigits(at: start &+ 4), base[start &+ 6] == ASCII.comma
     else { throw fail() }
+    let fullYear = year >= 80 ? 1900 + year : 2000 + year
+    guard UTCDate.isValid(year: fullYear, month: month, day: day) else {
+      throw impossible(.date)
+    }
     offset = start &+ 7
     return UTCDate(
-      year: year >= 80 ? 1900 + year : 2000 + year, month: UInt8(truncatingIfNeeded: month),
+      year: fullYear, month: UInt8(truncatingIfNeeded: month),
       day: UInt8(truncatingIfNeeded: day))
   }
 
@@ -446,18 +523,17 @@ struct FieldReader {
     let positiveLetter: UInt8 = isLongitude ? 0x45 : 0x4E  // E or N
     let letter = base[hemisphere.start]
     guard letter == negativeLetter || letter == positiveLetter else { throw fail() }
-    guard var value = Self.angle(base, from: angle.start, isLongitude: isLongitude) else {
-      throw .badField(index: angleIndex)
-    }
+    var value = try Self.angle(
+      base, from: angle.start, isLongitude: isLongitude, index: angleIndex)
     value.isNegative = letter == negativeLetter
     return value
   }
 
-  /// `[d]ddmm[.mmmm]` from `start` to the comma that ends the field, or `nil`.
+  /// `[d]ddmm[.mmmm]` from `start` to the comma that ends field `index`.
   @inline(__always)
-  static func angle(_ base: UnsafePointer<UInt8>, from start: Int, isLongitude: Bool)
-    -> Coordinate?
-  {
+  static func angle(
+    _ base: UnsafePointer<UInt8>, from start: Int, isLongitude: Bool, index: Int
+  ) throws(NMEAParseError) -> Coordinate {
     var position = start
     var whole: UInt64 = 0
     var digit = base[position] &- ASCII.zero
@@ -467,7 +543,8 @@ struct FieldReader {
       digit = base[position] &- ASCII.zero
     }
     let wholeDigits = position &- start
-    guard wholeDigits >= 3, wholeDigits <= 6 else { return nil }  // at least d + mm
+    // At least d + mm.
+    guard wholeDigits >= 3, wholeDigits <= 6 else { throw .badField(index: index) }
     var fraction: UInt64 = 0
     var fractionDigits = 0
     if base[position] == ASCII.dot {
@@ -481,19 +558,24 @@ struct FieldReader {
       }
       fractionDigits = position &- fractionStart
     }
-    guard base[position] == ASCII.comma, fractionDigits <= 12 else { return nil }
+    guard base[position] == ASCII.comma, fractionDigits <= 12 else {
+      throw .badField(index: index)
+    }
     var degrees = whole / 100
     var minutes = whole % 100
     // MediaTek receivers without a fix write latitude `8960.000000` (89°60′, the pole): take
-    // exactly 60 minutes as the next degree. More than 60 is an error.
+    // exactly 60 minutes as the next degree. More than 60 is impossible.
     if minutes == 60 && fraction == 0 {
       degrees += 1
       minutes = 0
     }
-    guard minutes < 60, degrees <= (isLongitude ? 180 : 90) else { return nil }
+    guard minutes < 60 else { throw .impossibleValue(.arcMinutes, index: index) }
+    let limit: UInt64 = isLongitude ? 180 : 90
     let scaled = minutes * Powers.ten(fractionDigits) + fraction
-    // The exact pole or antimeridian only: 90°00.000' is fine, 90°00.001' is not.
-    if degrees == (isLongitude ? 180 : 90) && scaled != 0 { return nil }
+    // Up to the exact pole or antimeridian: 90°00.000' is fine, 90°00.001' is not.
+    guard degrees < limit || (degrees == limit && scaled == 0) else {
+      throw .impossibleValue(isLongitude ? .longitude : .latitude, index: index)
+    }
     return Coordinate(
       degrees: UInt16(degrees), scaledMinutes: scaled, fractionDigits: UInt8(fractionDigits),
       isNegative: false)

@@ -39,8 +39,21 @@ public struct Fix: Sendable, Hashable {
   /// Radius of horizontal uncertainty, metres (root of the summed latitude and longitude
   /// variances from GST, or the receiver's own estimate), as CLLocation reports it.
   public var horizontalAccuracy: Double?
-  /// Vertical uncertainty, metres, one sigma.
+  /// Vertical uncertainty, metres, one sigma (or the receiver's own estimate).
   public var verticalAccuracy: Double?
+  /// Radius of three-dimensional (spherical) uncertainty, metres: the receiver's own
+  /// estimate (Garmin's EPE, `$PGRME`).
+  public var sphericalAccuracy: Double?
+  /// The map datum the position is in, when the receiver names it (`$PGRMM`, `DTM`):
+  /// `WGS 84` as Garmin writes it, DTM's codes as gpsd names them (`W84` is `WGS84`). Kept
+  /// from the last sentence that named it; at most 40 bytes, as gpsd keeps it.
+  public var datum: String? {
+    get { storedDatum?.text }
+    set { storedDatum = newValue.map(InlineText.init) }
+  }
+  /// Inline, so that a `Fix` stays plain bytes to copy (a `String` member made each copy
+  /// count references: about 35 instructions more per sentence in the decoder).
+  var storedDatum: InlineText?
   /// Age of differential corrections, seconds.
   public var differentialAge: Double?
   public var differentialStation: Int?
@@ -64,6 +77,39 @@ public struct Fix: Sendable, Hashable {
   public var timestamp: UTCTimestamp? {
     guard let date, let time else { return nil }
     return UTCTimestamp(date: date, time: time)
+  }
+}
+
+/// Up to 40 bytes of text kept inline (longer text is cut there), for names a `Fix` carries.
+struct InlineText: Sendable, Hashable {
+  static let capacity = 40
+  var bytes = InlineArray<40, UInt8>(repeating: 0)
+  var count = 0
+
+  init(_ text: String) {
+    for byte in text.utf8 {
+      guard count < Self.capacity else { break }
+      bytes[count] = byte
+      count += 1
+    }
+  }
+
+  var text: String {
+    var utf8: [UInt8] = []
+    utf8.reserveCapacity(count)
+    for index in 0..<count { utf8.append(bytes[index]) }
+    return String(decoding: utf8, as: UTF8.self)
+  }
+
+  static func == (lhs: InlineText, rhs: InlineText) -> Bool {
+    guard lhs.count == rhs.count else { return false }
+    for index in 0..<lhs.count where lhs.bytes[index] != rhs.bytes[index] { return false }
+    return true
+  }
+
+  func hash(into hasher: inout Hasher) {
+    hasher.combine(count)
+    for index in 0..<count { hasher.combine(bytes[index]) }
   }
 }
 

@@ -16,6 +16,10 @@ public struct FixBuilderStatistics: Sendable, Hashable {
   /// by the earlier time of the position sentences that followed (the Magellan AC12 stamps its
   /// ZDA two seconds ahead).
   public var retimedEpochs = 0
+  /// Fixes without a date at the start of a stream, held until the next epoch and given its
+  /// date: the tail of a cycle whose RMC was lost (a port opened, or a recording begun, in the
+  /// middle of a cycle).
+  public var epochsDatedByTheNext = 0
 
   public init() {}
 }
@@ -55,10 +59,11 @@ public struct FixBuilder {
   var holdsPositionSentence = false  // GGA, RMC, GLL, GNS or PUBX,00, valid or not
   var explicitDate: UTCDate?
   var modeFromGSA: FixMode?
-  var derivedMode: FixMode?
+  var statedMode: FixMode?  // the dimension GGA, GNS, PUBX,00 or PGRMZ state
   var positionSourceRank = 0
   var usedFromGSA = 0
   var sawGSA = false
+  var garminAltitude: Double?  // $PGRMZ, metres: used when GGA gives none
 
   // Satellites of the epoch in progress.
   var satellites: [Satellite] = []
@@ -81,13 +86,24 @@ public struct FixBuilder {
   var recentIndex = 0
   var previousAltitude: Double?
   var previousAltitudeTime: Double?  // seconds of the day
+  // The dimension of the last epoch with a fix and its time (nanoseconds of the day), which an
+  // epoch stating none keeps while the fix lasts.
+  var lastDimension: FixMode?
+  var lastDimensionTime: Int64 = 0
+  // A fix without a date, held at the start of the stream until the next epoch shows whether
+  // the receiver sends dates (see `deliver`).
+  var heldEpoch: Epoch?
+  var awaitingFirstDate = true
+  var datum: InlineText?  // from $PGRMM or DTM
 
   // Learning which sentence ends the cycle.
   var lastKey: UInt32 = 0
-  var lastKeyCount = 0
   var keyCounts = KeyCounts()
   var candidateEnd: UInt32?
   var learnedEnd: UInt32?
+  /// Keys seen followed by another within an epoch, while learning (used as a set).
+  var followedKeys = KeyCounts()
+  var lastKeyTimed = false  // whether the epoch had its time when `lastKey` was merged
   var lastClosedByCycleEnd = false  // how the epoch emitted last was closed
 
   public init() {
@@ -122,6 +138,12 @@ public struct FixBuilder {
     case .rmc(let rmc): try add(rmc, emit: emit)
     case .gsa(let gsa): try add(gsa, emit: emit)
     case .gsv(let gsv): try add(gsv, emit: emit)
+    // The datum is the receiver's setting, not a measurement of the epoch: kept until renamed,
+    // whichever epoch its sentence arrives in, and no part of the cycle.
+    case .garminDatum(let garmin):
+      if let name = garmin.datum { datum = InlineText(name) }
+    case .dtm(let dtm):
+      if let code = dtm.datum { datum = InlineText(Self.datumName(code)) }
     default:
       guard let key = Self.cycleKey(sentence) else { return }  // carries nothing for a fix
       let onlyTime = Self.carriesOnlyTime(sentence)
@@ -136,43 +158,22 @@ public struct FixBuilder {
     }
   }
 
-  // The four sentence types a receiver sends most, added without the `Sentence` around them
-  // (the decoder parses them straight into these values; every copy of a sentence costs).
-
-  @inline(__always)
-  mutating func add(_ gga: borrowing GGA, emit: (Epoch) throws -> Void) rethrows {
-    let key = Self.key(1, gga.talker)
-    guard try begin(key: key, time: gga.time, onlyTime: false, normallyTimed: true, emit: emit)
+  /// Adds a GGA, RMC, GSA or GSV without the `Sentence` around it (the decoder parses them
+  /// straight into their own types; every copy of a sentence costs).
+  ///
+  /// Out of line on purpose: inlined into the decoder's dispatch, the pipeline took about
+  /// 230 instructions more per sentence (`scripts/bench-instructions.sh`).
+  @inline(never)
+  mutating func add<S: FrequentSentence>(_ sentence: borrowing S, emit: (Epoch) throws -> Void)
+    rethrows
+  {
+    let key = sentence.cycleKey
+    let timed = S.isNormallyTimed
+    guard
+      try begin(key: key, time: sentence.time, onlyTime: false, normallyTimed: timed, emit: emit)
     else { return }
-    merge(gga)
-    try end(key: key, onlyTime: false, normallyTimed: true, emit: emit)
-  }
-
-  @inline(__always)
-  mutating func add(_ rmc: borrowing RMC, emit: (Epoch) throws -> Void) rethrows {
-    let key = Self.key(2, rmc.talker)
-    guard try begin(key: key, time: rmc.time, onlyTime: false, normallyTimed: true, emit: emit)
-    else { return }
-    merge(rmc)
-    try end(key: key, onlyTime: false, normallyTimed: true, emit: emit)
-  }
-
-  @inline(__always)
-  mutating func add(_ gsa: borrowing GSA, emit: (Epoch) throws -> Void) rethrows {
-    let key = Self.key(3, gsa.talker, UInt32(gsa.systemID ?? 15) + 1)
-    guard try begin(key: key, time: nil, onlyTime: false, normallyTimed: false, emit: emit)
-    else { return }
-    merge(gsa)
-    try end(key: key, onlyTime: false, normallyTimed: false, emit: emit)
-  }
-
-  @inline(__always)
-  mutating func add(_ gsv: borrowing GSV, emit: (Epoch) throws -> Void) rethrows {
-    let key = Self.key(4, gsv.talker, gsv.messageNumber == gsv.messageCount ? 1 : 2)
-    guard try begin(key: key, time: nil, onlyTime: false, normallyTimed: false, emit: emit)
-    else { return }
-    merge(gsv)
-    try end(key: key, onlyTime: false, normallyTimed: false, emit: emit)
+    sentence.merge(into: &self)
+    try end(key: key, onlyTime: false, normallyTimed: timed, emit: emit)
   }
 
   /// What happens before a sentence's data is merged: a late sentence is counted and
@@ -195,6 +196,8 @@ public struct FixBuilder {
         statistics.lateSentences += 1
         if lastClosedByCycleEnd, time == lastEmittedTime {
           statistics.cycleEndsForgotten += 1
+          // This sentence followed it: never learn it again (it would lose data again).
+          if let learnedEnd { followedKeys.increment(learnedEnd) }
           learnedEnd = nil
           candidateEnd = nil
           lastClosedByCycleEnd = false
@@ -228,6 +231,13 @@ public struct FixBuilder {
   mutating func end(
     key: UInt32, onlyTime: Bool, normallyTimed: Bool, emit: (Epoch) throws -> Void
   ) rethrows {
+    // A key another one follows within an epoch does not end the cycle. (A receiver that sends
+    // GGA every third second after an RMC every second has epochs of RMC alone; learned from
+    // two of them, RMC would close each GGA epoch early and its GGA would be lost as late.)
+    // Only once the epoch has its time: untimed sentences before it may be the tail of a
+    // cycle whose start was lost (a recording or a connection that begins mid-cycle).
+    if hasData, lastKeyTimed, learnedEnd == nil { followedKeys.increment(lastKey) }
+    lastKeyTimed = epochTime != nil
     hasData = true
     if !onlyTime { holdsFixData = true }
     if normallyTimed { holdsPositionSentence = true }
@@ -244,6 +254,11 @@ public struct FixBuilder {
   /// Emits the epoch in progress, if any (at the end of a recording).
   public mutating func flush(emit: (Epoch) throws -> Void) rethrows {
     try closeEpoch(endedBy: nil, emit: emit)
+    if let held = heldEpoch {
+      heldEpoch = nil
+      statistics.epochs += 1
+      try emit(held)
+    }
   }
 
   // MARK: - Epochs
@@ -265,7 +280,6 @@ public struct FixBuilder {
         view = SatelliteView(
           time: fix.time, satellites: satellites, hdop: viewHDOP, vdop: viewVDOP, pdop: viewPDOP)
       }
-      statistics.epochs += 1
       if key != nil { statistics.epochsClosedAtCycleEnd += 1 }
       lastEmittedTime = fix.time
       lastClosedByCycleEnd = key != nil
@@ -275,16 +289,44 @@ public struct FixBuilder {
       }
       let epoch = Epoch(fix: fix, satellites: view)
       view = nil
-      try emit(epoch)
+      try deliver(epoch, emit: emit)
     }
     resetEpoch()
+  }
+
+  /// Emits a closed epoch, or holds it: at the start of a stream no date is known until an RMC
+  /// or ZDA brings one, and a fix without a date there is most often the tail of a cycle whose
+  /// RMC was lost (the port opened, or the recording began, in the middle of a cycle; after a
+  /// wake-up that made a 3D fix without time). It waits for the next epoch: with a date, that
+  /// one dates it (the day before if midnight fell between) and both go out in order; without
+  /// one either, the receiver sends no dates, and both go out as they are.
+  @inline(__always)
+  mutating func deliver(_ epoch: Epoch, emit: (Epoch) throws -> Void) rethrows {
+    if var held = heldEpoch {
+      heldEpoch = nil
+      awaitingFirstDate = false
+      if let date = epoch.fix.date, let time = epoch.fix.time, let heldTime = held.fix.time {
+        let midnightBetween =
+          heldTime.nanosecondsOfDay - time.nanosecondsOfDay > 12 * 3600 * 1_000_000_000
+        held.fix.date = midnightBetween ? date.previous : date
+        statistics.epochsDatedByTheNext += 1
+      }
+      statistics.epochs += 1
+      try emit(held)
+    } else if awaitingFirstDate, epoch.fix.date == nil, epoch.fix.mode != .noFix {
+      heldEpoch = epoch
+      return
+    }
+    if epoch.fix.date != nil { awaitingFirstDate = false }
+    statistics.epochs += 1
+    try emit(epoch)
   }
 
   /// The cycle's last sentence is the one before the time changes; trust it once it has been
   /// the last, and seen once only, in two cycles in a row.
   mutating func learn(endedBy key: UInt32?) {
     guard key == nil, learnedEnd == nil, epochTime != nil else { return }
-    guard keyCounts.count(of: lastKey) == 1 else {
+    guard keyCounts.count(of: lastKey) == 1, followedKeys.count(of: lastKey) == nil else {
       candidateEnd = nil
       return
     }
@@ -325,7 +367,7 @@ public struct FixBuilder {
   /// Sentences that carry a time, a date or error statistics, but nothing of the position.
   static func carriesOnlyTime(_ sentence: Sentence) -> Bool {
     switch sentence {
-    case .zda, .gst, .gbs, .grs, .pubxTime: return true
+    case .zda, .gst, .gbs, .grs, .pubxTime, .garminErrorEstimates: return true
     default: return false
     }
   }
@@ -339,10 +381,11 @@ public struct FixBuilder {
     holdsPositionSentence = false
     explicitDate = nil
     modeFromGSA = nil
-    derivedMode = nil
+    statedMode = nil
     positionSourceRank = 0
     usedFromGSA = 0
     sawGSA = false
+    garminAltitude = nil
     sawGSV = false
     viewHDOP = nil
     viewVDOP = nil
@@ -355,6 +398,8 @@ public struct FixBuilder {
 
   mutating func finishFix() {
     fix.time = epochTime
+    fix.storedDatum = datum
+    if fix.altitudeMSL == nil, let garminAltitude { fix.altitudeMSL = garminAltitude }
 
     // Date: explicit in this epoch, else carried, advanced by a day across midnight.
     if let explicitDate {
@@ -371,15 +416,31 @@ public struct FixBuilder {
       fix.date = self.carriedDate
     }
 
-    // Mode: no position, no fix. With a position, the receiver's own fix type from GSA when
-    // it gave one, else what the position sentences imply (see `derivedMode`).
+    // Mode: no position, no fix. With a position, the receiver's own fix type from GSA when it
+    // gave one, else the dimension GGA, GNS, PUBX,00 or PGRMZ state (see `noteStatedMode`).
+    // RMC and GLL state none: an epoch of those alone (receivers that send GGA every few
+    // seconds and RMC every second) keeps the dimension of the fix before it while the fix
+    // lasts, instead of flickering to 2D; else 2D.
+    // A fix has a time: a position without one (sentences with an empty time field) cannot
+    // be placed, and is not reported as a fix.
     let mode: FixMode
-    if fix.position == nil {
+    if fix.position == nil || epochTime == nil {
       mode = .noFix
     } else if let fromGSA = modeFromGSA, fromGSA != .noFix {
       mode = fromGSA
+    } else if let statedMode {
+      mode = statedMode
+    } else if let kept = dimensionKept(at: epochTime) {
+      mode = kept
     } else {
-      mode = derivedMode ?? .twoD
+      mode = .twoD
+    }
+    // A lost fix ends it; so does a fix without a time (nothing says the fix lasted).
+    if mode != .noFix, let time = epochTime {
+      lastDimension = mode
+      lastDimensionTime = time.nanosecondsOfDay
+    } else {
+      lastDimension = nil
     }
     fix.mode = mode
     if mode == .noFix {
@@ -411,6 +472,20 @@ public struct FixBuilder {
       previousAltitudeTime = nil
     }
   }
+
+  /// The dimension of the last fix, if the fix lasts to `time`: the epoch before had one, at
+  /// most `dimensionKeptFor` earlier (by time of day; midnight handled).
+  func dimensionKept(at time: UTCTime?) -> FixMode? {
+    guard let lastDimension, let time else { return nil }
+    var interval = time.nanosecondsOfDay - lastDimensionTime
+    if interval < 0 { interval += 86_400 * 1_000_000_000 }
+    guard interval > 0, interval <= Self.dimensionKeptFor else { return nil }
+    return lastDimension
+  }
+
+  /// How long a fix's dimension is kept without a sentence stating one, nanoseconds, from
+  /// one epoch to the next: the interval a climb is still derived over.
+  static let dimensionKeptFor: Int64 = 10 * 1_000_000_000
 
   static func quality(of indicator: ModeIndicator) -> FixQuality? {
     switch indicator {
@@ -450,7 +525,6 @@ public struct FixBuilder {
       let valid = gll.isValid != false && gll.mode?.isValid != false
       if valid {
         takePosition(gll.position, rank: 1)
-        derivedMode = max(derivedMode ?? .noFix, .twoD)
       }
       if let mode = gll.mode, fix.modeIndicator == nil { fix.modeIndicator = mode }
 
@@ -461,7 +535,7 @@ public struct FixBuilder {
         takePosition(gns.position, rank: 3)
         if let altitude = gns.altitudeMSL { fix.altitudeMSL = altitude }
         if let separation = gns.geoidSeparation { fix.geoidSeparation = separation }
-        noteDerivedMode(altitude: gns.altitudeMSL, satellitesUsed: gns.satellitesUsed)
+        noteStatedMode(altitude: gns.altitudeMSL, satellitesUsed: gns.satellitesUsed)
       }
       if let mode, fix.modeIndicator == nil { fix.modeIndicator = mode }
       if let used = gns.satellitesUsed { fix.satellitesUsed = used }
@@ -501,7 +575,7 @@ public struct FixBuilder {
         let threeD =
           status == Self.pubx3D || status == Self.pubxDifferential3D
           || status == Self.pubxRTK
-        derivedMode = max(derivedMode ?? .noFix, threeD ? .threeD : .twoD)
+        statedMode = max(statedMode ?? .noFix, threeD ? .threeD : .twoD)
         if let kmh = pubx.speedKilometresPerHour { fix.speed = kmh / 3.6 }
         if let course = pubx.course { fix.course = course }
         if let down = pubx.verticalVelocityDown { fix.climb = -down }
@@ -516,6 +590,21 @@ public struct FixBuilder {
     case .pubxTime(let pubx):
       if let date = pubx.date { explicitDate = date }
 
+    case .garminErrorEstimates(let garmin):
+      // Garmin's own figures, unscaled (gpsd multiplies them by 2.45 / 1.18, taking them for
+      // 50 % errors and making them 95 %; Garmin states no confidence level).
+      if let horizontal = garmin.horizontal { fix.horizontalAccuracy = horizontal }
+      if let vertical = garmin.vertical { fix.verticalAccuracy = vertical }
+      if let spherical = garmin.spherical { fix.sphericalAccuracy = spherical }
+
+    case .garminAltitude(let garmin):
+      // The altitude counts unless the receiver says it has no fix; GGA's, when the epoch
+      // has one, wins (`finishFix`). Its dimension is a statement like GGA's.
+      if garmin.fixMode != .noFix {
+        if let altitude = garmin.altitudeMetres { garminAltitude = altitude }
+        if let mode = garmin.fixMode { statedMode = max(statedMode ?? .noFix, mode) }
+      }
+
     default:
       break
     }
@@ -528,7 +617,7 @@ public struct FixBuilder {
       takePosition(gga.position, rank: 3)
       if let altitude = gga.altitudeMSL { fix.altitudeMSL = altitude }
       if let separation = gga.geoidSeparation { fix.geoidSeparation = separation }
-      noteDerivedMode(altitude: gga.altitudeMSL, satellitesUsed: gga.satellitesUsed)
+      noteStatedMode(altitude: gga.altitudeMSL, satellitesUsed: gga.satellitesUsed)
     }
     if let quality = gga.quality { fix.quality = quality }
     if let used = gga.satellitesUsed { fix.satellitesUsed = used }
@@ -543,7 +632,6 @@ public struct FixBuilder {
     if let date = rmc.date { explicitDate = date }
     if valid {
       takePosition(rmc.position, rank: 2)
-      derivedMode = max(derivedMode ?? .noFix, .twoD)
       if let knots = rmc.speedKnots { fix.speed = knots * Self.metresPerSecondPerKnot }
       if let course = rmc.course { fix.course = course }
     }
@@ -604,10 +692,10 @@ public struct FixBuilder {
   /// A valid position with an altitude is 3D, unless the receiver says it used one to three
   /// satellites: so few can only give a 2D fix with the altitude held. (A count of 0 beside a
   /// valid fix is a receiver that does not count, not a statement.)
-  mutating func noteDerivedMode(altitude: Double?, satellitesUsed: Int?) {
+  mutating func noteStatedMode(altitude: Double?, satellitesUsed: Int?) {
     let holdsAltitude = satellitesUsed.map { (1...3).contains($0) } ?? false
     let mode: FixMode = altitude != nil && !holdsAltitude ? .threeD : .twoD
-    derivedMode = max(derivedMode ?? .noFix, mode)
+    statedMode = max(statedMode ?? .noFix, mode)
   }
 
   /// Positions from GGA and GNS (which carry altitude) win over RMC, RMC over GLL.
@@ -618,6 +706,19 @@ public struct FixBuilder {
   }
 
   static let metresPerSecondPerKnot = 1852.0 / 3600.0
+
+  /// A DTM local datum code by the name gpsd gives it (`W84` is `WGS84`); other codes (IHO
+  /// datum codes) as they are.
+  static func datumName(_ code: String) -> String {
+    switch code {
+    case "W84": return "WGS84"
+    case "W72": return "WGS72"
+    case "S85": return "SGS85"
+    case "P90": return "PE90"
+    case "999": return "User Defined"
+    default: return code
+    }
+  }
   static let pubxNoFix: UInt16 = 0x4E46  // NF
   static let pubxTimeOnly: UInt16 = 0x5454  // TT
   static let pubx3D: UInt16 = 0x4733  // G3
@@ -630,11 +731,14 @@ public struct FixBuilder {
     kind << 24 | UInt32(talker.rawValue) << 8 | variant
   }
 
-  /// Whether the sentence type normally carries the time of a position.
+  /// Whether the sentence type normally carries the time of a position (as
+  /// ``FrequentSentence/isNormallyTimed`` says for GGA, RMC, GSA and GSV).
   @inline(__always)
   static func normallyTimed(_ sentence: Sentence) -> Bool {
     switch sentence {
-    case .gga, .rmc, .gll, .gns, .pubxPosition: return true
+    case .gga: return GGA.isNormallyTimed
+    case .rmc: return RMC.isNormallyTimed
+    case .gll, .gns, .pubxPosition: return true
     default: return false
     }
   }
@@ -644,10 +748,10 @@ public struct FixBuilder {
   @inline(__always)
   static func cycleKey(_ sentence: Sentence) -> UInt32? {
     switch sentence {
-    case .gga(let s): return key(1, s.talker)
-    case .rmc(let s): return key(2, s.talker)
-    case .gsa(let s): return key(3, s.talker, UInt32(s.systemID ?? 15) + 1)
-    case .gsv(let s): return key(4, s.talker, s.messageNumber == s.messageCount ? 1 : 2)
+    case .gga(let s): return s.cycleKey
+    case .rmc(let s): return s.cycleKey
+    case .gsa(let s): return s.cycleKey
+    case .gsv(let s): return s.cycleKey
     case .gll(let s): return key(5, s.talker)
     case .vtg(let s): return key(6, s.talker)
     case .zda(let s): return key(7, s.talker)
@@ -658,9 +762,45 @@ public struct FixBuilder {
     case .pubxPosition: return key(12, .proprietary)
     case .pubxTime: return key(13, .proprietary)
     case .pubxSatellites: return key(14, .proprietary)
-    case .dtm, .txt, .mtkAcknowledgement, .mtkSystemMessage, .unknown: return nil
+    case .garminErrorEstimates: return key(15, .proprietary)
+    case .garminAltitude: return key(16, .proprietary)
+    case .dtm, .txt, .mtkAcknowledgement, .mtkSystemMessage, .garminDatum, .unknown: return nil
     }
   }
+}
+
+// The fix builder's side of ``FrequentSentence``: each type's place in the cycle and its merge.
+
+extension GGA {
+  var cycleKey: UInt32 { FixBuilder.key(1, talker) }
+  static var isNormallyTimed: Bool { true }
+  @inline(__always)
+  func merge(into builder: inout FixBuilder) { builder.merge(self) }
+}
+
+extension RMC {
+  var cycleKey: UInt32 { FixBuilder.key(2, talker) }
+  static var isNormallyTimed: Bool { true }
+  @inline(__always)
+  func merge(into builder: inout FixBuilder) { builder.merge(self) }
+}
+
+extension GSA {
+  /// One key per system (NMEA 4.10 sends a GSA for each).
+  var cycleKey: UInt32 { FixBuilder.key(3, talker, UInt32(systemID ?? 15) + 1) }
+  var time: UTCTime? { nil }
+  static var isNormallyTimed: Bool { false }
+  @inline(__always)
+  func merge(into builder: inout FixBuilder) { builder.merge(self) }
+}
+
+extension GSV {
+  /// The last part of a GSV group and the others are told apart.
+  var cycleKey: UInt32 { FixBuilder.key(4, talker, messageNumber == messageCount ? 1 : 2) }
+  var time: UTCTime? { nil }
+  static var isNormallyTimed: Bool { false }
+  @inline(__always)
+  func merge(into builder: inout FixBuilder) { builder.merge(self) }
 }
 
 /// A set of satellites (system and number within it), for the used ones of an epoch. Exact

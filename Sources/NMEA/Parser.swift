@@ -3,43 +3,62 @@ extension Sentence {
   ///
   /// Known sentence types become typed values; every other well-formed sentence becomes
   /// ``Sentence/unknown(_:)`` with its raw fields. Empty fields are `nil`. A field that holds
-  /// something its type cannot be (letters in a number, minutes over 59) throws
-  /// ``NMEAParseError/badField(index:)``. Parsing a typed sentence allocates nothing.
+  /// something its type cannot be (letters in a number) throws
+  /// ``NMEAParseError/badField(index:)``; a well-formed value no receiver can mean (31 February,
+  /// minutes over 59, a negative speed, message 99 of 9) throws
+  /// ``NMEAParseError/impossibleValue(_:index:)``. Parsing a typed sentence allocates nothing.
   public init(parsing raw: RawSentence) throws(NMEAParseError) {
-    // The four types a receiver sends most are parsed in place, not returned through the
-    // generic path (every copy of a sentence value costs).
-    switch Self.frequentKind(raw.bytes) {
-    case .gga(let talker):
-      var gga = GGA(talker: talker)
-      try Self.withFields(raw) { (reader, _) throws(NMEAParseError) in
-        var f = reader
-        try Self.parseGGA(&f, into: &gga)
-      }
-      self = .gga(gga)
-    case .rmc(let talker):
-      var rmc = RMC(talker: talker)
-      try Self.withFields(raw) { (reader, _) throws(NMEAParseError) in
-        var f = reader
-        try Self.parseRMC(&f, into: &rmc)
-      }
-      self = .rmc(rmc)
-    case .gsa(let talker):
-      var gsa = GSA(talker: talker)
-      try Self.withFields(raw) { (reader, commas) throws(NMEAParseError) in
-        var f = reader
-        try Self.parseGSA(&f, commas: commas, into: &gsa)
-      }
-      self = .gsa(gsa)
-    case .gsv(let talker):
-      var gsv = GSV(talker: talker)
-      try Self.withFields(raw) { (reader, commas) throws(NMEAParseError) in
-        var f = reader
-        try Self.parseGSV(&f, commas: commas, into: &gsv)
-      }
-      self = .gsv(gsv)
-    case .other:
-      self = try Self.parseAny(raw)
+    var result = ParsedSentence()
+    Self.parse(raw, into: &result) { _ in }
+    switch result.outcome {
+    case .parsed(let sentence): self = sentence
+    case .failed(let error): throw error
     }
+  }
+
+  /// Parses `raw` and hands the outcome to `consumer`: GGA, RMC, GSA and GSV as their own
+  /// types (``FrequentSentence``, parsed in place: every copy of a `Sentence` costs), every
+  /// other sentence as a `Sentence`, a failure as its error. The one place where the parser
+  /// tells sentence types apart; ``init(parsing:)`` and ``NMEADecoder`` both come through
+  /// here. `emit` is passed on to the consumer (the decoder's events).
+  @inline(__always)
+  static func parse<Consumer: ParsedSentenceConsumer>(
+    _ raw: RawSentence, into consumer: inout Consumer, emit: (DecoderEvent) throws -> Void
+  ) rethrows {
+    switch frequentKind(raw.bytes) {
+    case .gga(let talker): try parse(raw, as: GGA(talker: talker), into: &consumer, emit: emit)
+    case .rmc(let talker): try parse(raw, as: RMC(talker: talker), into: &consumer, emit: emit)
+    case .gsa(let talker): try parse(raw, as: GSA(talker: talker), into: &consumer, emit: emit)
+    case .gsv(let talker): try parse(raw, as: GSV(talker: talker), into: &consumer, emit: emit)
+    case .other:
+      let sentence: Sentence
+      do {
+        sentence = try parseAny(raw)
+      } catch {
+        return try consumer.reject(raw, error, emit: emit)
+      }
+      try consumer.take(sentence, emit: emit)
+    }
+  }
+
+  /// Parses the fields of `raw` into `empty` (a value holding only its talker) in place.
+  @inline(__always)
+  static func parse<S: FrequentSentence, Consumer: ParsedSentenceConsumer>(
+    _ raw: RawSentence, as empty: S, into consumer: inout Consumer,
+    emit: (DecoderEvent) throws -> Void
+  ) rethrows {
+    var sentence = empty
+    do {
+      // Nothing returned through `withFields`: the standard library would pass it through a
+      // `Result`, a copy.
+      try withFields(raw) { (reader, commas) throws(NMEAParseError) in
+        var fields = reader
+        try S.parse(&fields, commas: commas, into: &sentence)
+      }
+    } catch {
+      return try consumer.reject(raw, error, emit: emit)
+    }
+    try consumer.take(sentence, emit: emit)
   }
 
   /// GGA, RMC, GSA and GSV with their talker, recognised from the address alone; `other`
@@ -112,7 +131,7 @@ extension Sentence {
     return try body(FieldReader(sentence: copy, count: count), commas)
   }
 
-  /// The general path: any sentence.
+  /// The general path: every sentence but the four ``FrequentSentence`` types.
   @inline(never)
   static func parseAny(_ raw: RawSentence) throws(NMEAParseError) -> Sentence {
     let bytes = raw.bytes
@@ -132,24 +151,9 @@ extension Sentence {
       }
       let talker = Talker(bytes[1], bytes[2])
       guard addressLength == 5 else { return .unknown(unknown(raw, talker: talker)) }
+      // GGA, RMC, GSA and GSV never come here: `frequentKind` took them.
       let code = UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 8 | UInt32(bytes[5])
       switch code {
-      case SentenceCode.gga:
-        var gga = GGA(talker: talker)
-        try parseGGA(&fields, into: &gga)
-        return .gga(gga)
-      case SentenceCode.rmc:
-        var rmc = RMC(talker: talker)
-        try parseRMC(&fields, into: &rmc)
-        return .rmc(rmc)
-      case SentenceCode.gsa:
-        var gsa = GSA(talker: talker)
-        try parseGSA(&fields, commas: commas, into: &gsa)
-        return .gsa(gsa)
-      case SentenceCode.gsv:
-        var gsv = GSV(talker: talker)
-        try parseGSV(&fields, commas: commas, into: &gsv)
-        return .gsv(gsv)
       case SentenceCode.gll: return .gll(try parseGLL(talker, &fields))
       case SentenceCode.vtg: return .vtg(try parseVTG(talker, &fields))
       case SentenceCode.zda: return .zda(try parseZDA(talker, &fields))
@@ -213,10 +217,6 @@ extension Sentence {
 
   /// Three-letter sentence types packed into integers, so dispatch is one switch.
   enum SentenceCode {
-    static func pack(_ text: StaticString) -> UInt32 {
-      let p = text.utf8Start
-      return UInt32(p[0]) << 16 | UInt32(p[1]) << 8 | UInt32(p[2])
-    }
     static let gga: UInt32 = 0x47_4741
     static let rmc: UInt32 = 0x52_4D43
     static let gsa: UInt32 = 0x47_5341
@@ -240,90 +240,7 @@ extension Sentence {
     return UnknownSentence(talker: talker, address: address, fields: values)
   }
 
-  // MARK: - Standard sentences
-
-  @inline(__always)
-  static func parseGGA(_ f: inout FieldReader, into gga: inout GGA) throws(NMEAParseError) {
-    gga.time = try f.time()
-    gga.position = try f.position()
-    gga.quality = try f.uint().map(FixQuality.init(rawValue:))
-    gga.satellitesUsed = try f.uint()
-    gga.hdop = try f.decimal()
-    gga.altitudeMSL = try f.decimal()
-    f.skip(1)  // M
-    gga.geoidSeparation = try f.decimal()
-    f.skip(1)  // M
-    gga.differentialAge = try f.decimal()
-    gga.differentialStation = try f.uint()
-  }
-
-  @inline(__always)
-  static func parseRMC(_ f: inout FieldReader, into rmc: inout RMC) throws(NMEAParseError) {
-    rmc.time = try f.time()
-    rmc.isValid = try f.status()
-    rmc.position = try f.position()
-    rmc.speedKnots = try f.decimal()
-    rmc.course = try f.decimal()
-    rmc.date = try f.date()
-    rmc.magneticVariation = try f.signedByHemisphere(negative: 0x57)  // W
-    rmc.mode = try f.character().map(ModeIndicator.init(rawValue:))
-    rmc.navigationalStatus = try f.character()
-  }
-
-  @inline(__always)
-  static func parseGSA(_ f: inout FieldReader, commas: Int, into gsa: inout GSA)
-    throws(NMEAParseError)
-  {
-    // 17 fields up to NMEA 4.0; 4.10 adds the system ID. Some receivers list more than 12
-    // satellites; the DOPs are then the three fields before the end.
-    let count = commas
-    let hasSystemID = count == 18
-    let satelliteFields = max(0, count - 5 - (hasSystemID ? 1 : 0))
-    gsa.selectionMode = try f.character()
-    let mode = try f.uint()
-    gsa.fixMode = mode.flatMap { FixMode(rawValue: UInt8(clamping: $0)) }
-    for _ in 0..<satelliteFields {
-      if let id = try f.uint() {
-        guard id <= 0xFFFF else { throw .badField(index: f.index) }
-        gsa.satellites.append(UInt16(id))
-      }
-    }
-    gsa.pdop = try f.decimal()
-    gsa.hdop = try f.decimal()
-    gsa.vdop = try f.decimal()
-    gsa.systemID = hasSystemID ? try f.hexDigit() : nil
-  }
-
-  @inline(__always)
-  static func parseGSV(_ f: inout FieldReader, commas: Int, into gsv: inout GSV)
-    throws(NMEAParseError)
-  {
-    let count = commas
-    guard let messageCount = try f.uint(), let messageNumber = try f.uint() else {
-      throw .badField(index: f.index)
-    }
-    gsv.messageCount = messageCount
-    gsv.messageNumber = messageNumber
-    gsv.satellitesInView = try f.uint()
-    // Groups of four after the three header fields; one left over is the NMEA 4.10 signal ID,
-    // two are the signal ID and a system ID (Quectel's `$PQGSV`).
-    let remaining = count - 3
-    let groups = min(4, remaining / 4)
-    for _ in 0..<groups {
-      let id = try f.uint()
-      let elevation = try f.signedInteger()
-      let azimuth = try f.uint()
-      let snr = try f.uint()
-      if let id {
-        gsv.append(
-          id: id, elevation: elevation ?? GSV.absent, azimuth: azimuth ?? GSV.absent,
-          snr: snr ?? GSV.absent)
-      }
-    }
-    let extra = remaining - groups * 4
-    if extra == 1 || extra == 2 { gsv.signalID = try f.hexDigit() }
-    if extra == 2 { gsv.systemID = try f.hexDigit() }
-  }
+  // MARK: - Standard sentences (GGA, RMC, GSA and GSV: in their `FrequentSentence` conformances)
 
   static func parseGLL(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> GLL {
     let position = try f.position()
@@ -335,25 +252,17 @@ extension Sentence {
 
   static func parseVTG(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> VTG {
     var vtg = VTG(talker: talker)
-    let first = try f.decimal()
+    let first = try f.course()
     let second = f.next()
-    if second.count == 1 && second[0] == 0x54 {  // 'T': NMEA 2.3+ with unit letters
+    if (second.count == 1 && second[0] == 0x54) || (second.isEmpty && f.hasMore) {
+      // 'T': NMEA 2.3+ with unit letters; or the unit letters missing but the fields present,
+      // the same layout with empty units.
       vtg.courseTrue = first
-      vtg.courseMagnetic = try f.decimal()
+      vtg.courseMagnetic = try f.course()
       f.skip(1)
-      vtg.speedKnots = try f.decimal()
+      vtg.speedKnots = try f.nonNegativeDecimal(.speed)
       f.skip(1)
-      vtg.speedKilometresPerHour = try f.decimal()
-      f.skip(1)
-      vtg.mode = try f.character().map(ModeIndicator.init(rawValue:))
-    } else if second.isEmpty && f.hasMore {
-      // Unit letters missing but fields present: the 2.3 layout with empty units.
-      vtg.courseTrue = first
-      vtg.courseMagnetic = try f.decimal()
-      f.skip(1)
-      vtg.speedKnots = try f.decimal()
-      f.skip(1)
-      vtg.speedKilometresPerHour = try f.decimal()
+      vtg.speedKilometresPerHour = try f.nonNegativeDecimal(.speed)
       f.skip(1)
       vtg.mode = try f.character().map(ModeIndicator.init(rawValue:))
     } else {
@@ -363,10 +272,11 @@ extension Sentence {
         guard let (magnetic, _) = FieldReader.decimal(f.base, from: second.start) else {
           throw .badField(index: 2)
         }
+        guard FieldReader.isCourse(magnetic) else { throw .impossibleValue(.course, index: 2) }
         vtg.courseMagnetic = magnetic
       }
-      vtg.speedKnots = try f.decimal()
-      vtg.speedKilometresPerHour = try f.decimal()
+      vtg.speedKnots = try f.nonNegativeDecimal(.speed)
+      vtg.speedKilometresPerHour = try f.nonNegativeDecimal(.speed)
     }
     return vtg
   }
@@ -374,13 +284,17 @@ extension Sentence {
   static func parseZDA(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> ZDA {
     let time = try f.time()
     let day = try f.uint()
-    if let day, !(1...31).contains(day) { throw .badField(index: f.index) }
+    if let day, !(1...31).contains(day) { throw f.impossible(.date) }
     let month = try f.uint()
-    if let month, !(1...12).contains(month) { throw .badField(index: f.index) }
+    if let month, !(1...12).contains(month) { throw f.impossible(.date) }
     let year = try f.uint()
-    if let year, !(1980..<10_000).contains(year) { throw .badField(index: f.index) }
+    if let year, !(1980..<10_000).contains(year) { throw f.impossible(.date) }
     var date: UTCDate?
     if let day, let month, let year {
+      // 31 April or 29 February of a common year: the day field is the one at fault.
+      guard UTCDate.isValid(year: year, month: month, day: day) else {
+        throw .impossibleValue(.date, index: f.index - 2)
+      }
       date = UTCDate(year: year, month: UInt8(month), day: UInt8(day))
     }
     let zoneHours = try f.signedInteger()
@@ -392,10 +306,12 @@ extension Sentence {
 
   static func parseGST(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> GST {
     GST(
-      talker: talker, time: try f.time(), rangeRMS: try f.decimal(),
-      semiMajorError: try f.decimal(), semiMinorError: try f.decimal(),
-      orientation: try f.decimal(), latitudeError: try f.decimal(),
-      longitudeError: try f.decimal(), altitudeError: try f.decimal())
+      talker: talker, time: try f.time(), rangeRMS: try f.nonNegativeDecimal(.accuracy),
+      semiMajorError: try f.nonNegativeDecimal(.accuracy),
+      semiMinorError: try f.nonNegativeDecimal(.accuracy), orientation: try f.decimal(),
+      latitudeError: try f.nonNegativeDecimal(.accuracy),
+      longitudeError: try f.nonNegativeDecimal(.accuracy),
+      altitudeError: try f.nonNegativeDecimal(.accuracy))
   }
 
   static func parseGNS(_ talker: Talker, _ f: inout FieldReader) throws(NMEAParseError) -> GNS {
@@ -408,7 +324,7 @@ extension Sentence {
       gns.modeCount += 1
     }
     gns.satellitesUsed = try f.uint()
-    gns.hdop = try f.decimal()
+    gns.hdop = try f.nonNegativeDecimal(.accuracy)
     gns.altitudeMSL = try f.decimal()
     gns.geoidSeparation = try f.decimal()
     gns.differentialAge = try f.decimal()
@@ -489,11 +405,11 @@ extension Sentence {
     } else if address.elementsEqual("PQGSV".utf8) {
       // Quectel's GSV and GSA for BeiDou and QZSS, told apart by a trailing system ID.
       var gsv = GSV(talker: .pq)
-      try parseGSV(&f, commas: commas, into: &gsv)
+      try GSV.parse(&f, commas: commas, into: &gsv)
       return .gsv(gsv)
     } else if address.elementsEqual("PQGSA".utf8) {
       var gsa = GSA(talker: .pq)
-      try parseGSA(&f, commas: commas, into: &gsa)
+      try GSA.parse(&f, commas: commas, into: &gsa)
       return .gsa(gsa)
     } else if address.elementsEqual("PMTK001".utf8) {
       guard let command = try f.uint(), let flag = try f.uint(),
@@ -505,8 +421,36 @@ extension Sentence {
       return .mtkSystemMessage(MTKSystemMessage(kind: .system(code)))
     } else if address.elementsEqual("PMTK011".utf8) {
       return .mtkSystemMessage(MTKSystemMessage(kind: .text(f.text() ?? "")))
+    } else if address.elementsEqual("PGRME".utf8) {
+      return .garminErrorEstimates(try parsePGRME(&f))
+    } else if address.elementsEqual("PGRMZ".utf8) {
+      return .garminAltitude(try parsePGRMZ(&f))
+    } else if address.elementsEqual("PGRMM".utf8) {
+      return .garminDatum(GarminDatum(datum: f.text()))
     }
     return .unknown(unknown(raw, talker: .proprietary))
+  }
+
+  /// `$PGRME,<HPE>,M,<VPE>,M,<EPE>,M`: metres, each with its unit letter.
+  static func parsePGRME(_ f: inout FieldReader) throws(NMEAParseError) -> GarminErrorEstimates {
+    func metres(_ f: inout FieldReader) throws(NMEAParseError) -> Double? {
+      let value = try f.nonNegativeDecimal(.accuracy)
+      let unit = try f.character()
+      guard unit == nil || unit == 0x4D else { throw f.fail() }  // M
+      return value
+    }
+    return GarminErrorEstimates(
+      horizontal: try metres(&f), vertical: try metres(&f), spherical: try metres(&f))
+  }
+
+  /// `$PGRMZ,<altitude>,f,<dimension>`: feet, then 1 no fix, 2 2D (user altitude), 3 3D.
+  static func parsePGRMZ(_ f: inout FieldReader) throws(NMEAParseError) -> GarminAltitude {
+    let altitude = try f.decimal()
+    let unit = try f.character()
+    guard unit == nil || unit == 0x66 || unit == 0x46 else { throw f.fail() }  // f or F
+    let mode = try f.uint()
+    return GarminAltitude(
+      altitudeFeet: altitude, fixMode: mode.flatMap { FixMode(rawValue: UInt8(clamping: $0)) })
   }
 
   static func parsePUBXPosition(_ f: inout FieldReader) throws(NMEAParseError) -> PUBXPosition {
@@ -516,15 +460,15 @@ extension Sentence {
     let status = f.next()
     var navigationStatus: UInt16?
     if status.count == 2 { navigationStatus = UInt16(status[0]) << 8 | UInt16(status[1]) }
-    let hAcc = try f.decimal()
-    let vAcc = try f.decimal()
-    let speed = try f.decimal()
-    let course = try f.decimal()
+    let hAcc = try f.nonNegativeDecimal(.accuracy)
+    let vAcc = try f.nonNegativeDecimal(.accuracy)
+    let speed = try f.nonNegativeDecimal(.speed)
+    let course = try f.course()
     let velocity = try f.decimal()
     let age = try f.decimal()
-    let hdop = try f.decimal()
-    let vdop = try f.decimal()
-    let tdop = try f.decimal()
+    let hdop = try f.nonNegativeDecimal(.accuracy)
+    let vdop = try f.nonNegativeDecimal(.accuracy)
+    let tdop = try f.nonNegativeDecimal(.accuracy)
     let used = try f.uint()
     f.skip(1)  // reserved
     let deadReckoning = try f.uint().map { $0 != 0 }
@@ -593,6 +537,181 @@ extension Sentence {
   }
 }
 
+// MARK: - The frequent sentences, and what receives a parsed sentence
+
+/// GGA, RMC, GSA and GSV, the sentences a receiver sends most: parsed in place and handed to
+/// a ``ParsedSentenceConsumer`` as their own types, never inside a ``Sentence`` (a `Sentence`
+/// is as large as its largest case, and every copy of one costs).
+protocol FrequentSentence {
+  /// A sentence with its talker and no fields yet.
+  init(talker: Talker)
+  /// Reads the fields after the address; `commas` is their number.
+  static func parse(_ fields: inout FieldReader, commas: Int, into sentence: inout Self)
+    throws(NMEAParseError)
+  /// The sentence as a ``Sentence``, for an event or a caller that wants one.
+  var sentence: Sentence { get }
+
+  // What the fix builder needs (FixBuilder.swift).
+
+  /// The sentence's place in the receiver's cycle (``FixBuilder/key(_:_:_:)``).
+  var cycleKey: UInt32 { get }
+  /// The UTC time the sentence carries; `nil` for types without one.
+  var time: UTCTime? { get }
+  /// Whether the type normally carries the time of a position.
+  static var isNormallyTimed: Bool { get }
+  /// Merges the sentence's data into the epoch in progress.
+  func merge(into builder: inout FixBuilder)
+}
+
+/// What ``Sentence/parse(_:into:emit:)`` hands the outcome of parsing a sentence to.
+protocol ParsedSentenceConsumer {
+  /// A GGA, RMC, GSA or GSV, without the ``Sentence`` around it.
+  mutating func take<S: FrequentSentence>(
+    _ sentence: borrowing S, emit: (DecoderEvent) throws -> Void) rethrows
+  /// Any other sentence.
+  mutating func take(_ sentence: Sentence, emit: (DecoderEvent) throws -> Void) rethrows
+  /// A sentence that failed to parse.
+  mutating func reject(
+    _ raw: RawSentence, _ error: NMEAParseError, emit: (DecoderEvent) throws -> Void) rethrows
+}
+
+/// The consumer behind ``Sentence/init(parsing:)``: it keeps the outcome.
+struct ParsedSentence: ParsedSentenceConsumer {
+  enum Outcome {
+    case parsed(Sentence)
+    case failed(NMEAParseError)
+  }
+  var outcome = Outcome.failed(.badAddress)
+
+  @inline(__always)
+  mutating func take<S: FrequentSentence>(
+    _ sentence: borrowing S, emit: (DecoderEvent) throws -> Void
+  ) {
+    outcome = .parsed(sentence.sentence)
+  }
+
+  @inline(__always)
+  mutating func take(_ sentence: Sentence, emit: (DecoderEvent) throws -> Void) {
+    outcome = .parsed(sentence)
+  }
+
+  @inline(__always)
+  mutating func reject(
+    _ raw: RawSentence, _ error: NMEAParseError, emit: (DecoderEvent) throws -> Void
+  ) {
+    outcome = .failed(error)
+  }
+}
+
+extension GGA: FrequentSentence {
+  init(talker: Talker) { self.talker = talker }
+  var sentence: Sentence { .gga(self) }
+
+  @inline(__always)
+  static func parse(_ f: inout FieldReader, commas: Int, into gga: inout GGA)
+    throws(NMEAParseError)
+  {
+    gga.time = try f.time()
+    gga.position = try f.position()
+    gga.quality = try f.uint().map(FixQuality.init(rawValue:))
+    gga.satellitesUsed = try f.uint()
+    gga.hdop = try f.nonNegativeDecimal(.accuracy)
+    gga.altitudeMSL = try f.decimal()
+    f.skip(1)  // M
+    gga.geoidSeparation = try f.decimal()
+    f.skip(1)  // M
+    gga.differentialAge = try f.decimal()
+    gga.differentialStation = try f.uint()
+  }
+}
+
+extension RMC: FrequentSentence {
+  init(talker: Talker) { self.talker = talker }
+  var sentence: Sentence { .rmc(self) }
+
+  @inline(__always)
+  static func parse(_ f: inout FieldReader, commas: Int, into rmc: inout RMC)
+    throws(NMEAParseError)
+  {
+    rmc.time = try f.time()
+    rmc.isValid = try f.status()
+    rmc.position = try f.position()
+    rmc.speedKnots = try f.nonNegativeDecimal(.speed)
+    rmc.course = try f.course()
+    rmc.date = try f.date()
+    rmc.magneticVariation = try f.magneticVariation()
+    rmc.mode = try f.character().map(ModeIndicator.init(rawValue:))
+    rmc.navigationalStatus = try f.character()
+  }
+}
+
+extension GSA: FrequentSentence {
+  init(talker: Talker) { self.talker = talker }
+  var sentence: Sentence { .gsa(self) }
+
+  @inline(__always)
+  static func parse(_ f: inout FieldReader, commas: Int, into gsa: inout GSA)
+    throws(NMEAParseError)
+  {
+    // 17 fields up to NMEA 4.0; 4.10 adds the system ID. Some receivers list more than 12
+    // satellites; the DOPs are then the three fields before the end.
+    let count = commas
+    let hasSystemID = count == 18
+    let satelliteFields = max(0, count - 5 - (hasSystemID ? 1 : 0))
+    gsa.selectionMode = try f.character()
+    let mode = try f.uint()
+    gsa.fixMode = mode.flatMap { FixMode(rawValue: UInt8(clamping: $0)) }
+    for _ in 0..<satelliteFields {
+      if let id = try f.uint() {
+        guard id <= 0xFFFF else { throw .badField(index: f.index) }
+        gsa.satellites.append(UInt16(id))
+      }
+    }
+    gsa.pdop = try f.nonNegativeDecimal(.accuracy)
+    gsa.hdop = try f.nonNegativeDecimal(.accuracy)
+    gsa.vdop = try f.nonNegativeDecimal(.accuracy)
+    gsa.systemID = hasSystemID ? try f.hexDigit() : nil
+  }
+}
+
+extension GSV: FrequentSentence {
+  init(talker: Talker) { self.init(talker: talker, messageCount: 0, messageNumber: 0) }
+  var sentence: Sentence { .gsv(self) }
+
+  @inline(__always)
+  static func parse(_ f: inout FieldReader, commas: Int, into gsv: inout GSV)
+    throws(NMEAParseError)
+  {
+    let count = commas
+    guard let messageCount = try f.uint() else { throw .badField(index: f.index) }
+    guard (1...9).contains(messageCount) else { throw f.impossible(.messageNumber) }
+    guard let messageNumber = try f.uint() else { throw .badField(index: f.index) }
+    // Message 99 of 9 would otherwise end (or never end) a satellite view of its own.
+    guard (1...messageCount).contains(messageNumber) else { throw f.impossible(.messageNumber) }
+    gsv.messageCount = messageCount
+    gsv.messageNumber = messageNumber
+    gsv.satellitesInView = try f.uint()
+    // Groups of four after the three header fields; one left over is the NMEA 4.10 signal ID,
+    // two are the signal ID and a system ID (Quectel's `$PQGSV`).
+    let remaining = count - 3
+    let groups = Swift.min(4, remaining / 4)
+    for _ in 0..<groups {
+      let id = try f.uint()
+      let elevation = try f.signedInteger()
+      let azimuth = try f.uint()
+      let snr = try f.uint()
+      if let id {
+        gsv.append(
+          id: id, elevation: elevation ?? GSV.absent, azimuth: azimuth ?? GSV.absent,
+          snr: snr ?? GSV.absent)
+      }
+    }
+    let extra = remaining - groups * 4
+    if extra == 1 || extra == 2 { gsv.signalID = try f.hexDigit() }
+    if extra == 2 { gsv.systemID = try f.hexDigit() }
+  }
+}
+
 extension FieldReader {
   /// Latitude with hemisphere, then longitude with hemisphere: four fields. `nil` unless
   /// both are present, so a half-empty position is never taken for 0°.
@@ -611,6 +730,15 @@ extension FieldReader {
     case 0x56: return false  // V
     default: throw fail()
     }
+  }
+
+  /// A magnetic variation, at most 180°, and its direction letter: west negative.
+  mutating func magneticVariation() throws(NMEAParseError) -> Double? {
+    let value = try decimal()
+    if let value, !(value >= -180 && value <= 180) { throw impossible(.magneticVariation) }
+    let letter = try character()
+    guard let value else { return nil }
+    return letter == 0x57 ? -value : value  // W
   }
 
   /// A magnitude followed by a direction letter; negative when the letter is `negative`.

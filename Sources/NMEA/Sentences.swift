@@ -588,6 +588,51 @@ public struct MTKSystemMessage: Sendable, Hashable {
   public init(kind: Kind) { self.kind = kind }
 }
 
+/// `$PGRME`: Garmin's estimated position errors, metres, as the receiver states them (Garmin,
+/// *GPS 18x Technical Specifications*, 190-00879-08 Rev. B, §4.2.10 "Estimated Error
+/// Information": HPE, VPE and EPE, 0.0 to 999.9 m; Garmin names no confidence level).
+public struct GarminErrorEstimates: Sendable, Hashable {
+  /// Estimated horizontal position error (HPE).
+  public var horizontal: Double?
+  /// Estimated vertical position error (VPE).
+  public var vertical: Double?
+  /// Estimated position error (EPE): the three-dimensional, spherical error.
+  public var spherical: Double?
+
+  public init(horizontal: Double? = nil, vertical: Double? = nil, spherical: Double? = nil) {
+    self.horizontal = horizontal
+    self.vertical = vertical
+    self.spherical = spherical
+  }
+}
+
+/// `$PGRMZ`: Garmin's altitude in feet and the dimension of its fix (Garmin, *Garmin
+/// Proprietary NMEA 0183 Sentences Technical Specifications*, 190-00684-00 Rev. C; the GPS
+/// 18x does not send it, handhelds and chartplotters do).
+public struct GarminAltitude: Sendable, Hashable {
+  /// Altitude above mean sea level, feet, as sent.
+  public var altitudeFeet: Double?
+  /// The fix's dimension: 2 when the altitude is the user's (held), 3 when the receiver
+  /// measured it; 1 (no fix) when it has none.
+  public var fixMode: FixMode?
+
+  public init(altitudeFeet: Double? = nil, fixMode: FixMode? = nil) {
+    self.altitudeFeet = altitudeFeet
+    self.fixMode = fixMode
+  }
+
+  /// The altitude in metres.
+  public var altitudeMetres: Double? { altitudeFeet.map { $0 * 0.3048 } }
+}
+
+/// `$PGRMM`: the map datum a Garmin receiver's positions are in (Garmin, *GPS 18x Technical
+/// Specifications*, 190-00879-08 Rev. B, §4.2.12 "Map Datum": a name such as `WGS 84`).
+public struct GarminDatum: Sendable, Hashable {
+  public var datum: String?
+
+  public init(datum: String?) { self.datum = datum }
+}
+
 /// A sentence the parser has no type for: its address and raw fields.
 public struct UnknownSentence: Sendable, Hashable {
   /// Talker ID for standard sentences; ``Talker/proprietary`` for `$P…`.
@@ -623,6 +668,9 @@ public enum Sentence: Sendable, Hashable {
   case pubxTime(PUBXTime)
   case mtkAcknowledgement(MTKAcknowledgement)
   case mtkSystemMessage(MTKSystemMessage)
+  case garminErrorEstimates(GarminErrorEstimates)
+  case garminAltitude(GarminAltitude)
+  case garminDatum(GarminDatum)
   case unknown(UnknownSentence)
 
   /// The UTC time of day the sentence carries, if it carries one.

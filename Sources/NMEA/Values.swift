@@ -138,6 +138,19 @@ public struct UTCDate: Sendable, Hashable, Comparable, CustomStringConvertible {
     self.day = day
   }
 
+  /// Whether `day` is a day of `month` (1...12) in `year`, leap years counted
+  /// (proleptic Gregorian).
+  @inline(__always)
+  static func isValid(year: Int, month: Int, day: Int) -> Bool {
+    guard month >= 1, month <= 12, day >= 1 else { return false }
+    // 31 except April, June, September and November (30) and February.
+    if month == 2 {
+      let isLeap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+      return day <= (isLeap ? 29 : 28)
+    }
+    return day <= (month == 4 || month == 6 || month == 9 || month == 11 ? 30 : 31)
+  }
+
   /// Days since 1970-01-01 (proleptic Gregorian; Howard Hinnant's `days_from_civil`).
   public var daysSinceUnixEpoch: Int {
     let y = month <= 2 ? year - 1 : year
@@ -164,6 +177,9 @@ public struct UTCDate: Sendable, Hashable, Comparable, CustomStringConvertible {
 
   /// The next calendar day.
   public var next: UTCDate { UTCDate(daysSinceUnixEpoch: daysSinceUnixEpoch + 1) }
+
+  /// The calendar day before.
+  public var previous: UTCDate { UTCDate(daysSinceUnixEpoch: daysSinceUnixEpoch - 1) }
 
   public static func < (lhs: UTCDate, rhs: UTCDate) -> Bool {
     (lhs.year, lhs.month, lhs.day) < (rhs.year, rhs.month, rhs.day)

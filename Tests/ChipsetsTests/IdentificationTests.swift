@@ -145,6 +145,10 @@ struct IdentificationTests {
   @Test("other makers are named without a family")
   func otherVendors() {
     #expect(identify(sentences("PGRMT,GPS 15x-W software ver. 4.20,,,,,,,")).vendor == "Garmin")
+    // Garmin sentences the parser types (error estimates, altitude, datum) name it too.
+    #expect(identify(sentences("PGRME,7.6,M,41.9,M,42.6,M")).vendor == "Garmin")
+    #expect(identify(sentences("PGRMZ,1577,f,3")).vendor == "Garmin")
+    #expect(identify(sentences("PGRMM,WGS 84")).vendor == "Garmin")
     #expect(identify(sentences("PSTMCPU,39.30,-1,49")).vendor == "STMicroelectronics")
     #expect(identify(sentences("PSTI,030,,V,,,,,,,,,,,,,,")).family == .nmea)
   }

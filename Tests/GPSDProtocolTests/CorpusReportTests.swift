@@ -134,6 +134,52 @@ struct CorpusReportTests {
     #expect(problems.isEmpty, "\(problems.sorted().prefix(10))")
   }
 
+  @Test("Garmin's PGRME: epv and sep are gpsd's, unscaled (gpsd multiplies them by 2.45 / 1.18)")
+  func garminErrors() throws {
+    guard GPSDCorpus.directory != nil else {
+      if GPSDCorpus.isRequired { Issue.record("shared/corpus/gpsd is missing; CI needs it") }
+      print("skipped: shared/corpus/gpsd not found next to the package")
+      return
+    }
+    // gpsd takes Garmin's figures for 50 % errors and scales them to its 95 %
+    // (GPSD_CONFIDENCE / CEP50_SIGMA); we report Garmin's own.
+    let scale = 2.45 / 1.18
+    var compared = 0
+    for name in ["garmin15x.log", "garmin17n.log"] {
+      let log = try #require(GPSDCorpus.logs().first { $0.lastPathComponent == name })
+      // gpsd's last TPV of each time printed after that epoch's PGRME (before it, gpsd's
+      // figures come from its DOP model: the first epoch of each log, whose PGRME gpsd
+      // reported on with the next time).
+      var theirs: [String: [String: Any]] = [:]
+      var sawPGRME = false
+      let check = try String(contentsOf: log.appendingPathExtension("chk"), encoding: .isoLatin1)
+      for line in check.split(whereSeparator: \.isNewline) {
+        if line.hasPrefix("$GPRMC") || line.hasPrefix("$GPGGA") { sawPGRME = false }
+        if line.hasPrefix("$PGRME") { sawPGRME = true }
+        guard sawPGRME, line.hasPrefix("{\"class\":\"TPV\""),
+          let object = parseJSON(String(line)) as? [String: Any],
+          let time = object["time"] as? String
+        else { continue }
+        theirs[time] = object
+      }
+      for line in try encodedReports(of: log) where line.hasPrefix("{\"class\":\"TPV\"") {
+        guard let ours = parseJSON(line) as? [String: Any], let time = ours["time"] as? String,
+          let gpsd = theirs[time], let theirSep = gpsd["sep"] as? Double,
+          let theirEpv = gpsd["epv"] as? Double
+        else { continue }
+        let sep = try #require(ours["sep"] as? Double, "\(name) \(time)")
+        let epv = try #require(ours["epv"] as? Double, "\(name) \(time)")
+        #expect(
+          abs(sep * scale - theirSep) <= 1e-3, "\(name) \(time): sep \(sep), gpsd \(theirSep)")
+        #expect(
+          abs(epv * scale - theirEpv) <= 1e-3, "\(name) \(time): epv \(epv), gpsd \(theirEpv)")
+        compared += 1
+      }
+    }
+    // Garmin 15x: 6 epochs of 7 (see above); 17N: 2.
+    #expect(compared == 8, "Garmin epochs compared: \(compared)")
+  }
+
   @Test("values agree with gpsd's TPV of the same time: units are gpsd's")
   func unitsAgree() throws {
     guard GPSDCorpus.directory != nil else {

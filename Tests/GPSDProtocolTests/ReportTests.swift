@@ -55,6 +55,18 @@ struct ReportTests {
     #expect(object["speed"] as? Double == 0.06, "knots are converted to metres per second")
   }
 
+  @Test("Garmin's spherical error is sep, after eph; the datum follows the climb, as in gpsd")
+  func sepAndDatum() {
+    var fix = Self.threeDFix()
+    fix.sphericalAccuracy = 42.6
+    fix.datum = "WGS 84"
+    let text = tpv(fix)
+    #expect(text.contains("\"climb\":-0.200,\"datum\":\"WGS 84\",\"geoidSep\":-21.300,"))
+    #expect(text.contains("\"eph\":2.704,\"sep\":42.600,"))
+    fix.mode = .noFix
+    #expect(!tpv(fix).contains("sep") && !tpv(fix).contains("datum"))
+  }
+
   @Test("an empty fix says only that there is no fix")
   func emptyTPV() {
     #expect(tpv(Fix()) == "{\"class\":\"TPV\",\"mode\":1}")

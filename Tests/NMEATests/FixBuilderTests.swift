@@ -127,6 +127,30 @@ struct FixBuilderTests {
     #expect(decoder.builder.hasLearnedCycleEnd)  // learned again: the ZDA
   }
 
+  @Test("GGA every third second after an RMC every second: no GGA is lost to a cycle end guessed")
+  func irregularCycles() {
+    var bodies: [String] = []
+    for second in 0..<12 {
+      let time = "1200" + format2(second)
+      bodies.append("GPRMC,\(time),A,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W,A")
+      if second % 3 == 0 {
+        bodies.append("GPGGA,\(time),4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
+      }
+    }
+    var decoder = NMEADecoder()
+    var epochs: [Epoch] = []
+    for body in bodies {
+      decoder.decode(wire(body)) { if case .epoch(let epoch) = $0 { epochs.append(epoch) } }
+    }
+    decoder.finish { if case .epoch(let epoch) = $0 { epochs.append(epoch) } }
+    #expect(epochs.map { $0.fix.time?.second } == (0..<12).map { UInt8($0) })
+    // Every GGA's altitude reaches its epoch.
+    #expect(epochs.map { $0.fix.altitudeMSL != nil } == (0..<12).map { $0 % 3 == 0 })
+    #expect(decoder.statistics.builder.lateSentences == 0)
+    // RMC is followed by GGA in some epochs: it is never taken for the end of the cycle.
+    #expect(!decoder.builder.hasLearnedCycleEnd)
+  }
+
   @Test("a sentence for an epoch already emitted never makes a second fix for that time")
   func lateSentence() {
     var bodies = ubloxCycle(0) + ubloxCycle(1)
@@ -326,8 +350,9 @@ struct FixBuilderTests {
     #expect(fixes[0].climb == nil)
     #expect(abs(try #require(fixes[1].climb) - 2.0) < 1e-9)
     #expect(abs(try #require(fixes[2].climb) + 1.0) < 1e-9)
-    #expect(fixes[3].mode == .twoD && fixes[3].climb == nil)
-    #expect(fixes[4].climb == nil)  // the 2D fix between broke the sequence
+    // The RMC alone keeps the 3D of the fix before it, but has no altitude to climb from.
+    #expect(fixes[3].mode == .threeD && fixes[3].altitudeMSL == nil && fixes[3].climb == nil)
+    #expect(fixes[4].climb == nil)  // the fix without altitude between broke the sequence
     #expect(abs(try #require(fixes[5].climb) + 0.5) < 1e-9)
   }
 
@@ -447,6 +472,71 @@ struct FixBuilderTests {
     } else {
       #expect(epoch.fix.position != nil)
     }
+  }
+
+  // MARK: Dimension of epochs that state none
+
+  /// RMC at 12:00:`second`, valid unless `valid` is false.
+  static func rmc(_ second: Int, valid: Bool = true) -> String {
+    let time = "1200" + format2(second)
+    return valid
+      ? "GPRMC,\(time),A,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W,A"
+      : "GPRMC,\(time),V,,,,,,,230394,,,N"
+  }
+
+  static func gga(_ second: Int, satellites: String = "08") -> String {
+    "GPGGA,1200\(format2(second)),4807.038,N,01131.000,E,1,\(satellites),0.9,545.4,M,46.9,M,,"
+  }
+
+  @Test("GGA every third second, RMC every second: the fix stays 3D, it does not flicker")
+  func dimensionKeptBetweenGGAs() {
+    var bodies: [String] = []
+    for second in 0..<9 {
+      bodies.append(Self.rmc(second))
+      if second % 3 == 0 { bodies.append(Self.gga(second)) }
+    }
+    let emitted = feed(bodies)
+    #expect(emitted.map(\.epoch.fix.mode) == Array(repeating: .threeD, count: 9))
+    // Only the epochs with a GGA have an altitude: nothing is invented.
+    #expect(emitted.map { $0.epoch.fix.altitudeMSL != nil } == (0..<9).map { $0 % 3 == 0 })
+  }
+
+  @Test("a dimension stated as 2D is kept too, and a GSA that says 2D wins over a kept 3D")
+  func twoDKeptAndWinning() {
+    let bodies = [
+      Self.rmc(0), Self.gga(0), Self.rmc(1),
+      // GSA 2D in an RMC epoch after 3D ones: 2D, then kept.
+      Self.rmc(2), "GPGSA,A,2,04,05,09,,,,,,,,,,2.5,1.3,2.1", Self.rmc(3),
+      // GGA with three satellites states 2D: kept as well.
+      Self.rmc(4), Self.gga(4), Self.rmc(5), Self.gga(6, satellites: "03"), Self.rmc(7),
+    ]
+    let modes = feed(bodies).map(\.epoch.fix.mode)
+    #expect(modes == [.threeD, .threeD, .twoD, .twoD, .threeD, .threeD, .twoD, .twoD])
+  }
+
+  @Test("a lost fix, a gap of more than 10 s or an epoch without time ends the dimension kept")
+  func dimensionKeptWhileTheFixLasts() {
+    let lost = feed([Self.rmc(0), Self.gga(0), Self.rmc(1, valid: false), Self.rmc(2)])
+    #expect(lost.map(\.epoch.fix.mode) == [.threeD, .noFix, .twoD])
+    let gap = feed([Self.rmc(0), Self.gga(0), Self.rmc(10), Self.rmc(21)])
+    #expect(gap.map(\.epoch.fix.mode) == [.threeD, .threeD, .twoD])
+    // An RMC with an empty time between: nothing says the fix lasted.
+    let untimed = feed([
+      Self.rmc(0), Self.gga(0), "GPRMC,,A,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W,A",
+      Self.rmc(1),
+    ])
+    #expect(untimed.map(\.epoch.fix.mode) == [.threeD, .noFix, .twoD])
+    #expect(untimed.map { $0.epoch.fix.time == nil } == [false, true, false])
+  }
+
+  @Test("across midnight the dimension is kept as within a day")
+  func dimensionKeptAcrossMidnight() {
+    let emitted = feed([
+      "GPRMC,235959,A,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W,A",
+      "GPGGA,235959,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,",
+      "GPRMC,000000,A,4807.038,N,01131.000,E,022.4,084.4,240394,003.1,W,A",
+    ])
+    #expect(emitted.map(\.epoch.fix.mode) == [.threeD, .threeD])
   }
 
   @Test("an invalid RMC beside a valid GGA does not hide the GGA's position")

@@ -425,10 +425,9 @@ struct ParserTests {
       try parse("$GPHDT,274.07,T")
         == .unknown(UnknownSentence(talker: .gp, address: "GPHDT", fields: ["274.07", "T"])))
     #expect(
-      try parse("$PGRME,15.0,M,45.0,M,25.0,M")
+      try parse("$PGRMV,-2.5,-1.1,0.3")
         == .unknown(
-          UnknownSentence(
-            talker: .proprietary, address: "PGRME", fields: ["15.0", "M", "45.0", "M", "25.0", "M"])
+          UnknownSentence(talker: .proprietary, address: "PGRMV", fields: ["-2.5", "-1.1", "0.3"])
         ))
     #expect(
       try parse("!AIVDM,1,1,,B,H3`lOl1<4iE@T00000000000000,2")
@@ -517,17 +516,17 @@ struct ParserTests {
     #expect(a != Coordinate(degrees: 48, scaledMinutes: 7038, fractionDigits: 3, isNegative: true))
   }
 
-  @Test("MediaTek's no-fix latitude 89°60′ reads as the pole; more than 60 minutes is an error")
+  @Test("MediaTek's no-fix latitude 89°60′ reads as the pole; more than 60 minutes is impossible")
   func sixtyMinutes() throws {
     guard
       case .gga(let gga) = try parse(
         "$GPGGA,235946.005,8960.000000,N,00000.000000,E,0,0,,137.000,M,13.000,M,,")
     else { Issue.record(); return }
     #expect(gga.position?.latitude.decimalDegrees == 90)
-    #expect(throws: NMEAParseError.badField(index: 2)) {
+    #expect(throws: NMEAParseError.impossibleValue(.arcMinutes, index: 2)) {
       try parse("$GPGGA,235946.005,8960.000001,N,00000.000000,E,0,0,,,,,,,")
     }
-    #expect(throws: NMEAParseError.badField(index: 2)) {
+    #expect(throws: NMEAParseError.impossibleValue(.arcMinutes, index: 2)) {
       try parse("$GPGGA,235946.005,4761.0,N,00000.000000,E,0,0,,,,,,,")
     }
   }
@@ -559,10 +558,8 @@ struct ParserTests {
     "a malformed field throws badField with its index (1 = first field after the address)",
     arguments: [
       ("$GPGGA,12a519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", 1),
-      ("$GPGGA,246000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", 1),
       ("$GPGGA,123519,48O7.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", 2),
       ("$GPGGA,123519,4807.038,X,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", 3),
-      ("$GPGGA,123519,4807.038,N,18131.000,E,1,08,0.9,545.4,M,46.9,M,,", 4),
       ("$GPGGA,123519,4807.038,N,01131.000,N,1,08,0.9,545.4,M,46.9,M,,", 5),
       ("$GPGGA,123519,4807.038,N,01131.000,E,x,08,0.9,545.4,M,46.9,M,,", 6),
       ("$GPGGA,123519,4807.038,N,01131.000,E,1,-8,0.9,545.4,M,46.9,M,,", 7),
@@ -570,16 +567,11 @@ struct ParserTests {
       ("$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,5-45.4,M,46.9,M,,", 9),
       ("$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,.,", 13),
       ("$GPRMC,123519,X,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W", 2),
-      ("$GPRMC,123519,A,4807.038,N,01131.000,E,022.4,084.4,320394,003.1,W", 9),
-      ("$GPRMC,123519,A,4807.038,N,01131.000,E,022.4,084.4,231394,003.1,W", 9),
       ("$GPRMC,123519,A,4807.038,N,01131.000,E,022.4,084.4,23039,003.1,W", 9),
       ("$GPRMC,123519,A,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W,AA", 12),
       ("$GPGSA,A,3,17,2x,06,,,,,,,,,,1.8,1.1,1.5", 4),
       ("$GPGSV,x,1,12,11,12,132,04", 1),
       ("$GPGSV,3,1,12,11,1x,132,04", 5),
-      ("$GPZDA,201530.00,32,07,2002,00,00", 2),
-      ("$GPZDA,201530.00,04,13,2002,00,00", 3),
-      ("$GPZDA,201530.00,04,07,1979,00,00", 4),
       ("$GPVTG,054.7,x34.4,005.5,010.2", 2),
       // More than 19 fractional digits (here 20 and 21, leading zeros): not a number a
       // receiver writes, and 10^20 is beyond exact powers of ten.
@@ -588,6 +580,104 @@ struct ParserTests {
     ] as [(String, Int)])
   func badField(text: String, index: Int) {
     #expect(throws: NMEAParseError.badField(index: index)) { try parse(text) }
+  }
+
+  // MARK: Impossible values
+
+  static let rmcBody = "$GPRMC,123519,A,4807.038,N,01131.000,E"
+
+  @Test(
+    "a well-formed but impossible value throws impossibleValue with its reason and index",
+    arguments: [
+      // Times of day.
+      ("$GPGGA,246000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", .timeOfDay, 1),
+      ("$GPGGA,236000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", .timeOfDay, 1),
+      ("$GPGGA,235961.5,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", .timeOfDay, 1),
+      ("$GPGLL,4807.038,N,01131.000,E,990000,A,A", .timeOfDay, 5),
+      // Dates: days past the end of their month, leap years counted, month and day 0.
+      (rmcBody + ",022.4,084.4,310299,003.1,W", .date, 9),  // 31 February 1999
+      (rmcBody + ",022.4,084.4,300299,003.1,W", .date, 9),  // 30 February
+      (rmcBody + ",022.4,084.4,290299,003.1,W", .date, 9),  // 1999 is a common year
+      (rmcBody + ",022.4,084.4,290201,003.1,W", .date, 9),
+      (rmcBody + ",022.4,084.4,310426,003.1,W", .date, 9),  // 31 April
+      (rmcBody + ",022.4,084.4,310926,003.1,W", .date, 9),
+      (rmcBody + ",022.4,084.4,320394,003.1,W", .date, 9),
+      (rmcBody + ",022.4,084.4,231394,003.1,W", .date, 9),
+      (rmcBody + ",022.4,084.4,000394,003.1,W", .date, 9),
+      (rmcBody + ",022.4,084.4,230094,003.1,W", .date, 9),
+      ("$GPZDA,201530.00,32,07,2002,00,00", .date, 2),
+      ("$GPZDA,201530.00,04,13,2002,00,00", .date, 3),
+      ("$GPZDA,201530.00,04,07,1979,00,00", .date, 4),
+      ("$GPZDA,201530.00,31,06,2002,00,00", .date, 2),
+      ("$GPZDA,201530.00,29,02,2100,00,00", .date, 2),  // not a leap year
+      ("$GPZDA,201530.00,00,02,2024,00,00", .date, 2),
+      ("$PUBX,04,073731.00,310226,113851.00,2400,18,-1362,-49.880,21", .date, 3),
+      // Positions.
+      ("$GPGGA,123519,9000.001,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", .latitude, 2),
+      ("$GPGGA,123519,12345.0,S,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", .latitude, 2),
+      ("$GPGGA,123519,4807.038,N,18131.000,E,1,08,0.9,545.4,M,46.9,M,,", .longitude, 4),
+      ("$GPGGA,123519,4807.038,N,18000.0001,W,1,08,0.9,545.4,M,46.9,M,,", .longitude, 4),
+      ("$GPRMC,123519,A,4807.038,N,01160.5,E,022.4,084.4,230394,003.1,W", .arcMinutes, 5),
+      // Motion: negative speeds, courses outside 0..<360, variations beyond 180.
+      (rmcBody + ",-2.572,084.4,230394,003.1,W", .speed, 7),
+      (rmcBody + ",022.4,720.0,230394,003.1,W", .course, 8),
+      (rmcBody + ",022.4,360.0,230394,003.1,W", .course, 8),
+      (rmcBody + ",022.4,-0.5,230394,003.1,W", .course, 8),
+      (rmcBody + ",022.4,084.4,230394,180.5,E", .magneticVariation, 10),
+      ("$GPVTG,720.0,T,034.4,M,005.5,N,010.2,K,A", .course, 1),
+      ("$GPVTG,054.7,T,360.0,M,005.5,N,010.2,K,A", .course, 3),
+      ("$GPVTG,054.7,T,034.4,M,-005.5,N,010.2,K,A", .speed, 5),
+      ("$GPVTG,054.7,T,034.4,M,005.5,N,-010.2,K,A", .speed, 7),
+      ("$GPVTG,054.7,400.0,005.5,010.2", .course, 2),  // NMEA 1.x, no unit letters
+      ("$GPVTG,054.7,034.4,-005.5,010.2", .speed, 3),
+      (
+        "$PUBX,00,081350.00,4717.113210,N,00833.915187,E,546.589,G3,2.1,2.0,-0.007,77.52,"
+          + "0.007,,0.92,1.19,0.77,9,0,0", .speed, 11
+      ),
+      (
+        "$PUBX,00,081350.00,4717.113210,N,00833.915187,E,546.589,G3,2.1,2.0,0.007,377.52,"
+          + "0.007,,0.92,1.19,0.77,9,0,0", .course, 12
+      ),
+      // Dilutions of precision and error estimates below zero.
+      ("$GPGGA,123519,4807.038,N,01131.000,E,1,08,-0.9,545.4,M,46.9,M,,", .accuracy, 8),
+      ("$GPGSA,A,3,04,05,,09,12,,,24,,,,,-2.5,1.3,2.1", .accuracy, 15),
+      ("$GPGST,172814.0,0.006,0.023,0.020,273.6,-0.023,0.020,0.031", .accuracy, 6),
+      (
+        "$PUBX,00,081350.00,4717.113210,N,00833.915187,E,546.589,G3,-2.1,2.0,0.007,77.52,"
+          + "0.007,,0.92,1.19,0.77,9,0,0", .accuracy, 9
+      ),
+      // GSV numbering: message 99 of 9, message 0, a count of 0 or over 9.
+      ("$GPGSV,9,99,12,01,40,083,46", .messageNumber, 2),
+      ("$GPGSV,3,4,12,01,40,083,46", .messageNumber, 2),
+      ("$GPGSV,3,0,12,01,40,083,46", .messageNumber, 2),
+      ("$GPGSV,0,0,00", .messageNumber, 1),
+      ("$GPGSV,10,1,40,01,40,083,46", .messageNumber, 1),
+      ("$PQGSV,3,5,11,01,40,083,46,1,4", .messageNumber, 2),
+    ] as [(String, ImpossibleValue, Int)])
+  func impossibleValue(text: String, reason: ImpossibleValue, index: Int) {
+    #expect(throws: NMEAParseError.impossibleValue(reason, index: index)) { try parse(text) }
+  }
+
+  @Test("the limits themselves are possible: leap days, the leap second, 0 and 359.9°, the pole")
+  func possibleLimits() throws {
+    guard case .rmc(let leapDay) = try parse(Self.rmcBody + ",0.0,359.9,290200,180.0,W"),
+      case .rmc(let leapDay2024) = try parse(Self.rmcBody + ",,0.0,290224,,"),
+      case .rmc(let endOfYear) = try parse(Self.rmcBody + ",,,311279,,"),
+      case .gga(let leapSecond) = try parse("$GPGGA,235960,9000.000,S,18000.000,W,1,08,0,,,,,,"),
+      case .zda(let zda) = try parse("$GPZDA,201530.00,29,02,2000,00,00"),
+      case .gsv(let last) = try parse("$GPGSV,9,9,33,01,40,083,46")
+    else { Issue.record("not the expected types"); return }
+    #expect(leapDay.date == UTCDate(year: 2000, month: 2, day: 29))
+    #expect(leapDay.speedKnots == 0 && leapDay.course == 359.9)
+    #expect(leapDay.magneticVariation == -180)
+    #expect(leapDay2024.date == UTCDate(year: 2024, month: 2, day: 29) && leapDay2024.course == 0)
+    #expect(endOfYear.date == UTCDate(year: 2079, month: 12, day: 31))
+    #expect(leapSecond.time?.second == 60)
+    #expect(leapSecond.position?.latitude.decimalDegrees == -90)
+    #expect(leapSecond.position?.longitude.decimalDegrees == -180)
+    #expect(leapSecond.hdop == 0)
+    #expect(zda.date == UTCDate(year: 2000, month: 2, day: 29))
+    #expect(last.messageNumber == 9 && last.messageCount == 9)
   }
 
   @Test("a fraction of exactly 19 digits, leading zeros included, is still a number")

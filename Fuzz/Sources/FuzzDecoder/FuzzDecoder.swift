@@ -16,7 +16,11 @@
 // - every delivered sentence starts with `$` or `!`, is printable ASCII, holds no `*` when
 //   it carried a checksum, and fits the configured limit;
 // - parsing is deterministic;
-// - fixes are sane: latitude within ±90°, longitude within ±180°, no position without a fix.
+// - fixes are sane: latitude within ±90°, longitude within ±180°, no position without a fix,
+//   no fix without a time of day;
+// - no impossible value gets through the parser: dates in the calendar, speeds not negative,
+//   courses within 0..<360°, magnetic variations within ±180°, GSV message numbers within
+//   their count (Fuzz/nmea.dict holds the values on both sides of each limit).
 
 import NMEA
 
@@ -44,6 +48,41 @@ func check(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> S
   if !condition() { fatalError("invariant violated: " + message()) }
 }
 
+/// Whether `date` is in the calendar (an impossible one, 31 February, does not survive the
+/// round trip through a day count).
+func isCalendarDate(_ date: UTCDate) -> Bool {
+  UTCDate(daysSinceUnixEpoch: date.daysSinceUnixEpoch) == date
+}
+
+func checkPossible(_ fix: Fix) {
+  if let date = fix.date { check(isCalendarDate(date), "impossible date \(date)") }
+  if let speed = fix.speed { check(speed >= 0, "negative speed \(speed)") }
+  if let course = fix.course { check(course >= 0 && course < 360, "course \(course)") }
+  if let variation = fix.magneticVariation {
+    check(abs(variation) <= 180, "magnetic variation \(variation)")
+  }
+}
+
+func checkPossible(_ sentence: Sentence) {
+  switch sentence {
+  case .rmc(let rmc):
+    if let date = rmc.date { check(isCalendarDate(date), "RMC date \(date)") }
+    if let speed = rmc.speedKnots { check(speed >= 0, "RMC speed \(speed)") }
+    if let course = rmc.course { check(course >= 0 && course < 360, "RMC course \(course)") }
+  case .zda(let zda):
+    if let date = zda.date { check(isCalendarDate(date), "ZDA date \(date)") }
+  case .gsv(let gsv):
+    check(
+      (1...9).contains(gsv.messageCount) && (1...gsv.messageCount).contains(gsv.messageNumber),
+      "GSV message \(gsv.messageNumber) of \(gsv.messageCount)")
+  case .vtg(let vtg):
+    if let knots = vtg.speedKnots { check(knots >= 0, "VTG speed \(knots)") }
+    if let course = vtg.courseTrue { check(course >= 0 && course < 360, "VTG course \(course)") }
+  default:
+    break
+  }
+}
+
 func parse(_ raw: RawSentence) -> Observed {
   do {
     return .parsed(try Sentence(parsing: raw))
@@ -63,6 +102,7 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
   var ubx = 0
   var sirf = 0
   var parseErrors = 0
+  var impossibleValues = 0
   var epochs = 0
 
   let onFrame: (Frame) -> Void = { frame in
@@ -95,9 +135,11 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
   let onEvent: (DecoderEvent) -> Void = { event in
     switch event {
     case .sentence(let sentence):
+      checkPossible(sentence)
       result.events.append(.parsed(sentence))
     case .parseError(let raw, let error):
       parseErrors += 1
+      if case .impossibleValue = error { impossibleValues += 1 }
       result.events.append(.parseError(error, bytes: Array(raw.bytes)))
     case .epoch(let epoch):
       epochs += 1
@@ -105,6 +147,8 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
       if let latitude = fix.latitude { check(abs(latitude) <= 90, "latitude \(latitude)") }
       if let longitude = fix.longitude { check(abs(longitude) <= 180, "longitude \(longitude)") }
       if fix.mode == .noFix { check(fix.position == nil, "a position without a fix") }
+      if fix.mode != .noFix { check(fix.time != nil, "a fix without a time of day") }
+      checkPossible(fix)
       result.events.append(.epoch(epoch))
     case .ubx(let view):
       result.events.append(
@@ -139,6 +183,9 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
   let decoderStatistics = decoder.statistics
   check(decoderStatistics.framer == statistics, "framer inside the decoder counted differently")
   check(decoderStatistics.parseErrors == parseErrors, "parse errors counted differently")
+  check(
+    decoderStatistics.impossibleValues.total == impossibleValues,
+    "impossible values counted differently")
   check(decoderStatistics.builder.epochs == epochs, "epochs counted differently")
   check(parseErrors <= sentences, "more parse errors than sentences")
   result.framerStatistics = statistics
