@@ -201,6 +201,10 @@ struct DecodeSession {
     let statistics = decoder.statistics
     let framer = statistics.framer
     let builder = statistics.builder
+    let reasons = statistics.impossibleValues.counts.map { "\($0.reason) \($0.count)" }
+    let impossible =
+      reasons.isEmpty
+      ? "0" : "\(statistics.impossibleValues.total): " + reasons.joined(separator: ", ")
     return """
       serialgps decode: statistics for \(name)
         bytes read             \(bytesRead)
@@ -212,11 +216,12 @@ struct DecodeSession {
         binary frames          UBX \(framer.ubxFrames), SiRF \(framer.sirfFrames), \
       bad \(framer.badBinaryFrames)
         garbage bytes          \(framer.garbageBytes)
-        parse errors           \(statistics.parseErrors)
+        parse errors           \(statistics.parseErrors) (impossible values \(impossible))
         unknown sentences      \(statistics.unknownSentences)
         epochs                 \(builder.epochs) (closed at the learned cycle end \
       \(builder.epochsClosedAtCycleEnd), late sentences \(builder.lateSentences), \
-      cycle ends forgotten \(builder.cycleEndsForgotten))
+      cycle ends forgotten \(builder.cycleEndsForgotten), dated by the next epoch \
+      \(builder.epochsDatedByTheNext))
 
       """
   }

@@ -114,6 +114,21 @@ struct DecodeCommandTests {
     #expect(session.statisticsReport(name: "noise").contains("garbage bytes"))
   }
 
+  @Test("--stats counts the sentences refused for impossible values, by reason")
+  func impossibleValuesCounted() {
+    // Valid checksums, impossible contents: 31 February, a negative speed, GSV message 99 of 9.
+    let input = Array(
+      ("$GPRMC,123519,A,4807.038,N,01131.000,E,022.4,084.4,310299,003.1,W*65\r\n"
+        + "$GPRMC,123520,A,4807.038,N,01131.000,E,-2.572,084.4,230394,003.1,W*4B\r\n"
+        + "$GPGSV,9,99,08,01,40,083,46*74\r\n").utf8)
+    let (_, session) = decode(input, json: true, chunk: 7)
+    let report = session.statisticsReport(name: "impossible")
+    #expect(
+      report.contains(
+        "parse errors           3 (impossible values 3: date 1, speed 1, message number 1)"),
+      "\(report)")
+  }
+
   @Test("arguments: file, -, flags, and clear complaints")
   func arguments() throws {
     typealias Options = DecodeCommand.Options
