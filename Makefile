@@ -2,12 +2,13 @@
 # Each installs the Debian packages it needs when they are missing.
 
 SWIFT ?= swift
-# Needed to build at all (the libudev system library).
-BUILD_PACKAGES := libudev-dev pkg-config
+# Needed to build at all (the libudev and libmosquitto system libraries).
+BUILD_PACKAGES := libudev-dev libmosquitto-dev pkg-config
 # Needed by the tests: mock udev devices and udevadm (udev) for the rules test, real gpsd
-# clients, the GPX schema check, Python for the fixture checker.
+# clients, the GPX schema check, Python for the fixture checker, a real MQTT broker and its
+# clients, openssl for the TLS test's certificates.
 TEST_PACKAGES := $(BUILD_PACKAGES) umockdev libumockdev-dev udev socat gpsd-clients python3-gps \
-	libxml2-utils util-linux python3
+	libxml2-utils util-linux python3 mosquitto mosquitto-clients openssl
 
 .PHONY: all deps test-deps build run test test-unit test-tsan fuzz-smoke fuzz bench format lint clean \
 	fixtures fixtures-check goldens

@@ -15,6 +15,7 @@ let package = Package(
     .library(name: "SerialGPS", targets: ["SerialGPS"]),
     .library(name: "Replay", targets: ["Replay"]),
     .library(name: "GPSDProtocol", targets: ["GPSDProtocol"]),
+    .library(name: "Fleet", targets: ["Fleet"]),
     .executable(name: "serialgps", targets: ["serialgps"]),
     .executable(name: "nmea-bench", targets: ["nmea-bench"]),
     .executable(name: "serial-bench", targets: ["serial-bench"]),
@@ -64,11 +65,25 @@ let package = Package(
       ]
     ),
 
+    // libmosquitto (MQTT 5 client): only Fleet and the CLI link it, so an app that imports
+    // SerialGPS alone does not need it.
+    .systemLibrary(
+      name: "CMosquitto",
+      pkgConfig: "libmosquitto",
+      providers: [.apt(["libmosquitto-dev"])]
+    ),
+    // Fleets: receivers published to an MQTT broker with power gating carried across the
+    // network (FleetBridge), and receivers followed from it (RemoteReceiver).
+    .target(
+      name: "Fleet",
+      dependencies: ["CMosquitto", "SerialGPS", "GPSDProtocol", "NMEA", "Discovery", "Threading"]
+    ),
+
     .executableTarget(
       name: "serialgps",
       dependencies: [
         "NMEA", "SerialPort", "Chipsets", "Discovery", "SerialGPS", "Replay",
-        "GPSDProtocol", "GPSDServer", "Threading",
+        "GPSDProtocol", "GPSDServer", "Fleet", "Threading",
       ]
     ),
 
@@ -116,6 +131,15 @@ let package = Package(
     // `serialgps watch`: its formatting, and the built executable against a pty.
     .testTarget(
       name: "WatchTests", dependencies: ["serialgps", "SerialGPS", "SerialPort", "NMEA"]),
+    // The fleet bridge and remote receivers against a real mosquitto on a loopback port; the
+    // gates' decisions as exact action lists.
+    .testTarget(
+      name: "FleetTests",
+      dependencies: [
+        "Fleet", "SerialGPS", "Replay", "GPSDProtocol", "NMEA", "Chipsets", "GPSDServer",
+        "Threading", "serialgps",
+      ]
+    ),
     .testTarget(
       name: "GPSDServerTests",
       dependencies: [
