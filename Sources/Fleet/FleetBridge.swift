@@ -96,6 +96,9 @@ public final class FleetBridge: Sendable {
     thread.post { entry.start() }
   }
 
+  /// The broker, as a URL without credentials.
+  public var brokerURL: String { configuration.broker.url }
+
   /// The names published now.
   public var publishedIDs: [String] { published.withLock { Array($0.keys).sorted() } }
 

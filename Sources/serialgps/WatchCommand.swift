@@ -279,8 +279,10 @@ enum Watch {
 
   /// Prints fixes and status changes until the count is reached, a stop is asked for, or the
   /// device cannot be opened at all.
+  /// `command` names the command in status lines (`follow` prints them too).
   static func printEvents(
-    _ events: ReceiverEvents, device: String, options: Options, stop: StopSignals
+    _ events: ReceiverEvents, device: String, options: Options, stop: StopSignals,
+    command: String = "watch"
   ) async -> Ending {
     var printed = 0
     // Whether the device ever opened and sent data: before that, a failure to open is a
@@ -303,7 +305,7 @@ enum Watch {
         default:
           break
         }
-        Output.error.line("serialgps watch: \(device): \(status)")
+        Output.error.line("serialgps \(command): \(device): \(status)")
       case .satellites:
         break
       }
