@@ -41,7 +41,8 @@ struct DemandGate {
     /// A message on a topic the bridge subscribed to. `retained`: the retain flag as the
     /// publisher set it; `expiry`: the remaining MQTT 5 message expiry, in seconds.
     case message(topic: String, payload: [UInt8], retained: Bool, expiry: UInt32?)
-    case fix(Fix)
+    /// A fix, and how old it was when the receiver delivered it (a newcomer's replay).
+    case fix(Fix, age: Duration)
     case satellites(SatelliteView)
     case receiverStatus(ReceiverStatus)
     /// ``nextDeadline`` has come.
@@ -171,8 +172,11 @@ struct DemandGate {
       }
       converge(into: &actions)
 
-    case .fix(let fix):
+    case .fix(let fix, let age):
       guard subscribed else { return [] }  // from a subscription already disposed
+      // The receiver replays its latest fix to a new subscription: published again, it keeps
+      // the expiry it had left, and one past it is not published at all.
+      guard age < settings.replayExpiry else { return [] }
       latestFix = fix
       var json = JSONWriter(capacity: 512)
       json.tpv(fix)
@@ -182,9 +186,9 @@ struct DemandGate {
           .publish(
             MQTTPublication(
               topic: topics.tpv, payload: json.bytes, qos: 0, retain: true,
-              expiry: Self.seconds(settings.replayExpiry))))
+              expiry: Self.seconds(settings.replayExpiry - age))))
       } else {
-        outage.append((json.bytes, now))
+        outage.append((json.bytes, now - age))
         if outage.count > settings.outageQueueLimit {
           outage.removeFirst()
           counters.fixesDroppedFromQueue += 1

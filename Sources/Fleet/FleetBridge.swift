@@ -268,7 +268,7 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
     guard generation == self.generation else { return }
     let now = thread.now
     switch event {
-    case .fix(let update): handle(.fix(update.fix), now: now)
+    case .fix(let update): handle(.fix(update.fix, age: update.age), now: now)
     case .satellites(let view): handle(.satellites(view), now: now)
     case .status(let status): handle(.receiverStatus(status), now: now)
     }

@@ -83,14 +83,23 @@ struct DemandGateTests {
       gate.handle(.receiverStatus(.poweredOff), now: .seconds(1)) == [], "a replayed old status")
     #expect(gate.handle(.receiverStatus(.streaming), now: .seconds(1)) == [status("streaming")])
     #expect(gate.handle(.receiverStatus(.streaming), now: .seconds(1)) == [])
-    #expect(gate.handle(.fix(testFix(second: 2)), now: .seconds(2)) == [tpv(testFix(second: 2))])
+    #expect(
+      gate.handle(.fix(testFix(second: 2), age: .zero), now: .seconds(2)) == [
+        tpv(testFix(second: 2))
+      ])
+    // A replayed fix keeps the expiry it had left; one past it is not published again.
+    #expect(
+      gate.handle(.fix(testFix(second: 2), age: .milliseconds(3500)), now: .seconds(2)) == [
+        tpv(testFix(second: 2), expiry: 7)
+      ])
+    #expect(gate.handle(.fix(testFix(second: 2), age: .seconds(10)), now: .seconds(2)) == [])
     #expect(
       gate.handle(demand("alice", ""), now: .seconds(3)) == [.disposeReceiver, status("standby")])
     // A fix of the disposed subscription still in flight is dropped.
-    #expect(gate.handle(.fix(testFix(second: 3)), now: .seconds(3)) == [])
+    #expect(gate.handle(.fix(testFix(second: 3), age: .zero), now: .seconds(3)) == [])
     #expect(gate.counters.demandsAccepted == 1)
     #expect(gate.counters.demandsWithdrawn == 1)
-    #expect(gate.counters.fixesPublished == 1)
+    #expect(gate.counters.fixesPublished == 2)
   }
 
   @Test("two consumers: the receiver stays subscribed until both have withdrawn")
@@ -203,7 +212,8 @@ struct DemandGateTests {
     _ = gate.handle(.receiverStatus(.streaming), now: .zero)
     #expect(gate.handle(.connectionLost, now: .seconds(1)) == [], "always stays subscribed")
     for second in UInt8(1)...5 {
-      #expect(gate.handle(.fix(testFix(second: second)), now: .seconds(Int64(second))) == [])
+      #expect(
+        gate.handle(.fix(testFix(second: second), age: .zero), now: .seconds(Int64(second))) == [])
     }
     #expect(gate.queuedFixes == 3)
     #expect(gate.counters.fixesDroppedFromQueue == 2)
@@ -217,15 +227,18 @@ struct DemandGateTests {
       ])
     #expect(gate.counters.fixesQueued == 3)
     #expect(gate.queuedFixes == 0)
-    #expect(gate.handle(.fix(testFix(second: 8)), now: .seconds(8)) == [tpv(testFix(second: 8))])
+    #expect(
+      gate.handle(.fix(testFix(second: 8), age: .zero), now: .seconds(8)) == [
+        tpv(testFix(second: 8))
+      ])
   }
 
   @Test("a queued fix older than the replay expiry goes out but is not retained")
   func staleQueuedFixIsNotRetained() {
     var gate = gate(.always)
     _ = gate.handle(.start, now: .zero)
-    _ = gate.handle(.fix(testFix(second: 1)), now: .seconds(1))
-    _ = gate.handle(.fix(testFix(second: 2)), now: .seconds(2))
+    _ = gate.handle(.fix(testFix(second: 1), age: .zero), now: .seconds(1))
+    _ = gate.handle(.fix(testFix(second: 2), age: .zero), now: .seconds(2))
     #expect(gate.counters.fixesDroppedFromQueue == 1, "by default only the latest is kept")
     #expect(
       gate.handle(.connected, now: .seconds(30)) == [

@@ -161,9 +161,17 @@ final class TestBroker: @unchecked Sendable {
 
   /// `listener` gives the listener's lines for a port (TLS files, authentication); plain and
   /// anonymous by default.
-  init(directory: ScratchDirectory? = nil, listener: ((UInt16) -> String)? = nil) throws {
+  private let persistence: Bool
+
+  /// `persistence`: keep sessions and retained messages across a graceful restart
+  /// (``stop()``), in the scratch directory.
+  init(
+    directory: ScratchDirectory? = nil, persistence: Bool = false,
+    listener: ((UInt16) -> String)? = nil
+  ) throws {
     try #require(Mosquitto.installed, "\(Mosquitto.missing)")
     self.directory = try directory ?? ScratchDirectory()
+    self.persistence = persistence
     configurationText =
       listener ?? { port in "listener \(port) 127.0.0.1\nallow_anonymous true\n" }
     try start()
@@ -179,9 +187,22 @@ final class TestBroker: @unchecked Sendable {
       let name = "mosquitto.conf"
       // Root: stay root (the scratch files are ours); otherwise the line is ignored.
       let user = getuid() == 0 ? "user root\n" : ""
+      let persisting =
+        persistence
+        ? "persistence true\npersistence_location \(directory.path)/\n" : "persistence false\n"
       let configuration = try directory.write(
-        name, user + "persistence false\nlog_dest stderr\n" + configurationText(port))
-      let child = try Child(Mosquitto.broker!, ["-c", configuration])
+        name, user + persisting + "log_dest stderr\n" + configurationText(port))
+      // Test runners block SIGTERM and SIGINT in their threads, and a child inherits the
+      // mask: exec the broker with them unblocked, so that stop() is a clean shutdown.
+      let child = try Child(
+        "/usr/bin/env",
+        [
+          "python3", "-c",
+          "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); "
+            + "[signal.signal(s, signal.SIG_DFL) for s in (signal.SIGTERM, signal.SIGINT)]; "
+            + "os.execv(sys.argv[1], sys.argv[1:])",
+          Mosquitto.broker!, "-c", configuration,
+        ])
       if Self.waitForPort(port, while: { child.isRunning }) {
         self.child = child
         return
@@ -197,6 +218,14 @@ final class TestBroker: @unchecked Sendable {
   func kill() async {
     guard let child else { return }
     child.signal(SIGKILL)
+    await child.wait()
+    self.child = nil
+  }
+
+  /// SIGTERM: a clean shutdown (which saves what persistence keeps).
+  func stop() async {
+    guard let child else { return }
+    child.signal(SIGTERM)
     await child.wait()
     self.child = nil
   }
@@ -248,14 +277,12 @@ final class Subscriber: @unchecked Sendable {
   let child: Child
 
   init(
-    port: UInt16, _ filter: String, extra: [String] = []
+    port: UInt16, _ filters: String..., extra: [String] = []
   ) throws {
     child = try Child(
       Mosquitto.subscriber!,
-      [
-        "-h", "127.0.0.1", "-p", String(port), "-V", "mqttv5", "-q", "1", "-t", filter, "-t",
-        Self.readyTopic, "-F", "%t %r %p",
-      ] + extra)
+      ["-h", "127.0.0.1", "-p", String(port), "-V", "mqttv5", "-q", "1"]
+        + (filters + [Self.readyTopic]).flatMap { ["-t", $0] } + ["-F", "%t %r %p"] + extra)
   }
 
   /// Messages so far: topic, retain flag, payload.
@@ -286,12 +313,18 @@ final class Subscriber: @unchecked Sendable {
 /// `mosquitto_pub` once; throws when it fails.
 func publish(
   port: UInt16, topic: String, payload: String?, retain: Bool = false, qos: Int = 1,
-  extra: [String] = []
+  file: String? = nil, extra: [String] = []
 ) throws {
   var arguments = [
     "-h", "127.0.0.1", "-p", String(port), "-V", "mqttv5", "-q", String(qos), "-t", topic,
   ]
-  if let payload { arguments += ["-m", payload] } else { arguments += ["-n"] }
+  if let file {
+    arguments += ["-f", file]
+  } else if let payload {
+    arguments += ["-m", payload]
+  } else {
+    arguments += ["-n"]
+  }
   if retain { arguments.append("-r") }
   let process = Process()
   process.executableURL = URL(fileURLWithPath: Mosquitto.publisher!)
@@ -303,4 +336,85 @@ func publish(
   guard process.terminationStatus == 0 else {
     throw TestFailure("mosquitto_pub \(arguments) exited \(process.terminationStatus)")
   }
+}
+
+/// The built `serialgps`, next to the test bundle.
+func serialgpsBinary() throws -> String {
+  let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+  for candidate in [bundle, bundle.deletingLastPathComponent()] {
+    let binary = candidate.appendingPathComponent("serialgps").path
+    if FileManager.default.isExecutableFile(atPath: binary) { return binary }
+  }
+  throw TestFailure("serialgps is not built next to the tests; run swift build --build-tests")
+}
+
+/// Certificates made with openssl for one test: a CA, a server certificate for 127.0.0.1 and
+/// a client certificate, all signed by it; and a second CA that signed nothing of them.
+struct TestCertificates {
+  let ca: String
+  let serverCertificate: String
+  let serverKey: String
+  let clientCertificate: String
+  let clientKey: String
+  let otherCA: String
+
+  init(in directory: ScratchDirectory) throws {
+    func run(_ arguments: [String]) throws {
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: Mosquitto.openssl!)
+      process.arguments = arguments
+      process.currentDirectoryURL = URL(fileURLWithPath: directory.path)
+      process.standardOutput = FileHandle.nullDevice
+      process.standardError = FileHandle.nullDevice
+      try process.run()
+      process.waitUntilExit()
+      guard process.terminationStatus == 0 else {
+        throw TestFailure("openssl \(arguments.joined(separator: " ")) failed")
+      }
+    }
+    for name in ["ca", "other-ca"] {
+      try run([
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(name).key", "-out",
+        "\(name).crt", "-days", "2", "-subj", "/CN=serialgps test \(name)",
+      ])
+    }
+    _ = try directory.write("server.ext", "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    for (name, subject) in [("server", "/CN=127.0.0.1"), ("client", "/CN=truck-17")] {
+      try run([
+        "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(name).key", "-out", "\(name).csr",
+        "-subj", subject,
+      ])
+      try run(
+        [
+          "x509", "-req", "-in", "\(name).csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+          "-CAcreateserial", "-out", "\(name).crt", "-days", "2",
+        ] + (name == "server" ? ["-extfile", "server.ext"] : []))
+    }
+    for file in ["ca.crt", "other-ca.crt", "server.crt", "server.key", "client.crt", "client.key"] {
+      chmod(directory.file(file), 0o644)
+    }
+    ca = directory.file("ca.crt")
+    otherCA = directory.file("other-ca.crt")
+    serverCertificate = directory.file("server.crt")
+    serverKey = directory.file("server.key")
+    clientCertificate = directory.file("client.crt")
+    clientKey = directory.file("client.key")
+  }
+}
+
+/// Adds users to a mosquitto password file with mosquitto_passwd.
+func makePasswordFile(_ path: String, users: [String: String]) throws {
+  var first = true
+  for (user, password) in users.sorted(by: { $0.key < $1.key }) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: Mosquitto.passwd!)
+    process.arguments = (first ? ["-c", "-b"] : ["-b"]) + [path, user, password]
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw TestFailure("mosquitto_passwd failed") }
+    first = false
+  }
+  chmod(path, 0o644)
 }
