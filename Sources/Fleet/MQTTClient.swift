@@ -431,15 +431,20 @@ final class MQTTClient: NetworkClient {
   static func refusal(code: Int32, broker: BrokerConfiguration) -> FleetError {
     let reason = String(cString: mosquitto_reason_string(code)).lowercased()
     switch code {
-    case Int32(MQTT_RC_BAD_USERNAME_OR_PASSWORD.rawValue):
+    // Mosquitto answers a wrong password with "not authorized", others with "bad user name or
+    // password": to the user both mean the same.
+    case Int32(MQTT_RC_BAD_USERNAME_OR_PASSWORD.rawValue),
+      Int32(MQTT_RC_NOT_AUTHORIZED.rawValue):
+      guard let username = broker.username else {
+        return FleetError(
+          "\(broker.url) does not accept clients without a user name (\(reason)): give "
+            + "--mqtt-username and a password (--mqtt-password-file or "
+            + "\(BrokerConfiguration.passwordEnvironmentVariable))", kind: .refused)
+      }
       return FleetError(
-        "\(broker.url) refused the user name or password (\(broker.username ?? "no user name")): "
-          + "check --mqtt-username and the password file or \(BrokerConfiguration.passwordEnvironmentVariable)",
-        kind: .refused)
-    case Int32(MQTT_RC_NOT_AUTHORIZED.rawValue):
-      return FleetError(
-        "\(broker.url) does not authorise \(broker.username.map { "user \($0)" } ?? "anonymous clients"): "
-          + "give a user name and password it accepts, or allow it in the broker's configuration",
+        "\(broker.url) refused user \(username) (\(reason)): wrong user name or password, or "
+          + "a user the broker does not allow; check --mqtt-username and the password "
+          + "(--mqtt-password-file or \(BrokerConfiguration.passwordEnvironmentVariable))",
         kind: .refused)
     case Int32(MQTT_RC_SERVER_UNAVAILABLE.rawValue), Int32(MQTT_RC_SERVER_BUSY.rawValue),
       Int32(MQTT_RC_CONNECTION_RATE_EXCEEDED.rawValue), Int32(MQTT_RC_QUOTA_EXCEEDED.rawValue):
