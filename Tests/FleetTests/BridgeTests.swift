@@ -93,7 +93,7 @@ struct BridgeTests {
     "a retained demand powers the receiver on; fixes are published; its withdrawal powers it off after the linger"
   )
   func demandOnAndOff() async throws {
-    let broker = try TestBroker()
+    let broker = try await TestBroker()
     let clock = ManualClock()
     let (receiver, replay) = try makeReceiver(clock: clock)
     let watcher = try Subscriber(port: broker.port, "serialgps/board-1/#")
@@ -103,7 +103,7 @@ struct BridgeTests {
     #expect(await eventually { watcher.payloads(on: "serialgps/board-1/status") == ["standby"] })
     #expect(powerCommands(replay) == [])
 
-    try publish(
+    try await publish(
       port: broker.port, topic: "serialgps/board-1/demand/alice", payload: "1", retain: true)
     #expect(await eventually { powerCommands(replay) == ["start"] })
     clock.advance(by: .seconds(3))
@@ -124,7 +124,7 @@ struct BridgeTests {
     }
     #expect(Array(watcher.payloads(on: "serialgps/board-1/tpv").prefix(3)) == expected)
 
-    try publish(
+    try await publish(
       port: broker.port, topic: "serialgps/board-1/demand/alice", payload: nil, retain: true)
     #expect(await eventually { watcher.payloads(on: "serialgps/board-1/status").last == "standby" })
     // The receiver lingers on the manual clock: no standby until it has passed.
@@ -144,7 +144,7 @@ struct BridgeTests {
   @Test(
     "two remote receivers: both get the fixes; the receiver stays on until the second one leaves")
   func twoConsumers() async throws {
-    let broker = try TestBroker()
+    let broker = try await TestBroker()
     let clock = ManualClock()
     let (receiver, replay) = try makeReceiver(clock: clock)
     let bridge = try FleetBridge(configuration: bridgeConfiguration(broker))
@@ -184,7 +184,7 @@ struct BridgeTests {
     "the broker killed and restarted mid-stream: both sides reconnect; the retained demand restores the stream without a power cycle"
   )
   func brokerRestart() async throws {
-    let broker = try TestBroker()
+    let broker = try await TestBroker()
     let clock = ManualClock()
     let (receiver, replay) = try makeReceiver(clock: clock, linger: .seconds(30))
     let bridge = try FleetBridge(configuration: bridgeConfiguration(broker))
@@ -206,7 +206,7 @@ struct BridgeTests {
     #expect(await eventually { bridge.statistics(for: "board-1")?.subscribed == false })
     #expect(bridge.statistics(for: "board-1")?.demandsLost == 1)
 
-    try broker.start()
+    try await broker.start()
     #expect(await eventually { events.statuses.contains(.reconnected) })
     #expect(await eventually { bridge.statistics(for: "board-1")?.subscribed == true })
     let before = events.fixes.count
@@ -227,7 +227,7 @@ struct BridgeTests {
   func outageQueue() async throws {
     // A persistent watcher session on a broker that keeps sessions across a clean restart, so
     // that the QoS 1 fixes reach it whoever reconnects first after the outage.
-    let broker = try TestBroker(persistence: true)
+    let broker = try await TestBroker(persistence: true)
     let watcher = try Subscriber(
       port: broker.port, "serialgps/board-1/tpv",
       extra: ["-c", "-x", "300", "-i", "fleet-test-watcher"])
@@ -239,21 +239,30 @@ struct BridgeTests {
     let bridge = try FleetBridge(configuration: configuration)
     try bridge.publish(receiver, as: "board-1")
     #expect(await eventually { bridge.statistics(for: "board-1")?.connected == true })
+    // Messages as they were published (the copy of the retained one the watcher gets again
+    // when it subscribes again on reconnecting is left out).
+    func published() -> [String] {
+      watcher.messages.filter { $0.topic == "serialgps/board-1/tpv" && !$0.retained }.map(\.payload)
+    }
     clock.advance(by: .seconds(3))
-    #expect(await eventually { watcher.payloads(on: "serialgps/board-1/tpv").count >= 2 })
-    let live = bridge.statistics(for: "board-1")?.fixesPublished ?? 0
+    // Every live fix has reached the watcher before the broker goes (QoS 0 in flight would be
+    // lost with it).
+    var live = 0
+    #expect(
+      await eventually {
+        live = bridge.statistics(for: "board-1")?.fixesPublished ?? 0
+        return live >= 2 && published().count == live
+      })
+    // (and no epoch is still on its way from the receiver)
+    try await Task.sleep(for: .milliseconds(300))
+    #expect(bridge.statistics(for: "board-1")?.fixesPublished == live)
 
     await broker.stop()
     #expect(await eventually { bridge.statistics(for: "board-1")?.connected == false })
     clock.advance(by: .seconds(8))  // eight more epochs while the broker is away
     #expect(await eventually { bridge.statistics(for: "board-1")?.fixesDroppedFromQueue == 3 })
 
-    try broker.start()
-    // Messages as they were published (the copy of the retained one the watcher gets again
-    // when it subscribes again on reconnecting is left out).
-    func published() -> [String] {
-      watcher.messages.filter { $0.topic == "serialgps/board-1/tpv" && !$0.retained }.map(\.payload)
-    }
+    try await broker.start()
     #expect(await eventually { published().count >= live + 5 })
     try await Task.sleep(for: .milliseconds(200))
     let seconds = published().compactMap { payload -> Int? in
@@ -273,7 +282,7 @@ struct BridgeTests {
 
   @Test("the retained fix expires with the replay expiry: a late consumer does not get a stale one")
   func retainedFixExpiry() async throws {
-    let broker = try TestBroker()
+    let broker = try await TestBroker()
     let clock = ManualClock()
     let (receiver, _) = try makeReceiver(clock: clock)
     var configuration = try bridgeConfiguration(broker)
@@ -314,20 +323,20 @@ struct BridgeTests {
     "malformed, oversized and non-retained demands are counted and ignored; the receiver stays in standby"
   )
   func badDemands() async throws {
-    let broker = try TestBroker()
+    let broker = try await TestBroker()
     let clock = ManualClock()
     let (receiver, replay) = try makeReceiver(clock: clock)
     let bridge = try FleetBridge(configuration: bridgeConfiguration(broker))
     try bridge.publish(receiver, as: "board-1")
     #expect(await eventually { bridge.statistics(for: "board-1")?.connected == true })
     let topic = "serialgps/board-1/demand/mallory"
-    try publish(
+    try await publish(
       port: broker.port, topic: topic, payload: String(repeating: "x", count: 5000), retain: true)
-    try publish(port: broker.port, topic: topic + "2", payload: "1", retain: false)
+    try await publish(port: broker.port, topic: topic + "2", payload: "1", retain: false)
     let binary = try ScratchDirectory()
     let file = binary.file("noise")
     try Data([0xFF, 0xFE, 0x00, 0x80]).write(to: URL(fileURLWithPath: file))
-    try publish(port: broker.port, topic: topic + "3", payload: nil, retain: true, file: file)
+    try await publish(port: broker.port, topic: topic + "3", payload: nil, retain: true, file: file)
     #expect(
       await eventually {
         let statistics = bridge.statistics(for: "board-1")
@@ -336,9 +345,9 @@ struct BridgeTests {
     #expect(bridge.statistics(for: "board-1")?.demands == 0)
     #expect(powerCommands(replay) == [])
     // A good demand still works afterwards.
-    try publish(port: broker.port, topic: topic, payload: "ok", retain: true)
+    try await publish(port: broker.port, topic: topic, payload: "ok", retain: true)
     #expect(await eventually { powerCommands(replay) == ["start"] })
-    try publish(port: broker.port, topic: topic, payload: nil, retain: true)
+    try await publish(port: broker.port, topic: topic, payload: nil, retain: true)
     await bridge.shutdown()
     await receiver.shutdown()
   }
@@ -348,8 +357,8 @@ struct BridgeTests {
   )
   func tls() async throws {
     let directory = try ScratchDirectory()
-    let certificates = try TestCertificates(in: directory)
-    let broker = try TestBroker(directory: directory) { port in
+    let certificates = try await TestCertificates(in: directory)
+    let broker = try await TestBroker(directory: directory) { port in
       """
       listener \(port) 127.0.0.1
       allow_anonymous true
@@ -403,10 +412,10 @@ struct BridgeTests {
   func aclStopsForgery() async throws {
     let directory = try ScratchDirectory()
     let passwords = directory.file("passwd")
-    try makePasswordFile(
+    try await makePasswordFile(
       passwords, users: ["truck-17": "board-secret", "dashboard": "consumer-secret"])
     let acl = repositoryDirectory + "/contrib/mosquitto/serialgps.acl"
-    let broker = try TestBroker(directory: directory) { port in
+    let broker = try await TestBroker(directory: directory) { port in
       """
       listener \(port) 127.0.0.1
       allow_anonymous false
@@ -445,12 +454,12 @@ struct BridgeTests {
     #expect(watcher.messages.filter { $0.topic.hasPrefix("serialgps/truck-18/") }.isEmpty)
 
     // A consumer's demand under its own name arrives; under another's it never does.
-    try publish(
+    try await publish(
       port: broker.port, topic: "serialgps/truck-17/demand/eve", payload: "1", retain: true,
       extra: ["-u", "dashboard", "-P", "consumer-secret"])
     try await Task.sleep(for: .milliseconds(300))
     #expect(bridge.statistics(for: "truck-17")?.demandsAccepted == 0)
-    try publish(
+    try await publish(
       port: broker.port, topic: "serialgps/truck-17/demand/dashboard", payload: "1", retain: true,
       extra: ["-u", "dashboard", "-P", "consumer-secret"])
     #expect(await eventually { bridge.statistics(for: "truck-17")?.demandsAccepted == 1 })

@@ -18,7 +18,7 @@ struct ProcessTests {
   @Test(
     "a follower killed with SIGKILL: its Last Will withdraws the demand; standby after the linger")
   func killedFollower() async throws {
-    let broker = try TestBroker()
+    let broker = try await TestBroker()
     let clock = ManualClock()
     let (receiver, replay) = try makeReceiver(clock: clock, linger: .seconds(5))
     let bridge = try FleetBridge(configuration: bridgeConfiguration(broker))
@@ -50,7 +50,7 @@ struct ProcessTests {
   @Test(
     "follow prints like watch (and --json TPV); SIGTERM withdraws its demand, exit 0")
   func followPrintsAndWithdraws() async throws {
-    let broker = try TestBroker()
+    let broker = try await TestBroker()
     let clock = ManualClock()
     let (receiver, replay) = try makeReceiver(clock: clock)
     let bridge = try FleetBridge(configuration: bridgeConfiguration(broker))
@@ -84,8 +84,8 @@ struct ProcessTests {
   func wrongPassword() async throws {
     let directory = try ScratchDirectory()
     let passwords = directory.file("passwd")
-    try makePasswordFile(passwords, users: ["board-1": "right", "alice": "alices"])
-    let broker = try TestBroker(directory: directory) { port in
+    try await makePasswordFile(passwords, users: ["board-1": "right", "alice": "alices"])
+    let broker = try await TestBroker(directory: directory) { port in
       "listener \(port) 127.0.0.1\nallow_anonymous false\npassword_file \(passwords)\n"
     }
     let binary = try serialgpsBinary()
@@ -128,7 +128,7 @@ struct ProcessTests {
   @Test(
     "serve --listen none --mqtt: a receiver on a pty, a follower; status offline after SIGTERM")
   func serveEndToEnd() async throws {
-    let broker = try TestBroker()
+    let broker = try await TestBroker()
     let directory = try ScratchDirectory()
     let binary = try serialgpsBinary()
     let link = directory.file("gps0")

@@ -59,6 +59,36 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async
   return condition()
 }
 
+/// Runs `body`, which blocks (a child process to its end, a port to open), on a thread of
+/// its own: never on the few threads of Swift's cooperative pool, which other suites' tasks
+/// need meanwhile.
+func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+  try await withCheckedThrowingContinuation { continuation in
+    let thread = Thread { continuation.resume(with: Result { try body() }) }
+    thread.start()
+  }
+}
+
+/// Runs `executable` to its end on a thread of its own; throws unless it exits 0.
+func runToEnd(_ executable: String, _ arguments: [String], in directory: String? = nil)
+  async throws
+{
+  try await blocking {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+      throw TestFailure(
+        "\(executable) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+    }
+  }
+}
+
 /// A scratch directory the broker (which drops to its own user when started as root) can
 /// read; removed at the end.
 final class ScratchDirectory: @unchecked Sendable {
@@ -156,42 +186,39 @@ final class Child: @unchecked Sendable {
 final class TestBroker: @unchecked Sendable {
   let directory: ScratchDirectory
   private(set) var port: UInt16 = 0
-  private let configurationText: (UInt16) -> String
+  private let configurationText: @Sendable (UInt16) -> String
+  private let persistence: Bool
   private var child: Child?
 
   /// `listener` gives the listener's lines for a port (TLS files, authentication); plain and
-  /// anonymous by default.
-  private let persistence: Bool
-
-  /// `persistence`: keep sessions and retained messages across a graceful restart
-  /// (``stop()``), in the scratch directory.
+  /// anonymous by default. `persistence`: keep sessions and retained messages across a clean
+  /// restart (``stop()``), in the scratch directory.
   init(
     directory: ScratchDirectory? = nil, persistence: Bool = false,
-    listener: ((UInt16) -> String)? = nil
-  ) throws {
+    listener: (@Sendable (UInt16) -> String)? = nil
+  ) async throws {
     try #require(Mosquitto.installed, "\(Mosquitto.missing)")
     self.directory = try directory ?? ScratchDirectory()
     self.persistence = persistence
     configurationText =
       listener ?? { port in "listener \(port) 127.0.0.1\nallow_anonymous true\n" }
-    try start()
+    try await start()
   }
 
   var url: String { "mqtt://127.0.0.1:\(port)" }
 
-  /// Starts it (on a new free port the first time, the same port after a kill), and waits
+  /// Starts it (on a free port the first time, the same port after a kill or stop), and waits
   /// until it accepts connections.
-  func start() throws {
+  func start() async throws {
     for attempt in 0..<5 {
-      if port == 0 || attempt > 0 && child == nil { port = try Self.freePort() }
-      let name = "mosquitto.conf"
+      if port == 0 { port = try Self.freePort() }
       // Root: stay root (the scratch files are ours); otherwise the line is ignored.
       let user = getuid() == 0 ? "user root\n" : ""
       let persisting =
         persistence
         ? "persistence true\npersistence_location \(directory.path)/\n" : "persistence false\n"
       let configuration = try directory.write(
-        name, user + persisting + "log_dest stderr\n" + configurationText(port))
+        "mosquitto.conf", user + persisting + "log_dest stderr\n" + configurationText(port))
       // Test runners block SIGTERM and SIGINT in their threads, and a child inherits the
       // mask: exec the broker with them unblocked, so that stop() is a clean shutdown.
       let child = try Child(
@@ -203,15 +230,18 @@ final class TestBroker: @unchecked Sendable {
             + "os.execv(sys.argv[1], sys.argv[1:])",
           Mosquitto.broker!, "-c", configuration,
         ])
-      if Self.waitForPort(port, while: { child.isRunning }) {
+      let port = self.port
+      if try await blocking({ Self.waitForPort(port, while: { child.isRunning }) }) {
         self.child = child
         return
       }
-      // Someone else took the port between our probe and the broker's bind: another one.
+      // Someone else took the port between our probe and the broker's bind: another one
+      // (only the first time: after a restart the clients expect the same port).
       child.signal(SIGKILL)
-      port = try Self.freePort()
+      await child.wait()
+      if attempt == 0 && self.child == nil { self.port = try Self.freePort() }
     }
-    throw TestFailure("mosquitto did not start: \(child?.errorOutput ?? "")")
+    throw TestFailure("mosquitto did not start on port \(port)")
   }
 
   /// SIGKILL: the broker vanishes as after a crash or power loss (nothing persisted).
@@ -251,6 +281,7 @@ final class TestBroker: @unchecked Sendable {
     return UInt16(bigEndian: address.sin_port)
   }
 
+  /// Blocks until something accepts on `port` (at most 5 s) or `alive` turns false.
   static func waitForPort(_ port: UInt16, while alive: () -> Bool) -> Bool {
     for _ in 0..<500 {
       guard alive() else { return false }
@@ -301,9 +332,10 @@ final class Subscriber: @unchecked Sendable {
   /// Waits until the subscription is in place (a message published after this is seen).
   func ready(port: UInt16) async {
     // mosquitto_sub has no "subscribed" signal: publish markers until one comes through.
-    _ = await eventually {
-      try? publish(port: port, topic: Self.readyTopic, payload: "ready", qos: 0)
-      return child.output.contains(Self.readyTopic)
+    for _ in 0..<500 {
+      try? await publish(port: port, topic: Self.readyTopic, payload: "ready", qos: 0)
+      if child.output.contains(Self.readyTopic) { return }
+      try? await Task.sleep(for: .milliseconds(20))
     }
   }
 
@@ -314,7 +346,7 @@ final class Subscriber: @unchecked Sendable {
 func publish(
   port: UInt16, topic: String, payload: String?, retain: Bool = false, qos: Int = 1,
   file: String? = nil, extra: [String] = []
-) throws {
+) async throws {
   var arguments = [
     "-h", "127.0.0.1", "-p", String(port), "-V", "mqttv5", "-q", String(qos), "-t", topic,
   ]
@@ -326,16 +358,7 @@ func publish(
     arguments += ["-n"]
   }
   if retain { arguments.append("-r") }
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: Mosquitto.publisher!)
-  process.arguments = arguments + extra
-  process.standardOutput = FileHandle.nullDevice
-  process.standardError = FileHandle.nullDevice
-  try process.run()
-  process.waitUntilExit()
-  guard process.terminationStatus == 0 else {
-    throw TestFailure("mosquitto_pub \(arguments) exited \(process.terminationStatus)")
-  }
+  try await runToEnd(Mosquitto.publisher!, arguments + extra)
 }
 
 /// The built `serialgps`, next to the test bundle.
@@ -358,33 +381,23 @@ struct TestCertificates {
   let clientKey: String
   let otherCA: String
 
-  init(in directory: ScratchDirectory) throws {
-    func run(_ arguments: [String]) throws {
-      let process = Process()
-      process.executableURL = URL(fileURLWithPath: Mosquitto.openssl!)
-      process.arguments = arguments
-      process.currentDirectoryURL = URL(fileURLWithPath: directory.path)
-      process.standardOutput = FileHandle.nullDevice
-      process.standardError = FileHandle.nullDevice
-      try process.run()
-      process.waitUntilExit()
-      guard process.terminationStatus == 0 else {
-        throw TestFailure("openssl \(arguments.joined(separator: " ")) failed")
-      }
+  init(in directory: ScratchDirectory) async throws {
+    func run(_ arguments: [String]) async throws {
+      try await runToEnd(Mosquitto.openssl!, arguments, in: directory.path)
     }
     for name in ["ca", "other-ca"] {
-      try run([
+      try await run([
         "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(name).key", "-out",
         "\(name).crt", "-days", "2", "-subj", "/CN=serialgps test \(name)",
       ])
     }
     _ = try directory.write("server.ext", "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
     for (name, subject) in [("server", "/CN=127.0.0.1"), ("client", "/CN=truck-17")] {
-      try run([
+      try await run([
         "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(name).key", "-out", "\(name).csr",
         "-subj", subject,
       ])
-      try run(
+      try await run(
         [
           "x509", "-req", "-in", "\(name).csr", "-CA", "ca.crt", "-CAkey", "ca.key",
           "-CAcreateserial", "-out", "\(name).crt", "-days", "2",
@@ -403,17 +416,11 @@ struct TestCertificates {
 }
 
 /// Adds users to a mosquitto password file with mosquitto_passwd.
-func makePasswordFile(_ path: String, users: [String: String]) throws {
+func makePasswordFile(_ path: String, users: [String: String]) async throws {
   var first = true
   for (user, password) in users.sorted(by: { $0.key < $1.key }) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: Mosquitto.passwd!)
-    process.arguments = (first ? ["-c", "-b"] : ["-b"]) + [path, user, password]
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw TestFailure("mosquitto_passwd failed") }
+    try await runToEnd(
+      Mosquitto.passwd!, (first ? ["-c", "-b"] : ["-b"]) + [path, user, password])
     first = false
   }
   chmod(path, 0o644)
