@@ -8,8 +8,8 @@ import Threading
 /// `serve`'s MQTT options: the broker's, and how the receivers are published.
 struct ServeFleetOptions: Equatable {
   var broker = BrokerOptions()
-  /// The receiver's name in topics; needs exactly one DEVICE.
-  var id: String?
+  /// The receivers' names in topics, one per DEVICE in the same order.
+  var ids: [String] = []
   var gating = FleetBridge.Gating.demand
   /// Fixes kept during a broker outage.
   var queue = 1
@@ -19,8 +19,8 @@ struct ServeFleetOptions: Equatable {
   static let help =
     BrokerOptions.help + "\n"
       + """
-        --mqtt-id ID           the receiver's name in the topics serialgps/ID/… (with one
-                               DEVICE); default: its USB serial number
+        --mqtt-id ID           the receiver's name in the topics serialgps/ID/…: once per
+                               DEVICE, in the same order; default: its USB serial number
         --mqtt-gating MODE     demand (default): powered while some consumer's retained demand
                                stands; always: powered and published all the time
         --mqtt-queue N         fixes kept while the broker is away, published in order with
@@ -38,7 +38,7 @@ struct ServeFleetOptions: Equatable {
         throw UsageMessage(
           "--mqtt-id \(name): use 1 to 64 letters, digits, '-', '_' or '.' (it is a topic level)")
       }
-      id = name
+      ids.append(name)
     case "--mqtt-gating":
       let text = try reader.value("--mqtt-gating needs demand or always")
       guard let mode = FleetBridge.Gating(rawValue: text) else {
@@ -56,12 +56,15 @@ struct ServeFleetOptions: Equatable {
 
   /// A mistake only visible with all options read, or `nil`.
   func mistake(devices: [String]) -> String? {
-    if !isEnabled && (broker.givesSettings || id != nil || gating != .demand || queue != 1) {
+    if !isEnabled && (broker.givesSettings || !ids.isEmpty || gating != .demand || queue != 1) {
       return "the --mqtt-… options need --mqtt URL"
     }
-    if id != nil && devices.count != 1 {
-      return "--mqtt-id names one receiver: give exactly one DEVICE with it "
+    if !ids.isEmpty && ids.count != devices.count {
+      return "--mqtt-id names the DEVICEs in order: give one per DEVICE "
         + "(serialgps serve --mqtt URL --mqtt-id truck-17 /dev/ttyACM0)"
+    }
+    if Set(ids).count != ids.count {
+      return "two DEVICEs would have the same --mqtt-id; give each its own"
     }
     return nil
   }
@@ -114,16 +117,17 @@ final class ServeFleet: Sendable {
     var namedIDs: [String: String] = [:]
     if !devices.isEmpty {
       let ports = (try? await DeviceDiscovery().serialPorts()) ?? []
-      for path in devices {
-        if let id = options.id {
-          namedIDs[path] = id
+      for (index, path) in devices.enumerated() {
+        if !options.ids.isEmpty {
+          namedIDs[path] = options.ids[index]
         } else if let port = Self.port(path, in: ports), let id = FleetTopics.id(for: port) {
           namedIDs[path] = id
         } else {
           return .failure(
             ServeFleetFailure(
               message: "\(path) has no USB serial number to name it in MQTT topics (the tty "
-                + "path changes between boots); name it: --mqtt-id NAME", status: 2))
+                + "path changes between boots); name the DEVICEs with --mqtt-id NAME, one per DEVICE in order",
+              status: 2))
         }
       }
     }

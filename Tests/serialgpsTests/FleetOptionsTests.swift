@@ -30,7 +30,7 @@ struct FleetOptionsTests {
         "/etc/pw", "--mqtt-queue", "600", "--mqtt-insecure", "/dev/ttyACM0",
       ]))
     #expect(parsed.fleet.broker.url == "mqtts://broker:8883")
-    #expect(parsed.fleet.id == "truck-17")
+    #expect(parsed.fleet.ids == ["truck-17"])
     #expect(parsed.fleet.gating == .always)
     #expect(parsed.fleet.queue == 600)
     #expect(parsed.fleet.broker.caFile == "/etc/ca.pem")
@@ -51,10 +51,17 @@ struct FleetOptionsTests {
     #expect(
       serveComplaint(["--mqtt-id", "a", "/dev/ttyACM0"])?.contains("need --mqtt URL") == true)
     #expect(
-      serveComplaint(["--mqtt", "mqtt://h", "--mqtt-id", "a"])?.contains("one DEVICE") == true)
+      serveComplaint(["--mqtt", "mqtt://h", "--mqtt-id", "a"])?.contains("one per DEVICE") == true)
     #expect(
       serveComplaint(["--mqtt", "mqtt://h", "--mqtt-id", "a", "/dev/a", "/dev/b"])?.contains(
-        "one DEVICE") == true)
+        "one per DEVICE") == true)
+    #expect(
+      serveComplaint([
+        "--mqtt", "mqtt://h", "--mqtt-id", "a", "--mqtt-id", "a", "/dev/a", "/dev/b",
+      ])?.contains("same --mqtt-id") == true)
+    #expect(
+      serve(["--mqtt", "mqtt://h", "--mqtt-id", "a", "--mqtt-id", "b", "/dev/a", "/dev/b"])?.fleet
+        .ids == ["a", "b"])
     #expect(
       serveComplaint(["--mqtt", "mqtt://h", "--mqtt-id", "a/b", "/dev/a"])?.contains("topic")
         == true)
