@@ -122,6 +122,11 @@ public final class FleetBridge: Sendable {
     }
   }
 
+  /// A bridge let go without ``shutdown()`` still stops cleanly, without waiting.
+  deinit {
+    for entry in published.withLock({ Array($0.values) }) { entry.requestStop(final: .offline) }
+  }
+
   /// What the bridge has done for `id`, or `nil` if it is not published.
   public func statistics(for id: String) -> FleetBridgeStatistics? {
     published.withLock { $0[id] }?.statistics
@@ -349,8 +354,8 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
 
   // MARK: - From other threads
 
-  /// Stops and waits until the connection is closed.
-  func stop(final: FleetStatus) async {
+  /// Asks for the stop (the final status, a clean disconnect) without waiting for it.
+  func requestStop(final: FleetStatus) {
     thread.post { [self] in
       if client == nil {
         // Never started, or already stopped.
@@ -359,6 +364,11 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
         handle(.stop(final: final), now: thread.now)
       }
     }
+  }
+
+  /// Stops and waits until the connection is closed.
+  func stop(final: FleetStatus) async {
+    requestStop(final: final)
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
       let done = shared.withLock { shared -> Bool in
         if shared.stopped { return true }
