@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import Threading
 
 // Fleet tests run against Debian's real mosquitto (no mock), on a free loopback port, with the
 // real mosquitto_sub / mosquitto_pub as independent clients and the built `serialgps` where the
@@ -59,33 +60,13 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async
   return condition()
 }
 
-/// Runs `body`, which blocks (a child process to its end, a port to open), on a thread of
-/// its own: never on the few threads of Swift's cooperative pool, which other suites' tasks
-/// need meanwhile.
-func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-  try await withCheckedThrowingContinuation { continuation in
-    let thread = Thread { continuation.resume(with: Result { try body() }) }
-    thread.start()
-  }
-}
-
-/// Runs `executable` to its end on a thread of its own; throws unless it exits 0.
-func runToEnd(_ executable: String, _ arguments: [String], in directory: String? = nil)
-  async throws
-{
-  try await blocking {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-      throw TestFailure(
-        "\(executable) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
-    }
+/// Runs `executable` to its end; throws unless it exits 0.
+func runToEnd(_ executable: String, _ arguments: [String]) async throws {
+  let child = try Child(executable, arguments)
+  let status = await child.wait()
+  guard status == 0 else {
+    throw TestFailure(
+      "\(executable) \(arguments.joined(separator: " ")) exited \(status): \(child.errorOutput)")
   }
 }
 
@@ -119,65 +100,124 @@ struct TestFailure: Error, CustomStringConvertible {
 }
 
 /// A child process whose output is collected as it comes.
+///
+/// Spawned with posix_spawn, its output read on threads of the package's own (`OwnThread`),
+/// reaped with waitpid: no Foundation `Process` or `Thread`, whose run loops' teardown at
+/// thread exit crashes under ThreadSanitizer. The test runner blocks SIGINT and SIGTERM in
+/// its threads; the child starts with them unblocked and at their defaults.
 final class Child: @unchecked Sendable {
-  let process = Process()
-  private let lock = NSLock()
-  private var out = Data()
-  private var err = Data()
+  let pid: pid_t
+  private let collected = Locked<(out: [UInt8], err: [UInt8], status: Int32?)>(([], [], nil))
 
   init(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:])
     throws
   {
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    var environment = ProcessInfo.processInfo.environment
-    environment["SWIFT_BACKTRACE"] = "enable=no"
-    for (key, value) in extra { environment[key] = value }
-    process.environment = environment
-    process.standardInput = FileHandle.nullDevice
-    let stdout = Pipe()
-    let stderr = Pipe()
-    process.standardOutput = stdout
-    process.standardError = stderr
-    try process.run()
-    collect(stdout.fileHandleForReading) { $0.out.append($1) }
-    collect(stderr.fileHandleForReading) { $0.err.append($1) }
-  }
+    var outPipe: [Int32] = [-1, -1]
+    var errPipe: [Int32] = [-1, -1]
+    guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw TestFailure("pipe failed") }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
+    posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+    for descriptor in outPipe + errPipe { posix_spawn_file_actions_addclose(&actions, descriptor) }
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var none = sigset_t()
+    sigemptyset(&none)
+    posix_spawnattr_setsigmask(&attributes, &none)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for number in [SIGINT, SIGTERM, SIGPIPE, SIGQUIT] { sigaddset(&defaults, number) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 
-  private func collect(_ handle: FileHandle, into store: @escaping @Sendable (Child, Data) -> Void)
-  {
-    let thread = Thread { [self] in
-      while true {
-        let data = handle.availableData
-        if data.isEmpty { break }
-        lock.withLock { store(self, data) }
+    var environment: [String] = []
+    var index = 0
+    while let entry = environ[index] {
+      let text = String(cString: entry)
+      let name = String(text.prefix { $0 != "=" })
+      if extra[name] == nil && name != "SWIFT_BACKTRACE" { environment.append(text) }
+      index += 1
+    }
+    environment.append("SWIFT_BACKTRACE=enable=no")
+    for (name, value) in extra { environment.append("\(name)=\(value)") }
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    let envp = environment.map { strdup($0) } + [nil]
+    defer {
+      for pointer in argv + envp { free(pointer) }
+    }
+    var pid: pid_t = 0
+    let status = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    close(outPipe[1])
+    close(errPipe[1])
+    guard status == 0 else {
+      close(outPipe[0])
+      close(errPipe[0])
+      throw TestFailure("cannot start \(executable): \(String(cString: strerror(status)))")
+    }
+    self.pid = pid
+    let collected = self.collected
+    for (descriptor, isError) in [(outPipe[0], false), (errPipe[0], true)] {
+      _ = OwnThread.start {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+          let count = read(descriptor, &buffer, buffer.count)
+          if count < 0 && errno == EINTR { continue }
+          if count <= 0 { break }
+          collected.withLock { collected in
+            if isError {
+              collected.err += buffer[0..<count]
+            } else {
+              collected.out += buffer[0..<count]
+            }
+          }
+        }
+        close(descriptor)
       }
     }
-    thread.start()
   }
 
-  var output: String { lock.withLock { String(decoding: out, as: UTF8.self) } }
-  var errorOutput: String { lock.withLock { String(decoding: err, as: UTF8.self) } }
+  var output: String { collected.withLock { String(decoding: $0.out, as: UTF8.self) } }
+  var errorOutput: String { collected.withLock { String(decoding: $0.err, as: UTF8.self) } }
   var lines: [String] { output.split(separator: "\n").map(String.init) }
-  var pid: Int32 { process.processIdentifier }
-  var isRunning: Bool { process.isRunning }
 
-  func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+  /// Whether it still runs (reaps it once it has ended).
+  var isRunning: Bool { exitStatus == nil }
+
+  /// Its exit status, or the number of the signal that ended it; `nil` while it runs.
+  var exitStatus: Int32? {
+    collected.withLock { collected in
+      if let status = collected.status { return status }
+      var raw: Int32 = 0
+      guard waitpid(pid, &raw, WNOHANG) == pid else { return nil }
+      let signal = raw & 0x7F
+      collected.status = signal == 0 ? (raw >> 8) & 0xFF : signal
+      return collected.status
+    }
+  }
+
+  func signal(_ number: Int32) {
+    if isRunning { kill(pid, number) }
+  }
 
   /// Waits for the end (killing it after `timeout`) and returns the exit status.
   @discardableResult
   func wait(timeout: Duration = .seconds(20)) async -> Int32 {
-    if await !eventually(timeout: timeout, { !process.isRunning }) {
+    if await !eventually(timeout: timeout, { !isRunning }) {
       signal(SIGKILL)
-      _ = await eventually(timeout: .seconds(5)) { !process.isRunning }
+      _ = await eventually(timeout: .seconds(5)) { !isRunning }
     }
-    return process.terminationStatus
+    return exitStatus ?? -1
   }
 
   deinit {
-    if process.isRunning {
-      kill(process.processIdentifier, SIGKILL)
-      process.waitUntilExit()
+    if isRunning {
+      kill(pid, SIGKILL)
+      var raw: Int32 = 0
+      waitpid(pid, &raw, 0)
     }
   }
 }
@@ -219,19 +259,9 @@ final class TestBroker: @unchecked Sendable {
         ? "persistence true\npersistence_location \(directory.path)/\n" : "persistence false\n"
       let configuration = try directory.write(
         "mosquitto.conf", user + persisting + "log_dest stderr\n" + configurationText(port))
-      // Test runners block SIGTERM and SIGINT in their threads, and a child inherits the
-      // mask: exec the broker with them unblocked, so that stop() is a clean shutdown.
-      let child = try Child(
-        "/usr/bin/env",
-        [
-          "python3", "-c",
-          "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); "
-            + "[signal.signal(s, signal.SIG_DFL) for s in (signal.SIGTERM, signal.SIGINT)]; "
-            + "os.execv(sys.argv[1], sys.argv[1:])",
-          Mosquitto.broker!, "-c", configuration,
-        ])
+      let child = try Child(Mosquitto.broker!, ["-c", configuration])
       let port = self.port
-      if try await blocking({ Self.waitForPort(port, while: { child.isRunning }) }) {
+      if await onOwnThread({ Self.waitForPort(port, while: { child.isRunning }) }) {
         self.child = child
         return
       }
@@ -383,35 +413,36 @@ struct TestCertificates {
 
   init(in directory: ScratchDirectory) async throws {
     func run(_ arguments: [String]) async throws {
-      try await runToEnd(Mosquitto.openssl!, arguments, in: directory.path)
+      try await runToEnd(Mosquitto.openssl!, arguments)
     }
+    let file = directory.file
     for name in ["ca", "other-ca"] {
       try await run([
-        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(name).key", "-out",
-        "\(name).crt", "-days", "2", "-subj", "/CN=serialgps test \(name)",
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", file("\(name).key"), "-out",
+        file("\(name).crt"), "-days", "2", "-subj", "/CN=serialgps test \(name)",
       ])
     }
     _ = try directory.write("server.ext", "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
     for (name, subject) in [("server", "/CN=127.0.0.1"), ("client", "/CN=truck-17")] {
       try await run([
-        "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(name).key", "-out", "\(name).csr",
-        "-subj", subject,
+        "req", "-newkey", "rsa:2048", "-nodes", "-keyout", file("\(name).key"), "-out",
+        file("\(name).csr"), "-subj", subject,
       ])
       try await run(
         [
-          "x509", "-req", "-in", "\(name).csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-          "-CAcreateserial", "-out", "\(name).crt", "-days", "2",
-        ] + (name == "server" ? ["-extfile", "server.ext"] : []))
+          "x509", "-req", "-in", file("\(name).csr"), "-CA", file("ca.crt"), "-CAkey",
+          file("ca.key"), "-CAcreateserial", "-out", file("\(name).crt"), "-days", "2",
+        ] + (name == "server" ? ["-extfile", file("server.ext")] : []))
     }
-    for file in ["ca.crt", "other-ca.crt", "server.crt", "server.key", "client.crt", "client.key"] {
-      chmod(directory.file(file), 0o644)
+    for name in ["ca.crt", "other-ca.crt", "server.crt", "server.key", "client.crt", "client.key"] {
+      chmod(file(name), 0o644)
     }
-    ca = directory.file("ca.crt")
-    otherCA = directory.file("other-ca.crt")
-    serverCertificate = directory.file("server.crt")
-    serverKey = directory.file("server.key")
-    clientCertificate = directory.file("client.crt")
-    clientKey = directory.file("client.key")
+    ca = file("ca.crt")
+    otherCA = file("other-ca.crt")
+    serverCertificate = file("server.crt")
+    serverKey = file("server.key")
+    clientCertificate = file("client.crt")
+    clientKey = file("client.key")
   }
 }
 
