@@ -195,11 +195,8 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
   /// The last failure logged, so that retries failing alike stay quiet.
   private var lastLoggedFailure: String?
   private var counts = (connections: 0, disconnections: 0, publishFailures: 0)
-  private let shared = Locked(
-    (
-      statistics: FleetBridgeStatistics(), stopped: false,
-      waiters: [CheckedContinuation<Void, Never>]()
-    ))
+  private let shared = Locked(FleetBridgeStatistics())
+  private let stopped = Outcome<Void>()
 
   init(
     receiver: GPSReceiver, topics: FleetTopics, configuration: FleetBridge.Configuration,
@@ -218,7 +215,7 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
         maximumConsumers: configuration.maximumConsumers))
   }
 
-  var statistics: FleetBridgeStatistics { shared.withLock { $0.statistics } }
+  var statistics: FleetBridgeStatistics { shared.withLock { $0 } }
 
   // MARK: - On the network thread
 
@@ -303,7 +300,7 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
       statistics.fixesPublished = counters.fixesPublished
       statistics.fixesQueued = counters.fixesQueued
       statistics.fixesDroppedFromQueue = counters.fixesDroppedFromQueue
-      shared.statistics = statistics
+      shared = statistics
     }
   }
 
@@ -340,12 +337,7 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
   func clientStopped() {
     client = nil
     updateStatistics()
-    let waiters = shared.withLock { shared -> [CheckedContinuation<Void, Never>] in
-      shared.stopped = true
-      defer { shared.waiters.removeAll() }
-      return shared.waiters
-    }
-    for waiter in waiters { waiter.resume() }
+    stopped.settle(())
   }
 
   var ownerDeadline: Duration? { gate.nextDeadline }
@@ -369,14 +361,7 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
   /// Stops and waits until the connection is closed.
   func stop(final: FleetStatus) async {
     requestStop(final: final)
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let done = shared.withLock { shared -> Bool in
-        if shared.stopped { return true }
-        shared.waiters.append(continuation)
-        return false
-      }
-      if done { continuation.resume() }
-    }
+    await stopped.value()
   }
 }
 
@@ -384,9 +369,7 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
 private final class BrokerProbe: MQTTClientDelegate, @unchecked Sendable {
   private let client: MQTTClient
   private let thread: NetworkThread
-  private let result = Locked<
-    (outcome: FleetError??, waiter: CheckedContinuation<FleetError?, Never>?)
-  >((nil, nil))
+  private let result = Outcome<FleetError?>()
 
   init(broker: BrokerConfiguration, thread: NetworkThread) {
     self.thread = thread
@@ -401,25 +384,10 @@ private final class BrokerProbe: MQTTClientDelegate, @unchecked Sendable {
       client.delegate = self
       client.start()
     }
-    return await withCheckedContinuation { continuation in
-      let ready = result.withLock { state -> FleetError?? in
-        if let outcome = state.outcome { return outcome }
-        state.waiter = continuation
-        return nil
-      }
-      if let ready { continuation.resume(returning: ready) }
-    }
+    return await result.value()
   }
 
-  private func finish(_ outcome: FleetError?) {
-    let waiter = result.withLock { state -> CheckedContinuation<FleetError?, Never>? in
-      guard state.outcome == nil else { return nil }
-      state.outcome = .some(outcome)
-      defer { state.waiter = nil }
-      return state.waiter
-    }
-    waiter?.resume(returning: outcome)
-  }
+  private func finish(_ outcome: FleetError?) { result.settle(outcome) }
 
   func clientConnected(now: Duration) {
     client.stop(within: .zero)

@@ -141,11 +141,8 @@ final class RemoteReceiverCore: MQTTClientDelegate, @unchecked Sendable {
   private var gate: ConsumerGate
   private var client: MQTTClient?
   private var counts = (connections: 0, disconnections: 0)
-  private let shared = Locked(
-    (
-      statistics: RemoteReceiverStatistics(), finished: false,
-      waiters: [CheckedContinuation<Void, Never>]()
-    ))
+  private let shared = Locked(RemoteReceiverStatistics())
+  private let finished = Outcome<Void>()
 
   init(
     broker: BrokerConfiguration, topics: FleetTopics, consumer: String,
@@ -171,7 +168,7 @@ final class RemoteReceiverCore: MQTTClientDelegate, @unchecked Sendable {
     weak var core: RemoteReceiverCore?
   }
 
-  var statistics: RemoteReceiverStatistics { shared.withLock { $0.statistics } }
+  var statistics: RemoteReceiverStatistics { shared.withLock { $0 } }
 
   func requestStop() {
     thread.post { [self] in handle(.stop) }
@@ -179,14 +176,7 @@ final class RemoteReceiverCore: MQTTClientDelegate, @unchecked Sendable {
 
   func shutdown() async {
     requestStop()
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let done = shared.withLock { shared -> Bool in
-        if shared.finished { return true }
-        shared.waiters.append(continuation)
-        return false
-      }
-      if done { continuation.resume() }
-    }
+    await finished.value()
   }
 
   // MARK: - On the network thread
@@ -221,12 +211,7 @@ final class RemoteReceiverCore: MQTTClientDelegate, @unchecked Sendable {
         source.publish(status: status)
       case .finished:
         source.close()
-        let waiters = shared.withLock { shared -> [CheckedContinuation<Void, Never>] in
-          shared.finished = true
-          defer { shared.waiters.removeAll() }
-          return shared.waiters
-        }
-        for waiter in waiters { waiter.resume() }
+        finished.settle(())
       }
     }
     updateStatistics()
@@ -250,15 +235,15 @@ final class RemoteReceiverCore: MQTTClientDelegate, @unchecked Sendable {
     let connected = client?.isConnected ?? false
     let counts = self.counts
     shared.withLock { shared in
-      shared.statistics.connected = connected
-      shared.statistics.connections = counts.connections
-      shared.statistics.disconnections = counts.disconnections
-      shared.statistics.fixes = counters.fixes
-      shared.statistics.satelliteViews = counters.satelliteViews
-      shared.statistics.malformedReports = counters.malformedReports
-      shared.statistics.unexpectedTopics = counters.unexpectedTopics
-      shared.statistics.demandsPublished = counters.demandsPublished
-      shared.statistics.withdrawals = counters.withdrawals
+      shared.connected = connected
+      shared.connections = counts.connections
+      shared.disconnections = counts.disconnections
+      shared.fixes = counters.fixes
+      shared.satelliteViews = counters.satelliteViews
+      shared.malformedReports = counters.malformedReports
+      shared.unexpectedTopics = counters.unexpectedTopics
+      shared.demandsPublished = counters.demandsPublished
+      shared.withdrawals = counters.withdrawals
     }
   }
 
