@@ -99,6 +99,12 @@ struct TestFailure: Error, CustomStringConvertible {
   init(_ description: String) { self.description = description }
 }
 
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34), which Glibc's Swift module
+/// does not declare.
+@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
+func spawnClosesFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32)
+  -> Int32
+
 /// A child process whose output is collected as it comes.
 ///
 /// Spawned with posix_spawn, its output read on threads of the package's own (`OwnThread`),
@@ -121,7 +127,8 @@ final class Child: @unchecked Sendable {
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
     posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
     posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
-    for descriptor in outPipe + errPipe { posix_spawn_file_actions_addclose(&actions, descriptor) }
+    // Nothing else of this process (other tests' ptys and sockets) leaks into the child.
+    spawnClosesFrom(&actions, 3)
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
