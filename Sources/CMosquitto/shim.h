@@ -4,9 +4,10 @@
 #include <mosquitto.h>
 #include <mqtt_protocol.h>
 #include <pthread.h>
-// The MQTT thread wakes from poll(2) on an eventfd; Glibc's Swift module does not export
-// <sys/eventfd.h>, so it comes in through this module (as in CUdev) until the shared system
-// layer has one.
+// The MQTT thread waits in epoll(7) on its clients' sockets and an eventfd; Glibc's Swift
+// module exports neither <sys/epoll.h> nor <sys/eventfd.h>, so they come in through this
+// module (as eventfd does in CUdev) until the shared system layer has them.
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 
 // glibc declares pthread_setname_np only under _GNU_SOURCE.

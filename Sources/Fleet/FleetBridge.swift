@@ -197,6 +197,8 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
   private var counts = (connections: 0, disconnections: 0, publishFailures: 0)
   private let shared = Locked(FleetBridgeStatistics())
   private let stopped = Outcome<Void>()
+  /// Receiver events on their way to the thread.
+  private let mailbox = Locked((events: [(ReceiverEvent, Int)](), scheduled: false))
 
   init(
     receiver: GPSReceiver, topics: FleetTopics, configuration: FleetBridge.Configuration,
@@ -244,9 +246,8 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
         generation += 1
         let generation = self.generation
         subscription = receiver.subscribe(bufferSize: configuration.subscriptionBufferSize) {
-          [weak self, thread] event in
-          guard let self else { return }
-          thread.post { self.receiverEvent(event, generation: generation) }
+          [weak self] event in
+          self?.deliver(event, generation: generation)
         }
       case .disposeReceiver:
         generation += 1
@@ -263,7 +264,29 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
         client?.stop(within: configuration.stopTimeout)
       }
     }
+    client?.touch()  // the gate's deadline may have moved
     updateStatistics()
+  }
+
+  /// From the subscription's task: into the mailbox, which the thread empties in one job
+  /// however many events wait (an epoch's fix and satellites, a burst of receivers).
+  private func deliver(_ event: ReceiverEvent, generation: Int) {
+    let schedule = mailbox.withLock { mailbox -> Bool in
+      mailbox.events.append((event, generation))
+      defer { mailbox.scheduled = true }
+      return !mailbox.scheduled
+    }
+    guard schedule else { return }
+    thread.post { [self] in
+      let events = mailbox.withLock { mailbox -> [(ReceiverEvent, Int)] in
+        defer {
+          mailbox.events.removeAll(keepingCapacity: true)
+          mailbox.scheduled = false
+        }
+        return mailbox.events
+      }
+      for (event, generation) in events { receiverEvent(event, generation: generation) }
+    }
   }
 
   private func receiverEvent(_ event: ReceiverEvent, generation: Int) {

@@ -94,6 +94,7 @@ final class MQTTClient: NetworkClient {
   func start() {
     guard case .idle = phase else { return }
     thread.add(self)
+    defer { touch() }
     if let error = makeClient() {
       phase = .stopped
       destroy()
@@ -109,6 +110,7 @@ final class MQTTClient: NetworkClient {
   /// Never finishes inside this call (it may come from within a libmosquitto callback, where
   /// the client must not be destroyed): the thread finishes it next.
   func stop(within limit: Duration) {
+    defer { touch() }
     switch phase {
     case .connected:
       phase = .stopping(deadline: unacknowledged.isEmpty ? thread.now : thread.now + limit)
@@ -226,6 +228,7 @@ final class MQTTClient: NetworkClient {
           "cannot publish to \(publication.topic): \(Self.text(code))", kind: .unreachable))
     }
     if publication.qos > 0 { unacknowledged.insert(messageID) }
+    touch()  // what did not fit in the socket waits to be written
     return .success(messageID)
   }
 
@@ -251,24 +254,15 @@ final class MQTTClient: NetworkClient {
     guard let mosquitto, isConnected else { return }
     let options = retainAsPublished ? Int32(MQTT_SUB_OPT_RETAIN_AS_PUBLISHED.rawValue) : 0
     mosquitto_subscribe_v5(mosquitto, nil, filter, 1, options, nil)
+    touch()
   }
 
   // MARK: - NetworkClient
 
-  var pollRequest: (descriptor: Int32, write: Bool)? {
-    guard let mosquitto else { return nil }
-    switch phase {
-    case .connecting, .connected, .stopping:
-      let socket = mosquitto_socket(mosquitto)
-      guard socket >= 0 else { return nil }
-      return (socket, mosquitto_want_write(mosquitto))
-    case .idle, .waiting, .stopped:
-      return nil
-    }
-  }
-
-  var nextDeadline: Duration? {
-    let own: Duration?
+  var interest: (socket: Int32?, write: Bool, deadline: Duration?) {
+    var socket: Int32?
+    var write = false
+    var own: Duration?
     switch phase {
     case .waiting(let until): own = until
     case .connecting(let since): own = since + broker.connectTimeout
@@ -276,9 +270,22 @@ final class MQTTClient: NetworkClient {
     case .stopping(let deadline): own = deadline
     case .idle, .stopped: own = nil
     }
-    guard let owner = delegate?.ownerDeadline else { return own }
-    return min(own ?? owner, owner)
+    switch phase {
+    case .connecting, .connected, .stopping:
+      if let mosquitto, case let descriptor = mosquitto_socket(mosquitto), descriptor >= 0 {
+        socket = descriptor
+        write = mosquitto_want_write(mosquitto)
+      }
+    case .idle, .waiting, .stopped:
+      break
+    }
+    guard let owner = delegate?.ownerDeadline else { return (socket, write, own) }
+    return (socket, write, min(own ?? owner, owner))
   }
+
+  /// Something may have changed what the client waits for (a publication not yet written, the
+  /// owner's deadline): the thread asks again before it next waits.
+  func touch() { thread.touch(self) }
 
   func serviceSocket(readable: Bool, writable: Bool, failed: Bool, now: Duration) {
     guard let mosquitto else { return }

@@ -214,6 +214,7 @@ final class RemoteReceiverCore: MQTTClientDelegate, @unchecked Sendable {
         finished.settle(())
       }
     }
+    client?.touch()  // the gate's deadline may have moved
     updateStatistics()
   }
 
