@@ -20,6 +20,7 @@ let package = Package(
     .executable(name: "nmea-bench", targets: ["nmea-bench"]),
     .executable(name: "serial-bench", targets: ["serial-bench"]),
     .executable(name: "receiver-bench", targets: ["receiver-bench"]),
+    .executable(name: "fleet-bench", targets: ["fleet-bench"]),
   ],
   targets: [
     // Bytes → sentences → fixes. No Foundation, no I/O, no clocks.
@@ -96,6 +97,11 @@ let package = Package(
     // whose threads and pages would be counted).
     .executableTarget(
       name: "receiver-bench", dependencies: ["SerialGPS", "SerialPort", "Chipsets", "NMEA"]),
+    // Many in-process replays published through an MQTT broker; driven by
+    // scripts/bench-fleet.py beside serve on ptys and gpsd with gpspipe | mosquitto_pub.
+    .executableTarget(
+      name: "fleet-bench",
+      dependencies: ["Fleet", "SerialGPS", "Replay", "NMEA", "Chipsets", "Threading"]),
 
     .testTarget(name: "NMEATests", dependencies: ["NMEA"]),
     .testTarget(name: "SerialPortTests", dependencies: ["SerialPort", "CSerialShims"]),

@@ -126,6 +126,10 @@ final class NetworkThread: @unchecked Sendable {
       var timeout = deadline.map { milliseconds(until: $0) } ?? -1
       if !wakeup.works { timeout = timeout < 0 ? 5 : min(timeout, 5) }
       let ready = epoll_wait(epoll, &events, Int32(events.count), timeout)
+      if ready < 0 && errno != EINTR {
+        // No epoll (the process was out of descriptors when it was made): never spin.
+        usleep(5000)
+      }
       let now = self.now
       for index in 0..<max(0, Int(ready)) {
         let event = events[index]
