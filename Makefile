@@ -2,13 +2,14 @@
 # Each installs the Debian packages it needs when they are missing.
 
 SWIFT ?= swift
-# Needed to build at all (the libudev system library; <linux/pps.h> for the time service).
-BUILD_PACKAGES := libudev-dev pkg-config linux-libc-dev
+# Needed to build at all (the libudev and libmosquitto system libraries; <linux/pps.h> for the
+# time service).
+BUILD_PACKAGES := libudev-dev libmosquitto-dev pkg-config linux-libc-dev
 # Needed by the tests: mock udev devices and udevadm (udev) for the rules test, real gpsd
 # clients, the GPX schema check, Python for the fixture checker, chronyd and gpsd's ntpshmmon for
-# the time service.
+# the time service, a real MQTT broker and its clients, openssl for the TLS test's certificates.
 TEST_PACKAGES := $(BUILD_PACKAGES) umockdev libumockdev-dev udev socat gpsd-clients python3-gps \
-	libxml2-utils util-linux python3 chrony gpsd-tools
+	libxml2-utils util-linux python3 chrony gpsd-tools mosquitto mosquitto-clients openssl
 
 .PHONY: all deps test-deps build run test test-unit test-tsan fuzz-smoke fuzz bench format lint clean \
 	fixtures fixtures-check goldens
@@ -37,7 +38,7 @@ test-unit:
 	$(SWIFT) test --skip-build
 
 # The concurrency-heavy suites again under ThreadSanitizer, in a build directory of their own.
-TSAN_SUITES := SerialGPSTests|SerialPortTests|ReplayTests|GPSDServerTests|TimeServiceTests
+TSAN_SUITES := SerialGPSTests|SerialPortTests|ReplayTests|GPSDServerTests|TimeServiceTests|FleetTests
 test-tsan:
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
 	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread \

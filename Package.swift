@@ -17,10 +17,12 @@ let package = Package(
     .library(name: "GPSDProtocol", targets: ["GPSDProtocol"]),
     .library(name: "GPX", targets: ["GPX"]),
     .library(name: "TimeService", targets: ["TimeService"]),
+    .library(name: "Fleet", targets: ["Fleet"]),
     .executable(name: "serialgps", targets: ["serialgps"]),
     .executable(name: "nmea-bench", targets: ["nmea-bench"]),
     .executable(name: "serial-bench", targets: ["serial-bench"]),
     .executable(name: "receiver-bench", targets: ["receiver-bench"]),
+    .executable(name: "fleet-bench", targets: ["fleet-bench"]),
   ],
   targets: [
     // Bytes → sentences → fixes. No Foundation, no I/O, no clocks.
@@ -76,11 +78,25 @@ let package = Package(
       ]
     ),
 
+    // libmosquitto (MQTT 5 client): only Fleet and the CLI link it, so an app that imports
+    // SerialGPS alone does not need it.
+    .systemLibrary(
+      name: "CMosquitto",
+      pkgConfig: "libmosquitto",
+      providers: [.apt(["libmosquitto-dev"])]
+    ),
+    // Fleets: receivers published to an MQTT broker with power gating carried across the
+    // network (FleetBridge), and receivers followed from it (RemoteReceiver).
+    .target(
+      name: "Fleet",
+      dependencies: ["CMosquitto", "SerialGPS", "GPSDProtocol", "NMEA", "Discovery", "Threading"]
+    ),
+
     .executableTarget(
       name: "serialgps",
       dependencies: [
         "NMEA", "SerialPort", "Chipsets", "Discovery", "SerialGPS", "Replay",
-        "GPSDProtocol", "GPX", "GPSDServer", "Threading",
+        "GPSDProtocol", "GPX", "GPSDServer", "Fleet", "Threading",
       ]
     ),
 
@@ -93,6 +109,11 @@ let package = Package(
     // whose threads and pages would be counted).
     .executableTarget(
       name: "receiver-bench", dependencies: ["SerialGPS", "SerialPort", "Chipsets", "NMEA"]),
+    // Many in-process replays published through an MQTT broker; driven by
+    // scripts/bench-fleet.py beside serve on ptys and gpsd with gpspipe | mosquitto_pub.
+    .executableTarget(
+      name: "fleet-bench",
+      dependencies: ["Fleet", "SerialGPS", "Replay", "NMEA", "Chipsets", "Threading"]),
 
     .testTarget(name: "NMEATests", dependencies: ["NMEA"]),
     .testTarget(name: "SerialPortTests", dependencies: ["SerialPort", "CSerialShims"]),
@@ -134,6 +155,15 @@ let package = Package(
     .testTarget(
       name: "WatchTests",
       dependencies: ["serialgps", "SerialGPS", "SerialPort", "NMEA", "GPSDProtocol"]),
+    // The fleet bridge and remote receivers against a real mosquitto on a loopback port; the
+    // gates' decisions as exact action lists.
+    .testTarget(
+      name: "FleetTests",
+      dependencies: [
+        "Fleet", "SerialGPS", "Replay", "GPSDProtocol", "NMEA", "Chipsets", "GPSDServer",
+        "Threading", "serialgps",
+      ]
+    ),
     .testTarget(
       name: "GPSDServerTests",
       dependencies: [

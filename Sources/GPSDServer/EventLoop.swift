@@ -34,6 +34,8 @@ final class EventLoop: @unchecked Sendable {
     var generation = 0
     /// The port's sysfs path, for devices found by discovery.
     var sysPath: String?
+    /// What discovery knows about it, for devices found by discovery.
+    var device: SerialDevice?
   }
 
   struct Connection {
@@ -46,7 +48,8 @@ final class EventLoop: @unchecked Sendable {
 
   let configuration: GPSDServer.Configuration
   let clock: any DriverClock
-  let listener: ListeningSocket
+  /// `nil`: no TCP listener (receivers served to in-process subscribers only).
+  let listener: ListeningSocket?
   let wakeup: Wakeup
   private let inbox = Locked<[Message]>([])
   let counters = Locked(ServerStatistics())
@@ -62,7 +65,7 @@ final class EventLoop: @unchecked Sendable {
   private var stopping = false
 
   init(
-    configuration: GPSDServer.Configuration, clock: any DriverClock, listener: ListeningSocket,
+    configuration: GPSDServer.Configuration, clock: any DriverClock, listener: ListeningSocket?,
     wakeup: Wakeup
   ) {
     self.configuration = configuration
@@ -83,6 +86,8 @@ final class EventLoop: @unchecked Sendable {
     nextDeviceID += 1
     receivers[id] = ReceiverSlot(receiver: receiver, path: description.path)
     perform(state.deviceAdded(id, description, wallClock: wallClockNow()))
+    configuration.receiverChanges?(
+      .added(ServedReceiver(path: description.path, device: nil, receiver: receiver)))
   }
 
   // MARK: - From other threads
@@ -103,7 +108,8 @@ final class EventLoop: @unchecked Sendable {
       descriptors.removeAll(keepingCapacity: true)
       order.removeAll(keepingCapacity: true)
       descriptors.append(pollfd(fd: wakeup.descriptor, events: Int16(POLLIN), revents: 0))
-      descriptors.append(pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0))
+      // Without a listener the slot stays, with a descriptor poll skips.
+      descriptors.append(pollfd(fd: listener?.descriptor ?? -1, events: Int16(POLLIN), revents: 0))
       for (id, connection) in connections {
         order.append(id)
         let events = Int16(POLLIN) | (connection.output.isEmpty ? 0 : Int16(POLLOUT))
@@ -207,6 +213,7 @@ final class EventLoop: @unchecked Sendable {
   // MARK: - Clients
 
   private func acceptClients() {
+    guard let listener else { return }
     while true {
       let descriptor: Int32?
       do {
@@ -325,6 +332,8 @@ final class EventLoop: @unchecked Sendable {
       case .release(let id):
         guard let slot = receivers.removeValue(forKey: id) else { continue }
         slot.subscription?.cancel()
+        configuration.receiverChanges?(
+          .removed(ServedReceiver(path: slot.path, device: slot.device, receiver: slot.receiver)))
         let receiver = slot.receiver
         let retired = self.retired
         // Kept until its standby is done, so that a server shutdown meanwhile waits for it;
@@ -413,9 +422,12 @@ final class EventLoop: @unchecked Sendable {
     nextDeviceID += 1
     var slot = ReceiverSlot(receiver: receiver, path: device.path)
     slot.sysPath = device.sysPath
+    slot.device = device
     receivers[id] = slot
     log("serialgps serve: \(device.path) appeared (\(device.classification.kind) receiver)")
     perform(state.deviceAdded(id, Self.description(of: device), wallClock: wallClockNow()))
+    configuration.receiverChanges?(
+      .added(ServedReceiver(path: device.path, device: device, receiver: receiver)))
   }
 
   private func removeDiscovered(sysPath: String, reason: String) {
@@ -435,7 +447,7 @@ final class EventLoop: @unchecked Sendable {
   private func finish() {
     for (_, connection) in connections { connection.socket.close() }
     connections.removeAll()
-    listener.close()
+    listener?.close()
     for (_, slot) in receivers { slot.subscription?.cancel() }
     let all = receivers.values.map(\.receiver)
     retired.withLock { $0 += all }

@@ -23,8 +23,10 @@ import Threading
 public final class GPSDServer: Sendable {
   /// How the server listens and what it allows.
   public struct Configuration: Sendable {
-    /// Where to listen. Loopback by default; anything else needs ``allowRemote``.
-    public var listenAddress = ListenAddress.loopback()
+    /// Where to listen. Loopback by default; anything else needs ``allowRemote``. `nil`: no
+    /// TCP listener at all, for a process that serves its receivers only to subscribers in
+    /// the same process (a board that only publishes to MQTT, `serve --listen none`).
+    public var listenAddress: ListenAddress? = ListenAddress.loopback()
     /// Permits a non-loopback ``listenAddress``: the protocol has no authentication, and any
     /// watcher can keep the receivers powered.
     public var allowRemote = false
@@ -53,6 +55,11 @@ public final class GPSDServer: Sendable {
     /// Where the server reports what happens (clients refused or dropped, devices appearing);
     /// called on the server's thread, must not block.
     public var log: (@Sendable (String) -> Void)?
+    /// Told of each receiver the server starts or stops serving (named devices at start,
+    /// discovered ones as they come and go), so that others in the same process, such as the
+    /// MQTT bridge, can subscribe to it too. Called on the server's thread (for named
+    /// devices, on the caller's, before the initializer returns); must not block.
+    public var receiverChanges: (@Sendable (ServedReceiverChange) -> Void)?
 
     public init() {}
   }
@@ -111,23 +118,25 @@ public final class GPSDServer: Sendable {
     clock: any DriverClock = SystemClock()
   ) throws(GPSDServerError) {
     let address = configuration.listenAddress
-    guard address.isLoopback || configuration.allowRemote else {
+    if let address, !address.isLoopback, !configuration.allowRemote {
       throw GPSDServerError(
         "listening on \(address) would let other machines connect: the gpsd protocol has no "
           + "authentication and any watcher keeps the receivers powered; pass --allow-remote "
           + "to do it anyway, or listen on 127.0.0.1")
     }
-    let listener: ListeningSocket
+    let listener: ListeningSocket?
     let wakeup: Wakeup
     do {
-      listener = try ListeningSocket(address: address)
+      listener = try address.map { address throws(SocketError) in
+        try ListeningSocket(address: address)
+      }
       wakeup = try Wakeup()
     } catch {
       let hint =
         error.code == EADDRINUSE
         ? " (is gpsd running? `systemctl stop gpsd.socket gpsd`, or choose another --listen port)"
         : error.code == EACCES ? " (ports below 1024 need privileges)" : ""
-      throw GPSDServerError("cannot listen on \(address): \(error)\(hint)")
+      throw GPSDServerError("cannot listen on \(address?.description ?? "-"): \(error)\(hint)")
     }
     loop = EventLoop(configuration: configuration, clock: clock, listener: listener, wakeup: wakeup)
     switch devices {
@@ -157,8 +166,9 @@ public final class GPSDServer: Sendable {
     }
   }
 
-  /// The address listened on, with the port the kernel chose when port 0 was asked for.
-  public var listenAddress: ListenAddress { loop.listener.address }
+  /// The address listened on, with the port the kernel chose when port 0 was asked for;
+  /// `nil` without a listener.
+  public var listenAddress: ListenAddress? { loop.listener?.address }
 
   /// Counters and gauges, for monitoring and tests.
   public var statistics: ServerStatistics { loop.counters.withLock { $0 } }
@@ -180,6 +190,25 @@ public final class GPSDServer: Sendable {
       loop.post(.barrier(continuation))
     }
   }
+}
+
+/// A receiver the server serves, as told to ``GPSDServer/Configuration/receiverChanges``.
+public struct ServedReceiver: Sendable {
+  /// The device's path (`/dev/ttyACM0`).
+  public var path: String
+  /// What discovery knows about it; `nil` for a device named at start.
+  public var device: SerialDevice?
+  /// The receiver: subscribe to it as to any other.
+  public var receiver: GPSReceiver
+}
+
+/// A change in what the server serves.
+public enum ServedReceiverChange: Sendable {
+  /// The server serves a receiver from now on.
+  case added(ServedReceiver)
+  /// The server no longer serves it (unplugged, or no longer classified as a receiver); it
+  /// is being shut down.
+  case removed(ServedReceiver)
 }
 
 /// Why the server could not start.

@@ -74,14 +74,17 @@ final class SubscriptionHub: @unchecked Sendable {
     return queues.reduce(0) { $0 + $1.dropped }
   }
 
-  func publish(fix: Fix) {
+  /// A fix for every subscriber, remembered for newcomers. `age`: how old it already was on
+  /// arrival (a report relayed from elsewhere); `isReplay`: it is not a live one.
+  func publish(fix: Fix, age: Duration = .zero, isReplay: Bool = false) {
     let now = clock.now
     let queues = state.withLock { state -> [SubscriberQueue] in
       state.latestFix = fix
-      state.latestFixTime = now
+      state.latestFixTime = now - age
       return Array(state.subscribers.values)
     }
-    let event = ReceiverEventOrRawData.event(.fix(FixUpdate(fix: fix, age: .zero, isReplay: false)))
+    let event = ReceiverEventOrRawData.event(
+      .fix(FixUpdate(fix: fix, age: age, isReplay: isReplay)))
     for queue in queues { queue.push(event) }
   }
 

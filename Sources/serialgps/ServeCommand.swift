@@ -5,13 +5,19 @@ import Glibc
 import SerialGPS
 import SerialPort
 
-// `serialgps serve [--listen ADDR] [--linger S] [--max-clients N] [--allow-remote] [DEVICE …]`:
-// a gpsd-compatible server (docs/server.md). Runs until SIGINT or SIGTERM, then puts every
-// receiver to standby and exits 0; exits 2 on usage errors or when it cannot listen.
+// `serialgps serve [--listen ADDR|none] [--linger S] [--max-clients N] [--allow-remote]
+// [--mqtt URL …] [DEVICE …]`: a gpsd-compatible server (docs/server.md) and, with --mqtt, the
+// fleet bridge beside it (docs/fleet.md). Runs until SIGINT or SIGTERM, then puts every
+// receiver to standby and exits 0; exits 2 on usage errors or when it cannot listen, 1 when
+// the broker refuses the credentials or certificates.
 let serveCommand = Command(
   name: "serve",
-  usage: "serve [--listen ADDR] [--linger S] [--max-clients N] [--allow-remote] [DEVICE …]",
-  summary: "Serve receivers to gpsd clients (port 2947), powered only while someone watches."
+  usage:
+    "serve [--listen ADDR|none] [--linger S] [--max-clients N] [--allow-remote] [--mqtt URL …] "
+    + "[DEVICE …]",
+  summary:
+    "Serve receivers to gpsd clients (port 2947) and an MQTT fleet, powered only while someone "
+    + "watches."
 ) { arguments in
   await ServeOptions.parse(arguments).run(command: "serve", help: ServeOptions.help) { options in
     await ServeCommand.run(options)
@@ -26,6 +32,8 @@ struct ServeOptions: Equatable {
   var baud: BaudRate?
   var family: ChipsetFamily?
   var devices: [String] = []
+  /// The MQTT bridge's options (`--mqtt …`).
+  var fleet = ServeFleetOptions()
 
   typealias Parsed = ParsedArguments<ServeOptions>
 
@@ -38,8 +46,13 @@ struct ServeOptions: Equatable {
     watching client has left; clients that only ?POLL never power it. Without DEVICE, every
     receiver found (serialgps list) is served, and receivers plugged in later too.
 
+    With --mqtt it also publishes the receivers to an MQTT broker for a fleet (docs/fleet.md):
+    serialgps/ID/tpv, /sky and /status, powered while some consumer's retained demand on
+    serialgps/ID/demand/CONSUMER stands (serialgps follow is such a consumer).
+
     options:
-      --listen ADDR       address and port (default 127.0.0.1:2947); [::1]:2947 for IPv6
+      --listen ADDR       address and port (default 127.0.0.1:2947); [::1]:2947 for IPv6;
+                          none: no gpsd port (a board that only publishes to MQTT)
       --allow-remote      permit an address other than loopback: the protocol has no
                           authentication, and any client can keep the receivers powered
       --linger S          seconds a receiver stays powered after its last watcher leaves
@@ -52,8 +65,13 @@ struct ServeOptions: Equatable {
                           the receiver's USB IDs or its own output decide
       --help              show this help
 
-    Stops on SIGINT or SIGTERM, putting every receiver to standby first.
-    Exit status: 0 after a signal, 2 on usage errors or when the address cannot be used.
+    MQTT options:
+    \(ServeFleetOptions.help)
+
+    Stops on SIGINT or SIGTERM, putting every receiver to standby first (and saying offline
+    on its MQTT status).
+    Exit status: 0 after a signal, 2 on usage errors or when the address cannot be used, 1
+    when the MQTT broker refuses the credentials or certificates.
 
     """
 
@@ -75,12 +93,20 @@ struct ServeOptions: Equatable {
         options.baud = try reader.baud()
       case "--chipset":
         options.family = try reader.chipset(allowingAuto: true)
+      case let option where option.hasPrefix("--mqtt"):
+        guard try options.fleet.take(option, from: &reader) else { throw .unknownOption(option) }
       default:
         if isOption(argument) { throw .unknownOption(argument) }
         options.devices.append(argument)
       }
-    } then: {
-      options
+    } then: { () throws(UsageMessage) -> ServeOptions in
+      if let mistake = options.fleet.mistake(devices: options.devices) {
+        throw UsageMessage(mistake)
+      }
+      if options.listen == "none" && !options.fleet.isEnabled {
+        throw UsageMessage("--listen none leaves nobody to serve: add --mqtt URL, or listen")
+      }
+      return options
     }
   }
 
@@ -88,7 +114,7 @@ struct ServeOptions: Equatable {
   func configuration() -> Result<GPSDServer.Configuration, ServeUsageError> {
     var configuration = GPSDServer.Configuration()
     do {
-      configuration.listenAddress = try ListenAddress(parsing: listen)
+      configuration.listenAddress = listen == "none" ? nil : try ListenAddress(parsing: listen)
     } catch {
       return .failure(ServeUsageError(message: "--listen \(error)"))
     }
@@ -117,6 +143,20 @@ enum ServeCommand {
       return 2
     }
     configuration.log = { message in Output.error.line(message) }
+    var fleet: ServeFleet?
+    if options.fleet.isEnabled {
+      switch await ServeFleet.start(
+        options.fleet, devices: options.devices,
+        replayExpiry: configuration.receiverOptions.replayExpiry)
+      {
+      case .success(let started):
+        fleet = started
+        configuration.receiverChanges = { change in started.change(change) }
+      case .failure(let failure):
+        Output.error.line("serialgps serve: " + failure.message)
+        return failure.status
+      }
+    }
     let devices: GPSDServer.Devices =
       options.devices.isEmpty
       ? .discovery(DeviceDiscovery())
@@ -127,15 +167,19 @@ enum ServeCommand {
       server = try GPSDServer(configuration: configuration, devices: devices)
     } catch {
       Output.error.line("serialgps serve: \(error)")
+      await fleet?.shutdown()
       return 2
     }
     let served =
       options.devices.isEmpty ? "the receivers found" : options.devices.joined(separator: ", ")
-    Output.error.line("serialgps serve: listening on \(server.listenAddress) for \(served)")
+    let listening = server.listenAddress.map { "listening on \($0)" } ?? "no gpsd port"
+    let publishing = fleet.map { " and publishing to \($0.bridge.brokerURL)" } ?? ""
+    Output.error.line("serialgps serve: \(listening)\(publishing) for \(served)")
     let signal = await TerminationSignal.wait()
     Output.error.line(
       "serialgps serve: \(signal == SIGINT ? "interrupted" : "terminated"); putting the receivers to standby"
     )
+    await fleet?.shutdown()
     await server.shutdown()
     return 0
   }

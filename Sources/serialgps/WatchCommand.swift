@@ -209,11 +209,13 @@ enum Watch {
   /// Prints fixes and status changes until the count is reached, a stop is asked for, or the
   /// device cannot be opened at all.
   ///
-  /// - Parameter deviceName: the path of the device in use, for the TPV reports' `device`
-  ///   (the one found now, when following a receiver across replugs).
+  /// - Parameters:
+  ///   - command: names the command in status lines (`follow` prints them too).
+  ///   - deviceName: the path of the device in use, for the TPV reports' `device` (the one
+  ///     found now, when following a receiver across replugs).
   static func printEvents(
     _ events: ReceiverEvents, device: String, options: Options, stop: StopSignals,
-    deviceName: () -> String
+    command: String = "watch", deviceName: () -> String
   ) async -> Ending {
     var printed = 0
     var reports = ReportLines()
@@ -242,7 +244,7 @@ enum Watch {
         default:
           break
         }
-        Output.error.line("serialgps watch: \(device): \(status)")
+        Output.error.line("serialgps \(command): \(device): \(status)")
       case .satellites:
         break
       }

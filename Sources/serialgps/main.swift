@@ -19,6 +19,7 @@ let commands: [Command] = [
   serveCommand,
   sendCommand,
   watchCommand,
+  followCommand,
   replayCommand,
   recordCommand,
   gpxCommand,

@@ -32,7 +32,7 @@ struct ClientCompatibilityTests {
     let script = """
       import gps, math, signal, sys
       signal.alarm(60)
-      session = gps.gps(host="127.0.0.1", port=\(server.listenAddress.port),
+      session = gps.gps(host="127.0.0.1", port=\(server.listenAddress!.port),
                         mode=gps.WATCH_ENABLE | gps.WATCH_JSON)
       seen = {"TPV": 0, "SKY": 0, "DEVICES": 0, "WATCH": 0, "VERSION": 0, "DEVICE": 0}
       fixes = 0
@@ -67,7 +67,7 @@ struct ClientCompatibilityTests {
     let (simulator, server) = try server()
     defer { simulator.stop() }
     let gpspipe = try #require(Tools.gpspipe)
-    let address = "127.0.0.1:\(server.listenAddress.port)"
+    let address = "127.0.0.1:\(server.listenAddress!.port)"
     let json = try await onOwnThread {
       try Tools.run("/usr/bin/timeout", ["-k", "5", "60", gpspipe, "-w", "-n", "10", address])
     }
@@ -105,7 +105,7 @@ struct ClientCompatibilityTests {
     let run = try await onOwnThread {
       try Tools.run(
         "/usr/bin/timeout",
-        ["-s", "INT", "-k", "5", "10", "gpxlogger", "127.0.0.1:\(server.listenAddress.port)"])
+        ["-s", "INT", "-k", "5", "10", "gpxlogger", "127.0.0.1:\(server.listenAddress!.port)"])
     }
     #expect(run.output.contains("<trkpt lat=\"47."), "\(run.output)\n\(run.error)")
     #expect(run.output.contains("<fix>3d</fix>"))
@@ -125,7 +125,7 @@ struct ClientCompatibilityTests {
         "/usr/bin/env",
         [
           "TERM=xterm", "/usr/bin/timeout", "-s", "INT", "-k", "5", "8", "/bin/sh", "-c",
-          "sleep 30 | script -qfc 'stty rows 60 cols 132; cgps 127.0.0.1:\(server.listenAddress.port)' /dev/null",
+          "sleep 30 | script -qfc 'stty rows 60 cols 132; cgps 127.0.0.1:\(server.listenAddress!.port)' /dev/null",
         ])
     }
     // Drop the terminal's escape sequences, keep the text.

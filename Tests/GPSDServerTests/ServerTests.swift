@@ -35,7 +35,7 @@ import Testing
     return (simulator, server)
   }
 
-  func port(_ server: GPSDServer) -> UInt16 { server.listenAddress.port }
+  func port(_ server: GPSDServer) -> UInt16 { server.listenAddress!.port }
 
   /// Whether the driver has let go of the device: the tty opens exclusively again.
   func deviceIsFree(_ simulator: ReceiverSimulator) -> Bool {
@@ -379,7 +379,7 @@ import Testing
     }
     configuration.allowRemote = true
     let server = try GPSDServer(configuration: configuration, devices: .fixed([]))
-    #expect(server.listenAddress.port != 0)
+    #expect(server.listenAddress!.port != 0)
     await server.shutdown()
 
     #expect(try ListenAddress(parsing: "127.0.0.1:2947").isLoopback)
@@ -395,7 +395,7 @@ import Testing
   @Test func aTakenPortIsReportedWithWhatToDo() throws {
     let first = try GPSDServer(configuration: testConfiguration(), devices: .fixed([]))
     var configuration = testConfiguration()
-    configuration.listenAddress = .loopback(port: first.listenAddress.port)
+    configuration.listenAddress = .loopback(port: first.listenAddress!.port)
     do {
       _ = try GPSDServer(configuration: configuration, devices: .fixed([]))
       Issue.record("a second server bound the same port")

@@ -16,6 +16,7 @@ let parsers: [String: @Sendable ([String]) -> String] = [
   "record": { "\(RecordOptions.parse($0))" },
   "gpx": { "\(GPXOptions.parse($0))" },
   "demo": { "\(DemoOptions.parse($0))" },
+  "follow": { "\(FollowOptions.parse($0))" },
 ]
 
 @Suite("serialgps: arguments")

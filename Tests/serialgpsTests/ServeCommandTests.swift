@@ -34,7 +34,7 @@ struct ServeCommandTests {
       ]))
     #expect(parsed.devices == ["/dev/ttyACM0", "/dev/ttyUSB0"])
     let configuration = try parsed.configuration().get()
-    #expect(configuration.listenAddress.description == "[::1]:3000")
+    #expect(configuration.listenAddress?.description == "[::1]:3000")
     #expect(configuration.receiverOptions.linger == .milliseconds(250))
     #expect(configuration.maximumClients == 200)
     #expect(configuration.baud == .fixed(.b115200))

@@ -1,0 +1,309 @@
+import GPSDProtocol
+import NMEA
+import SerialGPS
+
+/// The bridge's decisions for one published receiver, as a pure state machine: broker and
+/// receiver events in, actions out, in order. No I/O, no clock (time comes with each event),
+/// so tests check every decision as an exact list of actions (`DemandGateTests`).
+///
+/// - Each retained, non-empty message on `serialgps/<id>/demand/<consumer>` is one remote
+///   subscription of the receiver; an empty one (the consumer's withdrawal, or its Last Will)
+///   is its dispose. A demand that carries an MQTT 5 message expiry also ends when it expires.
+/// - With ``FleetBridge/Gating/demand`` the receiver is subscribed while any demand stands;
+///   with ``FleetBridge/Gating/always``, from start to stop.
+/// - Losing the broker ends every remote demand at once (a board must not stay powered for
+///   consumers it cannot hear): the receiver then powers off after its own linger, as after
+///   any last subscriber. On reconnect the retained demands arrive again and restore them.
+/// - While the broker is away, fixes wait in an outage queue (``Settings/outageQueueLimit``,
+///   oldest dropped first, counted) and go out in order with QoS 1 on reconnect.
+/// - Demand messages that are oversized, not retained, not UTF-8 text, or on a topic it does
+///   not expect are counted and ignored.
+struct DemandGate {
+  struct Settings: Sendable, Equatable {
+    var gating: FleetBridge.Gating
+    /// Retained TPV and SKY expire (MQTT 5 message expiry) after this long.
+    var replayExpiry: Duration
+    /// Fixes kept while the broker is away; 1 keeps the latest.
+    var outageQueueLimit: Int
+    /// The largest demand payload accepted, in bytes.
+    var maximumDemandSize = 256
+    /// Consumers counted at once per receiver; more are refused (and counted).
+    var maximumConsumers = 256
+  }
+
+  enum Event: Sendable, Equatable {
+    /// The bridge begins publishing this receiver (with `always` it is subscribed at once).
+    case start
+    /// The broker accepted the connection (a clean session: nothing subscribed yet).
+    case connected
+    /// The connection is gone; the client reconnects on its own.
+    case connectionLost
+    /// A message on a topic the bridge subscribed to. `retained`: the retain flag as the
+    /// publisher set it; `expiry`: the remaining MQTT 5 message expiry, in seconds.
+    case message(topic: String, payload: [UInt8], retained: Bool, expiry: UInt32?)
+    /// A fix, and how old it was when the receiver delivered it (a newcomer's replay).
+    case fix(Fix, age: Duration)
+    case satellites(SatelliteView)
+    case receiverStatus(ReceiverStatus)
+    /// ``nextDeadline`` has come.
+    case deadline
+    /// The bridge stops publishing this receiver, saying `final` on its status topic
+    /// (`offline` on shutdown, `disconnected` when the receiver went away).
+    case stop(final: FleetStatus)
+  }
+
+  enum Action: Sendable, Equatable {
+    /// Subscribe to the receiver (powering it on, as any subscriber does).
+    case subscribeReceiver
+    /// End that subscription (the receiver powers off after its linger if nobody else uses
+    /// it).
+    case disposeReceiver
+    /// Subscribe to an MQTT topic filter, retain flags as published.
+    case subscribe(String)
+    case publish(MQTTPublication)
+    /// Disconnect cleanly once what was published has gone out; the end of a stop.
+    case disconnect
+  }
+
+  /// What the gate counted.
+  struct Counters: Sendable, Equatable {
+    var demandsAccepted = 0
+    var demandsWithdrawn = 0
+    var demandsExpired = 0
+    /// Demands ended because the broker was lost.
+    var demandsLost = 0
+    var oversizedMessages = 0
+    /// Not retained, or not UTF-8 text.
+    var malformedMessages = 0
+    var unexpectedTopics = 0
+    /// New consumers refused over ``Settings/maximumConsumers``.
+    var refusedConsumers = 0
+    var fixesPublished = 0
+    /// Fixes that waited in the outage queue and were published on reconnect.
+    var fixesQueued = 0
+    var fixesDroppedFromQueue = 0
+  }
+
+  let topics: FleetTopics
+  let settings: Settings
+  private(set) var connected = false
+  private(set) var subscribed = false
+  private(set) var stopped = false
+  /// Consumers that want positions, and when each demand expires (`nil`: only when
+  /// withdrawn).
+  private(set) var demands: [String: Duration?] = [:]
+  private(set) var status = FleetStatus.standby
+  private(set) var counters = Counters()
+  /// The status last published on this connection.
+  private var publishedStatus: FleetStatus?
+  private var latestFix: Fix?
+  /// Fixes and the latest satellite view received while the broker was away, with when.
+  private var outage: [(payload: [UInt8], receivedAt: Duration)] = []
+  private var outageSatellites: (payload: [UInt8], receivedAt: Duration)?
+
+  init(topics: FleetTopics, settings: Settings) {
+    self.topics = topics
+    var settings = settings
+    settings.outageQueueLimit = max(1, settings.outageQueueLimit)
+    self.settings = settings
+  }
+
+  /// When the earliest demand expires.
+  var nextDeadline: Duration? {
+    var earliest: Duration?
+    for case let deadline? in demands.values { earliest = min(earliest ?? deadline, deadline) }
+    return earliest
+  }
+
+  /// The fixes waiting for the broker.
+  var queuedFixes: Int { outage.count }
+
+  mutating func handle(_ event: Event, now: Duration) -> [Action] {
+    guard !stopped else { return [] }
+    var actions: [Action] = []
+    switch event {
+    case .start:
+      converge(into: &actions)
+
+    case .connected:
+      connected = true
+      publishedStatus = nil
+      actions.append(.subscribe(topics.demands))
+      publishStatus(into: &actions)
+      flushOutage(now: now, into: &actions)
+      // With `always` the receiver is subscribed before the first connection.
+      converge(into: &actions)
+
+    case .connectionLost:
+      connected = false
+      publishedStatus = nil
+      counters.demandsLost += demands.count
+      demands.removeAll()
+      converge(into: &actions)
+
+    case .message(let topic, let payload, let retained, let expiry):
+      guard let consumer = topics.consumer(inDemandTopic: topic),
+        FleetTopics.isValidName(consumer)
+      else {
+        counters.unexpectedTopics += 1
+        return []
+      }
+      guard payload.count <= settings.maximumDemandSize else {
+        counters.oversizedMessages += 1
+        return []
+      }
+      // A demand that is not retained would be forgotten by the broker: no consumer means it.
+      guard retained, !payload.contains(0), String(validating: payload, as: UTF8.self) != nil
+      else {
+        counters.malformedMessages += 1
+        return []
+      }
+      if payload.isEmpty {
+        guard demands.removeValue(forKey: consumer) != nil else { return [] }
+        counters.demandsWithdrawn += 1
+      } else {
+        guard demands[consumer] != nil || demands.count < settings.maximumConsumers else {
+          counters.refusedConsumers += 1
+          return []
+        }
+        if demands[consumer] == nil { counters.demandsAccepted += 1 }
+        // `updateValue`: assigning a `nil` deadline through the subscript would remove it.
+        demands.updateValue(expiry.map { now + .seconds(Int64($0)) }, forKey: consumer)
+      }
+      converge(into: &actions)
+
+    case .fix(let fix, let age):
+      guard subscribed else { return [] }  // from a subscription already disposed
+      // The receiver replays its latest fix to a new subscription: published again, it keeps
+      // the expiry it had left, and one past it is not published at all.
+      guard age < settings.replayExpiry else { return [] }
+      latestFix = fix
+      var json = JSONWriter(capacity: 512)
+      json.tpv(fix)
+      if connected {
+        counters.fixesPublished += 1
+        actions.append(
+          .publish(
+            MQTTPublication(
+              topic: topics.tpv, payload: json.bytes, qos: 0, retain: true,
+              expiry: Self.seconds(settings.replayExpiry - age))))
+      } else {
+        outage.append((json.bytes, now - age))
+        if outage.count > settings.outageQueueLimit {
+          outage.removeFirst()
+          counters.fixesDroppedFromQueue += 1
+        }
+      }
+
+    case .satellites(let view):
+      guard subscribed else { return [] }
+      var json = JSONWriter(capacity: 2048)
+      json.sky(view, time: latestFix?.timestamp, satellitesUsed: latestFix?.satellitesUsed)
+      if connected {
+        actions.append(
+          .publish(
+            MQTTPublication(
+              topic: topics.sky, payload: json.bytes, qos: 0, retain: true,
+              expiry: Self.seconds(settings.replayExpiry))))
+      } else {
+        outageSatellites = (json.bytes, now)
+      }
+
+    case .receiverStatus(let receiverStatus):
+      guard subscribed, let mapped = Self.fleetStatus(receiverStatus) else { return [] }
+      status = mapped
+      publishStatus(into: &actions)
+
+    case .deadline:
+      let expired = demands.filter { _, deadline in deadline.map { $0 <= now } ?? false }
+      guard !expired.isEmpty else { return [] }
+      for consumer in expired.keys { demands.removeValue(forKey: consumer) }
+      counters.demandsExpired += expired.count
+      converge(into: &actions)
+
+    case .stop(let final):
+      stopped = true
+      demands.removeAll()
+      if subscribed {
+        subscribed = false
+        actions.append(.disposeReceiver)
+      }
+      status = final
+      publishStatus(into: &actions)
+      actions.append(.disconnect)
+    }
+    return actions
+  }
+
+  /// Subscribes or disposes so that the receiver is subscribed exactly while it is wanted.
+  private mutating func converge(into actions: inout [Action]) {
+    let wanted = !stopped && (settings.gating == .always || !demands.isEmpty)
+    if wanted && !subscribed {
+      subscribed = true
+      actions.append(.subscribeReceiver)
+      status = .poweringOn
+      publishStatus(into: &actions)
+    } else if !wanted && subscribed {
+      subscribed = false
+      actions.append(.disposeReceiver)
+      status = .standby
+      publishStatus(into: &actions)
+    }
+  }
+
+  private mutating func publishStatus(into actions: inout [Action]) {
+    guard connected, publishedStatus != status else { return }
+    publishedStatus = status
+    actions.append(
+      .publish(
+        MQTTPublication(
+          topic: topics.status, payload: Array(status.rawValue.utf8), qos: 1, retain: true,
+          expiry: nil, carriesLayoutVersion: true)))
+  }
+
+  /// What waited for the broker, in order, with QoS 1: every queued fix, the newest retained
+  /// while it is fresh (expiring when it would have), then the latest satellite view if fresh.
+  private mutating func flushOutage(now: Duration, into actions: inout [Action]) {
+    for (index, entry) in outage.enumerated() {
+      let age = now - entry.receivedAt
+      let retain = index == outage.count - 1 && age < settings.replayExpiry
+      actions.append(
+        .publish(
+          MQTTPublication(
+            topic: topics.tpv, payload: entry.payload, qos: 1, retain: retain,
+            expiry: retain ? Self.seconds(settings.replayExpiry - age) : nil)))
+    }
+    counters.fixesQueued += outage.count
+    counters.fixesPublished += outage.count
+    outage.removeAll()
+    if let satellites = outageSatellites, now - satellites.receivedAt < settings.replayExpiry {
+      actions.append(
+        .publish(
+          MQTTPublication(
+            topic: topics.sky, payload: satellites.payload, qos: 1, retain: true,
+            expiry: Self.seconds(settings.replayExpiry - (now - satellites.receivedAt)))))
+    }
+    outageSatellites = nil
+  }
+
+  /// The status the fleet sees for a receiver status; `nil` for those that change nothing.
+  static func fleetStatus(_ status: ReceiverStatus) -> FleetStatus? {
+    switch status {
+    case .poweringOn: return .poweringOn
+    case .streaming: return .streaming
+    case .noFix: return .noFix
+    case .disconnected: return .disconnected
+    // The bridge's own subscription keeps the receiver on, so a power-off seen through it is
+    // a status replayed from before the subscription (or the receiver's shutdown, after which
+    // the bridge publishes its own final status).
+    case .poweredOff, .reconnected, .commandFailed: return nil
+    }
+  }
+
+  /// Whole seconds for an MQTT expiry, rounded up, at least 1.
+  static func seconds(_ duration: Duration) -> UInt32 {
+    let (seconds, attoseconds) = duration.components
+    let whole = seconds + (attoseconds > 0 ? 1 : 0)
+    return UInt32(clamping: max(1, whole))
+  }
+}
