@@ -28,9 +28,10 @@ flags=(
   # The Swift runtime and standard library inside the executable: only the pages used are
   # loaded, and the board needs no Swift toolchain.
   --static-swift-stdlib
-  # No _StringProcessing and _RegexParser (regex support, about 1 MB of code nothing here
-  # uses). Code linked into serialgps must then use the package's own substring search
-  # (Sources/NMEA/SubstringSearch.swift) instead of String.contains(String) and firstRange.
+  # No implicit _StringProcessing (regex support): one String.contains(String) or
+  # firstRange(of:) would bring it and _RegexParser in (1.4 MB). Code linked into serialgps
+  # uses the package's own substring search (Sources/NMEA/SubstringSearch.swift); with this
+  # flag a new call fails here, at its line.
   -Xswiftc -Xfrontend -Xswiftc -disable-implicit-string-processing-module-import
   # One section per function, so that --gc-sections (SwiftPM's default for release
   # executables) drops our own unused functions too.

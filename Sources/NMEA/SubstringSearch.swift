@@ -1,7 +1,8 @@
 // Substring search for the package's modules without `_StringProcessing`, whose
 // `contains(_: some StringProtocol)` and `firstRange(of:)` are the only substring searches
-// Swift has without Foundation. `make deb` builds `serialgps` without that module and
-// `_RegexParser` (about 1 MB of code, docs/packaging.md), so code in `serialgps` calls these.
+// Swift has without Foundation. One call to those brings `_StringProcessing` and
+// `_RegexParser` into the executable (1.4 MB, BENCHMARKS.md), and `make deb` builds
+// `serialgps` without them (docs/packaging.md), so code in `serialgps` calls these.
 
 extension StringProtocol {
   /// The range of the first occurrence of `other`, compared character by character; `nil`
