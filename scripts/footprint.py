@@ -11,13 +11,15 @@ same machine):
     client reading the first TPV that has a position (and the first TPV of any kind);
   - memory: another fresh receiver and server; idle (no client yet, IDLE seconds after the
     port accepts; both servers leave the device closed then) and streaming (one watching
-    client, STREAM seconds later): VmRSS, RssAnon, RssFile and VmHWM from /proc/PID/status.
+    client, STREAM seconds after it read the first position): VmRSS, RssAnon, RssFile and
+    VmHWM from /proc/PID/status.
 Medians over the rounds are printed. Sizes: the binaries as files (stripped), and what has
 to be on the board to run each (see `installed_sizes`).
 """
 
 import argparse
 import grp
+import importlib.util
 import json
 import os
 import platform
@@ -56,12 +58,16 @@ class Receiver:
         self.process.wait(timeout=20)
 
 
-def free_port():
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    return port
+def load_bench_server():
+    """scripts/bench-server.py as a module: its free_port() is the one home of that."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_server", os.path.join(REPO, "scripts", "bench-server.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+free_port = load_bench_server().free_port
 
 
 def start_server(kind, binary, device, port):
@@ -175,12 +181,18 @@ def memory(kind, binary, replayer, recording, idle, stream):
         time.sleep(idle)
         idle_status = status(process.pid)
         client = Client(connect(port, time.monotonic() + 10))
+        # Streaming: STREAM seconds after the first position reached the client (gpsd spends
+        # its first seconds probing the device).
+        deadline = time.monotonic() + 30
+        while client.first_fix is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if client.first_fix is None:
+            client.close()
+            sys.exit("footprint: %s gave no TPV with a position within 30 s" % kind)
         time.sleep(stream)
         streaming_status = status(process.pid)
         tpvs = client.tpvs
         client.close()
-        if tpvs == 0:
-            sys.exit("footprint: %s streamed no TPV in %d s" % (kind, stream))
         return idle_status, streaming_status, tpvs
     finally:
         stop_server(process)
@@ -352,7 +364,8 @@ def main():
             mb(streaming["VmHWM"]), size(sizes[kind]["binary"]), installed[kind],
             entry["first_tpv_s"], entry["first_fix_tpv_s"]))
     print()
-    print("Medians of %d rounds; idle after %g s, streaming after %g s with one client." % (
+    print("Medians of %d rounds; idle after %g s; streaming %g s after one client's first "
+          "position." % (
         options.rounds, options.idle, options.stream))
     print("Machine: %s; load average %.2f at the start, %.2f at the end; %s." % (
         summary["machine"], load[0], load[1], summary["gpsd_version"]))
