@@ -11,8 +11,16 @@ BUILD_PACKAGES := libudev-dev libmosquitto-dev pkg-config linux-libc-dev
 TEST_PACKAGES := $(BUILD_PACKAGES) umockdev libumockdev-dev udev socat gpsd-clients python3-gps \
 	libxml2-utils util-linux python3 chrony gpsd-tools mosquitto mosquitto-clients openssl
 
+# Needed to make the Debian package (dpkg-shlibdeps, dpkg-gencontrol; python3 for the man page)
+# and to check it (lintian; systemd for systemd-analyze verify; udev for udevadm).
+DEB_PACKAGES := $(BUILD_PACKAGES) dpkg-dev binutils python3
+DEB_CHECK_PACKAGES := $(DEB_PACKAGES) lintian systemd udev man-db
+
+# The version's one home is Sources/serialgps/Version.swift (docs/packaging.md).
+VERSION := $(shell scripts/version.sh)
+
 .PHONY: all deps test-deps build run test test-unit test-tsan fuzz-smoke fuzz bench format lint clean \
-	fixtures fixtures-check goldens
+	fixtures fixtures-check goldens static deb deb-check footprint
 
 all: build
 
@@ -31,7 +39,7 @@ run: deps
 	SWIFT=$(SWIFT) scripts/run.sh
 
 # Everything CI checks.
-test: test-deps fixtures-check test-unit test-tsan fuzz-smoke
+test: test-deps fixtures-check test-unit test-tsan fuzz-smoke deb-check
 
 test-unit:
 	$(SWIFT) build --build-tests
@@ -47,6 +55,27 @@ test-tsan:
 # A short libFuzzer run over framer, parser and fix builder (builds into Fuzz/.build).
 fuzz-smoke: deps
 	scripts/fuzz.sh 60
+
+# The serialgps a board runs: release, Swift runtime linked in, stripped in the package
+# (scripts/build-static.sh says what each flag buys).
+static: deps
+	@SWIFT=$(SWIFT) scripts/build-static.sh
+
+# dist/serialgps_<version>_<arch>.deb, made with dpkg's own tools (docs/packaging.md).
+deb:
+	@scripts/install-deps.sh $(DEB_PACKAGES)
+	@binary=$$(SWIFT=$(SWIFT) scripts/build-static.sh) && scripts/make-deb.sh "$$binary" dist
+
+# What CI checks of the package: lintian, then install it, run the installed command, verify
+# the installed unit, purge it and find nothing left behind (as root).
+deb-check: deb
+	@scripts/install-deps.sh $(DEB_CHECK_PACKAGES)
+	scripts/check-deb.sh dist/serialgps_$(VERSION)_$$(dpkg --print-architecture).deb
+
+# serialgps serve (dynamic and static builds) and gpsd on the same simulated receiver: memory,
+# sizes, time to the first TPV (BENCHMARKS.md, Footprint).
+footprint: deps
+	SWIFT=$(SWIFT) scripts/footprint.sh
 
 # The recordings in fixtures/ come from a seeded generator (docs/fixtures.md).
 fixtures:
@@ -89,4 +118,4 @@ lint:
 	$(SWIFT) format lint --recursive Package.swift Sources Tests
 
 clean:
-	rm -rf .build Fuzz/.build
+	rm -rf .build Fuzz/.build dist

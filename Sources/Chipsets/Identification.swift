@@ -72,7 +72,7 @@ public struct ChipsetIdentification: Sendable, Hashable, CustomStringConvertible
 
   public var description: String {
     var parts = ["\(family.displayName) (confidence \(confidence))"]
-    if let vendor, !family.displayName.contains(vendor) { parts.append(vendor) }
+    if let vendor, !family.displayName.contains(substring: vendor) { parts.append(vendor) }
     if let model { parts.append("model \(model)") }
     if let firmware { parts.append("firmware \(firmware)") }
     if let hardware { parts.append("hardware \(hardware)") }
@@ -241,7 +241,7 @@ public struct ChipsetIdentifier: Sendable {
 
   mutating func observeText(_ text: String) {
     let lower = text.lowercased()
-    if lower.contains("u-blox") {
+    if lower.contains(substring: "u-blox") {
       raise(.ublox, .high, "u-blox banner in $GxTXT")
       update(.ublox) { $0.vendor = "u-blox" }
       return

@@ -214,7 +214,7 @@ public struct UbloxProtocolVersion: Sendable, Hashable, Comparable, CustomString
 
   /// Finds `PROTVER=18.00` or `PROTVER 15.00` (the `$GxTXT` banner spelling) in `text`.
   public init?(banner text: String) {
-    guard let range = text.firstRange(of: "PROTVER") else { return nil }
+    guard let range = text.firstRange(ofSubstring: "PROTVER") else { return nil }
     var rest = text[range.upperBound...].drop { $0 == "=" || $0 == " " }
     rest = rest.prefix { $0.isNumber || $0 == "." }
     self.init(String(rest))

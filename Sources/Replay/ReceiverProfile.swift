@@ -142,14 +142,16 @@ extension ReceiverProfile {
       break
     }
     let header = (recording.headerValue("Chipset") ?? "").lowercased()
-    if header.contains("u-blox") || header.contains("ublox") {
-      let later = ["f9", "m9", "m10", "x20"].contains { header.contains($0) }
+    if header.contains(substring: "u-blox") || header.contains(substring: "ublox") {
+      let later = ["f9", "m9", "m10", "x20"].contains { header.contains(substring: $0) }
       return .ublox(later ? .m9 : .m8)
     }
-    if header.contains("mediatek") || header.contains("mtk") || header.contains("quectel") {
+    if header.contains(substring: "mediatek") || header.contains(substring: "mtk")
+      || header.contains(substring: "quectel")
+    {
       return .mediatek
     }
-    if header.contains("sirf") { return .sirf }
+    if header.contains(substring: "sirf") { return .sirf }
     return .generic
   }
 }

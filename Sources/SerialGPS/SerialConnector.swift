@@ -47,7 +47,7 @@ public struct SerialConnector: ReceiverConnector {
   /// `ttyACM` devices are receivers' own USB ports; links (`/dev/serial/by-id/…`) are
   /// resolved first.
   static func guessInterface(_ path: String) -> HostInterface {
-    resolvedPath(path).contains("ttyACM") ? .usb : .uart
+    resolvedPath(path).contains(substring: "ttyACM") ? .usb : .uart
   }
 
   static func resolvedPath(_ path: String) -> String {

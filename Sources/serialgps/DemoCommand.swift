@@ -41,7 +41,8 @@ struct DemoOptions: Equatable {
       --speed X          play the drive X times as fast as recorded (default 5)
       --fixes N          stop after N position fixes (default 15)
       --recording FILE   another u-blox recording (default: \(defaultRecording), looked for
-                         in the current directory and next to the serialgps executable)
+                         in the current directory, next to the serialgps executable
+                         and in /usr/share/serialgps)
 
     Exit status: 0 when the demo ran to its end (or was stopped with Ctrl-C), 1 when the
     virtual receiver did not behave, 2 when the recording cannot be found or read.
@@ -207,8 +208,10 @@ struct DemoSession {
     return positions >= options.fixes || stoppedByUser ? 0 : 1
   }
 
-  /// The bundled recording: in the current directory, or next to the executable
-  /// (`.build/release/serialgps` is three levels below the repository).
+  /// The bundled recording: in the current directory, next to the executable
+  /// (`.build/release/serialgps` is three levels below the repository), or in
+  /// `share/serialgps` beside the executable's `bin` (`/usr/share/serialgps` from the Debian
+  /// package).
   static func findRecording() -> String? {
     var candidates = [DemoOptions.defaultRecording]
     var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
@@ -220,6 +223,7 @@ struct DemoSession {
         guard let slash = directory.lastIndex(of: "/") else { break }
         directory = String(directory[..<slash])
         candidates.append(directory + "/" + DemoOptions.defaultRecording)
+        candidates.append(directory + "/share/serialgps/ublox-m8-drive.nmea")
       }
     }
     return candidates.first { access($0, R_OK) == 0 }

@@ -280,7 +280,7 @@ struct SendSession {
   var interface: HostInterface {
     var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
     let resolved = realpath(request.device, &buffer).map { String(cString: $0) }
-    return (resolved ?? request.device).contains("ttyACM") ? .usb : .uart
+    return (resolved ?? request.device).contains(substring: "ttyACM") ? .usb : .uart
   }
 
   /// Writes `step` and waits for its answer, up to the attempts allowed; then its settle time.

@@ -8,7 +8,7 @@ enum SerialGPSPaths {
   static func isUSBReceiverPort(_ path: String) -> Bool {
     var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
     let resolved = realpath(path, &buffer).map { String(cString: $0) } ?? path
-    return resolved.contains("ttyACM")
+    return resolved.contains(substring: "ttyACM")
   }
 
 }

@@ -31,7 +31,8 @@ func printUsage(to stream: Output = .standard) {
   for command in commands {
     text += "  " + command.usage + "\n      " + command.summary + "\n"
   }
-  text += "\nRun `serialgps <command> --help` for a command's options.\n"
+  text += "\nRun `serialgps <command> --help` for a command's options;\n"
+  text += "`serialgps --version` prints the version.\n"
   stream.write(text)
 }
 
@@ -42,6 +43,10 @@ guard let name = arguments.first else {
 }
 if name == "help" || name == "--help" || name == "-h" {
   printUsage()
+  exitProcess(0)
+}
+if name == "--version" || name == "version" {
+  Output.standard.write("serialgps \(Version.serialgps)\n")
   exitProcess(0)
 }
 guard let command = commands.first(where: { $0.name == name }) else {

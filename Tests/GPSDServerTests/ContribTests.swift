@@ -36,7 +36,9 @@ import Testing
     let copy = directory.appendingPathComponent("serialgps.service")
     try unit.replacingOccurrences(of: "/usr/local/bin/serialgps", with: binary)
       .write(to: copy, atomically: true, encoding: .utf8)
-    let run = try Tools.run("/usr/bin/systemd-analyze", ["verify", copy.path])
+    // Documentation=man:serialgps(1) is installed by the Debian package, whose check
+    // (scripts/check-deb.sh) verifies the installed unit with it; here it is not installed.
+    let run = try Tools.run("/usr/bin/systemd-analyze", ["verify", "--man=no", copy.path])
     // verify exits 0 after ignoring lines it could not parse: any complaint about the file
     // fails the test.
     #expect(run.status == 0, "\(run.error)")

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds the `serialgps` that the Debian package ships (make static, make deb): release, the
+# Swift runtime linked in, and only what the program uses loaded. What each flag buys, with
+# figures, is in docs/packaging.md and BENCHMARKS.md (Footprint).
+#
+#   scripts/build-static.sh            # prints the path of the built (unstripped) binary
+#
+# Environment: SWIFT (default swift), STATIC_SCRATCH (default .build/static), CC (default
+# gcc, asked where libstdc++.a is).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+swift=${SWIFT:-swift}
+scratch=${STATIC_SCRATCH:-.build/static}
+
+# libstdc++ (the Swift runtime is C++) linked statically, so only the few objects the runtime
+# needs are in the program instead of the whole shared library: swiftc always links it with
+# -lstdc++, so a directory holding only libstdc++.a is searched first.
+libstdcxx=$("${CC:-gcc}" -print-file-name=libstdc++.a)
+if [ ! -f "$libstdcxx" ]; then
+  echo "build-static: libstdc++.a not found (install g++, which brings libstdc++-NN-dev)" >&2
+  exit 1
+fi
+mkdir -p "$scratch/libstdc++"
+ln -sf "$libstdcxx" "$scratch/libstdc++/libstdc++.a"
+
+flags=(
+  -c release --product serialgps --scratch-path "$scratch"
+  # The Swift runtime and standard library inside the executable: only the pages used are
+  # loaded, and the board needs no Swift toolchain.
+  --static-swift-stdlib
+  # No implicit _StringProcessing (regex support): one String.contains(String) or
+  # firstRange(of:) would bring it and _RegexParser in (1.4 MB). Code linked into serialgps
+  # uses the package's own substring search (Sources/NMEA/SubstringSearch.swift); with this
+  # flag a new call fails here, at its line.
+  -Xswiftc -Xfrontend -Xswiftc -disable-implicit-string-processing-module-import
+  # One section per function, so that --gc-sections (SwiftPM's default for release
+  # executables) drops our own unused functions too.
+  -Xswiftc -Xfrontend -Xswiftc -function-sections
+  # LLVM's linker, shipped with the Swift toolchain: it can pack relative relocations.
+  -Xswiftc -use-ld=lld
+  -Xswiftc "-L$PWD/$scratch/libstdc++"
+  # The runtime's static-link arguments export every symbol; nothing looks them up.
+  -Xlinker --no-export-dynamic
+  # Position-independent (as Debian builds everything) with relative relocations packed
+  # (DT_RELR, glibc 2.36): 0.6 MB less to load than Elf64_Rela entries.
+  -Xlinker -z -Xlinker pack-relative-relocs
+  # Debian's hardening: resolve every symbol at start, then make the GOT read-only.
+  -Xlinker -z -Xlinker now
+)
+"$swift" build "${flags[@]}" >&2
+binary=$("$swift" build "${flags[@]}" --show-bin-path)/serialgps
+
+# What the executable must not contain or load: Foundation (too large for a board; the
+# driver core imports none), regex support, or any Swift runtime library from a toolchain.
+if nm "$binary" | grep -qE '\$s(10Foundation|20FoundationEssentials|17_StringProcessing|12_RegexParser)'; then
+  echo "build-static: $binary contains Foundation or _StringProcessing code:" >&2
+  nm "$binary" | grep -E '\$s(10Foundation|20FoundationEssentials|17_StringProcessing|12_RegexParser)' | head -5 >&2
+  exit 1
+fi
+needed=$(readelf -d "$binary" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+if printf '%s\n' "$needed" | grep -qE '^lib(swift|Foundation|dispatch|BlocksRuntime|stdc\+\+)'; then
+  echo "build-static: $binary still loads these shared libraries:" $needed >&2
+  exit 1
+fi
+echo "$binary"
