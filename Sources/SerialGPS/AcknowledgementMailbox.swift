@@ -1,5 +1,5 @@
 import Chipsets
-import Threading
+import POSIX
 
 /// Hands acknowledgements seen by the reader thread to the controller waiting for them.
 final class AcknowledgementMailbox: @unchecked Sendable {

@@ -1,6 +1,6 @@
 import Chipsets
 import NMEA
-import Threading
+import POSIX
 
 /// The machinery behind a ``GPSReceiver``: the hub, the ordered event stream, the controller
 /// task that runs the power policy's actions, and the reader thread.
@@ -336,7 +336,7 @@ final class ReceiverCore: @unchecked Sendable {
     let session = ReadSession(
       connection: connection, generation: generation, stop: stop, core: self,
       maximumSentenceLength: options.maximumSentenceLength)
-    reader = OwnThread.start { session.run() }
+    reader = OwnThread.start(name: "serialgps-read") { session.run() }
   }
 
   fileprivate func readerFailed(generation: Int, reason: String) {

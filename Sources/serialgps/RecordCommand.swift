@@ -1,8 +1,8 @@
 import Chipsets
 import Glibc
 import NMEA
+import POSIX
 import SerialPort
-import Threading
 
 // `serialgps record DEVICE -o FILE [--duration S] [--baud N|auto] [--chipset …] [--name NAME]`:
 // every byte a receiver sends, binary frames and noise included, after a `# Key: value`
@@ -145,10 +145,12 @@ struct RecordSession {
       }
     }
 
-    let file = open(options.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-    guard file >= 0 else {
+    let file: FileDescriptor
+    do {
+      file = try FileDescriptor.open(options.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC)
+    } catch {
       Output.error.line(
-        "serialgps record: cannot write \(options.output): \(String(cString: strerror(errno))). "
+        "serialgps record: cannot write \(options.output): \(error). "
           + "Check the directory exists and is writable.")
       return 2
     }
@@ -249,48 +251,45 @@ struct WallClock {
   }
 }
 
-/// The output file: every write complete (EINTR retried), errors named once.
+/// The output file: every write complete, errors named once.
 struct RecordingSink {
-  let descriptor: Int32
+  let descriptor: FileDescriptor
   let path: String
   private(set) var bytesWritten = 0
   private(set) var failed = false
   private var closed = false
 
-  init(descriptor: Int32, path: String) {
+  init(descriptor: FileDescriptor, path: String) {
     self.descriptor = descriptor
     self.path = path
   }
 
   mutating func write(_ bytes: some Collection<UInt8>) -> Bool {
     guard !failed else { return false }
-    let array = Array(bytes)
-    var offset = 0
-    while offset < array.count {
-      let count = array.withUnsafeBytes {
-        Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset)
-      }
-      if count < 0 {
-        if errno == EINTR { continue }
-        failed = true
-        Output.error.line(
-          "serialgps record: writing \(path) failed: \(String(cString: strerror(errno))). "
-            + "Free some space or choose another file.")
-        return false
-      }
-      offset += count
+    do {
+      try descriptor.writeAll(bytes)
+    } catch {
+      failed = true
+      Output.error.line(
+        "serialgps record: writing \(path) failed: \(error). "
+          + "Free some space or choose another file.")
+      return false
     }
-    bytesWritten += array.count
+    bytesWritten += bytes.count
     return true
   }
 
   /// Flushes to the disk; false (and said) when that fails.
   mutating func finish() -> Bool {
     guard !closed else { return !failed }
-    if fsync(descriptor) != 0 && errno != EINVAL && !failed {
-      failed = true
-      Output.error.line(
-        "serialgps record: saving \(path) failed: \(String(cString: strerror(errno))).")
+    do {
+      try descriptor.sync()
+    } catch {
+      // EINVAL: the output cannot be synced (a pipe, /dev/null): nothing to save.
+      if error != .invalidArgument && !failed {
+        failed = true
+        Output.error.line("serialgps record: saving \(path) failed: \(error).")
+      }
     }
     close()
     return !failed
@@ -299,7 +298,7 @@ struct RecordingSink {
   mutating func close() {
     guard !closed else { return }
     closed = true
-    Glibc.close(descriptor)
+    try? descriptor.close()
   }
 }
 
