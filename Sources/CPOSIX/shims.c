@@ -1,8 +1,10 @@
 #define _GNU_SOURCE
 #include "CPOSIX.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -33,4 +35,44 @@ void cposix_errno_message(int number, char *buffer, size_t capacity) {
     strncpy(buffer, message, capacity - 1);
     buffer[capacity - 1] = '\0';
   }
+}
+
+const char *cposix_signal_abbreviation(int number) { return sigabbrev_np(number); }
+
+// MARK: - The signal pipe
+
+static volatile sig_atomic_t signal_pipe = -1;
+
+void cposix_set_signal_pipe(int descriptor) { signal_pipe = descriptor; }
+
+static void signal_to_pipe(int number) {
+  int saved = errno;
+  unsigned char byte = (unsigned char)number;
+  // Nothing to do on failure: a full pipe means thousands of signals are still unread.
+  ssize_t written = write(signal_pipe, &byte, 1);
+  (void)written;
+  errno = saved;
+}
+
+int cposix_catch_signal(int number) {
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = signal_to_pipe;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  return sigaction(number, &action, NULL);
+}
+
+int cposix_ignore_signal(int number) {
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = SIG_IGN;
+  sigemptyset(&action.sa_mask);
+  return sigaction(number, &action, NULL);
+}
+
+int cposix_signal_is_ignored(int number) {
+  struct sigaction current;
+  if (sigaction(number, NULL, &current) != 0) return -1;
+  return current.sa_handler == SIG_IGN;
 }

@@ -6,6 +6,10 @@ import POSIX
 /// The C `stdout` and `stderr` globals are not concurrency-safe in Swift 6; this writes with
 /// `write(2)` instead, buffering standard output so that decoding a long recording does not
 /// cost a system call per line.
+///
+/// The first failed write is reported once to ``onFailure(_:)``'s handler (EPIPE when the
+/// reader of a pipe went away and SIGPIPE is ignored); what could not be written is dropped,
+/// since there is nothing sensible left to do with it.
 final class Output: @unchecked Sendable {
   static let standard = Output(descriptor: .standardOutput, buffered: true)
   static let error = Output(descriptor: .standardError, buffered: false)
@@ -15,11 +19,22 @@ final class Output: @unchecked Sendable {
   private let lock = Lock()
   // Guarded by `lock`.
   private var buffer: [UInt8] = []
+  private var failure: Errno?
+  private var failureHandler: (@Sendable (Errno) -> Void)?
 
   private init(descriptor: FileDescriptor, buffered: Bool) {
     self.descriptor = descriptor
     self.buffered = buffered
     buffer.reserveCapacity(1 << 16)
+  }
+
+  /// Calls `handler` (once, on the writing thread) when a write fails, or now if one has.
+  func onFailure(_ handler: @escaping @Sendable (Errno) -> Void) {
+    let failed = lock.withLock { () -> Errno? in
+      failureHandler = handler
+      return failure
+    }
+    if let failed { handler(failed) }
   }
 
   /// Writes `text` followed by a newline.
@@ -53,8 +68,16 @@ final class Output: @unchecked Sendable {
 
   private func writeAll(_ bytes: [UInt8]) {
     guard !bytes.isEmpty else { return }
-    // A closed pipe: nothing sensible left to do with the output.
-    try? descriptor.writeAll(bytes)
+    do {
+      try descriptor.writeAll(bytes)
+    } catch {
+      let handler = lock.withLock { () -> (@Sendable (Errno) -> Void)? in
+        guard failure == nil else { return nil }
+        failure = error
+        return failureHandler
+      }
+      handler?(error)
+    }
   }
 }
 

@@ -118,7 +118,7 @@ struct RecordSession {
       return 2
     }
     defer { port.close() }
-    interruption.onStop { port.interrupt() }
+    interruption.onStop { _ in port.interrupt() }
 
     var rate = options.baud ?? .b9600
     // What the search heard at the rate it found: the receiver's first sentences, recorded.
