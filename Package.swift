@@ -83,6 +83,7 @@ let package = Package(
       name: "receiver-bench",
       dependencies: ["SerialGPS", "SerialPort", "Chipsets", "NMEA", "POSIX"]),
 
+    .testTarget(name: "POSIXTests", dependencies: ["POSIX"]),
     .testTarget(name: "NMEATests", dependencies: ["NMEA"]),
     .testTarget(name: "SerialPortTests", dependencies: ["SerialPort", "CSerialShims", "POSIX"]),
     .testTarget(name: "ChipsetsTests", dependencies: ["Chipsets", "NMEA"]),
