@@ -107,8 +107,9 @@ final class ReceiverCore: @unchecked Sendable {
 
   func requestShutdown() {
     shutdownRequested.withLock { $0 = true }
-    // A wake-up waiting for its acknowledgement gives up now rather than after its retries.
-    acknowledgements.reset()
+    // A wake-up waiting for its acknowledgement gives up now rather than after its retries;
+    // a standby under way is left to finish.
+    acknowledgements.abandonWakeUp()
     eventSink.yield(.policy(.shutdown))
     startControllerIfNeeded()
   }
@@ -308,7 +309,8 @@ final class ReceiverCore: @unchecked Sendable {
           break
         }
         let answer = await acknowledgements.wait(
-          until: clock.now + options.acknowledgementTimeout, clock: clock)
+          until: clock.now + options.acknowledgementTimeout, clock: clock,
+          abandonable: abandonOnShutdown)
         if let answer, answer.isPositive {
           failure = nil
           break
