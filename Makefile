@@ -46,7 +46,7 @@ test-unit:
 	$(SWIFT) test --skip-build
 
 # The concurrency-heavy suites again under ThreadSanitizer, in a build directory of their own.
-TSAN_SUITES := SerialGPSTests|SerialPortTests|ReplayTests|GPSDServerTests|TimeServiceTests|FleetTests
+TSAN_SUITES := SerialGPSTests|SerialPortTests|ReplayTests|GPSDServerTests|TimeServiceTests|FleetTests|POSIXTests
 test-tsan:
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
 	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread \

@@ -28,12 +28,15 @@ let package = Package(
     // Bytes → sentences → fixes. No Foundation, no I/O, no clocks.
     .target(name: "NMEA", linkerSettings: [.linkedLibrary("m")]),
 
-    // The pthread lock every threaded module shares (package access, not public API).
-    .target(name: "Threading"),
+    // The system layer every module shares (package access; only `Errno` is public API):
+    // errno, descriptors, EINTR, poll, eventfd, threads, locks, the signal pipe, and the one
+    // conversion of durations for the kernel. Its C interop is in CPOSIX.
+    .target(name: "CPOSIX"),
+    .target(name: "POSIX", dependencies: ["CPOSIX"]),
 
-    // termios serial port. C interop kept in its own small module.
+    // termios serial port. Its termios and ioctl shims are in CSerialShims.
     .target(name: "CSerialShims"),
-    .target(name: "SerialPort", dependencies: ["CSerialShims", "Threading"]),
+    .target(name: "SerialPort", dependencies: ["CSerialShims", "POSIX"]),
 
     // Per-chipset command bytes, acknowledgements and passive identification.
     .target(name: "Chipsets", dependencies: ["NMEA"]),
@@ -44,12 +47,12 @@ let package = Package(
       pkgConfig: "libudev",
       providers: [.apt(["libudev-dev"])]
     ),
-    .target(name: "Discovery", dependencies: ["CUdev", "Threading"]),
+    .target(name: "Discovery", dependencies: ["CUdev", "POSIX"]),
 
     // The gated receiver: subscriptions, power policy, the reader.
     .target(
       name: "SerialGPS",
-      dependencies: ["NMEA", "SerialPort", "Chipsets", "Discovery", "Threading"]
+      dependencies: ["NMEA", "SerialPort", "Chipsets", "Discovery", "POSIX"]
     ),
 
     // GPS time for chrony and ntpd: trusted samples, chrony SOCK, NTP SHM, PPS sources and
@@ -58,24 +61,21 @@ let package = Package(
     .target(name: "CTimeShims"),
     .target(
       name: "TimeService",
-      dependencies: ["NMEA", "Chipsets", "SerialPort", "CSerialShims", "CTimeShims", "Threading"]),
+      dependencies: ["NMEA", "Chipsets", "SerialPort", "CSerialShims", "CTimeShims", "POSIX"]),
 
     // Recordings as virtual receivers and in-process sources; the receiver simulator.
     // It implements SerialGPS's connector for in-process replay, so it comes after SerialGPS.
     .target(
-      name: "Replay", dependencies: ["NMEA", "Chipsets", "SerialPort", "SerialGPS", "Threading"]),
+      name: "Replay", dependencies: ["NMEA", "Chipsets", "SerialPort", "SerialGPS", "POSIX"]),
 
     // gpsd JSON reports (TPV, SKY, DEVICE …) and client command parsing.
     .target(name: "GPSDProtocol", dependencies: ["NMEA"]),
     // GPX 1.1 tracks of fixes, whole or streamed (no Foundation); decimals as the reports.
     .target(name: "GPX", dependencies: ["NMEA", "GPSDProtocol"]),
-    // The gpsd-compatible server whose watchers are subscribers; its libc shims.
-    .target(name: "CServerShims"),
+    // The gpsd-compatible server whose watchers are subscribers.
     .target(
       name: "GPSDServer",
-      dependencies: [
-        "GPSDProtocol", "SerialGPS", "Discovery", "NMEA", "Chipsets", "CServerShims", "Threading",
-      ]
+      dependencies: ["GPSDProtocol", "SerialGPS", "Discovery", "NMEA", "Chipsets", "POSIX"]
     ),
 
     // libmosquitto (MQTT 5 client): only Fleet and the CLI link it, so an app that imports
@@ -89,34 +89,36 @@ let package = Package(
     // network (FleetBridge), and receivers followed from it (RemoteReceiver).
     .target(
       name: "Fleet",
-      dependencies: ["CMosquitto", "SerialGPS", "GPSDProtocol", "NMEA", "Discovery", "Threading"]
+      dependencies: ["CMosquitto", "SerialGPS", "GPSDProtocol", "NMEA", "Discovery", "POSIX"]
     ),
 
     .executableTarget(
       name: "serialgps",
       dependencies: [
         "NMEA", "SerialPort", "Chipsets", "Discovery", "SerialGPS", "Replay",
-        "GPSDProtocol", "GPX", "GPSDServer", "Fleet", "Threading",
+        "GPSDProtocol", "GPX", "GPSDServer", "Fleet", "POSIX",
       ]
     ),
 
     // Benchmarks. The malloc-counting shim is linked into the benchmark only.
     .target(name: "CMallocCounter"),
-    .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "CMallocCounter"]),
+    .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "CMallocCounter", "POSIX"]),
     // What an idle SerialPort reader costs and how fast a blocked reader wakes.
-    .executableTarget(name: "serial-bench", dependencies: ["SerialPort", "CSerialShims"]),
+    .executableTarget(name: "serial-bench", dependencies: ["SerialPort", "POSIX"]),
     // The gated receiver's fix latency, power-on time, wake-ups and memory (no Foundation,
     // whose threads and pages would be counted).
     .executableTarget(
-      name: "receiver-bench", dependencies: ["SerialGPS", "SerialPort", "Chipsets", "NMEA"]),
+      name: "receiver-bench",
+      dependencies: ["SerialGPS", "SerialPort", "Chipsets", "NMEA", "POSIX"]),
     // Many in-process replays published through an MQTT broker; driven by
     // scripts/bench-fleet.py beside serve on ptys and gpsd with gpspipe | mosquitto_pub.
     .executableTarget(
       name: "fleet-bench",
-      dependencies: ["Fleet", "SerialGPS", "Replay", "NMEA", "Chipsets", "Threading"]),
+      dependencies: ["Fleet", "SerialGPS", "Replay", "NMEA", "Chipsets", "POSIX"]),
 
+    .testTarget(name: "POSIXTests", dependencies: ["POSIX"]),
     .testTarget(name: "NMEATests", dependencies: ["NMEA"]),
-    .testTarget(name: "SerialPortTests", dependencies: ["SerialPort", "CSerialShims"]),
+    .testTarget(name: "SerialPortTests", dependencies: ["SerialPort", "CSerialShims", "POSIX"]),
     .testTarget(name: "ChipsetsTests", dependencies: ["Chipsets", "NMEA"]),
     .testTarget(
       name: "DiscoveryTests", dependencies: ["Discovery"], exclude: ["Fixtures", "Support"]),
@@ -125,12 +127,12 @@ let package = Package(
     // so building needs nothing extra. Mock receivers answer with Replay's ReceiverModel.
     .executableTarget(
       name: "discovery-testbed",
-      dependencies: ["Discovery", "SerialGPS", "Replay", "Chipsets", "NMEA"],
+      dependencies: ["Discovery", "SerialGPS", "Replay", "Chipsets", "NMEA", "POSIX"],
       path: "Tests/DiscoveryTestbed"),
     .testTarget(
       name: "SerialGPSTests",
       dependencies: [
-        "SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort", "Discovery", "Threading",
+        "SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort", "Discovery", "POSIX",
       ]
     ),
     .testTarget(
@@ -141,7 +143,7 @@ let package = Package(
     // kernel PPS interface against <linux/pps.h> as gcc compiles it.
     .testTarget(
       name: "TimeServiceTests",
-      dependencies: ["TimeService", "CTimeShims", "NMEA", "Chipsets", "SerialPort", "Threading"]),
+      dependencies: ["TimeService", "CTimeShims", "NMEA", "Chipsets", "SerialPort", "POSIX"]),
     // The GPX writer against the GPX 1.1 schema (xmllint) and the fixtures.
     .testTarget(name: "GPXTests", dependencies: ["GPX", "NMEA", "Replay"], exclude: ["gpx.xsd"]),
     // The CLI's pieces in-process, and the built executable against simulated receivers.
@@ -161,7 +163,7 @@ let package = Package(
       name: "FleetTests",
       dependencies: [
         "Fleet", "SerialGPS", "Replay", "GPSDProtocol", "NMEA", "Chipsets", "GPSDServer",
-        "Threading", "serialgps",
+        "POSIX", "serialgps",
       ]
     ),
     .testTarget(

@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -98,29 +97,7 @@ int cserial_termios_equal(const struct termios *a, const struct termios *b) {
          cfgetospeed(a) == cfgetospeed(b);
 }
 
-// MARK: - eventfd and pty
-
-int cserial_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
-
-int cserial_eventfd_signal(int fd) {
-  uint64_t one = 1;
-  ssize_t written;
-  do {
-    written = write(fd, &one, sizeof one);
-  } while (written < 0 && errno == EINTR);
-  return written == (ssize_t)sizeof one ? 0 : -1;
-}
-
-int cserial_eventfd_consume(int fd) {
-  uint64_t count = 0;
-  ssize_t got;
-  do {
-    got = read(fd, &count, sizeof count);
-  } while (got < 0 && errno == EINTR);
-  if (got == (ssize_t)sizeof count) return count > 0;
-  if (got < 0 && errno == EAGAIN) return 0;
-  return -1;
-}
+// MARK: - pty
 
 int cserial_openpty(int *controller, int *device, char *path, size_t path_capacity) {
   struct termios raw;
@@ -148,23 +125,7 @@ int cserial_openpty(int *controller, int *device, char *path, size_t path_capaci
   return 0;
 }
 
-// MARK: - errno
-
-const char *cserial_errno_name(int number) { return strerrorname_np(number); }
-
-void cserial_errno_message(int number, char *buffer, size_t capacity) {
-  if (capacity == 0) return;
-  // The GNU strerror_r may return a static string instead of filling the buffer.
-  const char *message = strerror_r(number, buffer, capacity);
-  if (message != buffer) {
-    strncpy(buffer, message, capacity - 1);
-    buffer[capacity - 1] = '\0';
-  }
-}
-
-// MARK: - threads
-
-int cserial_thread_id(void) { return (int)syscall(SYS_gettid); }
+// MARK: - Test support
 
 int cserial_thread_set_privilege_overrides(int enabled) {
   struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};

@@ -1,6 +1,6 @@
 import CUdev
 import Glibc
-import Threading
+import POSIX
 
 /// The one thread that owns the libudev context and the hotplug monitor.
 ///
@@ -28,8 +28,8 @@ final class DiscoveryThread: @unchecked Sendable {
   private var nextSubscriberID: UInt64 = 0
 
   // Set in `init`, before any other thread can see the object; read-only afterwards.
-  private let wakeDescriptor: Int32
-  private var thread = pthread_t()
+  private let wakeSignal: EventSignal?
+  private var thread: OwnThread?
   private var startError: DiscoveryError?
 
   // Confined to the discovery thread.
@@ -45,30 +45,25 @@ final class DiscoveryThread: @unchecked Sendable {
 
   init(source: HotplugSource) {
     self.source = source.resolved
-    let descriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-    wakeDescriptor = descriptor
-    guard descriptor >= 0 else {
-      startError = .threadUnavailable(errno: errno)
+    do {
+      wakeSignal = try EventSignal.make()
+    } catch {
+      wakeSignal = nil
+      startError = .threadUnavailable(errno: error.rawValue)
       exited = true
       return
     }
-    let unmanaged = Unmanaged.passRetained(self)
-    let result = pthread_create(
-      &thread, nil,
-      { argument in
-        let owner = Unmanaged<DiscoveryThread>.fromOpaque(argument!).takeRetainedValue()
-        owner.run()
-        return nil
-      }, unmanaged.toOpaque())
-    if result != 0 {
-      unmanaged.release()
-      startError = .threadUnavailable(errno: result)
+    // Named so that a leak shows in `ps -L` and tests can check the thread is gone.
+    let started = OwnThread.start(name: "serialgps-udev") { [self] in run() }
+    if let failure = started.startFailure {
+      startError = .threadUnavailable(errno: failure.rawValue)
       exited = true
     }
+    thread = started
   }
 
   deinit {
-    if wakeDescriptor >= 0 { close(wakeDescriptor) }
+    wakeSignal?.close()
   }
 
   /// True once the thread has left its loop (or never started). For tests.
@@ -105,46 +100,37 @@ final class DiscoveryThread: @unchecked Sendable {
     }
     guard join else { return }
     wake()
-    if pthread_equal(pthread_self(), thread) != 0 {
-      pthread_detach(thread)
-    } else {
-      pthread_join(thread, nil)
-    }
+    // On the discovery thread itself (a subscriber stopping from its callback) this returns
+    // at once; the thread ends after the current request.
+    thread?.joinBlocking()
   }
 
-  private func wake() {
-    var one: UInt64 = 1
-    while write(wakeDescriptor, &one, MemoryLayout<UInt64>.size) < 0, errno == EINTR {}
-  }
+  private func wake() { wakeSignal?.signal() }
 
   // MARK: - On the discovery thread
 
   private func run() {
-    // Named so that a leak shows in `ps -L` and tests can check the thread is gone.
-    cudev_name_current_thread("serialgps-udev")
+    guard let wakeSignal else { return }
     udev = udev_new()
     if udev == nil { udevError = .udevUnavailable(errno: errno) }
 
     var stopping = false
     while !stopping {
-      var descriptors = [pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)]
+      var descriptors = [wakeSignal.pollDescriptor]
       if monitorDescriptor >= 0 {
         descriptors.append(pollfd(fd: monitorDescriptor, events: Int16(POLLIN), revents: 0))
       }
-      let ready = poll(&descriptors, nfds_t(descriptors.count), -1)
-      if ready < 0 {
-        if errno == EINTR { continue }
+      do {
+        _ = try poll(&descriptors, until: nil)
+      } catch {
         // poll only fails on bad arguments or ENOMEM; back off instead of spinning.
-        usleep(100_000)
+        sleepThread(for: .milliseconds(100))
         continue
       }
       if descriptors.count > 1, descriptors[1].revents != 0 {
         receiveMonitorEvents()
       }
-      if descriptors[0].revents != 0 {
-        var counter: UInt64 = 0
-        _ = read(wakeDescriptor, &counter, MemoryLayout<UInt64>.size)
-      }
+      if descriptors[0].revents != 0 { wakeSignal.consume() }
       let (requests, stop) = lock.withLock { () -> ([Request], Bool) in
         let taken = queue
         queue.removeAll()

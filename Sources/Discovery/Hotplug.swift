@@ -1,4 +1,5 @@
 import Glibc
+import POSIX
 
 /// A change in the set of serial ports.
 public enum HotplugEvent: Sendable, Hashable, CustomStringConvertible {
@@ -87,8 +88,7 @@ public enum DiscoveryError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 func errorText(_ code: Int32) -> String {
-  guard code != 0, let text = strerror(code) else { return "unknown error" }
-  return String(cString: text)
+  code == 0 ? "unknown error" : Errno(rawValue: code).description
 }
 
 /// The hotplug events of one subscription, as an `AsyncSequence`. Ends when the discovery

@@ -1,4 +1,5 @@
 import Glibc
+import POSIX
 
 /// Where the MQTT broker is and how to reach it: address, TLS, credentials, timing.
 ///
@@ -165,7 +166,7 @@ public struct BrokerConfiguration: Sendable, Hashable, CustomStringConvertible {
       guard let path else { continue }
       guard access(path, R_OK) == 0 else {
         throw FleetError(
-          "cannot read the \(what) \(path): \(String(cString: strerror(errno)))",
+          "cannot read the \(what) \(path): \(Errno.current)",
           kind: .configuration)
       }
     }
@@ -176,7 +177,7 @@ public struct BrokerConfiguration: Sendable, Hashable, CustomStringConvertible {
   public static func password(fromFile path: String) throws(FleetError) -> String {
     guard let file = fopen(path, "r") else {
       throw FleetError(
-        "cannot read the password file \(path): \(String(cString: strerror(errno)))",
+        "cannot read the password file \(path): \(Errno.current)",
         kind: .configuration)
     }
     defer { fclose(file) }

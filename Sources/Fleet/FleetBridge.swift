@@ -2,7 +2,7 @@ import Discovery
 import Glibc
 import NMEA
 import SerialGPS
-import Threading
+import POSIX
 
 /// Publishes receivers to an MQTT broker for a fleet, carrying the power gating across the
 /// network: a receiver is powered only while some consumer anywhere wants its positions.

@@ -1,4 +1,5 @@
 import CMosquitto
+import POSIX
 import Glibc
 
 /// One message to publish.
@@ -155,7 +156,7 @@ final class MQTTClient: NetworkClient {
     let userData = Unmanaged.passUnretained(self).toOpaque()
     guard let client = mosquitto_new(clientID, true, userData) else {
       return FleetError(
-        "cannot make an MQTT client: \(String(cString: strerror(errno)))", kind: .configuration)
+        "cannot make an MQTT client: \(Errno.current)", kind: .configuration)
     }
     mosquitto = client
     mosquitto_int_option(client, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5)
@@ -475,7 +476,7 @@ final class MQTTClient: NetworkClient {
         "the TLS handshake with \(broker.url) failed: is it a TLS port, and is its certificate "
           + "signed by the CA in --mqtt-cafile and issued for \(broker.host)?", kind: .refused)
     case Int32(MOSQ_ERR_ERRNO.rawValue):
-      let text = String(cString: strerror(errnoValue)).lowercased()
+      let text = Errno(rawValue: errnoValue).message.lowercased()
       return FleetError("cannot reach \(broker.url): \(text)", kind: .unreachable)
     case Int32(MOSQ_ERR_KEEPALIVE.rawValue):
       return FleetError("\(broker.url) stopped answering", kind: .unreachable)

@@ -1,6 +1,6 @@
 import CMosquitto
 import Glibc
-import Threading
+import POSIX
 
 // The only file of this module that touches threads, epoll(7) and the eventfd. When the shared
 // system layer lands (`POSIX`: OwnThread, EventSignal, a wait with a deadline), `Wakeup`
@@ -103,7 +103,7 @@ final class NetworkThread: @unchecked Sendable {
       var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: 0))
       epoll_ctl(epoll, EPOLL_CTL_ADD, wakeup.descriptor, &event)
     }
-    _ = OwnThread.start { [self] in
+    _ = OwnThread.start(name: "serialgps-mqtt") { [self] in
       cmosquitto_name_current_thread("serialgps-mqtt")
       run()
     }
@@ -125,8 +125,11 @@ final class NetworkThread: @unchecked Sendable {
       }
       var timeout = deadline.map { milliseconds(until: $0) } ?? -1
       if !wakeup.works { timeout = timeout < 0 ? 5 : min(timeout, 5) }
-      let ready = epoll_wait(epoll, &events, Int32(events.count), timeout)
-      if ready < 0 && errno != EINTR {
+      let ready: Int32
+      do {
+        ready = try retryingOnInterrupt { epoll_wait(epoll, &events, Int32(events.count), timeout) }
+      } catch {
+        ready = 0
         // No epoll (the process was out of descriptors when it was made): never spin.
         usleep(5000)
       }
@@ -198,36 +201,21 @@ final class NetworkThread: @unchecked Sendable {
 
   /// Milliseconds from now to `deadline`, rounded up so a wake is never early.
   private func milliseconds(until deadline: Duration) -> Int32 {
-    let left = deadline - now
-    guard left > .zero else { return 0 }
-    let (seconds, attoseconds) = left.components
-    let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-    return Int32(clamping: milliseconds)
+    (deadline - now).pollMilliseconds
   }
 }
 
-/// An eventfd that other threads write to end the network thread's wait.
-private final class Wakeup: Sendable {
-  let descriptor: Int32
+/// The shared ``EventSignal`` that other threads write to end the network thread's wait.
+private struct Wakeup: Sendable {
+  let event: EventSignal?
 
   /// Without an eventfd (the process is out of descriptors) the thread looks at its inbox
   /// every few milliseconds instead of being woken: slower, never stuck.
-  var works: Bool { descriptor >= 0 }
+  var works: Bool { event != nil }
+  var descriptor: Int32 { event?.descriptor.rawValue ?? -1 }
 
-  init() {
-    descriptor = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
-  }
+  init() { event = try? EventSignal.make() }
 
-  // Non-blocking eventfd reads and writes do not sleep, so a signal cannot interrupt them.
-  func signal() {
-    guard works else { return }
-    var one: UInt64 = 1
-    _ = write(descriptor, &one, 8)
-  }
-
-  func drain() {
-    guard works else { return }
-    var value: UInt64 = 0
-    _ = read(descriptor, &value, 8)
-  }
+  func signal() { event?.signal() }
+  func drain() { event?.consume() }
 }

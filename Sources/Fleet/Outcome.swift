@@ -1,4 +1,4 @@
-import Threading
+import POSIX
 
 /// A value set once and awaited by any number of tasks: a stop finished, a probe's answer.
 /// (The same waiting as `OwnThread.join` and `GPSReceiver.shutdown`; a candidate for the shared

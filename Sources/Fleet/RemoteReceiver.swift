@@ -1,7 +1,7 @@
 import Glibc
 import NMEA
 import SerialGPS
-import Threading
+import POSIX
 
 /// A receiver across the fleet, read from an MQTT broker, with the same API as
 /// ``GPSReceiver``: app code is the same whether the receiver is on the board or elsewhere.

@@ -3,8 +3,8 @@ import Discovery
 import GPSDProtocol
 import Glibc
 import NMEA
+import POSIX
 import SerialGPS
-import Threading
 
 /// The server's one thread: `poll(2)` on the listening socket, the clients and a wake-up
 /// eventfd; every socket non-blocking. Receivers' events and hotplug events arrive through
@@ -50,7 +50,8 @@ final class EventLoop: @unchecked Sendable {
   let clock: any DriverClock
   /// `nil`: no TCP listener (receivers served to in-process subscribers only).
   let listener: ListeningSocket?
-  let wakeup: Wakeup
+  /// Other threads signal it after posting to the inbox; the loop polls it.
+  let wakeup: EventSignal
   private let inbox = Locked<[Message]>([])
   let counters = Locked(ServerStatistics())
   /// Receivers to shut down once the loop has stopped.
@@ -66,7 +67,7 @@ final class EventLoop: @unchecked Sendable {
 
   init(
     configuration: GPSDServer.Configuration, clock: any DriverClock, listener: ListeningSocket?,
-    wakeup: Wakeup
+    wakeup: EventSignal
   ) {
     self.configuration = configuration
     self.clock = clock
@@ -79,6 +80,8 @@ final class EventLoop: @unchecked Sendable {
     settings.replayExpiry = configuration.receiverOptions.replayExpiry
     state = ServerState(settings: settings)
   }
+
+  deinit { wakeup.close() }
 
   /// Adds a device before the loop starts (devices named on the command line).
   func addInitialDevice(_ description: DeviceDescription, receiver: GPSReceiver) {
@@ -107,7 +110,7 @@ final class EventLoop: @unchecked Sendable {
     while !stopping {
       descriptors.removeAll(keepingCapacity: true)
       order.removeAll(keepingCapacity: true)
-      descriptors.append(pollfd(fd: wakeup.descriptor, events: Int16(POLLIN), revents: 0))
+      descriptors.append(wakeup.pollDescriptor)
       // Without a listener the slot stays, with a descriptor poll skips.
       descriptors.append(pollfd(fd: listener?.descriptor ?? -1, events: Int16(POLLIN), revents: 0))
       for (id, connection) in connections {
@@ -117,14 +120,14 @@ final class EventLoop: @unchecked Sendable {
       }
       // Nothing here is periodic: the only timeout is the next idle client's, so a server
       // whose clients all watch (or that has none) never wakes on its own.
-      let ready = poll(&descriptors, nfds_t(descriptors.count), idleTimeoutMilliseconds())
-      if ready < 0 {
-        if errno == EINTR { continue }
-        log("serialgps serve: poll failed: \(SocketError("poll")); stopping")
+      do {
+        _ = try poll(&descriptors, until: nextIdleDeadline())
+      } catch {
+        log("serialgps serve: poll failed: \(SocketError("poll", error)); stopping")
         break
       }
       if descriptors[0].revents != 0 {
-        wakeup.drain()
+        wakeup.consume()
         handleInbox()
       }
       if descriptors[1].revents != 0 { acceptClients() }
@@ -145,21 +148,16 @@ final class EventLoop: @unchecked Sendable {
     finish()
   }
 
-  /// Milliseconds until the first client that neither watches nor asks anything reaches
-  /// ``GPSDServer/Configuration/idleTimeout``; -1 (wait forever) when there is none.
-  private func idleTimeoutMilliseconds() -> Int32 {
-    guard let limit = configuration.idleTimeout else { return -1 }
-    let now = ContinuousClock.now
-    var earliest: Duration?
+  /// When the first client that neither watches nor asks anything reaches
+  /// ``GPSDServer/Configuration/idleTimeout``; `nil` (wait forever) when there is none.
+  private func nextIdleDeadline() -> MonotonicInstant? {
+    guard let limit = configuration.idleTimeout else { return nil }
+    var earliest: ContinuousClock.Instant?
     for (id, connection) in connections where !state.isWatching(id) {
-      let left = connection.lastRequest + limit - now
-      earliest = min(earliest ?? left, left)
+      let deadline = connection.lastRequest + limit
+      earliest = min(earliest ?? deadline, deadline)
     }
-    guard let earliest else { return -1 }
-    let milliseconds =
-      earliest.components.seconds * 1000 + earliest.components.attoseconds / 1_000_000_000_000_000
-      + 1
-    return Int32(clamping: max(0, milliseconds))
+    return earliest.map(MonotonicInstant.init)
   }
 
   /// Closes the clients that have neither watched nor asked anything for the idle timeout,

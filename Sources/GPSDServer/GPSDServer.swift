@@ -1,8 +1,7 @@
-import CServerShims
 import Discovery
 import Glibc
+import POSIX
 import SerialGPS
-import Threading
 
 /// A server that speaks gpsd's JSON protocol (port 2947) for the receivers it serves, so
 /// gpsd's clients (`gpspipe`, `cgps`, `gpxlogger`, the Python `gps` module …) work unchanged.
@@ -125,12 +124,17 @@ public final class GPSDServer: Sendable {
           + "to do it anyway, or listen on 127.0.0.1")
     }
     let listener: ListeningSocket?
-    let wakeup: Wakeup
-    do {
+    let wakeup: EventSignal
+    do throws(SocketError) {
       listener = try address.map { address throws(SocketError) in
         try ListeningSocket(address: address)
       }
-      wakeup = try Wakeup()
+      do {
+        wakeup = try EventSignal.make()
+      } catch {
+        listener?.close()
+        throw SocketError("eventfd", error)
+      }
     } catch {
       let hint =
         error.code == EADDRINUSE
@@ -160,10 +164,7 @@ public final class GPSDServer: Sendable {
       }
     }
     let loop = self.loop
-    thread = OwnThread.start {
-      cserver_name_thread("serialgps-serve")
-      loop.run()
-    }
+    thread = OwnThread.start(name: "serialgps-serve") { loop.run() }
   }
 
   /// The address listened on, with the port the kernel chose when port 0 was asked for;

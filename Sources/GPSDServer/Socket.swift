@@ -1,36 +1,26 @@
-import CServerShims
 import Glibc
+import POSIX
 
 /// An `errno` value from a socket call, with the call's name for messages.
 public struct SocketError: Error, Sendable, Hashable, CustomStringConvertible {
   public let operation: String
   public let code: Int32
 
-  init(_ operation: String, code: Int32 = errno) {
+  init(_ operation: String, _ error: Errno = .current) {
     self.operation = operation
-    self.code = code
+    self.code = error.rawValue
   }
 
-  public var description: String {
-    "\(operation): \(String(cString: strerror(code)))"
-  }
+  /// "bind 127.0.0.1:2947: Address already in use (EADDRINUSE)".
+  public var description: String { "\(operation): \(Errno(rawValue: code))" }
 
   var isWouldBlock: Bool { code == EAGAIN || code == EWOULDBLOCK }
-}
-
-/// Retries `call` while it fails with `EINTR`.
-@inline(__always)
-func retryingInterrupts<Result: BinaryInteger>(_ call: () -> Result) -> Result {
-  while true {
-    let result = call()
-    if result >= 0 || errno != EINTR { return result }
-  }
 }
 
 /// Closes a descriptor once; never retried (on Linux the descriptor is gone even on EINTR).
 @inline(__always)
 func closeDescriptor(_ descriptor: Int32) {
-  _ = Glibc.close(descriptor)
+  try? FileDescriptor(rawValue: descriptor).close()
 }
 
 /// A bound, listening, non-blocking TCP socket.
@@ -81,13 +71,15 @@ final class ListeningSocket {
 
   /// The next pending connection, non-blocking and close-on-exec; `nil` when none is waiting.
   func accept() throws(SocketError) -> Int32? {
-    let client = retryingInterrupts { cserver_accept(descriptor) }
-    if client >= 0 { return client }
-    let error = SocketError("accept")
-    // A connection reset before it was accepted, or a transient lack of descriptors, is not
-    // a reason to stop listening.
-    if error.isWouldBlock || error.code == ECONNABORTED || error.code == EPROTO { return nil }
-    throw error
+    do {
+      return try FileDescriptor(rawValue: descriptor).acceptConnection().rawValue
+    } catch {
+      let error = SocketError("accept", error)
+      // A connection reset before it was accepted, or a transient lack of descriptors, is not
+      // a reason to stop listening.
+      if error.isWouldBlock || error.code == ECONNABORTED || error.code == EPROTO { return nil }
+      throw error
+    }
   }
 
   func close() { closeDescriptor(descriptor) }
@@ -114,46 +106,25 @@ struct ClientSocket {
   }
 
   func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
-    let count = retryingInterrupts { recv(descriptor, buffer.baseAddress, buffer.count, 0) }
-    if count > 0 { return .received(count) }
-    if count == 0 { return .closed }
-    return errno == EAGAIN || errno == EWOULDBLOCK ? .wouldBlock : .closed
+    do {
+      let count = try retryingOnInterrupt { recv(descriptor, buffer.baseAddress, buffer.count, 0) }
+      return count > 0 ? .received(count) : .closed
+    } catch {
+      return SocketError("recv", error).isWouldBlock ? .wouldBlock : .closed
+    }
   }
 
   /// Writes what the socket takes now; returns how many bytes, or `nil` when the peer is gone.
   func write(_ bytes: UnsafeRawBufferPointer) -> Int? {
     guard !bytes.isEmpty else { return 0 }
-    let count = retryingInterrupts {
-      send(descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+    do {
+      return try retryingOnInterrupt {
+        send(descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+      }
+    } catch {
+      return SocketError("send", error).isWouldBlock ? 0 : nil
     }
-    if count >= 0 { return count }
-    return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : nil
   }
 
   func close() { closeDescriptor(descriptor) }
-}
-
-/// An eventfd that other threads write to wake the event loop from `poll`.
-final class Wakeup: @unchecked Sendable {
-  let descriptor: Int32
-
-  init() throws(SocketError) {
-    let descriptor = cserver_eventfd()
-    guard descriptor >= 0 else { throw SocketError("eventfd") }
-    self.descriptor = descriptor
-  }
-
-  /// Wakes the loop. Never blocks: the counter only saturates after 2^64 − 2 wakes.
-  func signal() {
-    var one: UInt64 = 1
-    _ = retryingInterrupts { Glibc.write(descriptor, &one, 8) }
-  }
-
-  /// Resets the counter after a wake.
-  func drain() {
-    var value: UInt64 = 0
-    _ = retryingInterrupts { Glibc.read(descriptor, &value, 8) }
-  }
-
-  deinit { closeDescriptor(descriptor) }
 }

@@ -1,8 +1,8 @@
 import Chipsets
 import Glibc
 import NMEA
+import POSIX
 import SerialPort
-import Threading
 
 /// A virtual GPS receiver on a pseudo-terminal, for tests and tools: the driver opens
 /// ``devicePath`` with ``SerialPort`` as if it were a receiver's tty.
@@ -225,8 +225,8 @@ final class SimulatorCore: @unchecked Sendable {
     var pty: PseudoTerminal?
     var stopping = false
     var counters = SimulatorCounters()
-    var readers: [SimulatorThread] = []
-    var writer: SimulatorThread?
+    var readers: [OwnThread] = []
+    var writer: OwnThread?
 
     func snapshotCounters() -> SimulatorCounters {
       var counters = counters
@@ -261,7 +261,7 @@ final class SimulatorCore: @unchecked Sendable {
       guard let made = mkdtemp(&template) else {
         throw SimulatorError(
           description: "Could not make a directory for the simulated receiver under /tmp: "
-            + String(cString: strerror(errno)) + ". Check that /tmp is writable, or give "
+            + "\(Errno.current). Check that /tmp is writable, or give "
             + "Configuration.devicePath.")
       }
       let directory = String(cString: made)
@@ -317,8 +317,8 @@ final class SimulatorCore: @unchecked Sendable {
 
   func start() {
     let pty = lock.withLock { locked.pty! }
-    let reader = SimulatorThread { [self] in readLoop(pty) }
-    let writer = SimulatorThread { [self] in writeLoop() }
+    let reader = OwnThread.start(name: "serialgps-sim-rx") { [self] in readLoop(pty) }
+    let writer = OwnThread.start(name: "serialgps-sim-tx") { [self] in writeLoop() }
     lock.withLock {
       locked.readers.append(reader)
       locked.writer = writer
@@ -463,12 +463,12 @@ final class SimulatorCore: @unchecked Sendable {
       pty.hangUp()
       return
     }
-    let reader = SimulatorThread { [self] in readLoop(pty) }
+    let reader = OwnThread.start(name: "serialgps-sim-rx") { [self] in readLoop(pty) }
     lock.withLock { locked.readers.append(reader) }
   }
 
   func stop() {
-    let (pty, threads): (PseudoTerminal?, [SimulatorThread]) = lock.withLock {
+    let (pty, threads): (PseudoTerminal?, [OwnThread]) = lock.withLock {
       if locked.stopping { return (nil, []) }
       locked.stopping = true
       let pty = locked.pty
@@ -477,7 +477,7 @@ final class SimulatorCore: @unchecked Sendable {
       return (pty, locked.readers + (locked.writer.map { [$0] } ?? []))
     }
     pty?.hangUp()
-    for thread in threads { thread.join() }
+    for thread in threads { thread.joinBlocking() }
     if let temporaryDirectory {
       // The pty removed its link if it still pointed at it; a link left by someone else's
       // pty would make rmdir fail, which is harmless.

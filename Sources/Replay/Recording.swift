@@ -1,5 +1,6 @@
 import Glibc
 import NMEA
+import POSIX
 
 /// A receiver recording: a fixture (`fixtures/*.nmea`) or a capture such as gpsd's logs, split
 /// into the bursts a receiver sends once per navigation epoch.
@@ -87,19 +88,11 @@ public struct Recording: Sendable {
 
   /// Loads the recording at `path`.
   public static func load(path: String) throws(RecordingError) -> Recording {
-    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-    guard descriptor >= 0 else { throw RecordingError(path: path, errno: errno) }
-    defer { close(descriptor) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 1 << 16)
-    while true {
-      let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-      if count < 0 {
-        if errno == EINTR { continue }
-        throw RecordingError(path: path, errno: errno)
-      }
-      if count == 0 { break }
-      bytes += chunk[..<count]
+    let bytes: [UInt8]
+    do {
+      bytes = try FileDescriptor.contents(of: path)
+    } catch {
+      throw RecordingError(path: path, errno: error.rawValue)
     }
     let fileName = path.split(separator: "/").last.map(String.init) ?? path
     return Recording(bytes: bytes, name: fileName)
@@ -243,7 +236,7 @@ public struct RecordingError: Error, Sendable, Hashable, CustomStringConvertible
   }
 
   public var description: String {
-    let reason = String(cString: strerror(code))
+    let reason = Errno(rawValue: code).description
     switch code {
     case ENOENT:
       return "The recording \(path) does not exist (\(reason)). Check the path; fixtures live "

@@ -1,6 +1,7 @@
 import Chipsets
 import Glibc
 import NMEA
+import POSIX
 import SerialPort
 
 /// What a recording's header says: the `# Key: value` lines ``Recording`` reads back.
@@ -117,15 +118,16 @@ public final class RecordingWriter {
   /// one is given; `serialgps gpx` writes its tracks without one.
   public init(creating path: String, header: RecordingHeader? = nil) throws(RecordingWriteError) {
     self.path = path
-    descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-    guard descriptor >= 0 else {
-      throw RecordingWriteError(path: path, operation: .create, errno: Errno(rawValue: errno))
+    do {
+      descriptor = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC).rawValue
+    } catch {
+      throw RecordingWriteError(path: path, operation: .create, errno: error)
     }
     if let header { try append(Array(header.text.utf8)) }
   }
 
   deinit {
-    if descriptor >= 0 { Glibc.close(descriptor) }
+    if descriptor >= 0 { try? FileDescriptor(rawValue: descriptor).close() }
   }
 
   /// Appends `bytes` to the file.
@@ -135,19 +137,12 @@ public final class RecordingWriter {
       throw RecordingWriteError(path: path, operation: .write, errno: .badFileDescriptor)
     }
     let array = Array(bytes)
-    var offset = 0
-    while offset < array.count {
-      let count = array.withUnsafeBytes {
-        Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset)
-      }
-      if count < 0 {
-        if errno == EINTR { continue }
-        let error = RecordingWriteError(
-          path: path, operation: .write, errno: Errno(rawValue: errno))
-        failure = error
-        throw error
-      }
-      offset += count
+    do {
+      try FileDescriptor(rawValue: descriptor).writeAll(array)
+    } catch {
+      let failure = RecordingWriteError(path: path, operation: .write, errno: error)
+      self.failure = failure
+      throw failure
     }
     bytesWritten += array.count
   }
@@ -166,7 +161,7 @@ public final class RecordingWriter {
   /// Closes the file without flushing it to the disk. Later calls do nothing.
   public func close() {
     guard descriptor >= 0 else { return }
-    Glibc.close(descriptor)  // never retried: on Linux the descriptor is gone even on EINTR
+    try? FileDescriptor(rawValue: descriptor).close()
     descriptor = -1
   }
 }

@@ -1,7 +1,7 @@
 import Chipsets
 import NMEA
+import POSIX
 import SerialGPS
-import Threading
 
 /// A recording as a receiver in the same process, for tests of code built on ``GPSReceiver``:
 /// no pty, no thread of its own, and the recording's epochs come due on the receiver's

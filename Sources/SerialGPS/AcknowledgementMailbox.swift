@@ -1,10 +1,12 @@
 import Chipsets
-import Threading
+import POSIX
 
 /// Hands acknowledgements seen by the reader thread to the controller waiting for them.
 final class AcknowledgementMailbox: @unchecked Sendable {
   private struct Waiter {
     let token: UInt64
+    /// Whether a shutdown may cut the wait short (a wake-up's, never a standby's).
+    let abandonable: Bool
     let continuation: CheckedContinuation<ReceiverAcknowledgement?, Never>
   }
 
@@ -42,8 +44,11 @@ final class AcknowledgementMailbox: @unchecked Sendable {
     waiter?.continuation.resume(returning: acknowledgement)
   }
 
-  /// Waits for the acknowledgement of the expected command until `deadline`; `nil` on timeout.
-  func wait(until deadline: Duration, clock: any DriverClock) async -> ReceiverAcknowledgement? {
+  /// Waits for the acknowledgement of the expected command until `deadline`; `nil` on timeout,
+  /// or when ``abandonWakeUp()`` ends an `abandonable` wait.
+  func wait(
+    until deadline: Duration, clock: any DriverClock, abandonable: Bool = false
+  ) async -> ReceiverAcknowledgement? {
     let token = state.withLock { state -> UInt64 in
       state.nextToken += 1
       return state.nextToken
@@ -59,16 +64,24 @@ final class AcknowledgementMailbox: @unchecked Sendable {
           state.arrived = nil
           return .some(arrived)
         }
-        state.waiter = Waiter(token: token, continuation: continuation)
+        state.waiter = Waiter(token: token, abandonable: abandonable, continuation: continuation)
         return nil
       }
       if let ready { continuation.resume(returning: ready) }
     }
   }
 
-  private func expire(_ token: UInt64) {
+  private func expire(_ token: UInt64) { endWait { $0.token == token } }
+
+  /// Ends an abandonable wait at once (a shutdown: the wake-up gives up rather than retry).
+  /// A standby's wait goes on: cutting it short would send the standby again, and a byte
+  /// wakes a MediaTek chip that the first one put to sleep.
+  func abandonWakeUp() { endWait { $0.abandonable } }
+
+  /// Ends the wait under way with no answer, if `matches` says it is the one.
+  private func endWait(if matches: (Waiter) -> Bool) {
     let waiter: Waiter? = state.withLock { state in
-      guard let waiter = state.waiter, waiter.token == token else { return nil }
+      guard let waiter = state.waiter, matches(waiter) else { return nil }
       state.waiter = nil
       state.expected = nil
       return waiter

@@ -1,4 +1,4 @@
-import Threading
+import POSIX
 
 /// The time source of a receiver: linger, hold, replay expiry and reconnection backoff are
 /// measured with it, so tests can drive them with a ``ManualClock`` in milliseconds.

@@ -2,8 +2,8 @@ import Chipsets
 import Discovery
 import Glibc
 import NMEA
+import POSIX
 import SerialPort
-import Threading
 
 /// Finds the receiver to use with libudev, waits for it when it is absent, and follows it
 /// across unplug and replug.

@@ -1,5 +1,5 @@
 import Glibc
-import Threading
+import POSIX
 
 /// The thread on which SerialGPS runs its own tasks and timers.
 ///
@@ -19,78 +19,61 @@ public final class DriverExecutor: TaskExecutor, @unchecked Sendable {
 
   private struct Timer {
     let id: UInt64
-    let deadline: timespec
+    let deadline: MonotonicInstant
     let action: @Sendable () -> Void
   }
 
-  private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-  private let condition: UnsafeMutablePointer<pthread_cond_t>
+  private let lock = Lock()
+  // Guarded by `lock`.
   private var jobs: [UnownedJob] = []
   private var jobHead = 0
   private var timers: [Timer] = []
   private var nextTimerID: UInt64 = 0
+  private var thread: OwnThread?
 
   private init() {
-    mutex = .allocate(capacity: 1)
-    mutex.initialize(to: pthread_mutex_t())
-    pthread_mutex_init(mutex, nil)
-    condition = .allocate(capacity: 1)
-    condition.initialize(to: pthread_cond_t())
-    var attributes = pthread_condattr_t()
-    pthread_condattr_init(&attributes)
-    // Deadlines are on the monotonic clock, like ContinuousClock, not the wall clock.
-    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-    pthread_cond_init(condition, &attributes)
-    pthread_condattr_destroy(&attributes)
     jobs.reserveCapacity(64)
-    var thread = pthread_t()
-    let created = pthread_create(
-      &thread, nil,
-      { argument in
-        Unmanaged<DriverExecutor>.fromOpaque(argument!).takeUnretainedValue().run()
-        return nil
-      }, Unmanaged.passRetained(self).toOpaque())
-    precondition(created == 0, "serialgps: cannot start the driver thread (error \(created))")
-    pthread_detach(thread)
+    let thread = OwnThread.start(name: "serialgps-exec") { [self] in run() }
+    if let failure = thread.startFailure {
+      fatalError("serialgps: cannot start the driver thread: \(failure)")
+    }
+    lock.withLock { self.thread = thread }
   }
 
   public func enqueue(_ job: consuming ExecutorJob) {
     let job = UnownedJob(job)
-    pthread_mutex_lock(mutex)
-    jobs.append(job)
-    pthread_cond_signal(condition)
-    pthread_mutex_unlock(mutex)
+    lock.withLock {
+      jobs.append(job)
+      lock.signal()
+    }
   }
 
   private func run() {
     let executor = asUnownedTaskExecutor()
     var due: [Timer] = []
     while true {
-      pthread_mutex_lock(mutex)
-      while jobHead == jobs.count {
-        if let next = timers.min(by: { Self.earlier($0.deadline, $1.deadline) }) {
-          if Self.earlier(Self.monotonicNow(), next.deadline) {
-            var deadline = next.deadline
-            pthread_cond_timedwait(condition, mutex, &deadline)
+      let pending = lock.withLock { () -> [UnownedJob] in
+        while jobHead == jobs.count {
+          if let next = timers.min(by: { $0.deadline < $1.deadline }) {
+            lock.wait(until: next.deadline)
+            let now = MonotonicInstant.now
+            due = timers.filter { $0.deadline <= now }
+            if !due.isEmpty {
+              timers.removeAll { $0.deadline <= now }
+              break
+            }
+          } else {
+            lock.wait()
           }
-          let now = Self.monotonicNow()
-          due = timers.filter { !Self.earlier(now, $0.deadline) }
-          if !due.isEmpty {
-            timers.removeAll { !Self.earlier(now, $0.deadline) }
-            break
-          }
-        } else {
-          pthread_cond_wait(condition, mutex)
         }
+        let batch = Array(jobs[jobHead...])
+        jobs.removeAll(keepingCapacity: true)
+        jobHead = 0
+        return batch
       }
-      let batch: ArraySlice<UnownedJob> = jobs[jobHead...]
-      let pending = Array(batch)
-      jobs.removeAll(keepingCapacity: true)
-      jobHead = 0
-      pthread_mutex_unlock(mutex)
 
       // Timer actions resume continuations, which enqueue jobs: run them outside the lock.
-      due.sort { Self.earlier($0.deadline, $1.deadline) }
+      due.sort { $0.deadline < $1.deadline }
       for timer in due { timer.action() }
       due.removeAll(keepingCapacity: true)
       for job in pending { job.runSynchronously(on: executor) }
@@ -104,37 +87,24 @@ public final class DriverExecutor: TaskExecutor, @unchecked Sendable {
   func schedule(at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void)
     -> UInt64
   {
-    let offset = deadline - ContinuousClock.now
-    var when = Self.monotonicNow()
-    let (seconds, attoseconds) = offset.components
-    let nanoseconds = Int(attoseconds / 1_000_000_000)
-    when.tv_sec += Int(seconds)
-    when.tv_nsec += nanoseconds
-    while when.tv_nsec >= 1_000_000_000 {
-      when.tv_nsec -= 1_000_000_000
-      when.tv_sec += 1
+    // Fixed on the monotonic clock now, as far ahead as `deadline` is.
+    let when = MonotonicInstant(deadline)
+    return lock.withLock {
+      nextTimerID += 1
+      timers.append(Timer(id: nextTimerID, deadline: when, action: action))
+      lock.signal()
+      return nextTimerID
     }
-    while when.tv_nsec < 0 {
-      when.tv_nsec += 1_000_000_000
-      when.tv_sec -= 1
-    }
-    pthread_mutex_lock(mutex)
-    nextTimerID += 1
-    let id = nextTimerID
-    timers.append(Timer(id: id, deadline: when, action: action))
-    pthread_cond_signal(condition)
-    pthread_mutex_unlock(mutex)
-    return id
   }
 
   /// Cancels a timer; returns false when it already fired (or never existed).
   @discardableResult
   func cancelTimer(_ id: UInt64) -> Bool {
-    pthread_mutex_lock(mutex)
-    defer { pthread_mutex_unlock(mutex) }
-    guard let index = timers.firstIndex(where: { $0.id == id }) else { return false }
-    timers.remove(at: index)
-    return true
+    lock.withLock {
+      guard let index = timers.firstIndex(where: { $0.id == id }) else { return false }
+      timers.remove(at: index)
+      return true
+    }
   }
 
   /// Suspends the calling task until `deadline`, on this executor's timer.
@@ -185,30 +155,19 @@ public final class DriverExecutor: TaskExecutor, @unchecked Sendable {
     _ body: @escaping @Sendable () async -> Result
   ) -> Result {
     let outcome = Locked<Result?>(nil)
-    var semaphore = sem_t()
-    sem_init(&semaphore, 0, 0)
-    defer { sem_destroy(&semaphore) }
-    withUnsafeMutablePointer(to: &semaphore) { pointer in
-      nonisolated(unsafe) let signal = pointer
-      Task(executorPreference: shared) {
-        let value = await body()
-        outcome.withLock { $0 = value }
-        sem_post(signal)
-      }
-      while sem_wait(pointer) != 0 && errno == EINTR {}
+    // Set `outcome` first, then signal under `finished`: checked under `finished`, the wait
+    // cannot miss it.
+    let finished = Lock()
+    Task(executorPreference: shared) {
+      let value = await body()
+      outcome.withLock { $0 = value }
+      finished.withLock { finished.signal() }
     }
-    return outcome.withLock { $0! }
-  }
-
-  // MARK: - Monotonic time
-
-  static func monotonicNow() -> timespec {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return now
-  }
-
-  static func earlier(_ a: timespec, _ b: timespec) -> Bool {
-    a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec)
+    return finished.withLock {
+      while true {
+        if let value = outcome.withLock({ $0 }) { return value }
+        finished.wait()
+      }
+    }
   }
 }

@@ -1,6 +1,6 @@
 import Chipsets
 import NMEA
-import Threading
+import POSIX
 
 /// The machinery behind a ``GPSReceiver``: the hub, the ordered event stream, the controller
 /// task that runs the power policy's actions, and the reader thread.
@@ -107,8 +107,9 @@ final class ReceiverCore: @unchecked Sendable {
 
   func requestShutdown() {
     shutdownRequested.withLock { $0 = true }
-    // A wake-up waiting for its acknowledgement gives up now rather than after its retries.
-    acknowledgements.reset()
+    // A wake-up waiting for its acknowledgement gives up now rather than after its retries;
+    // a standby under way is left to finish.
+    acknowledgements.abandonWakeUp()
     eventSink.yield(.policy(.shutdown))
     startControllerIfNeeded()
   }
@@ -308,7 +309,8 @@ final class ReceiverCore: @unchecked Sendable {
           break
         }
         let answer = await acknowledgements.wait(
-          until: clock.now + options.acknowledgementTimeout, clock: clock)
+          until: clock.now + options.acknowledgementTimeout, clock: clock,
+          abandonable: abandonOnShutdown)
         if let answer, answer.isPositive {
           failure = nil
           break
@@ -336,7 +338,7 @@ final class ReceiverCore: @unchecked Sendable {
     let session = ReadSession(
       connection: connection, generation: generation, stop: stop, core: self,
       maximumSentenceLength: options.maximumSentenceLength)
-    reader = OwnThread.start { session.run() }
+    reader = OwnThread.start(name: "serialgps-read") { session.run() }
   }
 
   fileprivate func readerFailed(generation: Int, reason: String) {

@@ -1,8 +1,8 @@
 import Chipsets
 import Glibc
 import NMEA
+import POSIX
 import SerialPort
-import Threading
 
 /// Opens a receiver on a serial port (a tty), at a fixed baud rate or at the rate found by
 /// listening.

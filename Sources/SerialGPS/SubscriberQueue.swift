@@ -1,4 +1,4 @@
-import Threading
+import POSIX
 
 /// One subscriber's mailbox: a bounded buffer where the newest event wins.
 ///

@@ -1,4 +1,4 @@
-import Threading
+import POSIX
 
 /// The events of one subscription, as an `AsyncSequence`.
 ///

@@ -1,5 +1,5 @@
 import NMEA
-import Threading
+import POSIX
 
 /// Fans events out to every subscriber and remembers what a newcomer should be told at once:
 /// the current status and the latest fix, with its age, while it is younger than the replay

@@ -1,4 +1,4 @@
-import Threading
+import POSIX
 
 /// Keeps descriptors open while operations on other threads use them, and lets any thread
 /// close them.

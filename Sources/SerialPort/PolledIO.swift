@@ -1,4 +1,5 @@
 import Glibc
+import POSIX
 
 /// What a read that did not fail came back with.
 public enum ReadResult: Hashable, Sendable {
@@ -33,21 +34,14 @@ struct PolledIO: Sendable {
     into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?
   ) throws(IOFailure) -> ReadResult {
     precondition(buffer.count > 0, "read needs room for at least one byte")
+    let deadline = deadline.map(MonotonicInstant.init)
     var fds = (
       pollfd(fd: descriptor.rawValue, events: Int16(POLLIN), revents: 0),
       pollfd(fd: interruptSignal.descriptor.rawValue, events: Int16(POLLIN), revents: 0),
       pollfd(fd: closeSignal.descriptor.rawValue, events: Int16(POLLIN), revents: 0)
     )
     while true {
-      let ready: Bool
-      do {
-        ready = try withUnsafeMutableBytes(of: &fds) { raw throws(Errno) in
-          try poll(raw.bindMemory(to: pollfd.self), until: deadline)
-        }
-      } catch {
-        throw .errno(error)
-      }
-      if !ready { return .timedOut }
+      if try !Self.poll(&fds, until: deadline) { return .timedOut }
       if fds.2.revents != 0 { throw .closed }
       // An interrupt wins over pending data, which stays queued for the next read. Another
       // reader may have consumed it first (against the contract, but harmless): look again.
@@ -77,6 +71,7 @@ struct PolledIO: Sendable {
   func writeAll(
     _ bytes: UnsafeRawBufferPointer, deadline: ContinuousClock.Instant?
   ) throws(IOFailure) {
+    let deadline = deadline.map(MonotonicInstant.init)
     var written = 0
     while written < bytes.count {
       do {
@@ -92,15 +87,7 @@ struct PolledIO: Sendable {
         pollfd(fd: descriptor.rawValue, events: Int16(POLLOUT), revents: 0),
         pollfd(fd: closeSignal.descriptor.rawValue, events: Int16(POLLIN), revents: 0)
       )
-      let ready: Bool
-      do {
-        ready = try withUnsafeMutableBytes(of: &fds) { raw throws(Errno) in
-          try poll(raw.bindMemory(to: pollfd.self), until: deadline)
-        }
-      } catch {
-        throw .errno(error)
-      }
-      if !ready { throw .writeTimedOut(written: written) }
+      if try !Self.poll(&fds, until: deadline) { throw .writeTimedOut(written: written) }
       if fds.1.revents != 0 { throw .closed }
       let events = Int32(fds.0.revents)
       if events & Int32(POLLNVAL) != 0 { throw .closed }
@@ -108,6 +95,19 @@ struct PolledIO: Sendable {
         if events & Int32(POLLHUP) != 0 { throw .disconnected(.hangUp) }
         if events & Int32(POLLERR) != 0 { throw .disconnected(.pollError) }
       }
+    }
+  }
+
+  /// Polls a tuple of `pollfd`s (no allocation per call) until one is ready or `deadline`.
+  private static func poll<Descriptors>(
+    _ fds: inout Descriptors, until deadline: MonotonicInstant?
+  ) throws(IOFailure) -> Bool {
+    do {
+      return try withUnsafeMutableBytes(of: &fds) { raw throws(Errno) in
+        try POSIX.poll(raw.bindMemory(to: pollfd.self), until: deadline)
+      }
+    } catch {
+      throw .errno(error)
     }
   }
 }

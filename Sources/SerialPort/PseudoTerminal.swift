@@ -1,5 +1,6 @@
 import CSerialShims
 import Glibc
+import POSIX
 
 /// A pseudo-terminal pair standing in for a receiver: ``devicePath`` (`/dev/pts/N`) is opened
 /// with ``SerialPort/open(path:baudRate:exclusive:)`` as if it were the receiver's tty, and

@@ -1,3 +1,5 @@
+import POSIX
+
 extension SerialPort {
   /// Waits for data and reads what has arrived, up to `buffer.count` bytes.
   ///

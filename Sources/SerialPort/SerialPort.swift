@@ -1,6 +1,6 @@
 import CSerialShims
 import Glibc
-import Threading
+import POSIX
 
 /// A tty opened for a GPS receiver: raw 8N1 at a chosen rate, exclusive, read through `poll`.
 ///

@@ -1,3 +1,5 @@
+import POSIX
+
 /// Why a serial port operation failed, naming the device and saying what to do about it.
 ///
 /// Every failure of ``SerialPort``, ``PseudoTerminal`` and ``Autobaud`` is one of these. Match

@@ -1,4 +1,4 @@
-import Threading
+import POSIX
 
 /// A source of pulse-per-second edges: kernel PPS (``KernelPPSSource``), the carrier-detect
 /// line of a serial port (``CarrierDetectPPSSource``), or pulses given by the program
@@ -73,7 +73,7 @@ public final class PulseListener: Sendable {
     failure: @escaping @Sendable (TimeServiceError) -> Void
   ) -> PulseListener {
     let listener = PulseListener()
-    let thread = OwnThread.start {
+    let thread = OwnThread.start(name: "serialgps-pps") {
       while !listener.stopped.withLock({ $0 }) {
         do throws(TimeServiceError) {
           if let next = try source.nextPulse(timeout: timeout) {

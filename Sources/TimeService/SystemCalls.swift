@@ -1,11 +1,11 @@
 import CSerialShims
 import CTimeShims
 import Glibc
+import POSIX
 import SerialPort
 
-// Every system call of the time service, in one file: today on SerialPort's `Errno` with a
-// local EINTR loop, to become calls into the shared POSIX module (its FileDescriptor and its
-// one retry function) when that module lands. Nothing here holds a lock.
+// Every system call of the time service, in one file, on the shared POSIX module's `Errno`
+// and its one EINTR retry. Nothing here holds a lock.
 
 extension PosixTime {
   /// The system clock now (`CLOCK_REALTIME`).
@@ -22,12 +22,7 @@ enum System {
 
   /// Runs `body` until it does not fail with EINTR; -1 becomes the errno it left.
   static func retrying(_ body: () -> CInt) throws(Errno) -> CInt {
-    while true {
-      let result = body()
-      if result != -1 { return result }
-      let error = errno
-      if error != .interrupted { throw error }
-    }
+    try retryingOnInterrupt(body)
   }
 
   /// Whether the process runs as root (effective user 0).
@@ -44,20 +39,8 @@ enum System {
 
   /// The contents of a small file (a sysfs attribute), or `nil` when it cannot be read.
   static func readSmallFile(_ path: String) -> String? {
-    guard let descriptor = try? open(path, O_RDONLY) else { return nil }
-    defer { close(descriptor) }
-    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { buffer in
-      var length = 0
-      while length < buffer.count {
-        let count = Glibc.read(descriptor, buffer.baseAddress! + length, buffer.count - length)
-        if count > 0 {
-          length += count
-        } else if count == 0 || Glibc.errno != EINTR {
-          break
-        }
-      }
-      return String(decoding: UnsafeBufferPointer(rebasing: buffer[0..<length]), as: UTF8.self)
-    }
+    guard let bytes = try? FileDescriptor.contents(of: path) else { return nil }
+    return String(decoding: bytes.prefix(4096), as: UTF8.self)
   }
 
   /// The names in a directory (without `.` and `..`), or `[]` when it cannot be read.
@@ -116,12 +99,8 @@ enum System {
 
   /// Sends one datagram without blocking and without SIGPIPE.
   static func send(_ descriptor: CInt, _ bytes: UnsafeRawBufferPointer) throws(Errno) {
-    while true {
-      let sent = Glibc.send(
-        descriptor, bytes.baseAddress, bytes.count, CInt(MSG_DONTWAIT) | CInt(MSG_NOSIGNAL))
-      if sent >= 0 { return }
-      let error = errno
-      if error != .interrupted { throw error }
+    _ = try retryingOnInterrupt {
+      Glibc.send(descriptor, bytes.baseAddress, bytes.count, CInt(MSG_DONTWAIT) | CInt(MSG_NOSIGNAL))
     }
   }
 

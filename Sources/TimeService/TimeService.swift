@@ -1,6 +1,6 @@
 import Chipsets
 import NMEA
-import Threading
+import POSIX
 
 /// What the time service is told to do for one receiver.
 public struct TimeServiceConfiguration: Sendable, Hashable {

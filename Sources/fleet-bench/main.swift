@@ -22,7 +22,7 @@ import Glibc
 import NMEA
 import Replay
 import SerialGPS
-import Threading
+import POSIX
 
 struct Settings {
   var broker = "mqtt://127.0.0.1:1883"

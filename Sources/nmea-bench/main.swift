@@ -10,6 +10,7 @@
 import CMallocCounter
 import Glibc
 import NMEA
+import POSIX
 
 struct Options {
   var input: String?
@@ -90,21 +91,11 @@ func parseOptions(_ arguments: [String]) -> Options {
 
 /// The whole file, or a clear error.
 func readFile(_ path: String) -> [UInt8] {
-  let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-  guard descriptor >= 0 else {
-    fail("cannot open '\(path)': \(String(cString: strerror(errno)))")
+  do {
+    return try FileDescriptor.contents(of: path)
+  } catch {
+    fail("cannot read '\(path)': \(error)")
   }
-  defer { close(descriptor) }
-  var bytes: [UInt8] = []
-  var buffer = [UInt8](repeating: 0, count: 1 << 16)
-  while true {
-    let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-    if count < 0 && errno == EINTR { continue }
-    guard count >= 0 else { fail("cannot read '\(path)': \(String(cString: strerror(errno)))") }
-    if count == 0 { break }
-    bytes.append(contentsOf: buffer[0..<count])
-  }
-  return bytes
 }
 
 // MARK: - Passes
@@ -286,20 +277,13 @@ if let input = options.input {
 }
 
 if let path = options.writeStream {
-  let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-  guard descriptor >= 0 else {
-    fail("cannot create '\(path)': \(String(cString: strerror(errno)))")
-  }
-  var written = 0
-  while written < stream.count {
-    let count = stream.withUnsafeBytes {
-      write(descriptor, $0.baseAddress! + written, $0.count - written)
+  do {
+    try FileDescriptor.withOpened(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC) {
+      descriptor throws(Errno) in try descriptor.writeAll(stream)
     }
-    if count < 0 && errno == EINTR { continue }
-    guard count > 0 else { fail("cannot write '\(path)': \(String(cString: strerror(errno)))") }
-    written += count
+  } catch {
+    fail("cannot write '\(path)': \(error)")
   }
-  close(descriptor)
   exit(0)
 }
 

@@ -1,4 +1,5 @@
 import Glibc
+import POSIX
 import SerialGPS
 
 // Small tools for the benchmark, without Foundation: Foundation would add its own threads and
@@ -12,9 +13,7 @@ func nanoseconds() -> Int64 {
 }
 
 func sleep(milliseconds: Int) {
-  var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
-  var remaining = timespec()
-  while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+  sleepThread(for: .milliseconds(milliseconds))
 }
 
 /// `value` with `decimals` digits after the point (for figures, not for exact output).
@@ -60,18 +59,23 @@ struct Distribution {
 
 /// A whole file's text (for /proc files, which report size 0), or nil.
 func readFile(_ path: String) -> String? {
-  let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-  guard descriptor >= 0 else { return nil }
-  defer { close(descriptor) }
-  var bytes: [UInt8] = []
-  var chunk = [UInt8](repeating: 0, count: 4096)
-  while true {
-    let count = read(descriptor, &chunk, chunk.count)
-    if count < 0 && errno == EINTR { continue }
-    if count <= 0 { break }
-    bytes += chunk[0..<count]
-  }
+  guard let bytes = try? FileDescriptor.contents(of: path) else { return nil }
   return String(decoding: bytes, as: UTF8.self)
+}
+
+/// The next line read from `descriptor`, one byte at a time (a pipe shared with a child, which
+/// must not be read past the line); nil at end of file with nothing read.
+func readLine(from descriptor: FileDescriptor) -> String? {
+  var line: [UInt8] = []
+  var byte: UInt8 = 0
+  while true {
+    let count = try? withUnsafeMutableBytes(of: &byte) { raw throws(Errno) in
+      try descriptor.read(into: raw)
+    }
+    guard count == 1 else { return line.isEmpty ? nil : String(decoding: line, as: UTF8.self) }
+    if byte == 10 { return String(decoding: line, as: UTF8.self) }
+    line.append(byte)
+  }
 }
 
 /// The number after `name:` in a /proc status file (kB for memory lines).
@@ -192,73 +196,40 @@ struct Memory {
   }
 }
 
-/// A mutex and condition variable for handing values between threads and tasks.
+/// A value handed between threads and tasks, with a wait for it to change.
 final class Mailbox<Value>: @unchecked Sendable {
-  private var mutex = pthread_mutex_t()
-  private var condition = pthread_cond_t()
+  private let lock = Lock()
   private var value: Value
 
-  init(_ value: Value) {
-    self.value = value
-    pthread_mutex_init(&mutex, nil)
-    var attributes = pthread_condattr_t()
-    pthread_condattr_init(&attributes)
-    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-    pthread_cond_init(&condition, &attributes)
-    pthread_condattr_destroy(&attributes)
-  }
+  init(_ value: Value) { self.value = value }
 
   func update(_ body: (inout Value) -> Void) {
-    pthread_mutex_lock(&mutex)
-    body(&value)
-    pthread_cond_broadcast(&condition)
-    pthread_mutex_unlock(&mutex)
+    lock.withLock {
+      body(&value)
+      lock.broadcast()
+    }
   }
 
   func read<T>(_ body: (Value) -> T) -> T {
-    pthread_mutex_lock(&mutex)
-    defer { pthread_mutex_unlock(&mutex) }
-    return body(value)
+    lock.withLock { body(value) }
   }
 
   /// Waits until `ready` returns a result or `timeoutMilliseconds` pass.
   func wait<T>(timeoutMilliseconds: Int, _ ready: (Value) -> T?) -> T? {
-    var deadline = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &deadline)
-    deadline.tv_sec += timeoutMilliseconds / 1000
-    deadline.tv_nsec += (timeoutMilliseconds % 1000) * 1_000_000
-    if deadline.tv_nsec >= 1_000_000_000 {
-      deadline.tv_sec += 1
-      deadline.tv_nsec -= 1_000_000_000
-    }
-    pthread_mutex_lock(&mutex)
-    defer { pthread_mutex_unlock(&mutex) }
-    while true {
-      if let result = ready(value) { return result }
-      if pthread_cond_timedwait(&condition, &mutex, &deadline) == ETIMEDOUT {
-        return ready(value)
+    let deadline = MonotonicInstant.now + .milliseconds(timeoutMilliseconds)
+    return lock.withLock {
+      while true {
+        if let result = ready(value) { return result }
+        if !lock.wait(until: deadline) { return ready(value) }
       }
     }
   }
 }
 
-/// Starts `body` on a new detached thread.
-func startThread(_ body: @escaping @Sendable () -> Void) {
-  final class Box: @unchecked Sendable {
-    let body: @Sendable () -> Void
-    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-  }
-  var handle = pthread_t()
-  let box = Unmanaged.passRetained(Box(body)).toOpaque()
-  let result = pthread_create(
-    &handle, nil,
-    { argument in
-      let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
-      box.body()
-      return nil
-    }, box)
-  precondition(result == 0, "pthread_create failed: \(result)")
-  pthread_detach(handle)
+/// Starts `body` on a thread of its own, named for the wake-up report.
+func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
+  let thread = OwnThread.start(name: name, body)
+  precondition(thread.startFailure == nil, "cannot start a thread: \(thread.startFailure!)")
 }
 
 /// Runs an async operation to its end from synchronous code (the benchmark's main thread

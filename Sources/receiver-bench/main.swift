@@ -25,6 +25,7 @@ import Chipsets
 import Dispatch
 import Glibc
 import NMEA
+import POSIX
 import SerialGPS
 import SerialPort
 
@@ -92,8 +93,7 @@ while !argumentList.isEmpty {
 
 /// Progress goes to standard error so that `--json` output stays clean.
 func note(_ text: String) {
-  let line = text + "\n"
-  _ = line.withCString { write(2, $0, strlen($0)) }
+  try? FileDescriptor.standardError.writeAll((text + "\n").utf8)
 }
 
 // MARK: - 1. Fix latency
@@ -196,7 +196,7 @@ func measurePowerOn(cycles: Int) throws -> Distribution {
   }
   let wire = Mailbox(Wire())
   let stopped = Mailbox(false)
-  startThread {
+  startThread(name: "bench-receiver") {
     var pending: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 4096)
     while !wire.read({ $0.stop }) {
@@ -273,7 +273,7 @@ func measureFirstFix(cycles: Int) throws -> [FirstFix] {
   let written = Mailbox<[Int: Int64]>([:])
   let feeding = Mailbox(true)
   let fed = Mailbox(false)
-  startThread {
+  startThread(name: "bench-feeder") {
     var index = 70_000
     while feeding.read({ $0 }) {
       if (try? pty.write(epoch(index), timeout: .milliseconds(200))) != nil {
@@ -325,58 +325,48 @@ func measureFirstFix(cycles: Int) throws -> [FirstFix] {
 /// This program run as a child with its standard input and output on pipes.
 final class Child {
   let pid: pid_t
-  let input: Int32
-  let output: Int32
+  let input: FileDescriptor
+  let output: FileDescriptor
 
   init(_ arguments: [String]) throws {
     var executable = [CChar](repeating: 0, count: 4096)
     let length = readlink("/proc/self/exe", &executable, executable.count - 1)
     guard length > 0 else { throw BenchError.child("cannot find this program") }
-    var toChild: [Int32] = [0, 0]
-    var fromChild: [Int32] = [0, 0]
-    guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else {
-      throw BenchError.child("pipe failed")
-    }
-    // Only the child's ends reach the child (dup2 clears FD_CLOEXEC on the copies).
-    for descriptor in toChild + fromChild { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+    // Close-on-exec: only the child's ends reach the child (dup2 clears it on the copies).
+    guard let toChild = try? FileDescriptor.pipe(), let fromChild = try? FileDescriptor.pipe()
+    else { throw BenchError.child("pipe failed") }
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
-    posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
+    posix_spawn_file_actions_adddup2(&actions, toChild.readEnd.rawValue, 0)
+    posix_spawn_file_actions_adddup2(&actions, fromChild.writeEnd.rawValue, 1)
     let path = String(decoding: executable[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
     defer { for pointer in argv { free(pointer) } }
     var pid: pid_t = 0
     let status = posix_spawn(&pid, path, &actions, nil, argv, environ)
-    close(toChild[0])
-    close(fromChild[1])
+    try? toChild.readEnd.close()
+    try? fromChild.writeEnd.close()
     guard status == 0 else { throw BenchError.child("posix_spawn failed: \(status)") }
     self.pid = pid
-    input = toChild[1]
-    output = fromChild[0]
+    input = toChild.writeEnd
+    output = fromChild.readEnd
   }
 
   func send(_ command: String) {
-    let line = command + "\n"
-    _ = line.withCString { write(input, $0, strlen($0)) }
+    try? input.writeAll((command + "\n").utf8)
   }
 
   /// The child's next line of output.
-  func receive() -> String {
-    var line: [UInt8] = []
-    var byte: UInt8 = 0
-    while read(output, &byte, 1) == 1 && byte != 10 { line.append(byte) }
-    return String(decoding: line, as: UTF8.self)
-  }
+  func receive() -> String { readLine(from: output) ?? "" }
 
   func finish() -> Int32 {
     send("stop")
     let last = receive()
     var status: Int32 = 0
     waitpid(pid, &status, 0)
-    close(input)
-    close(output)
+    try? input.close()
+    try? output.close()
     if !last.isEmpty { note("child: \(last)") }
     return status
   }
@@ -386,8 +376,7 @@ final class Child {
 /// Its main thread sleeps in `read` on standard input between commands.
 func runChild(device: String?) -> Never {
   func reply(_ text: String) {
-    let line = text + "\n"
-    _ = line.withCString { write(1, $0, strlen($0)) }
+    try? FileDescriptor.standardOutput.writeAll((text + "\n").utf8)
   }
   var receiver: GPSReceiver?
   if let device {
@@ -399,15 +388,7 @@ func runChild(device: String?) -> Never {
   let fixes = Mailbox(0)
   var events: ReceiverEvents?
   reply("ready")
-  var line: [UInt8] = []
-  var byte: UInt8 = 0
-  while read(0, &byte, 1) == 1 {
-    guard byte == 10 else {
-      line.append(byte)
-      continue
-    }
-    let command = String(decoding: line, as: UTF8.self)
-    line.removeAll()
+  while let command = readLine(from: .standardInput) {
     switch command {
     case "subscribe":
       if let receiver {
@@ -496,7 +477,7 @@ func measureProcess(seconds: Int) throws -> ProcessFigures {
   // Feed one epoch a second, as a receiver does, until told to stop.
   let feeding = Mailbox(true)
   let fed = Mailbox(false)
-  startThread {
+  startThread(name: "bench-feeder") {
     var index = 0
     while feeding.read({ $0 }) {
       try? pty.write(epoch(index), timeout: .seconds(1))

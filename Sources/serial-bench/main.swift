@@ -12,8 +12,8 @@
 // the time as `read` returns. Reported as median and percentiles over the samples, for data
 // and for `interrupt()`.
 
-import CSerialShims
 import Foundation
+import POSIX
 import SerialPort
 
 func contextSwitches(tid: Int32) -> (voluntary: Int, involuntary: Int) {
@@ -35,7 +35,7 @@ func spawn(_ body: @escaping @Sendable () -> Void) -> (tid: Int32, join: () -> V
   let finished = DispatchSemaphore(value: 0)
   nonisolated(unsafe) var tid: Int32 = 0
   let thread = Thread {
-    tid = cserial_thread_id()
+    tid = OwnThread.currentKernelID
     started.signal()
     body()
     finished.signal()

@@ -1,6 +1,7 @@
 import GPSDProtocol
 import Glibc
 import NMEA
+import POSIX
 
 // `serialgps decode [FILE|-] [--json [--device NAME]] [--stats]`: a recording (or standard input) to fixes.
 
@@ -74,32 +75,34 @@ enum DecodeCommand {
   /// Decodes the recording the options name; the exit status.
   static func decode(_ options: Options) -> Int32 {
     let name = options.path == "-" ? "standard input" : "'\(options.path)'"
-    let descriptor: Int32
+    let descriptor: FileDescriptor
     if options.path == "-" {
-      descriptor = 0
+      descriptor = .standardInput
     } else {
-      descriptor = open(options.path, O_RDONLY | O_CLOEXEC)
-      guard descriptor >= 0 else {
-        let reason = String(cString: strerror(errno))
+      do {
+        descriptor = try FileDescriptor.open(options.path, O_RDONLY | O_CLOEXEC)
+      } catch {
         Output.error.line(
-          "serialgps decode: cannot open \(name): \(reason); check the path, or give - to read "
+          "serialgps decode: cannot open \(name): \(error); check the path, or give - to read "
             + "standard input")
         return 2
       }
     }
-    defer { if descriptor != 0 { close(descriptor) } }
+    defer { if descriptor != .standardInput { try? descriptor.close() } }
 
     var session = DecodeSession(json: options.json, device: options.device)
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
     let write: ([UInt8]) -> Void = { Output.standard.write(bytes: $0) }
     while true {
-      let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-      if count < 0 {
-        if errno == EINTR { continue }
-        let reason = String(cString: strerror(errno))
+      let count: Int
+      switch buffer.withUnsafeMutableBytes({ raw in
+        Result { () throws(Errno) in try descriptor.read(into: raw) }
+      }) {
+      case .success(let read): count = read
+      case .failure(let error):
         Output.standard.flush()
         Output.error.line(
-          "serialgps decode: cannot read \(name): \(reason); give a recording file or -")
+          "serialgps decode: cannot read \(name): \(error); give a recording file or -")
         return 2
       }
       if count == 0 { break }

@@ -146,7 +146,7 @@ struct DemoSession {
 
     let interruption = StopSignals()
     let events = receiver.subscribe()
-    interruption.onStop { events.cancel() }
+    interruption.onStop { _ in events.cancel() }
     let watchdog = Task {
       try await Task.sleep(for: patience)
       events.cancel()

@@ -97,9 +97,10 @@ enum Follow {
     let label = "\(receiver.id)"
     let stop = StopSignals()
     let events = receiver.subscribe()
-    stop.onStop {
+    stop.onStop { reason in
       Output.error.line(
-        "serialgps follow: stopping; withdrawing the demand (Ctrl-C again to quit at once)")
+        "serialgps follow: \(reason): stopping; withdrawing the demand "
+          + "(Ctrl-C again to quit at once)")
       events.cancel()
     }
     var watchOptions = Watch.Options()

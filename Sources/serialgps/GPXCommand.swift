@@ -1,6 +1,7 @@
 import GPX
 import Glibc
 import NMEA
+import POSIX
 import Replay
 
 // `serialgps gpx FILE [-o track.gpx] [--gap S] [--name NAME]`: a GPX 1.1 track from a
@@ -146,25 +147,10 @@ struct GPXSession {
   }
 
   /// The whole file, or standard input for `-`; the reason on failure.
-  func readAll(_ path: String) -> Result<[UInt8], GPXReadError> {
-    let descriptor = path == "-" ? 0 : open(path, O_RDONLY | O_CLOEXEC)
-    guard descriptor >= 0 else { return .failure(GPXReadError(errno: errno)) }
-    defer { if descriptor != 0 { close(descriptor) } }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 1 << 16)
-    while true {
-      let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-      if count < 0 {
-        if errno == EINTR { continue }
-        return .failure(GPXReadError(errno: errno))
-      }
-      if count == 0 { return .success(bytes) }
-      bytes += chunk[..<count]
+  func readAll(_ path: String) -> Result<[UInt8], Errno> {
+    Result { () throws(Errno) in
+      path == "-"
+        ? try FileDescriptor.standardInput.readToEnd() : try FileDescriptor.contents(of: path)
     }
   }
-}
-
-struct GPXReadError: Error, CustomStringConvertible {
-  let errno: Int32
-  var description: String { String(cString: strerror(errno)) }
 }

@@ -1,24 +1,40 @@
 import Glibc
+import POSIX
 
 /// Buffered output to a file descriptor, safe to use from any thread.
 ///
 /// The C `stdout` and `stderr` globals are not concurrency-safe in Swift 6; this writes with
 /// `write(2)` instead, buffering standard output so that decoding a long recording does not
 /// cost a system call per line.
+///
+/// The first failed write is reported once to ``onFailure(_:)``'s handler (EPIPE when the
+/// reader of a pipe went away and SIGPIPE is ignored); what could not be written is dropped,
+/// since there is nothing sensible left to do with it.
 final class Output: @unchecked Sendable {
-  static let standard = Output(descriptor: 1, buffered: true)
-  static let error = Output(descriptor: 2, buffered: false)
+  static let standard = Output(descriptor: .standardOutput, buffered: true)
+  static let error = Output(descriptor: .standardError, buffered: false)
 
-  private let descriptor: Int32
+  private let descriptor: FileDescriptor
   private let buffered: Bool
+  private let lock = Lock()
+  // Guarded by `lock`.
   private var buffer: [UInt8] = []
-  private var mutex = pthread_mutex_t()
+  private var failure: Errno?
+  private var failureHandler: (@Sendable (Errno) -> Void)?
 
-  private init(descriptor: Int32, buffered: Bool) {
+  private init(descriptor: FileDescriptor, buffered: Bool) {
     self.descriptor = descriptor
     self.buffered = buffered
-    pthread_mutex_init(&mutex, nil)
     buffer.reserveCapacity(1 << 16)
+  }
+
+  /// Calls `handler` (once, on the writing thread) when a write fails, or now if one has.
+  func onFailure(_ handler: @escaping @Sendable (Errno) -> Void) {
+    let failed = lock.withLock { () -> Errno? in
+      failureHandler = handler
+      return failure
+    }
+    if let failed { handler(failed) }
   }
 
   /// Writes `text` followed by a newline.
@@ -32,19 +48,16 @@ final class Output: @unchecked Sendable {
 
   /// Writes bytes as they are (JSON from `JSONWriter`, for one).
   func write<Bytes: Sequence>(bytes: Bytes) where Bytes.Element == UInt8 {
-    pthread_mutex_lock(&mutex)
-    buffer.append(contentsOf: bytes)
-    let pending = !buffered || buffer.count >= 1 << 15 ? takeBuffer() : []
-    pthread_mutex_unlock(&mutex)
+    let pending = lock.withLock { () -> [UInt8] in
+      buffer.append(contentsOf: bytes)
+      return !buffered || buffer.count >= 1 << 15 ? takeBuffer() : []
+    }
     writeAll(pending)
   }
 
   /// Writes out whatever is buffered.
   func flush() {
-    pthread_mutex_lock(&mutex)
-    let pending = takeBuffer()
-    pthread_mutex_unlock(&mutex)
-    writeAll(pending)
+    writeAll(lock.withLock { takeBuffer() })
   }
 
   private func takeBuffer() -> [UInt8] {
@@ -55,16 +68,15 @@ final class Output: @unchecked Sendable {
 
   private func writeAll(_ bytes: [UInt8]) {
     guard !bytes.isEmpty else { return }
-    bytes.withUnsafeBytes { raw in
-      var offset = 0
-      while offset < raw.count {
-        let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-        if written < 0 {
-          if errno == EINTR { continue }
-          return  // a closed pipe: nothing sensible left to do with the output
-        }
-        offset += written
+    do {
+      try descriptor.writeAll(bytes)
+    } catch {
+      let handler = lock.withLock { () -> (@Sendable (Errno) -> Void)? in
+        guard failure == nil else { return nil }
+        failure = error
+        return failureHandler
       }
+      handler?(error)
     }
   }
 }

@@ -1,9 +1,9 @@
 import Chipsets
 import Glibc
 import NMEA
+import POSIX
 import Replay
 import SerialPort
-import Threading
 
 // `serialgps record DEVICE -o FILE [--duration S] [--baud N|auto] [--chipset …] [--name NAME]`:
 // every byte a receiver sends, binary frames and noise included, after a `# Key: value`
@@ -112,7 +112,7 @@ struct RecordSession {
       return 2
     }
     defer { port.close() }
-    interruption.onStop { port.interrupt() }
+    interruption.onStop { _ in port.interrupt() }
 
     var rate = options.baud ?? .b9600
     // What the search heard at the rate it found: the receiver's first sentences, recorded.

@@ -1,8 +1,8 @@
 import Chipsets
 import Glibc
 import NMEA
+import POSIX
 import SerialPort
-import Threading
 
 // `serialgps send DEVICE (standby|wake|RAW)`: writes a receiver's power commands, or one raw
 // command framed for its chipset, waits for each acknowledgement the chipset gives (with a

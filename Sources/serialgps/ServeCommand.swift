@@ -7,9 +7,9 @@ import SerialPort
 
 // `serialgps serve [--listen ADDR|none] [--linger S] [--max-clients N] [--allow-remote]
 // [--mqtt URL …] [DEVICE …]`: a gpsd-compatible server (docs/server.md) and, with --mqtt, the
-// fleet bridge beside it (docs/fleet.md). Runs until SIGINT or SIGTERM, then puts every
-// receiver to standby and exits 0; exits 2 on usage errors or when it cannot listen, 1 when
-// the broker refuses the credentials or certificates.
+// fleet bridge beside it (docs/fleet.md). Runs until SIGTERM, SIGINT, SIGHUP or SIGQUIT, then
+// puts every receiver to standby and exits 0; exits 2 on usage errors or when it cannot listen,
+// 1 when the broker refuses the credentials or certificates.
 let serveCommand = Command(
   name: "serve",
   usage:
@@ -68,8 +68,11 @@ struct ServeOptions: Equatable {
     MQTT options:
     \(ServeFleetOptions.help)
 
-    Stops on SIGINT or SIGTERM, putting every receiver to standby first (and saying offline
-    on its MQTT status).
+    Stops on SIGTERM, SIGINT (Ctrl-C), SIGHUP or SIGQUIT, putting every receiver to standby
+    first (and saying offline on its MQTT status); a second Ctrl-C while stopping quits at once
+    (status 130). SIGHUP stops rather than restarts, as the end of the terminal or session that
+    started serve; under nohup it is ignored. Under systemd, `systemctl restart serialgps` is
+    the restart.
     Exit status: 0 after a signal, 2 on usage errors or when the address cannot be used, 1
     when the MQTT broker refuses the credentials or certificates.
 
@@ -161,7 +164,8 @@ enum ServeCommand {
       options.devices.isEmpty
       ? .discovery(DeviceDiscovery())
       : .fixed(options.devices.map { .serialPort(path: $0, baud: options.baudSetting) })
-    TerminationSignal.install()
+    // Before the receivers exist: a signal from now on stops them cleanly.
+    let stop = StopSignals()
     let server: GPSDServer
     do {
       server = try GPSDServer(configuration: configuration, devices: devices)
@@ -175,71 +179,10 @@ enum ServeCommand {
     let listening = server.listenAddress.map { "listening on \($0)" } ?? "no gpsd port"
     let publishing = fleet.map { " and publishing to \($0.bridge.brokerURL)" } ?? ""
     Output.error.line("serialgps serve: \(listening)\(publishing) for \(served)")
-    let signal = await TerminationSignal.wait()
-    Output.error.line(
-      "serialgps serve: \(signal == SIGINT ? "interrupted" : "terminated"); putting the receivers to standby"
-    )
+    let reason = await stop.requested()
+    Output.error.line("serialgps serve: \(reason): putting the receivers to standby")
     await fleet?.shutdown()
     await server.shutdown()
     return 0
-  }
-}
-
-/// SIGINT and SIGTERM end the server cleanly: the handler only writes the signal number to a
-/// pipe (async-signal-safe); a thread blocked on the pipe wakes the waiting task.
-enum TerminationSignal {
-  // Plain integers, set before the handler is installed: the handler touches nothing else.
-  nonisolated(unsafe) private static var readDescriptor: Int32 = -1
-  nonisolated(unsafe) private static var writeDescriptor: Int32 = -1
-
-  static func install() {
-    var descriptors: [Int32] = [-1, -1]
-    guard pipe(&descriptors) == 0 else { return }
-    readDescriptor = descriptors[0]
-    writeDescriptor = descriptors[1]
-    signal(SIGPIPE, SIG_IGN)
-    let handler: @convention(c) (Int32) -> Void = { number in
-      var byte = UInt8(truncatingIfNeeded: number)
-      _ = write(TerminationSignal.writeDescriptor, &byte, 1)
-    }
-    signal(SIGINT, handler)
-    signal(SIGTERM, handler)
-    // A parent may have left them blocked (a child inherits the mask): they must get through.
-    var stopping = sigset_t()
-    sigemptyset(&stopping)
-    sigaddset(&stopping, SIGINT)
-    sigaddset(&stopping, SIGTERM)
-    pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
-  }
-
-  /// Waits for SIGINT or SIGTERM and returns which.
-  static func wait() async -> Int32 {
-    let descriptor = readDescriptor
-    return await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
-      final class Box: @unchecked Sendable {
-        let continuation: CheckedContinuation<Int32, Never>
-        let descriptor: Int32
-        init(_ continuation: CheckedContinuation<Int32, Never>, _ descriptor: Int32) {
-          self.continuation = continuation
-          self.descriptor = descriptor
-        }
-      }
-      let box = Unmanaged.passRetained(Box(continuation, descriptor))
-      var thread = pthread_t()
-      let started = pthread_create(
-        &thread, nil,
-        { argument in
-          let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
-          var byte: UInt8 = 0
-          while read(box.descriptor, &byte, 1) < 0 && errno == EINTR {}
-          box.continuation.resume(returning: Int32(byte))
-          return nil
-        }, box.toOpaque())
-      if started == 0 {
-        pthread_detach(thread)
-      } else {
-        box.takeRetainedValue().continuation.resume(returning: SIGTERM)
-      }
-    }
   }
 }

@@ -3,7 +3,7 @@ import Fleet
 import GPSDServer
 import Glibc
 import SerialGPS
-import Threading
+import POSIX
 
 /// `serve`'s MQTT options: the broker's, and how the receivers are published.
 struct ServeFleetOptions: Equatable {

@@ -6,8 +6,9 @@ import SerialPort
 
 // `serialgps watch DEVICE`: subscribes to one receiver and prints its fixes, one line each on
 // standard output (or gpsd TPV JSON), and its status changes on standard error. It ends its
-// subscription after --count fixes or on SIGINT/SIGTERM and exits only once the receiver has
-// been sent its standby commands and the port is closed. See docs/watch.md.
+// subscription after --count fixes, on a signal or when its output is closed, and exits only
+// once the receiver has been sent its standby commands and the port is closed. See
+// docs/watch.md.
 let watchCommand = Command(
   name: "watch",
   usage:
@@ -61,13 +62,16 @@ enum Watch {
                          (default 0: watch is its only subscriber; Ctrl-C cuts it short)
       --help             show this help
 
-    Stopping: after --count fixes, or on Ctrl-C (SIGINT) or SIGTERM, watch ends its
-    subscription, sends the receiver its standby commands, closes the port and exits 0.
-    Ctrl-C while stopping exits at once (status 130) without waiting for the receiver; more
-    SIGTERMs do not.
+    Stopping: after --count fixes, on Ctrl-C (SIGINT), SIGTERM, SIGHUP (the terminal or ssh
+    session closed; ignored under nohup) or SIGQUIT, or when standard output is closed
+    (serialgps watch | head -2), watch ends its subscription, sends the receiver its standby
+    commands, closes the port and exits. Ctrl-C while stopping exits at once (status 130)
+    without waiting for the receiver; other signals do not.
 
-    Exit status: 0 after a clean stop, 1 when the device cannot be opened (the message says
-    why and what to do), 2 for a wrong command line, 130 after Ctrl-C while stopping.
+    Exit status: 0 after a clean stop (--count reached, a signal, standard output closed),
+    1 when the device cannot be opened (the message says why and what to do) or standard
+    output cannot be written (a full disk), 2 for a wrong command line, 130 after Ctrl-C while
+    stopping.
 
     """
 
@@ -175,9 +179,10 @@ enum Watch {
       ?? GPSReceiver(device: device, baud: options.baud, options: receiverOptions)
     let stop = StopSignals()
     let events = receiver.subscribe()
-    stop.onStop {
+    stop.onStop { reason in
       Output.error.line(
-        "serialgps watch: stopping; powering \(device) off (Ctrl-C again to quit at once)")
+        "serialgps watch: \(reason): stopping; powering \(device) off "
+          + "(Ctrl-C again to quit at once)")
       events.cancel()
     }
 
@@ -203,6 +208,7 @@ enum Watch {
           + "not acknowledged while stopping; the receiver may not be in standby")
     }
     if case .cannotOpen = ending { return 1 }
+    if case .outputFailed = stop.reason { return 1 }
     return 0
   }
 

@@ -10,12 +10,13 @@ import Chipsets
 import Discovery
 import Glibc
 import NMEA
+import POSIX
 import Replay
 import SerialGPS
 
 /// What the subscriber received, with when.
 final class EventLog: @unchecked Sendable {
-  private let lock = TestbedLock()
+  private let lock = Lock()
   private var events: [ReceiverEvent] = []
 
   func record(_ event: ReceiverEvent) { lock.withLock { events.append(event) } }

@@ -1,42 +1,13 @@
 import Chipsets
 import Glibc
 import NMEA
+import POSIX
 import Replay
 
-/// A pthread mutex (the testbed avoids Foundation and `Synchronization.Mutex`).
-final class TestbedLock: @unchecked Sendable {
-  private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-  init() {
-    mutex = .allocate(capacity: 1)
-    mutex.initialize(to: pthread_mutex_t())
-    pthread_mutex_init(mutex, nil)
-  }
-
-  deinit {
-    pthread_mutex_destroy(mutex)
-    mutex.deallocate()
-  }
-
-  func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
-    pthread_mutex_lock(mutex)
-    defer { pthread_mutex_unlock(mutex) }
-    return try body()
-  }
-}
-
 /// Monotonic time since an arbitrary origin.
-func monotonicNow() -> Duration {
-  var spec = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &spec)
-  return .seconds(spec.tv_sec) + .nanoseconds(spec.tv_nsec)
-}
+func monotonicNow() -> Duration { MonotonicInstant.now.sinceOrigin }
 
-func sleep(milliseconds: Int) {
-  var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
-  var remaining = timespec()
-  while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
-}
+func sleep(milliseconds: Int) { sleepThread(for: .milliseconds(milliseconds)) }
 
 /// A GPS receiver (or a device that is not one) behind the master side of a umockdev pty.
 ///
@@ -63,12 +34,12 @@ final class MockReceiver: @unchecked Sendable {
   let latitude: Double
   private let master: Int32
   private let behaviour: Behaviour
-  private let lock = TestbedLock()
+  private let lock = Lock()
   private var model: ReceiverModel?
   private var written: [UInt8] = []
   private var epoch = 0
   private var stopped = false
-  private var thread = pthread_t()
+  private var thread: OwnThread?
   private let origin = monotonicNow()
 
   init(node: String, master: Int32, name: String, latitude: Double, behaviour: Behaviour) {
@@ -86,14 +57,7 @@ final class MockReceiver: @unchecked Sendable {
     // Writes never block the mock: with nobody reading the other side, they are dropped.
     let flags = fcntl(master, F_GETFL)
     _ = fcntl(master, F_SETFL, flags | O_NONBLOCK)
-    let unmanaged = Unmanaged.passRetained(self)
-    pthread_create(
-      &thread, nil,
-      { argument in
-        let mock = Unmanaged<MockReceiver>.fromOpaque(argument!).takeRetainedValue()
-        mock.run()
-        return nil
-      }, unmanaged.toOpaque())
+    thread = OwnThread.start(name: "testbed-mock") { [self] in run() }
   }
 
   /// Everything the host wrote to this port.
@@ -109,7 +73,7 @@ final class MockReceiver: @unchecked Sendable {
   /// Stops the thread; the pty stays as umockdev keeps it.
   func stop() {
     lock.withLock { stopped = true }
-    pthread_join(thread, nil)
+    thread?.joinBlocking()
   }
 
   /// The pty's slave side, `/dev/pts/N`, as `/proc/self/fd` shows a descriptor open on it.

@@ -6,7 +6,7 @@ import NMEA
 import Replay
 import SerialGPS
 import Testing
-import Threading
+import POSIX
 
 // The bridge and remote receivers in this process against a real mosquitto. The receiver is a
 // u-blox replay on a manual clock: epochs come due only when a test advances it, and its power

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import Testing
-import Threading
+import POSIX
 
 // Fleet tests run against Debian's real mosquitto (no mock), on a free loopback port, with the
 // real mosquitto_sub / mosquitto_pub as independent clients and the built `serialgps` where the
@@ -163,16 +163,18 @@ final class Child: @unchecked Sendable {
     guard status == 0 else {
       close(outPipe[0])
       close(errPipe[0])
-      throw TestFailure("cannot start \(executable): \(String(cString: strerror(status)))")
+      throw TestFailure("cannot start \(executable): \(Errno(rawValue: status))")
     }
     self.pid = pid
     let collected = self.collected
     for (descriptor, isError) in [(outPipe[0], false), (errPipe[0], true)] {
-      _ = OwnThread.start {
+      _ = OwnThread.start(name: "fleet-test-pipe") {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-          let count = read(descriptor, &buffer, buffer.count)
-          if count < 0 && errno == EINTR { continue }
+          let count =
+            (try? buffer.withUnsafeMutableBytes { raw throws(Errno) in
+              try FileDescriptor(rawValue: descriptor).read(into: raw)
+            }) ?? 0
           if count <= 0 { break }
           collected.withLock { collected in
             if isError {

@@ -1,7 +1,7 @@
 import Glibc
 import SerialGPS
 import Testing
-import Threading
+import POSIX
 
 @testable import GPSDServer
 

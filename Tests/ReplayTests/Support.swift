@@ -54,11 +54,14 @@ func makeSimulator(
   initialPowerState: SimulatedPowerState = .running, responses: ResponseMode = .normal,
   wakeDelay: Duration = .milliseconds(10), loops: Bool = true
 ) throws -> ReceiverSimulator {
+  // A minute for a write to find room, not the default ten seconds: under the thread
+  // sanitizer on two loaded cores a test's reader thread has stalled for more than ten
+  // seconds, and the cut burst then failed a test that checks the stream is whole.
   try ReceiverSimulator(
     recording: loadFixture(fixture),
     configuration: .init(
       profile: profile, pace: pace, loops: loops, initialPowerState: initialPowerState,
-      wakeDelay: wakeDelay, responses: responses))
+      wakeDelay: wakeDelay, responses: responses, writeTimeout: .seconds(60)))
 }
 
 /// Reads a port on a thread of its own and decodes what arrives: what a driver would see.

@@ -2,9 +2,9 @@ import Chipsets
 import Discovery
 import Glibc
 import NMEA
+import POSIX
 import SerialPort
 import Testing
-import Threading
 
 @testable import SerialGPS
 

@@ -1,6 +1,6 @@
 import NMEA
 import Testing
-import Threading
+import POSIX
 
 @testable import SerialGPS
 

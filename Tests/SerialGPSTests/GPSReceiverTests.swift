@@ -1,7 +1,7 @@
 import Chipsets
 import NMEA
+import POSIX
 import Testing
-import Threading
 
 @testable import SerialGPS
 

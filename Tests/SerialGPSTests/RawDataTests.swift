@@ -1,6 +1,6 @@
 import NMEA
+import POSIX
 import Testing
-import Threading
 
 @testable import SerialGPS
 

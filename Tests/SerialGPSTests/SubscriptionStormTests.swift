@@ -1,5 +1,5 @@
+import POSIX
 import Testing
-import Threading
 
 @testable import SerialGPS
 

@@ -1,7 +1,7 @@
 import Glibc
 import NMEA
+import POSIX
 import Testing
-import Threading
 
 @testable import SerialGPS
 

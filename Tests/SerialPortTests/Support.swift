@@ -1,6 +1,7 @@
 import CSerialShims
 import Foundation
 import Glibc
+import POSIX
 import SerialPort
 
 // Every serial call blocks its thread. Swift Testing runs tests on the cooperative pool (two
@@ -28,7 +29,7 @@ final class Background<T: Sendable>: @unchecked Sendable {
   init(_ body: @escaping @Sendable () throws -> T) {
     let thread = Thread { [self] in
       condition.lock()
-      threadID = cserial_thread_id()
+      threadID = OwnThread.currentKernelID
       condition.broadcast()
       condition.unlock()
       let outcome = Result { try body() }
@@ -185,7 +186,7 @@ let validSentence = Array(
 /// purpose: the thread cannot change in the middle.
 func withoutPrivilegeOverrides<T>(_ body: () throws -> T) throws -> T {
   guard cserial_thread_set_privilege_overrides(0) == 0 else {
-    throw TestFailure("capset failed: \(String(cString: strerror(errno)))")
+    throw TestFailure("capset failed: \(Errno.current)")
   }
   defer { _ = cserial_thread_set_privilege_overrides(1) }
   return try body()

@@ -1,6 +1,7 @@
 import CTimeShims
 import Foundation
 import Glibc
+import POSIX
 import Testing
 import TimeService
 
@@ -23,7 +24,7 @@ final class DatagramReceiver {
         bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
       }
     }
-    try #require(bound == 0, "bind \(path): \(String(cString: strerror(errno)))")
+    try #require(bound == 0, "bind \(path): \(Errno.current)")
   }
 
   /// The next datagram, or nil after `timeout` milliseconds without one.

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import SerialPort
 import Testing
-import Threading
+import POSIX
 
 @testable import TimeService
 

@@ -2,7 +2,7 @@ import CTimeShims
 import Foundation
 import Glibc
 import Testing
-import Threading
+import POSIX
 import TimeService
 
 @Suite("NTP shared memory", .serialized)

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 import NMEA
 import Testing
-import Threading
+import POSIX
 
 @testable import TimeService
 

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Threading
+import POSIX
 
 // The real programs the time service talks to or is checked with: chronyd and chronyc
 // (Debian's chrony), ntpshmmon (gpsd-tools) and gcc. Under CI=true they must be here (`make

@@ -178,9 +178,21 @@ final class WatchProcess: @unchecked Sendable {
     return binary
   }
 
-  init(_ arguments: [String]) throws {
-    process.executableURL = try Self.binary()
-    process.arguments = arguments
+  /// - Parameters:
+  ///   - signalDispositions: `env(1)` options that set the child's signal dispositions before
+  ///     it starts (`--default-signal=HUP`, `--ignore-signal=HUP`), whatever this process has.
+  ///   - closingOutputAfter: close the reading end of standard output once this many lines
+  ///     arrived, as `head -N` does.
+  init(
+    _ arguments: [String], signalDispositions: [String] = [], closingOutputAfter lines: Int? = nil
+  ) throws {
+    if signalDispositions.isEmpty {
+      process.executableURL = try Self.binary()
+      process.arguments = arguments
+    } else {
+      process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+      process.arguments = signalDispositions + [try Self.binary().path] + arguments
+    }
     var environment = ProcessInfo.processInfo.environment
     environment["SWIFT_BACKTRACE"] = "enable=no"
     process.environment = environment
@@ -190,19 +202,27 @@ final class WatchProcess: @unchecked Sendable {
     process.standardOutput = stdout
     process.standardError = stderr
     try process.run()
-    collect(stdout.fileHandleForReading) { $0.out.append($1) }
+    collect(stdout.fileHandleForReading, closingAfter: lines) { $0.out.append($1) }
     collect(stderr.fileHandleForReading) { $0.err.append($1) }
   }
 
-  /// Reads `handle` on a thread of its own until end of file (the child exited).
+  /// Reads `handle` on a thread of its own until end of file (the child exited), or until
+  /// `lines` lines arrived, when it closes it.
   private func collect(
-    _ handle: FileHandle, into store: @escaping @Sendable (WatchProcess, Data) -> Void
+    _ handle: FileHandle, closingAfter lines: Int? = nil,
+    into store: @escaping @Sendable (WatchProcess, Data) -> Void
   ) {
     Thread { [self] in
+      var seen = 0
       while true {
         let data = handle.availableData
         if data.isEmpty { break }
         lock.withLock { store(self, data) }
+        seen += data.filter { $0 == 10 }.count
+        if let lines, seen >= lines {
+          try? handle.close()
+          break
+        }
       }
       lock.withLock { openStreams -= 1 }
     }.start()
@@ -212,6 +232,8 @@ final class WatchProcess: @unchecked Sendable {
   var stderr: String { lock.withLock { String(decoding: err, as: UTF8.self) } }
   var lines: [String] { stdout.split(separator: "\n").map(String.init) }
   var isRunning: Bool { process.isRunning }
+  /// Whether the process ended by `exit` (rather than killed by a signal).
+  var exited: Bool { process.terminationReason == .exit }
 
   func send(_ signal: Int32) { kill(process.processIdentifier, signal) }
 

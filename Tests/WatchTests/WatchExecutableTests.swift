@@ -12,10 +12,13 @@ let standby = sentence("PMTK161,0")
 struct WatchExecutableTests {
   /// The watch process and the fake receiver it talks to.
   func start(
-    _ arguments: [String], acknowledging: Set<Int> = [], delay: Duration = .zero
+    _ arguments: [String], acknowledging: Set<Int> = [], delay: Duration = .zero,
+    signalDispositions: [String] = [], closingOutputAfter lines: Int? = nil
   ) throws -> (WatchProcess, FakeReceiver) {
     let receiver = try FakeReceiver(acknowledging: acknowledging, delay: delay)
-    let watch = try WatchProcess(["watch", receiver.devicePath] + arguments)
+    let watch = try WatchProcess(
+      ["watch", receiver.devicePath] + arguments, signalDispositions: signalDispositions,
+      closingOutputAfter: lines)
     receiver.isWatcherRunning = { [weak watch] in watch?.isRunning ?? false }
     receiver.start()
     return (watch, receiver)
@@ -113,11 +116,15 @@ struct WatchExecutableTests {
     #expect(watch.stderr.contains("not acknowledged"), "\(watch.stderr)")
   }
 
-  @Test("SIGINT and SIGTERM: standby sent, exit 0", arguments: [SIGINT, SIGTERM])
+  @Test(
+    "SIGINT, SIGTERM, SIGHUP and SIGQUIT: standby sent, exit 0",
+    arguments: [SIGINT, SIGTERM, SIGHUP, SIGQUIT])
   func stopSignal(_ signal: Int32) async throws {
+    // Whatever this test process ignores (nohup, a background job), the child starts with
+    // the default actions: what it does with them is its own.
     let (watch, receiver) = try start(
       ["--baud", "9600", "--chipset", "mtk"], acknowledging: [314, 161],
-      delay: .milliseconds(300))
+      delay: .milliseconds(300), signalDispositions: ["--default-signal=HUP,INT,QUIT,TERM"])
     defer { receiver.stop() }
     // Signal once the receiver is awake and streaming.
     #expect(
@@ -126,10 +133,46 @@ struct WatchExecutableTests {
     #expect(!receiver.commands.contains { $0.number == 161 }, "no standby while watching")
     watch.send(signal)
     #expect(await watch.exitStatus() == 0, "stderr: \(watch.stderr)")
+    #expect(watch.exited, "ended by a signal, not by exit")
+    let standbys = receiver.commands.filter { $0.number == 161 }
+    #expect(standbys.first?.whileRunning == true, "\(receiver.commands)")
+    // Once: a second $PMTK161,0 would wake the chip the first one put to sleep.
+    #expect(standbys.count == 1, "\(receiver.commands.map(\.number))")
+    #expect(receiver.answers.contains { $0.number == 161 && $0.whileRunning })
+    #expect(watch.stderr.contains("stopping"))
+    #expect(!watch.stderr.contains("Backtracing"), "no crash report")
+  }
+
+  @Test("standard output closed (watch | head -2): standby sent, exit 0, no SIGPIPE death")
+  func outputClosed() async throws {
+    let (watch, receiver) = try start(
+      ["--baud", "9600", "--chipset", "mtk"], acknowledging: [314, 161],
+      delay: .milliseconds(300), closingOutputAfter: 2)
+    defer { receiver.stop() }
+    #expect(await watch.exitStatus() == 0, "stderr: \(watch.stderr)")
+    #expect(watch.exited, "ended by a signal (SIGPIPE), not by exit")
+    #expect(watch.lines.count >= 2)
     let standbys = receiver.commands.filter { $0.number == 161 }
     #expect(standbys.first?.whileRunning == true, "\(receiver.commands)")
     #expect(receiver.answers.contains { $0.number == 161 && $0.whileRunning })
-    #expect(watch.stderr.contains("stopping"))
+    #expect(watch.stderr.contains("standard output closed: stopping"), "\(watch.stderr)")
+  }
+
+  @Test("under nohup (SIGHUP ignored from the start) SIGHUP changes nothing; SIGTERM still stops")
+  func hangUpIgnoredUnderNohup() async throws {
+    let (watch, receiver) = try start(
+      ["--baud", "9600", "--chipset", "mtk"], acknowledging: [314, 161],
+      signalDispositions: ["--ignore-signal=HUP"])
+    defer { receiver.stop() }
+    #expect(await eventually { watch.lines.count >= 1 })
+    watch.send(SIGHUP)
+    let linesBefore = watch.lines.count
+    #expect(await eventually { watch.lines.count >= linesBefore + 2 }, "still printing fixes")
+    #expect(watch.isRunning)
+    #expect(!receiver.commands.contains { $0.number == 161 }, "no standby on SIGHUP")
+    watch.send(SIGTERM)
+    #expect(await watch.exitStatus() == 0, "stderr: \(watch.stderr)")
+    #expect(receiver.commands.filter { $0.number == 161 }.first?.whileRunning == true)
   }
 
   @Test("SIGINT while stopping exits at once, status 130")

@@ -37,11 +37,21 @@ final class CLIProcess: @unchecked Sendable {
   private var err = Data()
   private var openStreams = 2
 
-  /// - Parameter standardError: where standard error goes instead of a pipe (a pty, to be a
-  ///   terminal); its output is then not collected.
-  init(_ arguments: [String], standardError: FileHandle? = nil) throws {
-    process.executableURL = try serialgpsBinary()
-    process.arguments = arguments
+  /// - Parameters:
+  ///   - standardError: where standard error goes instead of a pipe (a pty, to be a
+  ///     terminal); its output is then not collected.
+  ///   - signalDispositions: `env(1)` options that set the child's signal dispositions before
+  ///     it starts (`--default-signal=HUP`), whatever this process has.
+  init(
+    _ arguments: [String], standardError: FileHandle? = nil, signalDispositions: [String] = []
+  ) throws {
+    if signalDispositions.isEmpty {
+      process.executableURL = try serialgpsBinary()
+      process.arguments = arguments
+    } else {
+      process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+      process.arguments = signalDispositions + [try serialgpsBinary().path] + arguments
+    }
     var environment = ProcessInfo.processInfo.environment
     environment["SWIFT_BACKTRACE"] = "enable=no"
     process.environment = environment

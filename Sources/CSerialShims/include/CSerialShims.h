@@ -1,9 +1,10 @@
 #ifndef SERIALGPS_CSERIALSHIMS_H
 #define SERIALGPS_CSERIALSHIMS_H
-// Thin C helpers for what Swift cannot call directly: the variadic ioctl, termios macros and
-// flag arithmetic, eventfd and openpty (whose headers the Glibc module does not export), and
-// errno names. Every function returns what the underlying call returns and leaves errno as the
-// call left it, so the Swift side reads errno exactly as it would after a direct call.
+// Thin C helpers for what Swift cannot call directly on a tty: the variadic ioctl, termios
+// macros and flag arithmetic, and openpty (whose header the Glibc module does not export).
+// What is not about ttys (eventfd, errno names, threads) is in CPOSIX. Every function returns
+// what the underlying call returns and leaves errno as the call left it, so the Swift side
+// reads errno exactly as it would after a direct call.
 
 #include <stddef.h>
 #include <termios.h>
@@ -55,31 +56,14 @@ int cserial_is_raw_8n1(const struct termios *attributes);
 /// control characters, speeds).
 int cserial_termios_equal(const struct termios *a, const struct termios *b);
 
-// MARK: - eventfd and pty
+// MARK: - pty
 
-/// eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK).
-int cserial_eventfd(void);
-/// Adds one to an eventfd's counter (write of a uint64_t 1).
-int cserial_eventfd_signal(int fd);
-/// Reads and clears an eventfd's counter; returns 1 when it was signalled, 0 when not, -1 on
-/// error (errno set).
-int cserial_eventfd_consume(int fd);
 /// openpty with the device side already raw 8N1 (so nothing is echoed back to the controller
 /// before a port configures it), both descriptors close-on-exec, and the controller
 /// non-blocking. The device path is written into `path` (ptsname_r).
 int cserial_openpty(int *controller, int *device, char *path, size_t path_capacity);
 
-// MARK: - errno
-
-/// The symbolic name of an errno value ("EACCES"), or NULL when unknown.
-const char *cserial_errno_name(int number);
-/// The C library's message for an errno value, written into `buffer`.
-void cserial_errno_message(int number, char *buffer, size_t capacity);
-
-// MARK: - threads
-
-/// The kernel thread id of the calling thread (gettid).
-int cserial_thread_id(void);
+// MARK: - Test support
 
 /// Test support. Drops (0) or restores (1) CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and
 /// CAP_SYS_ADMIN in the effective set of the calling thread only, so a test running as root can

@@ -1,27 +1,30 @@
-import CSerialShims
+import CPOSIX
 import Glibc
 
 /// An error number, as `errno` reports it: a value type, so it can be stored, compared and
-/// carried inside ``SerialPortError`` instead of being read from a thread-local at the wrong
-/// moment.
+/// carried inside an error (`SerialPortError`, the server's socket errors) instead of being read
+/// from a thread-local at the wrong moment.
+///
+/// Public because `SerialPortError` carries it; every message the package builds from an errno
+/// uses ``description`` ("Permission denied (EACCES)"), never `strerror` by hand.
 public struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringConvertible {
   public let rawValue: CInt
 
   public init(rawValue: CInt) { self.rawValue = rawValue }
 
   /// The calling thread's `errno`, read right after a failed call.
-  static var current: Errno { Errno(rawValue: Glibc.errno) }
+  @usableFromInline package static var current: Errno { Errno(rawValue: Glibc.errno) }
 
   /// The symbolic name (`"EACCES"`), or `"errno N"` for a number the C library does not name.
   public var name: String {
-    guard let name = cserial_errno_name(rawValue) else { return "errno \(rawValue)" }
+    guard let name = cposix_errno_name(rawValue) else { return "errno \(rawValue)" }
     return String(cString: name)
   }
 
   /// The C library's message (`strerror`), e.g. "Permission denied".
   public var message: String {
     withUnsafeTemporaryAllocation(of: CChar.self, capacity: 256) { buffer in
-      cserial_errno_message(rawValue, buffer.baseAddress!, buffer.count)
+      cposix_errno_message(rawValue, buffer.baseAddress!, buffer.count)
       return String(cString: buffer.baseAddress!)
     }
   }
@@ -45,10 +48,8 @@ public struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringCo
   public static let notSupported = Errno(rawValue: EOPNOTSUPP)
   public static let tooManyOpenFiles = Errno(rawValue: EMFILE)
   public static let readOnlyFileSystem = Errno(rawValue: EROFS)
-
-  /// Whether this errno means the device itself went away (unplugged, driver unbound or the
-  /// other end of a pty closed) rather than that the call was wrong.
-  var meansDeviceGone: Bool {
-    self == .ioError || self == .noSuchDeviceOrAddress || self == .noSuchDevice
-  }
+  public static let brokenPipe = Errno(rawValue: EPIPE)
+  public static let noSpace = Errno(rawValue: ENOSPC)
+  public static let isDirectory = Errno(rawValue: EISDIR)
+  public static let addressInUse = Errno(rawValue: EADDRINUSE)
 }

@@ -1,0 +1,56 @@
+#ifndef SERIALGPS_CPOSIX_H
+#define SERIALGPS_CPOSIX_H
+// The C side of the POSIX module: what Swift cannot reach through `import Glibc` because glibc
+// declares it only under _GNU_SOURCE (eventfd, accept4, pipe2, pthread_setname_np, gettid,
+// strerrorname_np, sigabbrev_np) or because the GNU and XSI versions of a call differ
+// (strerror_r). Every function returns what the call returns and leaves errno as the call left
+// it; none retries EINTR (the Swift side does, in one place).
+
+#include <pthread.h>
+#include <stddef.h>
+
+/// eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK).
+int cposix_eventfd(void);
+
+/// accept4(2) with SOCK_NONBLOCK | SOCK_CLOEXEC, so a client socket never leaks into a child.
+int cposix_accept(int listener);
+
+/// pipe2(2) with O_CLOEXEC: `descriptors[0]` reads, `descriptors[1]` writes.
+int cposix_pipe(int descriptors[2]);
+
+/// Names a thread (at most 15 bytes; shown by `ps -L` and in /proc/self/task/*/comm).
+/// Returns 0 or an error number, as pthread_setname_np does.
+int cposix_name_thread(pthread_t thread, const char *name);
+
+/// The kernel's id of the calling thread (gettid).
+int cposix_current_thread_id(void);
+
+/// The symbolic name of an errno value ("EACCES"), or NULL when unknown.
+const char *cposix_errno_name(int number);
+
+/// The C library's message for an errno value ("Permission denied"), written into `buffer`.
+void cposix_errno_message(int number, char *buffer, size_t capacity);
+
+/// The abbreviation of a signal's name without "SIG" ("INT"), or NULL when unknown.
+const char *cposix_signal_abbreviation(int number);
+
+// MARK: - The signal pipe
+
+/// Sets the descriptor the signal handler writes to (the write end of a non-blocking pipe).
+/// Call it before the first cposix_catch_signal.
+void cposix_set_signal_pipe(int descriptor);
+
+/// Makes `number` call the package's one signal handler, on whichever thread it lands: the
+/// handler writes the signal number as one byte into the signal pipe and does nothing else
+/// (write is async-signal-safe; errno is restored). SA_RESTART, so that calls restartable
+/// after a handler (read on a tty, write) are not cut short by it.
+int cposix_catch_signal(int number);
+
+/// Sets `number` to be ignored (SIG_IGN).
+int cposix_ignore_signal(int number);
+
+/// 1 when `number` is ignored now (as a process started by nohup finds SIGHUP), 0 when not,
+/// -1 with errno set when the number is not a signal.
+int cposix_signal_is_ignored(int number);
+
+#endif

@@ -1,0 +1,78 @@
+#define _GNU_SOURCE
+#include "CPOSIX.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int cposix_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+
+int cposix_accept(int listener) {
+  return accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+int cposix_pipe(int descriptors[2]) { return pipe2(descriptors, O_CLOEXEC); }
+
+int cposix_name_thread(pthread_t thread, const char *name) {
+  return pthread_setname_np(thread, name);
+}
+
+int cposix_current_thread_id(void) { return (int)syscall(SYS_gettid); }
+
+const char *cposix_errno_name(int number) { return strerrorname_np(number); }
+
+void cposix_errno_message(int number, char *buffer, size_t capacity) {
+  if (capacity == 0) return;
+  // The GNU strerror_r may return a static string instead of filling the buffer.
+  const char *message = strerror_r(number, buffer, capacity);
+  if (message != buffer) {
+    strncpy(buffer, message, capacity - 1);
+    buffer[capacity - 1] = '\0';
+  }
+}
+
+const char *cposix_signal_abbreviation(int number) { return sigabbrev_np(number); }
+
+// MARK: - The signal pipe
+
+static volatile sig_atomic_t signal_pipe = -1;
+
+void cposix_set_signal_pipe(int descriptor) { signal_pipe = descriptor; }
+
+static void signal_to_pipe(int number) {
+  int saved = errno;
+  unsigned char byte = (unsigned char)number;
+  // Nothing to do on failure: a full pipe means thousands of signals are still unread.
+  ssize_t written = write(signal_pipe, &byte, 1);
+  (void)written;
+  errno = saved;
+}
+
+int cposix_catch_signal(int number) {
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = signal_to_pipe;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  return sigaction(number, &action, NULL);
+}
+
+int cposix_ignore_signal(int number) {
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = SIG_IGN;
+  sigemptyset(&action.sa_mask);
+  return sigaction(number, &action, NULL);
+}
+
+int cposix_signal_is_ignored(int number) {
+  struct sigaction current;
+  if (sigaction(number, NULL, &current) != 0) return -1;
+  return current.sa_handler == SIG_IGN;
+}

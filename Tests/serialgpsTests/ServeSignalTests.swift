@@ -1,0 +1,88 @@
+import Chipsets
+import Foundation
+import Glibc
+import Replay
+import Testing
+
+@testable import serialgps
+
+/// `serialgps serve` as a process over a simulated MediaTek receiver on a pty, stopped by each
+/// signal a process can be sent and handle: the receiver must be in standby, and the process
+/// must have exited, not died.
+@Suite("serialgps serve: every signal ends with the receiver in standby", .serialized)
+struct ServeSignalTests {
+  /// The port `serve` says it listens on.
+  func listeningPort(_ serve: CLIProcess) async -> UInt16? {
+    guard await eventually({ serve.standardError.contains("listening on 127.0.0.1:") }) else {
+      return nil
+    }
+    let text = serve.standardError
+    guard let range = text.range(of: "listening on 127.0.0.1:") else { return nil }
+    return UInt16(text[range.upperBound...].prefix { $0.isNumber })
+  }
+
+  /// A client that asks to watch, kept open until the end of the test.
+  func watch(port: UInt16) throws -> Int32 {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
+    }
+    guard connected == 0 else {
+      close(descriptor)
+      throw POSIXError(.ECONNREFUSED)
+    }
+    let request = Array("?WATCH={\"enable\":true,\"json\":true};\n".utf8)
+    _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
+    return descriptor
+  }
+
+  func isStandby(_ input: ReceivedInput) -> Bool {
+    input.bytes == MediaTekCommandSet.standby.bytes
+  }
+
+  @Test(
+    "SIGTERM, SIGINT, SIGHUP and SIGQUIT: standby reaches the receiver, exit 0",
+    arguments: [SIGTERM, SIGINT, SIGHUP, SIGQUIT])
+  func stopsWithStandby(_ signal: Int32) async throws {
+    let recording = try Recording.load(path: "\(fixturesDirectory)/mtk-cold-start.nmea")
+    let simulator = try ReceiverSimulator(
+      recording: recording,
+      configuration: .init(
+        profile: .mediatek, pace: .recorded(speed: 4), initialPowerState: .standby))
+    defer { simulator.stop() }
+    let serve = try CLIProcess(
+      [
+        "serve", simulator.devicePath, "--chipset", "mtk", "--baud", "9600",
+        "--listen", "127.0.0.1:0", "--linger", "0",
+      ], signalDispositions: ["--default-signal=HUP,INT,QUIT,TERM"])
+    let port = try #require(await listeningPort(serve), "stderr: \(serve.standardError)")
+    let client = try watch(port: port)
+    defer { close(client) }
+
+    // Awake and streaming for the watcher before the signal.
+    #expect(await simulator.waitForPowerState(.running, timeout: .seconds(30)))
+    #expect(!simulator.received.contains(where: isStandby))
+    serve.signal(signal)
+
+    #expect(await serve.exitStatus(timeout: .seconds(30)) == 0, "stderr: \(serve.standardError)")
+    #expect(serve.process.terminationReason == .exit, "ended by the signal, not by exit")
+    let standby = simulator.received.first(where: isStandby)
+    #expect(standby?.outcome == .acknowledged, "\(simulator.received.map(\.bytes.count))")
+    // In standby, and by one $PMTK161,0: a second one (a byte on RX) would wake the chip the
+    // first put to sleep. It happened when the server's shutdown cut the standby's wait for its
+    // acknowledgement short, as it does a wake-up's, and the standby was sent again at once.
+    #expect(
+      simulator.powerState == .standby,
+      "\(simulator.received.map { "\($0.at): " + CommandNames.describe($0, family: .mediatek) })")
+    #expect(simulator.received.filter(isStandby).count == 1)
+    #expect(serve.standardError.contains("putting the receivers to standby"))
+    #expect(!serve.standardError.contains("Backtracing"), "no crash report")
+  }
+}
