@@ -38,12 +38,21 @@ final class EventLoop: @unchecked Sendable {
     var device: SerialDevice?
   }
 
-  struct Connection {
+  /// A class, so that queueing bytes for a client changes its queue in place: a copy taken
+  /// out of the dictionary would share the queue's storage with the one still in it, and
+  /// appending would copy the whole queue (up to the backlog limit) for every report.
+  final class Connection {
     let socket: ClientSocket
     var output = OutputQueue()
     let peer: String
     /// When the client last sent something (or connected), for the idle timeout.
     var lastRequest: ContinuousClock.Instant
+
+    init(socket: ClientSocket, peer: String, lastRequest: ContinuousClock.Instant) {
+      self.socket = socket
+      self.peer = peer
+      self.lastRequest = lastRequest
+    }
   }
 
   let configuration: GPSDServer.Configuration
@@ -278,7 +287,7 @@ final class EventLoop: @unchecked Sendable {
   }
 
   private func send(_ bytes: [UInt8], to id: ClientID) {
-    guard var connection = connections[id] else { return }
+    guard let connection = connections[id] else { return }
     var offset = 0
     if connection.output.isEmpty {
       guard let written = bytes.withUnsafeBytes({ connection.socket.write($0) }) else {
@@ -288,7 +297,6 @@ final class EventLoop: @unchecked Sendable {
       offset = written
     }
     if offset < bytes.count { connection.output.append(bytes[offset...]) }
-    connections[id] = connection
     if connection.output.count > configuration.maximumBacklog {
       counters.withLock { $0.clientsDropped += 1 }
       disconnect(
@@ -299,14 +307,9 @@ final class EventLoop: @unchecked Sendable {
   }
 
   private func flush(_ id: ClientID) {
-    guard var connection = connections[id] else { return }
-    let written = connection.output.withPending { connection.socket.write($0) }
-    guard let written else {
-      disconnect(id, reason: nil)
-      return
-    }
-    connection.output.consume(written)
-    connections[id] = connection
+    guard let connection = connections[id] else { return }
+    let socket = connection.socket
+    if connection.output.drain({ socket.write($0) }) == nil { disconnect(id, reason: nil) }
   }
 
   private func disconnect(_ id: ClientID, reason: String?) {
@@ -511,31 +514,55 @@ func wallClockNow() -> UTCTimestamp {
   return UTCTimestamp(secondsSinceUnixEpoch: Int64(now.tv_sec), nanoseconds: UInt32(now.tv_nsec))
 }
 
-/// Bytes waiting to be written to one client.
+/// Bytes waiting to be written to one client: the reports themselves, not a copy of them.
+/// A report broadcast to many watchers is one array that all their queues share, so a client
+/// that stops reading holds a list of references to reports (most of them shared with the
+/// other clients' queues), and what it costs the process stays within what ``count``, the
+/// figure the backlog limit checks, says.
 struct OutputQueue {
-  private var bytes: [UInt8] = []
+  private var chunks: [ArraySlice<UInt8>] = []
+  /// The first chunk not yet written; those before it are empty.
   private var head = 0
 
-  var count: Int { bytes.count - head }
-  var isEmpty: Bool { head == bytes.count }
+  /// Bytes waiting.
+  private(set) var count = 0
+  var isEmpty: Bool { count == 0 }
 
   mutating func append(_ more: ArraySlice<UInt8>) {
-    if head > 0 && head * 2 >= bytes.count {
-      bytes.removeFirst(head)
+    guard !more.isEmpty else { return }
+    if head > 0 && head * 2 >= chunks.count {
+      chunks.removeFirst(head)
       head = 0
     }
-    bytes.append(contentsOf: more)
+    chunks.append(more)
+    count += more.count
   }
 
-  func withPending<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
-    bytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[head...])) }
-  }
-
-  mutating func consume(_ count: Int) {
-    head += count
-    if head == bytes.count {
-      bytes.removeAll(keepingCapacity: bytes.capacity <= 64 * 1024)
-      head = 0
+  /// Hands the waiting bytes to `write` in order, chunk by chunk, until it takes less than it
+  /// was given; `write` returns how many bytes it took, or `nil` when the peer is gone (then
+  /// so does this).
+  mutating func drain(_ write: (UnsafeRawBufferPointer) -> Int?) -> Int? {
+    var total = 0
+    while head < chunks.count {
+      guard let written = chunks[head].withUnsafeBytes(write) else { return nil }
+      total += written
+      count -= written
+      guard written == chunks[head].count else {
+        chunks[head] = chunks[head].dropFirst(written)
+        return total
+      }
+      // Released as soon as it is written: the report may be large and shared.
+      chunks[head] = []
+      head += 1
     }
+    chunks.removeAll(keepingCapacity: chunks.capacity <= 256)
+    head = 0
+    return total
+  }
+
+  /// Calls `body` with the first waiting chunk, for tests; `nil` when nothing waits.
+  func withFirstChunk<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result? {
+    guard head < chunks.count else { return nil }
+    return chunks[head].withUnsafeBytes(body)
   }
 }
