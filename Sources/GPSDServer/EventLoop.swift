@@ -61,7 +61,7 @@ final class EventLoop: @unchecked Sendable {
   let listener: ListeningSocket?
   /// Other threads signal it after posting to the inbox; the loop polls it.
   let wakeup: EventSignal
-  private let inbox = Locked<[Message]>([])
+  private let inbox: Locked<Inbox>
   let counters = Locked(ServerStatistics())
   /// Receivers to shut down once the loop has stopped.
   let retired = Locked<[GPSReceiver]>([])
@@ -73,6 +73,7 @@ final class EventLoop: @unchecked Sendable {
   private var nextClientID = 1
   private var nextDeviceID = 1
   private var stopping = false
+  private var lastDropLog: ContinuousClock.Instant?
 
   init(
     configuration: GPSDServer.Configuration, clock: any DriverClock, listener: ListeningSocket?,
@@ -82,6 +83,7 @@ final class EventLoop: @unchecked Sendable {
     self.clock = clock
     self.listener = listener
     self.wakeup = wakeup
+    inbox = Locked(Inbox(reportLimit: max(1, configuration.subscriptionBufferSize)))
     var settings = ServerState.Settings()
     settings.release = configuration.release
     settings.revision = configuration.revision
@@ -105,7 +107,7 @@ final class EventLoop: @unchecked Sendable {
   // MARK: - From other threads
 
   func post(_ message: Message) {
-    inbox.withLock { $0.append(message) }
+    inbox.withLock { $0.post(message) }
     wakeup.signal()
   }
 
@@ -184,10 +186,8 @@ final class EventLoop: @unchecked Sendable {
   }
 
   private func handleInbox() {
-    let messages = inbox.withLock { messages -> [Message] in
-      defer { messages.removeAll(keepingCapacity: true) }
-      return messages
-    }
+    let (messages, dropped) = inbox.withLock { $0.take() }
+    if dropped > 0 { noteDroppedReports(dropped) }
     for message in messages {
       switch message {
       case .receiver(let id, let generation, let event):
@@ -217,6 +217,21 @@ final class EventLoop: @unchecked Sendable {
     }
   }
 
+  /// Counts reports the loop fell too far behind to handle, and says so at most every ten
+  /// seconds: a sign of an overloaded board (or a replay at full speed), not of a client.
+  private func noteDroppedReports(_ count: Int) {
+    let total = counters.withLock { statistics -> Int in
+      statistics.reportsDropped += count
+      return statistics.reportsDropped
+    }
+    let now = ContinuousClock.now
+    if let last = lastDropLog, now - last < .seconds(10) { return }
+    lastDropLog = now
+    log(
+      "serialgps serve: fell behind the receivers: \(total) reports skipped so far "
+        + "(the newest are kept)")
+  }
+
   // MARK: - Clients
 
   private func acceptClients() {
@@ -233,7 +248,7 @@ final class EventLoop: @unchecked Sendable {
       guard let descriptor else { return }
       let socket = ClientSocket(descriptor: descriptor)
       let peer = peerName(descriptor)
-      guard connections.count < configuration.maximumClients else {
+      guard connections.count < configuration.maximumClients || evictIdleClient(for: peer) else {
         refuse(socket, peer: peer)
         continue
       }
@@ -249,6 +264,39 @@ final class EventLoop: @unchecked Sendable {
     }
   }
 
+  /// Makes room for a newcomer when every slot is taken: closes the client that has gone
+  /// longest without a request, among those that do not watch and have been quiet for at least
+  /// ``GPSDServer/Configuration/evictionIdleTime``, telling it why. Watchers are never
+  /// evicted. Returns whether a slot was freed.
+  private func evictIdleClient(for newcomer: String) -> Bool {
+    guard let minimum = configuration.evictionIdleTime else { return false }
+    let now = ContinuousClock.now
+    let candidate =
+      connections
+      .filter { id, connection in
+        !state.isWatching(id) && now - connection.lastRequest >= minimum
+      }
+      .min { $0.value.lastRequest < $1.value.lastRequest }
+    guard let (id, connection) = candidate else { return false }
+    let idle = now - connection.lastRequest
+    var writer = JSONWriter()
+    writer.error(
+      "Too many clients: this connection was idle and not watching, so it was closed to serve "
+        + "a new one; reconnect when needed")
+    writer.newline(crlf: true)
+    // Nothing of this client's may be queued ahead of the notice, or it would be cut short.
+    if connection.output.isEmpty {
+      _ = writer.bytes.withUnsafeBytes { connection.socket.write($0) }
+    }
+    counters.withLock { $0.clientsEvicted += 1 }
+    disconnect(
+      id,
+      reason: "closed idle client \(connection.peer) (not watching, no request for "
+        + "\(idle.components.seconds) s) to make room for \(newcomer): "
+        + "\(configuration.maximumClients) clients connected (--max-clients)")
+    return true
+  }
+
   /// Tells a client over the limit why, then closes it. The message fits any socket buffer,
   /// so the write never waits.
   private func refuse(_ socket: ClientSocket, peer: String) {
@@ -262,7 +310,7 @@ final class EventLoop: @unchecked Sendable {
     counters.withLock { $0.clientsRefused += 1 }
     log(
       "serialgps serve: refused a client from \(peer): \(configuration.maximumClients) clients "
-        + "already connected (raise --max-clients to serve more)")
+        + "already connected, none of them idle (raise --max-clients to serve more)")
   }
 
   private func readClient(_ id: ClientID, into buffer: UnsafeMutableRawBufferPointer) {
@@ -459,10 +507,7 @@ final class EventLoop: @unchecked Sendable {
       $0.subscribedDevices = 0
     }
     // Anyone still waiting on a barrier is released.
-    for message in inbox.withLock({ messages -> [Message] in
-      defer { messages.removeAll() }
-      return messages
-    }) {
+    for message in inbox.withLock({ $0.take().messages }) {
       if case .barrier(let continuation) = message { continuation.resume() }
     }
   }
@@ -512,6 +557,58 @@ func wallClockNow() -> UTCTimestamp {
   var now = timespec()
   clock_gettime(CLOCK_REALTIME, &now)
   return UTCTimestamp(secondsSinceUnixEpoch: Int64(now.tv_sec), nanoseconds: UInt32(now.tv_nsec))
+}
+
+/// What other threads hand the loop, in order. Receivers' reports are bounded per device:
+/// their subscription queues drop the oldest when the handler falls behind, but the handler
+/// only posts here, so without a bound of its own the inbox would grow as fast as a receiver
+/// (or a replay at full speed) outpaces the loop: 40 MB a second was seen. Past `reportLimit`
+/// reports of a device waiting, the oldest of them is dropped (newest wins, as in the
+/// subscription queue; raw chunks too, which consumers expect to have gaps). Status events,
+/// hotplug and control messages are never dropped.
+struct Inbox {
+  let reportLimit: Int
+  private(set) var messages: [EventLoop.Message] = []
+  /// Reports of each device waiting in `messages`.
+  private var waitingReports: [DeviceID: Int] = [:]
+  /// Dropped since the last `take()`.
+  private var dropped = 0
+
+  init(reportLimit: Int) { self.reportLimit = reportLimit }
+
+  mutating func post(_ message: EventLoop.Message) {
+    if let device = Self.droppableReport(message) {
+      let waiting = waitingReports[device, default: 0]
+      if waiting >= reportLimit,
+        let oldest = messages.firstIndex(where: { Self.droppableReport($0) == device })
+      {
+        messages.remove(at: oldest)
+        dropped += 1
+      } else {
+        waitingReports[device] = waiting + 1
+      }
+    }
+    messages.append(message)
+  }
+
+  /// Everything posted so far, and how many reports were dropped meanwhile.
+  mutating func take() -> (messages: [EventLoop.Message], dropped: Int) {
+    defer {
+      messages = []
+      waitingReports.removeAll(keepingCapacity: true)
+      dropped = 0
+    }
+    return (messages, dropped)
+  }
+
+  /// The device whose report `message` is, if it is one that may be dropped.
+  private static func droppableReport(_ message: EventLoop.Message) -> DeviceID? {
+    switch message {
+    case .receiver(_, _, .event(.status)): nil
+    case .receiver(let device, _, _): device
+    default: nil
+    }
+  }
 }
 
 /// Bytes waiting to be written to one client: the reports themselves, not a copy of them.
