@@ -234,9 +234,14 @@ final class EventLoop: @unchecked Sendable {
 
   // MARK: - Clients
 
+  /// Connections accepted per wake at most: in a burst of connections the loop must also get
+  /// to the clients already connected (their requests, their closes that free slots), or
+  /// the slots stay taken by clients that are gone and every newcomer is refused.
+  static let acceptsPerWake = 16
+
   private func acceptClients() {
     guard let listener else { return }
-    while true {
+    for _ in 0..<Self.acceptsPerWake {
       let descriptor: Int32?
       do {
         descriptor = try listener.accept()
@@ -306,7 +311,7 @@ final class EventLoop: @unchecked Sendable {
         + "try again later")
     writer.newline(crlf: true)
     _ = writer.bytes.withUnsafeBytes { socket.write($0) }
-    socket.close()
+    socket.closeAfterDiscardingInput()
     counters.withLock { $0.clientsRefused += 1 }
     log(
       "serialgps serve: refused a client from \(peer): \(configuration.maximumClients) clients "

@@ -187,6 +187,32 @@ import Testing
     await server.shutdown()
   }
 
+  /// A refused newcomer that had already sent its request still reads why it was refused:
+  /// closing a socket with unread input makes the kernel reset the connection, and the client
+  /// then gets ECONNRESET instead of the `ERROR` written just before (seen in a burst of
+  /// clients that connect and send `?WATCH` at once).
+  @Test func aRefusalIsReadEvenWhenTheClientHadAlreadySentARequest() async throws {
+    let listener = try ListeningSocket(address: .loopback(port: 0))
+    defer { listener.close() }
+    let client = try TestClient(port: listener.address.port)
+    defer { client.close() }
+    client.send("?WATCH={\"enable\":true};\n")
+    var accepted: Int32?
+    #expect(
+      await eventually {
+        accepted = accepted ?? ((try? listener.accept()) ?? nil)
+        return accepted != nil
+      })
+    let socket = ClientSocket(descriptor: try #require(accepted))
+    // The request has arrived, unread.
+    var poller = pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)
+    #expect(poll(&poller, 1, 10_000) == 1)
+    _ = Array("{\"class\":\"ERROR\"}\r\n".utf8).withUnsafeBytes { socket.write($0) }
+    socket.closeAfterDiscardingInput()
+    #expect(try await onOwnThread { client.readLine() } == "{\"class\":\"ERROR\"}")
+    #expect(try await onOwnThread { client.isClosedByPeer() })
+  }
+
   /// A client that has just connected is not closed for a newcomer: in a burst of
   /// connections its first request may not have been read yet.
   @Test func aClientIdleForLessThanTheEvictionTimeKeepsItsSlot() async throws {
