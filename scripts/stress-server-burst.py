@@ -26,7 +26,6 @@ and the processes are killed.
 
 import argparse
 import os
-import platform
 import signal
 import socket
 import subprocess
@@ -35,17 +34,10 @@ import tempfile
 import threading
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from serve_harness import REPO, machine_line, split_serve_args, start_replay, start_serve, stop
+
 SHORT_WATCH = b'?WATCH={"enable":true};\n'
 JSON_WATCH = b'?WATCH={"enable":true,"json":true};\n'
-
-
-def free_port():
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    return port
 
 
 class Rig:
@@ -57,26 +49,15 @@ class Rig:
         self.serve_log_path = os.path.join(self.directory, "serve.log")
         self.replay_log = open(self.replay_log_path, "w")
         self.serve_log = open(self.serve_log_path, "w")
-        self.replay = subprocess.Popen(
-            [args.binary, "replay", args.fixture, "--chipset", "mtk", "--loop"],
-            stdout=subprocess.PIPE, stderr=self.replay_log)
-        device = self.replay.stdout.readline().decode().strip()
-        if not device:
-            raise RuntimeError("replay printed no device; see " + self.replay_log_path)
-        self.port = free_port()
-        self.serve = subprocess.Popen(
-            [args.binary, "serve", "--listen", "127.0.0.1:%d" % self.port, "--linger", "0",
-             "--chipset", "mtk"] + args.serve_arg + [device],
-            stdout=subprocess.DEVNULL, stderr=self.serve_log)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or self.serve.poll() is not None:
-                    raise RuntimeError("serve did not start; see " + self.serve_log_path)
-                time.sleep(0.05)
+        self.replay, device = start_replay(
+            args.binary, [args.fixture, "--chipset", "mtk", "--loop"], self.replay_log)
+        try:
+            self.serve, self.port = start_serve(
+                args.binary, ["--linger", "0", "--chipset", "mtk"] + args.serve_arg + [device],
+                self.serve_log)
+        except RuntimeError:
+            stop(self.replay)
+            raise
 
     def commands(self):
         """(wakes, standbys) the receiver has received so far."""
@@ -86,13 +67,7 @@ class Rig:
 
     def close(self):
         for process in (self.serve, self.replay):
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(5)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            stop(process)
         self.replay_log.close()
         self.serve_log.close()
 
@@ -256,11 +231,8 @@ def main():
     parser.add_argument("--serve-arg", action="append", default=[],
                         help="extra argument for serve (repeat), e.g. --serve-arg=--max-clients=100")
     args = parser.parse_args()
-    args.serve_arg = [part for arg in args.serve_arg for part in arg.split("=", 1)]
-    load = os.getloadavg()
-    print("machine: %s, %d cores, load %.2f %.2f %.2f; binary %s"
-          % (platform.platform(), os.cpu_count(), load[0], load[1], load[2],
-             os.path.relpath(args.binary, REPO)))
+    args.serve_arg = split_serve_args(args.serve_arg)
+    print(machine_line(args.binary))
     sys.stdout.flush()
     for _ in range(args.repeat):
         if args.mode in ("cycles", "both"):

@@ -28,7 +28,6 @@ the server promises: peak <= baseline + N x backlog limit, after <= baseline + a
 
 import argparse
 import os
-import platform
 import re
 import socket
 import statistics
@@ -37,19 +36,12 @@ import sys
 import threading
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from serve_harness import REPO, machine_line, split_serve_args, start_replay, start_serve, stop
+
 # What a running receiver costs beyond the idle baseline (its threads' stacks, the decoder,
 # code and data pages first touched), and what "a few MB" is for the memory coming back.
 SLACK_KIB = 4 * 1024
 WATCH = b'?WATCH={"enable":true,"json":true};\n'
-
-
-def free_port():
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    return port
 
 
 def memory_kib(pid):
@@ -125,34 +117,20 @@ class Reader(threading.Thread):
         self.sock.close()
 
 
-def start(binary, arguments, **kwargs):
-    return subprocess.Popen([binary] + arguments, **kwargs)
-
-
 def run_once(args, clients):
-    replay = start(args.binary, ["replay", args.fixture, "--fast", "--loop"],
-                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    device = replay.stdout.readline().decode().strip()
-    port = free_port()
     log_path = "/tmp/stress-server-memory-%d.log" % os.getpid()
     log = open(log_path, "w+")
-    serve = start(args.binary, ["serve", "--listen", "127.0.0.1:%d" % port, "--linger", "0",
-                                "--max-clients", str(max(64, clients + 2))]
-                  + args.serve_arg + [device], stdout=subprocess.DEVNULL, stderr=log)
+    replay, device = start_replay(args.binary, [args.fixture, "--fast", "--loop"],
+                                  subprocess.DEVNULL)
+    serve = None
     result = {"clients": clients}
     sampler = None
     reader = None
     stalled = []
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or serve.poll() is not None:
-                    raise RuntimeError("serve did not start listening; see " + log_path)
-                time.sleep(0.05)
+        serve, port = start_serve(args.binary, ["--linger", "0", "--max-clients",
+                                                str(max(64, clients + 2))]
+                                  + args.serve_arg + [device], log)
         sampler = Sampler(serve.pid)
         sampler.phase = "idle"
         sampler.start()
@@ -199,17 +177,9 @@ def run_once(args, clients):
             reader.close()
         if sampler:
             sampler.stopped.set()
-        serve.terminate()
-        try:
-            serve.wait(20)
-        except subprocess.TimeoutExpired:
-            serve.kill()
-            serve.wait()
-        replay.terminate()
-        try:
-            replay.wait(5)
-        except subprocess.TimeoutExpired:
-            replay.kill()
+        if serve:
+            stop(serve, 20)
+        stop(replay)
         log.close()
 
     def median(phase, column, last=None):
@@ -250,12 +220,8 @@ def main():
                         help="one more watcher that reads throughout")
     parser.add_argument("--trace", action="store_true", help="print every 10th sample")
     args = parser.parse_args()
-    args.serve_arg = [part for arg in args.serve_arg for part in arg.split("=", 1)]
-
-    load = os.getloadavg()
-    print("machine: %s, %d cores, load %.2f %.2f %.2f; binary %s"
-          % (platform.platform(), os.cpu_count(), load[0], load[1], load[2],
-             os.path.relpath(args.binary, REPO)))
+    args.serve_arg = split_serve_args(args.serve_arg)
+    print(machine_line(args.binary))
     print("%8s %8s %9s %9s %9s %9s %9s %9s %7s %8s" % (
         "clients", "base MB", "peak MB", "after MB", "anon bs", "anon pk", "anon aft",
         "bound MB", "dropped", "drop s"))
