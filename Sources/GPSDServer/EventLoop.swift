@@ -74,6 +74,9 @@ final class EventLoop: @unchecked Sendable {
   private var nextDeviceID = 1
   private var stopping = false
   private var lastDropLog: ContinuousClock.Instant?
+  /// Set when `accept` failed (no descriptor left): the listener is not polled until then.
+  private var acceptPausedUntil: ContinuousClock.Instant?
+  private var acceptFailureLogged = false
 
   init(
     configuration: GPSDServer.Configuration, clock: any DriverClock, listener: ListeningSocket?,
@@ -122,17 +125,23 @@ final class EventLoop: @unchecked Sendable {
       descriptors.removeAll(keepingCapacity: true)
       order.removeAll(keepingCapacity: true)
       descriptors.append(wakeup.pollDescriptor)
-      // Without a listener the slot stays, with a descriptor poll skips.
-      descriptors.append(pollfd(fd: listener?.descriptor ?? -1, events: Int16(POLLIN), revents: 0))
+      // Without a listener, or while accepting is paused, the slot stays with a descriptor
+      // poll skips.
+      if let until = acceptPausedUntil, ContinuousClock.now >= until { acceptPausedUntil = nil }
+      let listening = acceptPausedUntil == nil ? listener?.descriptor ?? -1 : -1
+      descriptors.append(pollfd(fd: listening, events: Int16(POLLIN), revents: 0))
       for (id, connection) in connections {
         order.append(id)
         let events = Int16(POLLIN) | (connection.output.isEmpty ? 0 : Int16(POLLOUT))
         descriptors.append(pollfd(fd: connection.socket.descriptor, events: events, revents: 0))
       }
-      // Nothing here is periodic: the only timeout is the next idle client's, so a server
-      // whose clients all watch (or that has none) never wakes on its own.
+      // Nothing here is periodic: the only timeouts are the next idle client's and the end
+      // of a pause in accepting, so a server whose clients all watch (or that has none)
+      // never wakes on its own.
+      let deadline = [nextIdleDeadline(), acceptPausedUntil.map(MonotonicInstant.init)]
+        .compactMap { $0 }.min()
       do {
-        _ = try poll(&descriptors, until: nextIdleDeadline())
+        _ = try poll(&descriptors, until: deadline)
       } catch {
         log("serialgps serve: poll failed: \(SocketError("poll", error)); stopping")
         break
@@ -246,11 +255,21 @@ final class EventLoop: @unchecked Sendable {
       do {
         descriptor = try listener.accept()
       } catch {
-        // EMFILE and the like: say so; the pending connection stays queued for later.
-        log("serialgps serve: cannot accept a client: \(error)")
+        // EMFILE and the like: the pending connection stays queued and the listener stays
+        // readable, so polling it again at once would spin (and log) until a descriptor is
+        // free. Paused until a client leaves or a second has passed; said once.
+        acceptPausedUntil = .now + .seconds(1)
+        if !acceptFailureLogged {
+          acceptFailureLogged = true
+          log(
+            "serialgps serve: cannot accept clients: \(error); waiting for a client to leave "
+              + "(raise the process's descriptor limit, ulimit -n or LimitNOFILE=, or lower "
+              + "--max-clients)")
+        }
         return
       }
       guard let descriptor else { return }
+      acceptFailureLogged = false
       let socket = ClientSocket(descriptor: descriptor)
       let peer = peerName(descriptor)
       guard connections.count < configuration.maximumClients || evictIdleClient(for: peer) else {
@@ -368,6 +387,8 @@ final class EventLoop: @unchecked Sendable {
   private func disconnect(_ id: ClientID, reason: String?) {
     guard let connection = connections.removeValue(forKey: id) else { return }
     connection.socket.close()
+    // A descriptor is free again: a connection waiting because there was none can be taken.
+    acceptPausedUntil = nil
     counters.withLock { $0.clients = connections.count }
     if let reason { log("serialgps serve: \(reason)") }
     perform(state.clientDisconnected(id))

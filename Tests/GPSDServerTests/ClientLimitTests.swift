@@ -213,6 +213,53 @@ import Testing
     #expect(try await onOwnThread { client.isClosedByPeer() })
   }
 
+  /// With no descriptor left for a new connection (`--max-clients` above the process's
+  /// limit), the server neither spins on its readable listener nor floods its log: it says so
+  /// once, waits for a client to leave, and then serves the connections that waited.
+  @Test func runningOutOfDescriptorsIsSaidOnceAndWaitedOut() async throws {
+    let binary = try #require(
+      ClientCompatibilityTests.binary,
+      "serialgps is not built beside the tests; run `swift build --build-tests`")
+    let logPath = FileManager.default.temporaryDirectory
+      .appendingPathComponent("serve-emfile-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log")
+      .path
+    FileManager.default.createFile(atPath: logPath, contents: nil)
+    defer { try? FileManager.default.removeItem(atPath: logPath) }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = [
+      "-c",
+      "ulimit -n 40 && exec \"$0\" serve --listen 127.0.0.1:0 --max-clients 4000 /dev/nonexistent-gps",
+      binary,
+    ]
+    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+    process.standardOutput = FileHandle.nullDevice
+    try await onOwnThread { try startWithSignalsUnblocked(process) }
+    defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    func logged() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    #expect(await eventually { logged().contains("listening on 127.0.0.1:") })
+    let text = logged()
+    let range = try #require(text.range(of: "listening on 127.0.0.1:"))
+    let port = try #require(UInt16(text[range.upperBound...].prefix { $0.isNumber }))
+
+    // More connections than descriptors: the kernel queues them, the server cannot take them.
+    var clients: [TestClient] = []
+    for _ in 0..<60 { clients.append(try TestClient(port: port)) }
+    #expect(await eventually { logged().contains("cannot accept clients") })
+    try await Task.sleep(for: .seconds(1))
+    for client in clients { client.close() }
+    let late = try TestClient(port: port)
+    defer { late.close() }
+    #expect(
+      try await onOwnThread { late.readReport(timeout: .seconds(30))?.className } == "VERSION")
+    process.terminate()
+    try await onOwnThread { process.waitUntilExit() }
+    let failures = logged().components(separatedBy: "\n").filter { $0.contains("cannot accept") }
+    // Once per time it ran out (twice here at most: after the first clients leave, those
+    // queued behind take the freed descriptors and it runs out again); not once per poll.
+    #expect((1...4).contains(failures.count), "\(failures.count) lines")
+  }
+
   /// A client that has just connected is not closed for a newcomer: in a burst of
   /// connections its first request may not have been read yet.
   @Test func aClientIdleForLessThanTheEvictionTimeKeepsItsSlot() async throws {
