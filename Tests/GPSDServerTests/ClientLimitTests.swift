@@ -100,10 +100,10 @@ import Testing
   /// (Linux reports twice the size asked, for its bookkeeping).
   @Test(arguments: [nil, 8192])
   func clientSocketsHaveASmallSendBuffer(asked: Int?) async throws {
-    let server = try server { configuration in
-      if let asked { configuration.clientSendBufferSize = asked }
-    }
     let expected = asked ?? GPSDServer.Configuration().clientSendBufferSize
+    let server = try server { configuration in
+      configuration.clientSendBufferSize = expected
+    }
     #expect(expected != nil && expected! <= 64 * 1024, "small by default")
     let client = try TestClient(port: port(server))
     defer { client.close() }
