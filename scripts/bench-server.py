@@ -30,6 +30,8 @@ import sys
 import time
 import tty
 
+from serve_harness import free_port
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -60,14 +62,6 @@ def epochs_of(path):
     if current:
         epochs.append((stamp, b"".join(current)))
     return epochs
-
-
-def free_port():
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    return port
 
 
 def cpu_seconds(pid):

@@ -38,12 +38,21 @@ final class EventLoop: @unchecked Sendable {
     var device: SerialDevice?
   }
 
-  struct Connection {
+  /// A class, so that queueing bytes for a client changes its queue in place: a copy taken
+  /// out of the dictionary would share the queue's storage with the one still in it, and
+  /// appending would copy the whole queue (up to the backlog limit) for every report.
+  final class Connection {
     let socket: ClientSocket
     var output = OutputQueue()
     let peer: String
     /// When the client last sent something (or connected), for the idle timeout.
     var lastRequest: ContinuousClock.Instant
+
+    init(socket: ClientSocket, peer: String, lastRequest: ContinuousClock.Instant) {
+      self.socket = socket
+      self.peer = peer
+      self.lastRequest = lastRequest
+    }
   }
 
   let configuration: GPSDServer.Configuration
@@ -52,7 +61,7 @@ final class EventLoop: @unchecked Sendable {
   let listener: ListeningSocket?
   /// Other threads signal it after posting to the inbox; the loop polls it.
   let wakeup: EventSignal
-  private let inbox = Locked<[Message]>([])
+  private let inbox: Locked<Inbox>
   let counters = Locked(ServerStatistics())
   /// Receivers to shut down once the loop has stopped.
   let retired = Locked<[GPSReceiver]>([])
@@ -64,6 +73,10 @@ final class EventLoop: @unchecked Sendable {
   private var nextClientID = 1
   private var nextDeviceID = 1
   private var stopping = false
+  private var lastDropLog: ContinuousClock.Instant?
+  /// Set when `accept` failed (no descriptor left): the listener is not polled until then.
+  private var acceptPausedUntil: ContinuousClock.Instant?
+  private var acceptFailureLogged = false
 
   init(
     configuration: GPSDServer.Configuration, clock: any DriverClock, listener: ListeningSocket?,
@@ -73,6 +86,7 @@ final class EventLoop: @unchecked Sendable {
     self.clock = clock
     self.listener = listener
     self.wakeup = wakeup
+    inbox = Locked(Inbox(reportLimit: max(1, configuration.subscriptionBufferSize)))
     var settings = ServerState.Settings()
     settings.release = configuration.release
     settings.revision = configuration.revision
@@ -96,7 +110,7 @@ final class EventLoop: @unchecked Sendable {
   // MARK: - From other threads
 
   func post(_ message: Message) {
-    inbox.withLock { $0.append(message) }
+    inbox.withLock { $0.post(message) }
     wakeup.signal()
   }
 
@@ -111,17 +125,23 @@ final class EventLoop: @unchecked Sendable {
       descriptors.removeAll(keepingCapacity: true)
       order.removeAll(keepingCapacity: true)
       descriptors.append(wakeup.pollDescriptor)
-      // Without a listener the slot stays, with a descriptor poll skips.
-      descriptors.append(pollfd(fd: listener?.descriptor ?? -1, events: Int16(POLLIN), revents: 0))
+      // Without a listener, or while accepting is paused, the slot stays with a descriptor
+      // poll skips.
+      if let until = acceptPausedUntil, ContinuousClock.now >= until { acceptPausedUntil = nil }
+      let listening = acceptPausedUntil == nil ? listener?.descriptor ?? -1 : -1
+      descriptors.append(pollfd(fd: listening, events: Int16(POLLIN), revents: 0))
       for (id, connection) in connections {
         order.append(id)
         let events = Int16(POLLIN) | (connection.output.isEmpty ? 0 : Int16(POLLOUT))
         descriptors.append(pollfd(fd: connection.socket.descriptor, events: events, revents: 0))
       }
-      // Nothing here is periodic: the only timeout is the next idle client's, so a server
-      // whose clients all watch (or that has none) never wakes on its own.
+      // Nothing here is periodic: the only timeouts are the next idle client's and the end
+      // of a pause in accepting, so a server whose clients all watch (or that has none)
+      // never wakes on its own.
+      let deadline = [nextIdleDeadline(), acceptPausedUntil.map(MonotonicInstant.init)]
+        .compactMap { $0 }.min()
       do {
-        _ = try poll(&descriptors, until: nextIdleDeadline())
+        _ = try poll(&descriptors, until: deadline)
       } catch {
         log("serialgps serve: poll failed: \(SocketError("poll", error)); stopping")
         break
@@ -175,10 +195,8 @@ final class EventLoop: @unchecked Sendable {
   }
 
   private func handleInbox() {
-    let messages = inbox.withLock { messages -> [Message] in
-      defer { messages.removeAll(keepingCapacity: true) }
-      return messages
-    }
+    let (messages, dropped) = inbox.withLock { $0.take() }
+    if dropped > 0 { noteDroppedReports(dropped) }
     for message in messages {
       switch message {
       case .receiver(let id, let generation, let event):
@@ -208,23 +226,53 @@ final class EventLoop: @unchecked Sendable {
     }
   }
 
+  /// Counts reports the loop fell too far behind to handle, and says so at most every ten
+  /// seconds: a sign of an overloaded board (or a replay at full speed), not of a client.
+  private func noteDroppedReports(_ count: Int) {
+    let total = counters.withLock { statistics -> Int in
+      statistics.reportsDropped += count
+      return statistics.reportsDropped
+    }
+    let now = ContinuousClock.now
+    if let last = lastDropLog, now - last < .seconds(10) { return }
+    lastDropLog = now
+    log(
+      "serialgps serve: fell behind the receivers: \(total) reports skipped so far "
+        + "(the newest are kept)")
+  }
+
   // MARK: - Clients
+
+  /// Connections accepted per wake at most: in a burst of connections the loop must also get
+  /// to the clients already connected (their requests, their closes that free slots), or
+  /// the slots stay taken by clients that are gone and every newcomer is refused.
+  static let acceptsPerWake = 16
 
   private func acceptClients() {
     guard let listener else { return }
-    while true {
+    for _ in 0..<Self.acceptsPerWake {
       let descriptor: Int32?
       do {
         descriptor = try listener.accept()
       } catch {
-        // EMFILE and the like: say so; the pending connection stays queued for later.
-        log("serialgps serve: cannot accept a client: \(error)")
+        // EMFILE and the like: the pending connection stays queued and the listener stays
+        // readable, so polling it again at once would spin (and log) until a descriptor is
+        // free. Paused until a client leaves or a second has passed; said once.
+        acceptPausedUntil = .now + .seconds(1)
+        if !acceptFailureLogged {
+          acceptFailureLogged = true
+          log(
+            "serialgps serve: cannot accept clients: \(error); waiting for a client to leave "
+              + "(raise the process's descriptor limit, ulimit -n or LimitNOFILE=, or lower "
+              + "--max-clients)")
+        }
         return
       }
       guard let descriptor else { return }
+      acceptFailureLogged = false
       let socket = ClientSocket(descriptor: descriptor)
       let peer = peerName(descriptor)
-      guard connections.count < configuration.maximumClients else {
+      guard connections.count < configuration.maximumClients || evictIdleClient(for: peer) else {
         refuse(socket, peer: peer)
         continue
       }
@@ -240,6 +288,39 @@ final class EventLoop: @unchecked Sendable {
     }
   }
 
+  /// Makes room for a newcomer when every slot is taken: closes the client that has gone
+  /// longest without a request, among those that do not watch and have been quiet for at least
+  /// ``GPSDServer/Configuration/evictionIdleTime``, telling it why. Watchers are never
+  /// evicted. Returns whether a slot was freed.
+  private func evictIdleClient(for newcomer: String) -> Bool {
+    guard let minimum = configuration.evictionIdleTime else { return false }
+    let now = ContinuousClock.now
+    let candidate =
+      connections
+      .filter { id, connection in
+        !state.isWatching(id) && now - connection.lastRequest >= minimum
+      }
+      .min { $0.value.lastRequest < $1.value.lastRequest }
+    guard let (id, connection) = candidate else { return false }
+    let idle = now - connection.lastRequest
+    var writer = JSONWriter()
+    writer.error(
+      "Too many clients: this connection was idle and not watching, so it was closed to serve "
+        + "a new one; reconnect when needed")
+    writer.newline(crlf: true)
+    // Nothing of this client's may be queued ahead of the notice, or it would be cut short.
+    if connection.output.isEmpty {
+      _ = writer.bytes.withUnsafeBytes { connection.socket.write($0) }
+    }
+    counters.withLock { $0.clientsEvicted += 1 }
+    disconnect(
+      id,
+      reason: "closed idle client \(connection.peer) (not watching, no request for "
+        + "\(idle.components.seconds) s) to make room for \(newcomer): "
+        + "\(configuration.maximumClients) clients connected (--max-clients)")
+    return true
+  }
+
   /// Tells a client over the limit why, then closes it. The message fits any socket buffer,
   /// so the write never waits.
   private func refuse(_ socket: ClientSocket, peer: String) {
@@ -249,11 +330,11 @@ final class EventLoop: @unchecked Sendable {
         + "try again later")
     writer.newline(crlf: true)
     _ = writer.bytes.withUnsafeBytes { socket.write($0) }
-    socket.close()
+    socket.closeAfterDiscardingInput()
     counters.withLock { $0.clientsRefused += 1 }
     log(
       "serialgps serve: refused a client from \(peer): \(configuration.maximumClients) clients "
-        + "already connected (raise --max-clients to serve more)")
+        + "already connected, none of them idle (raise --max-clients to serve more)")
   }
 
   private func readClient(_ id: ClientID, into buffer: UnsafeMutableRawBufferPointer) {
@@ -278,7 +359,7 @@ final class EventLoop: @unchecked Sendable {
   }
 
   private func send(_ bytes: [UInt8], to id: ClientID) {
-    guard var connection = connections[id] else { return }
+    guard let connection = connections[id] else { return }
     var offset = 0
     if connection.output.isEmpty {
       guard let written = bytes.withUnsafeBytes({ connection.socket.write($0) }) else {
@@ -288,7 +369,6 @@ final class EventLoop: @unchecked Sendable {
       offset = written
     }
     if offset < bytes.count { connection.output.append(bytes[offset...]) }
-    connections[id] = connection
     if connection.output.count > configuration.maximumBacklog {
       counters.withLock { $0.clientsDropped += 1 }
       disconnect(
@@ -299,19 +379,16 @@ final class EventLoop: @unchecked Sendable {
   }
 
   private func flush(_ id: ClientID) {
-    guard var connection = connections[id] else { return }
-    let written = connection.output.withPending { connection.socket.write($0) }
-    guard let written else {
-      disconnect(id, reason: nil)
-      return
-    }
-    connection.output.consume(written)
-    connections[id] = connection
+    guard let connection = connections[id] else { return }
+    let socket = connection.socket
+    if connection.output.drain({ socket.write($0) }) == nil { disconnect(id, reason: nil) }
   }
 
   private func disconnect(_ id: ClientID, reason: String?) {
     guard let connection = connections.removeValue(forKey: id) else { return }
     connection.socket.close()
+    // A descriptor is free again: a connection waiting because there was none can be taken.
+    acceptPausedUntil = nil
     counters.withLock { $0.clients = connections.count }
     if let reason { log("serialgps serve: \(reason)") }
     perform(state.clientDisconnected(id))
@@ -456,10 +533,7 @@ final class EventLoop: @unchecked Sendable {
       $0.subscribedDevices = 0
     }
     // Anyone still waiting on a barrier is released.
-    for message in inbox.withLock({ messages -> [Message] in
-      defer { messages.removeAll() }
-      return messages
-    }) {
+    for message in inbox.withLock({ $0.take().messages }) {
       if case .barrier(let continuation) = message { continuation.resume() }
     }
   }
@@ -511,31 +585,107 @@ func wallClockNow() -> UTCTimestamp {
   return UTCTimestamp(secondsSinceUnixEpoch: Int64(now.tv_sec), nanoseconds: UInt32(now.tv_nsec))
 }
 
-/// Bytes waiting to be written to one client.
+/// What other threads hand the loop, in order. Receivers' reports are bounded per device:
+/// their subscription queues drop the oldest when the handler falls behind, but the handler
+/// only posts here, so without a bound of its own the inbox would grow as fast as a receiver
+/// (or a replay at full speed) outpaces the loop: 40 MB a second was seen. Past `reportLimit`
+/// reports of a device waiting, the oldest of them is dropped (newest wins, as in the
+/// subscription queue; raw chunks too, which consumers expect to have gaps). Status events,
+/// hotplug and control messages are never dropped.
+struct Inbox {
+  let reportLimit: Int
+  private(set) var messages: [EventLoop.Message] = []
+  /// Reports of each device waiting in `messages`.
+  private var waitingReports: [DeviceID: Int] = [:]
+  /// Dropped since the last `take()`.
+  private var dropped = 0
+
+  init(reportLimit: Int) { self.reportLimit = reportLimit }
+
+  mutating func post(_ message: EventLoop.Message) {
+    if let device = Self.droppableReport(message) {
+      let waiting = waitingReports[device, default: 0]
+      if waiting >= reportLimit,
+        let oldest = messages.firstIndex(where: { Self.droppableReport($0) == device })
+      {
+        messages.remove(at: oldest)
+        dropped += 1
+      } else {
+        waitingReports[device] = waiting + 1
+      }
+    }
+    messages.append(message)
+  }
+
+  /// Everything posted so far, and how many reports were dropped meanwhile.
+  mutating func take() -> (messages: [EventLoop.Message], dropped: Int) {
+    defer {
+      messages = []
+      waitingReports.removeAll(keepingCapacity: true)
+      dropped = 0
+    }
+    return (messages, dropped)
+  }
+
+  /// The device whose report `message` is, if it is one that may be dropped.
+  private static func droppableReport(_ message: EventLoop.Message) -> DeviceID? {
+    switch message {
+    case .receiver(_, _, .event(.status)): nil
+    case .receiver(let device, _, _): device
+    default: nil
+    }
+  }
+}
+
+/// Bytes waiting to be written to one client: the reports themselves, not a copy of them.
+/// A report broadcast to many watchers is one array that all their queues share, so a client
+/// that stops reading holds a list of references to reports (most of them shared with the
+/// other clients' queues), and what it costs the process stays within what ``count``, the
+/// figure the backlog limit checks, says.
 struct OutputQueue {
-  private var bytes: [UInt8] = []
+  private var chunks: [ArraySlice<UInt8>] = []
+  /// The first chunk not yet written; those before it are empty.
   private var head = 0
 
-  var count: Int { bytes.count - head }
-  var isEmpty: Bool { head == bytes.count }
+  /// Bytes waiting.
+  private(set) var count = 0
+  var isEmpty: Bool { count == 0 }
 
   mutating func append(_ more: ArraySlice<UInt8>) {
-    if head > 0 && head * 2 >= bytes.count {
-      bytes.removeFirst(head)
+    guard !more.isEmpty else { return }
+    if head > 0 && head * 2 >= chunks.count {
+      chunks.removeFirst(head)
       head = 0
     }
-    bytes.append(contentsOf: more)
+    chunks.append(more)
+    count += more.count
   }
 
-  func withPending<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
-    bytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[head...])) }
-  }
-
-  mutating func consume(_ count: Int) {
-    head += count
-    if head == bytes.count {
-      bytes.removeAll(keepingCapacity: bytes.capacity <= 64 * 1024)
-      head = 0
+  /// Hands the waiting bytes to `write` in order, chunk by chunk, until it takes less than it
+  /// was given; `write` returns how many bytes it took, or `nil` when the peer is gone (then
+  /// so does this).
+  mutating func drain(_ write: (UnsafeRawBufferPointer) -> Int?) -> Int? {
+    var total = 0
+    while head < chunks.count {
+      guard let written = chunks[head].withUnsafeBytes(write) else { return nil }
+      total += written
+      count -= written
+      guard written == chunks[head].count else {
+        chunks[head] = chunks[head].dropFirst(written)
+        return total
+      }
+      // Released as soon as it is written: the report may be large and shared.
+      chunks[head] = []
+      head += 1
     }
+    chunks.removeAll(keepingCapacity: chunks.capacity <= 256)
+    head = 0
+    return total
+  }
+
+  /// Calls `body` with the first waiting chunk, for tests; `nil` when nothing waits.
+  func withFirstChunk<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result? {
+    guard head < chunks.count else { return nil }
+    return chunks[head].withUnsafeBytes(body)
   }
 }

@@ -29,8 +29,16 @@ public final class GPSDServer: Sendable {
     /// Permits a non-loopback ``listenAddress``: the protocol has no authentication, and any
     /// watcher can keep the receivers powered.
     public var allowRemote = false
-    /// Clients served at once; further ones are told so in an `ERROR` report and closed.
+    /// Clients served at once. When all are connected, a newcomer takes the slot of the
+    /// longest-idle client that does not watch (see ``evictionIdleTime``); when there is
+    /// none, it is told so in an `ERROR` report and closed.
     public var maximumClients = 64
+    /// How long a client that does not watch must have gone without a request before it may
+    /// be closed to make room for a newcomer when all ``maximumClients`` slots are taken (it is
+    /// told why, and the log says so); `nil`: never, newcomers are refused instead. Not zero,
+    /// so that in a burst of connections a client is not closed before its first request
+    /// could be read.
+    public var evictionIdleTime: Duration? = .seconds(5)
     /// The longest request accepted, in bytes (see `GPSDRequestReader`).
     public var maximumRequestLength = 1024
     /// Bytes queued for a client that is not reading before it is dropped.
@@ -38,11 +46,17 @@ public final class GPSDServer: Sendable {
     /// A client that neither watches nor sends a request for this long is closed, as gpsd
     /// closes them after 15 minutes; `nil`: never.
     public var idleTimeout: Duration? = .seconds(15 * 60)
-    /// `SO_SNDBUF` for client sockets; `nil` leaves the kernel's default.
-    public var clientSendBufferSize: Int?
+    /// `SO_SNDBUF` for client sockets (the kernel doubles it for its bookkeeping); `nil`
+    /// leaves the kernel's default, which on Linux grows to megabytes per socket. Small, so
+    /// that a client that stops reading is found by ``maximumBacklog`` soon, not after the
+    /// kernel has buffered megabytes for it; a reading client never notices (an epoch's
+    /// reports are a few KiB).
+    public var clientSendBufferSize: Int? = 32 * 1024
     /// How each receiver is driven: linger, replay expiry, chipset.
     public var receiverOptions = GPSReceiver.Options()
-    /// Events buffered per receiver subscription between the reader and the server thread.
+    /// Events buffered per receiver subscription between the reader and the server thread,
+    /// and reports of one receiver waiting for the server thread: past either, the oldest
+    /// are dropped (``ServerStatistics/reportsDropped``).
     public var subscriptionBufferSize = 128
     /// Baud rate for receivers found by discovery.
     public var baud: SerialConnector.BaudSetting = .automatic()
@@ -232,6 +246,11 @@ public struct ServerStatistics: Sendable, Hashable {
   public var clientsRefused = 0
   /// Clients dropped because they stopped reading.
   public var clientsDropped = 0
+  /// Idle clients that did not watch, closed to make room for a newcomer.
+  public var clientsEvicted = 0
+  /// Receiver reports skipped because the server thread fell behind the receivers (the
+  /// newest are kept; see `subscriptionBufferSize`).
+  public var reportsDropped = 0
 
   public init() {}
 }

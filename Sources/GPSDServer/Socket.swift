@@ -127,4 +127,19 @@ struct ClientSocket {
   }
 
   func close() { closeDescriptor(descriptor) }
+
+  /// Closes after reading what the client has already sent: closing with unread input makes
+  /// the kernel reset the connection, and the client may then never see the `ERROR` written
+  /// just before (a newcomer refused right after its `?WATCH`).
+  func closeAfterDiscardingInput() {
+    var scratch = (
+      UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0)
+    )
+    withUnsafeMutableBytes(of: &scratch) { buffer in
+      for _ in 0..<8 {
+        guard case .received = read(into: buffer) else { break }
+      }
+    }
+    close()
+  }
 }

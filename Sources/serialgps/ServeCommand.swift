@@ -28,6 +28,8 @@ struct ServeOptions: Equatable {
   var listen = "127.0.0.1:2947"
   var linger: Duration = .seconds(5)
   var maximumClients = 64
+  /// `--client-send-buffer`: `SO_SNDBUF` of client sockets; `nil` leaves the kernel's.
+  var clientSendBuffer: Int? = GPSDServer.Configuration().clientSendBufferSize
   var allowRemote = false
   var baud: BaudRate?
   var family: ChipsetFamily?
@@ -57,8 +59,13 @@ struct ServeOptions: Equatable {
                           authentication, and any client can keep the receivers powered
       --linger S          seconds a receiver stays powered after its last watcher leaves
                           (default 5; 0 powers off at once)
-      --max-clients N     clients served at once (default 64); further ones are told so and
-                          disconnected
+      --max-clients N     clients served at once (default 64); when all are taken, the
+                          longest-idle client that does not watch makes room, else the
+                          newcomer is told so and disconnected
+      --client-send-buffer BYTES|kernel
+                          the kernel's send buffer per client (default 32768); a client
+                          that stops reading is dropped once this and 256 KiB queued by
+                          serve are full; kernel: the kernel's own size (up to megabytes)
       --baud N|auto       line speed of the receivers (default auto: listen for it; USB
                           receivers ignore it)
       --chipset NAME      \(ChipsetFamily.cliNames): which power commands to send; by default
@@ -92,6 +99,18 @@ struct ServeOptions: Equatable {
       case "--max-clients":
         options.maximumClients = try reader.number(
           in: 1...65_536, "--max-clients needs a number from 1 to 65536")
+      case "--client-send-buffer":
+        let message =
+          "--client-send-buffer needs a number of bytes from 1024 to 16777216, or kernel"
+        let text = try reader.value(message, allowingEmpty: true)
+        guard text != "kernel" else {
+          options.clientSendBuffer = nil
+          break
+        }
+        guard let bytes = Int(text), (1024...16_777_216).contains(bytes) else {
+          throw UsageMessage(message)
+        }
+        options.clientSendBuffer = bytes
       case "--baud":
         options.baud = try reader.baud()
       case "--chipset":
@@ -123,6 +142,7 @@ struct ServeOptions: Equatable {
     }
     configuration.allowRemote = allowRemote
     configuration.maximumClients = maximumClients
+    configuration.clientSendBufferSize = clientSendBuffer
     configuration.receiverOptions.linger = linger
     if let family { configuration.receiverOptions.chipset = .family(family) }
     configuration.baud = baudSetting

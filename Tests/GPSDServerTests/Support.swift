@@ -342,5 +342,10 @@ func testConfiguration(linger: Duration = .zero) -> GPSDServer.Configuration {
   configuration.receiverOptions.acknowledgementTimeout = .seconds(5)
   configuration.receiverOptions.reconnectDelay = .milliseconds(100)
   configuration.receiverOptions.maximumReconnectDelay = .milliseconds(400)
+  // The kernel's own send buffers (megabytes): these tests' clients read in bursts, and under
+  // TSan on a loaded machine a pause between two reads can last tens of seconds, which at 10
+  // epochs a second would pass the 32 KiB default and the backlog limit and drop the client.
+  // The tests of slow clients and of the default set their own (ClientLimitTests, ServerTests).
+  configuration.clientSendBufferSize = nil
   return configuration
 }

@@ -24,6 +24,7 @@ struct ServeCommandTests {
     #expect(!configuration.allowRemote)
     #expect(configuration.maximumClients == 64)
     #expect(configuration.receiverOptions.linger == .seconds(5))
+    #expect(configuration.clientSendBufferSize == 32 * 1024)
   }
 
   @Test func everyOption() throws {
@@ -44,6 +45,21 @@ struct ServeCommandTests {
       Issue.record("--chipset ublox was not applied")
     }
     #expect(ServeOptions.parse(["--help"]) == .help)
+  }
+
+  @Test func clientSendBuffer() throws {
+    #expect(
+      try options(["--client-send-buffer", "8192"])?.configuration().get().clientSendBufferSize
+        == 8192)
+    #expect(
+      try options(["--client-send-buffer", "kernel"])?.configuration().get()
+        .clientSendBufferSize == nil)
+    for bad in [
+      ["--client-send-buffer", "100"], ["--client-send-buffer", "lots"],
+      ["--client-send-buffer"],
+    ] {
+      #expect(complaint(bad)?.contains("--client-send-buffer needs") == true, "\(bad)")
+    }
   }
 
   @Test func remoteNeedsTheFlagAndBadValuesAreExplained() throws {
