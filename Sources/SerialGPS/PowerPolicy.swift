@@ -5,6 +5,13 @@
 /// the actions to run, in order. It performs no I/O and reads no clock: the time comes with
 /// each event. One task runs the actions and feeds their outcome back as the next event, so
 /// power-on and power-off strictly alternate and never overlap.
+///
+/// Deciding and doing are apart. Events are decided one by one, in order, so that no attach
+/// or detach is lost. A power-on or power-off is decided at once but started later, when the
+/// controller has handed in every event queued meanwhile; ``confirm(_:now:)`` then checks it
+/// against the demand as it is at that moment. So the receiver converges on what is wanted now
+/// instead of replaying every past request: a thousand subscribers that came and went while
+/// it was waking cost one power cycle, not a thousand.
 struct PowerPolicy {
   struct Configuration {
     /// How long the receiver stays powered after the last subscription ends.
@@ -67,6 +74,15 @@ struct PowerPolicy {
     case status(ReceiverStatus)
     /// The policy has stopped for good: end every subscription.
     case finish
+
+    /// Whether running it takes the port (and time): the operations that
+    /// ``PowerPolicy/confirm(_:now:)`` re-checks before they start.
+    var isPowerOperation: Bool {
+      switch self {
+      case .powerOn, .powerOff, .discardConnection: return true
+      case .armTimer, .cancelTimer, .status, .finish: return false
+      }
+    }
   }
 
   let configuration: Configuration
@@ -184,6 +200,41 @@ struct PowerPolicy {
       }
       state = .stopped
       return actions + [.finish]
+    }
+  }
+
+  /// Called just before the controller starts a power `operation` that an earlier event
+  /// decided, once every event queued since has been handled. Returns what to run now: the
+  /// operation itself while it is still wanted, else what replaces it.
+  ///
+  /// - A power-on whose demand has gone (the subscribers left, the hold ended) is not
+  ///   started: the receiver stays off.
+  /// - A power-off that a new subscriber (or a hold) made moot is not started: the receiver
+  ///   stays on, and the subscriber gets the stream that is already running.
+  /// - After a shutdown a pending power-on is dropped and a pending power-off still runs: the
+  ///   process ends with the receiver in standby.
+  mutating func confirm(_ operation: Action, now: Duration) -> [Action] {
+    switch (operation, state) {
+    case (.powerOn, .poweringOn):
+      if hasDemand { return [.powerOn] }
+      state = .off
+      failedAttempts = 0
+      lastFailure = nil
+      return [.status(.poweredOff)]
+    case (.powerOn, _):
+      return []  // stopped meanwhile
+    case (.powerOff, .poweringOff):
+      if hasDemand {
+        state = .on
+        return []
+      }
+      return [.powerOff]
+    case (.powerOff, .stopped):
+      return [.powerOff]  // decided by the shutdown, or before it: standby either way
+    case (.powerOff, _):
+      return []
+    default:
+      return [operation]
     }
   }
 
