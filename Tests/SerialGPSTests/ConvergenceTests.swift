@@ -30,20 +30,24 @@ struct AcknowledgedPowerCommands: ReceiverCommandSet {
 
 /// A receiver that answers each acknowledged command `delay` after it was written, from a
 /// task of its own, as a chip on a slow line does; it streams a fix while awake.
-func slowAcknowledgingConnector(delay: Duration) -> MemoryConnector {
+func slowAcknowledgingConnector(
+  delay: Duration, standbyDelay: Duration? = nil
+) -> MemoryConnector {
   MemoryConnector { connection in
     connection.onWrite = { [weak connection] bytes in
       let text = String(decoding: bytes, as: UTF8.self)
       let answer: String
+      var wait = delay
       if text == AcknowledgedPowerCommands.wake {
         answer = sentence("PMTK001,314,3") + cycle(second: 1) + cycle(second: 2)
       } else if text == AcknowledgedPowerCommands.standby {
         answer = sentence("PMTK001,161,3")
+        wait = standbyDelay ?? delay
       } else {
         return
       }
       Task.detached {
-        try? await Task.sleep(for: delay)
+        try? await Task.sleep(for: wait)
         connection?.feed(answer)
       }
     }
@@ -163,5 +167,39 @@ func slowAcknowledgingConnector(delay: Duration) -> MemoryConnector {
     #expect(receiver.statistics.powerOns == 0)
     await receiver.shutdown()
     #expect(connector.opens == 0)
+  }
+}
+
+/// Issue 11: an acknowledgement that comes after the timeout is the late answer to the
+/// attempt it follows, and a standby is not sent again into a receiver that fell silent.
+@Suite struct LateAcknowledgementTests {
+  func makeReceiver(_ connector: MemoryConnector) -> GPSReceiver {
+    var options = GPSReceiver.Options()
+    options.linger = .zero
+    options.chipset = .custom(AcknowledgedPowerCommands())
+    options.acknowledgementTimeout = .milliseconds(200)
+    options.commandAttempts = 3
+    return GPSReceiver(connector: connector, options: options, clock: SystemClock())
+  }
+
+  @Test(.timeLimit(.minutes(1))) func aLateStandbyAnswerSendsOneStandbyAndNoFailure()
+    async throws
+  {
+    // The standby's answer comes 300 ms after it, half again the 200 ms timeout (as 1.3 s
+    // against send's 1 s in issue 11); the receiver says nothing else meanwhile.
+    let connector = slowAcknowledgingConnector(
+      delay: .milliseconds(5), standbyDelay: .milliseconds(300))
+    let receiver = makeReceiver(connector)
+    let log = EventLog(receiver.subscribe())
+    #expect(await eventually { log.fixes.contains { !$0.isReplay } })
+    log.stop()
+    #expect(await eventually { receiver.statistics.powerOffs == 1 })
+    let sent = connector.latest!.writes.map { String(decoding: $0, as: UTF8.self) }
+    // A second standby would wake the chip the first one put to sleep.
+    #expect(sent.filter { $0 == AcknowledgedPowerCommands.standby }.count == 1, "\(sent)")
+    #expect(sent.last == AcknowledgedPowerCommands.standby)
+    await receiver.shutdown()
+    #expect(!log.statuses.contains { if case .commandFailed = $0 { true } else { false } })
+    #expect(receiver.statistics.commandsFailed == 0)
   }
 }
