@@ -59,6 +59,9 @@ struct PowerPolicy {
     case poweredOff
     /// The device (re)appeared, for example on hotplug: try now rather than after the backoff.
     case deviceAppeared
+    /// A process that has died left the receiver awake (its marker says so, ``AwakeMarkers``):
+    /// put it to standby unless someone wants it.
+    case leftAwake
     case shutdown
   }
 
@@ -69,6 +72,9 @@ struct PowerPolicy {
     case powerOff
     /// The connection is gone: stop reading and close the port, sending nothing.
     case discardConnection
+    /// Open the port, send the disable commands, close it: a receiver left awake by a process
+    /// that died. Reported like a power-off (``Event/poweredOff``).
+    case putToStandby
     case armTimer(TimerID, deadline: Duration)
     case cancelTimer(TimerID)
     case status(ReceiverStatus)
@@ -79,7 +85,7 @@ struct PowerPolicy {
     /// ``PowerPolicy/confirm(_:now:)`` re-checks before they start.
     var isPowerOperation: Bool {
       switch self {
-      case .powerOn, .powerOff, .discardConnection: return true
+      case .powerOn, .powerOff, .discardConnection, .putToStandby: return true
       case .armTimer, .cancelTimer, .status, .finish: return false
       }
     }
@@ -178,6 +184,11 @@ struct PowerPolicy {
       if hasDemand { actions += demandRose() }  // someone arrived during the power-off
       return actions
 
+    case .leftAwake:
+      guard state == .off, !hasDemand else { return [] }  // awake and wanted: nothing to do
+      state = .poweringOff
+      return [.putToStandby]
+
     case .deviceAppeared:
       guard case .waitingToReconnect(_, let timer) = state else { return [] }
       state = .poweringOn(reconnecting: true)
@@ -232,6 +243,14 @@ struct PowerPolicy {
     case (.powerOff, .stopped):
       return [.powerOff]  // decided by the shutdown, or before it: standby either way
     case (.powerOff, _):
+      return []
+    case (.putToStandby, .poweringOff):
+      guard hasDemand else { return [.putToStandby] }
+      state = .off  // a subscriber came first: it wins, and is woken as usual
+      return demandRose()
+    case (.putToStandby, .stopped):
+      return [.putToStandby]
+    case (.putToStandby, _):
       return []
     default:
       return [operation]

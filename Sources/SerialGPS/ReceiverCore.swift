@@ -55,6 +55,14 @@ final class ReceiverCore: @unchecked Sendable {
 
   func start() {
     connector.startWatching { [weak self] in self?.deviceAppeared() }
+    // Evidence that a killed process left this receiver awake: put it to standby now, before
+    // anyone asks (and only then: without it nothing is opened until there is demand).
+    if let markers = options.awakeMarkers, let identity = connector.markerIdentity,
+      markers.wasLeftAwake(identity)
+    {
+      inbox.post(.policy(.leftAwake))
+      startControllerIfNeeded()
+    }
   }
 
   private func startControllerIfNeeded() {
@@ -218,6 +226,9 @@ final class ReceiverCore: @unchecked Sendable {
     case .discardConnection:
       await powerOff(sendCommands: false)
       return nil
+    case .putToStandby:
+      await putLeftoverToStandby()
+      return .poweredOff
     case .armTimer, .cancelTimer, .status, .finish:
       performAtOnce(action)
       return nil
@@ -242,7 +253,7 @@ final class ReceiverCore: @unchecked Sendable {
       timers.removeValue(forKey: id)?.cancel()
     case .status(let status):
       hub.publish(status: status)
-    case .finish, .powerOn, .powerOff, .discardConnection:
+    case .finish, .powerOn, .powerOff, .discardConnection, .putToStandby:
       break
     }
   }
@@ -261,7 +272,25 @@ final class ReceiverCore: @unchecked Sendable {
     counters.withLock { $0.powerOns += 1 }
     startReader(on: opened, generation: generation)
     await send(commandSet().powerOnSteps, to: opened, abandonOnShutdown: true)
+    if let markers = options.awakeMarkers, let identity = connector.markerIdentity {
+      markers.markAwake(identity)
+    }
     return .poweredOn
+  }
+
+  /// The standby exchange for a receiver that a killed process left awake: open, send the
+  /// standby steps (acknowledgements read as usual), close; then the marker goes.
+  private func putLeftoverToStandby() async {
+    let identity = connector.markerIdentity
+    defer { if let identity { options.awakeMarkers?.clear(identity) } }
+    let set = commandSet()
+    guard !set.powerOffSteps.isEmpty,
+      let opened = try? await connector.connect(wakingWith: set.family)
+    else { return }
+    generation += 1
+    connection = opened
+    startReader(on: opened, generation: generation)
+    await powerOff(sendCommands: true)
   }
 
   /// A connector that follows "the first receiver found" may reach another receiver now: what
@@ -287,6 +316,10 @@ final class ReceiverCore: @unchecked Sendable {
     connection = nil
     acknowledgements.reset()
     counters.withLock { $0.powerOffs += 1 }
+    // Standby sent, or the connection lost: no longer this process's to put to sleep.
+    if let markers = options.awakeMarkers, let identity = connector.markerIdentity {
+      markers.clear(identity)
+    }
   }
 
   // MARK: - Commands

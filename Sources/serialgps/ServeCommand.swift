@@ -124,6 +124,7 @@ struct ServeOptions: Equatable {
     configuration.allowRemote = allowRemote
     configuration.maximumClients = maximumClients
     configuration.receiverOptions.linger = linger
+    configuration.receiverOptions.awakeMarkers = SerialGPSPaths.awakeMarkers
     if let family { configuration.receiverOptions.chipset = .family(family) }
     configuration.baud = baudSetting
     return .success(configuration)

@@ -31,9 +31,9 @@ struct AcknowledgedPowerCommands: ReceiverCommandSet {
 /// A receiver that answers each acknowledged command `delay` after it was written, from a
 /// task of its own, as a chip on a slow line does; it streams a fix while awake.
 func slowAcknowledgingConnector(
-  delay: Duration, standbyDelay: Duration? = nil
+  delay: Duration, standbyDelay: Duration? = nil, markerIdentity: String? = nil
 ) -> MemoryConnector {
-  MemoryConnector { connection in
+  MemoryConnector(markerIdentity: markerIdentity) { connection in
     connection.onWrite = { [weak connection] bytes in
       let text = String(decoding: bytes, as: UTF8.self)
       let answer: String
@@ -177,7 +177,7 @@ func slowAcknowledgingConnector(
     var options = GPSReceiver.Options()
     options.linger = .zero
     options.chipset = .custom(AcknowledgedPowerCommands())
-    options.acknowledgementTimeout = .milliseconds(200)
+    options.acknowledgementTimeout = .seconds(2)
     options.commandAttempts = 3
     return GPSReceiver(connector: connector, options: options, clock: SystemClock())
   }
@@ -185,10 +185,10 @@ func slowAcknowledgingConnector(
   @Test(.timeLimit(.minutes(1))) func aLateStandbyAnswerSendsOneStandbyAndNoFailure()
     async throws
   {
-    // The standby's answer comes 300 ms after it, half again the 200 ms timeout (as 1.3 s
-    // against send's 1 s in issue 11); the receiver says nothing else meanwhile.
+    // The standby's answer comes 2.6 s after it, 1.3 times the 2 s timeout (as 1.3 s against
+    // send's 1 s in issue 11); the receiver says nothing else meanwhile.
     let connector = slowAcknowledgingConnector(
-      delay: .milliseconds(5), standbyDelay: .milliseconds(300))
+      delay: .milliseconds(5), standbyDelay: .milliseconds(2600))
     let receiver = makeReceiver(connector)
     let log = EventLog(receiver.subscribe())
     #expect(await eventually { log.fixes.contains { !$0.isReplay } })

@@ -265,3 +265,48 @@ import Testing
         == [true, true, true, false, false, false, false])
   }
 }
+
+/// A receiver left awake by a process that died (issue 14 item 2).
+@Suite struct PowerPolicyLeftAwakeTests {
+  var policy = PowerPolicy(
+    configuration: .init(
+      linger: .zero, backoff: .init(initial: .milliseconds(500), maximum: .seconds(4))))
+
+  @Test mutating func aReceiverLeftAwakeWithNobodyWantingItIsPutToStandby() {
+    #expect(policy.handle(.leftAwake, now: .zero) == [.putToStandby])
+    #expect(policy.confirm(.putToStandby, now: .zero) == [.putToStandby])
+    #expect(policy.handle(.poweredOff, now: .zero) == [.status(.poweredOff)])
+    #expect(policy.state == .off)
+  }
+
+  @Test mutating func aSubscriberArrivingMeanwhileWins() {
+    #expect(policy.handle(.leftAwake, now: .zero) == [.putToStandby])
+    #expect(policy.handle(.attach, now: .zero) == [])
+    #expect(policy.confirm(.putToStandby, now: .zero) == [.status(.poweringOn), .powerOn])
+    #expect(policy.state == .poweringOn(reconnecting: false))
+  }
+
+  @Test mutating func aSubscriberDuringTheStandbyWakesItAfterwards() {
+    _ = policy.handle(.leftAwake, now: .zero)
+    #expect(policy.confirm(.putToStandby, now: .zero) == [.putToStandby])
+    #expect(policy.handle(.attach, now: .zero) == [])
+    #expect(
+      policy.handle(.poweredOff, now: .zero) == [
+        .status(.poweredOff), .status(.poweringOn), .powerOn,
+      ])
+  }
+
+  @Test mutating func aReceiverInUseIsLeftAlone() {
+    _ = policy.handle(.attach, now: .zero)
+    #expect(policy.handle(.leftAwake, now: .zero) == [])
+    _ = policy.handle(.poweredOn, now: .zero)
+    #expect(policy.handle(.leftAwake, now: .zero) == [])
+    #expect(policy.state == .on)
+  }
+
+  @Test mutating func aShutdownStillPutsItToStandby() {
+    _ = policy.handle(.leftAwake, now: .zero)
+    #expect(policy.handle(.shutdown, now: .zero) == [.finish])
+    #expect(policy.confirm(.putToStandby, now: .zero) == [.putToStandby])
+  }
+}
