@@ -93,7 +93,7 @@ import Testing
     }.value
     #expect(await eventually { log.fixes.contains { !$0.isReplay } })
     #expect(sent(connector) == [[AcknowledgedPowerCommands.wake]])
-    #expect(markers.owner(of: "serial 9") == getpid())
+    #expect(await eventually { markers.owner(of: "serial 9") == getpid() })
     log.stop()
     await receiver.shutdown()
     #expect(

@@ -1,4 +1,5 @@
 import Chipsets
+import Foundation
 import POSIX
 import Testing
 
@@ -46,9 +47,12 @@ func slowAcknowledgingConnector(
       } else {
         return
       }
-      Task.detached {
-        try? await Task.sleep(for: wait)
-        connection?.feed(answer)
+      // A thread of its own: the cooperative pool may be busy with other tests for seconds.
+      let seconds = Double(wait / .microseconds(1)) / 1_000_000
+      let target = connection
+      Thread.detachNewThread {
+        Thread.sleep(forTimeInterval: seconds)
+        target?.feed(answer)
       }
     }
   }
