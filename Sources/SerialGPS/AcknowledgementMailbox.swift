@@ -1,13 +1,23 @@
 import Chipsets
 import POSIX
 
-/// Hands acknowledgements seen by the reader thread to the controller waiting for them.
+/// Hands acknowledgements seen by the reader thread to the controller waiting for them, and
+/// whether the receiver said anything at all since the command was written (a receiver that
+/// fell silent after a standby is asleep: ``CommandExchange`` does not retry into it).
 final class AcknowledgementMailbox: @unchecked Sendable {
+  /// How a wait ended.
+  enum WaitResult: Sendable, Equatable {
+    case answer(ReceiverAcknowledgement)
+    /// The deadline passed, or the wait was ended; `heard`: whether any bytes arrived since
+    /// the command was announced with ``expect(_:)``.
+    case timedOut(heard: Bool)
+  }
+
   private struct Waiter {
     let token: UInt64
     /// Whether a shutdown may cut the wait short (a wake-up's, never a standby's).
     let abandonable: Bool
-    let continuation: CheckedContinuation<ReceiverAcknowledgement?, Never>
+    let continuation: CheckedContinuation<WaitResult, Never>
   }
 
   private struct State {
@@ -15,6 +25,7 @@ final class AcknowledgementMailbox: @unchecked Sendable {
     var arrived: ReceiverAcknowledgement?
     var waiter: Waiter?
     var nextToken: UInt64 = 0
+    var heard = false
   }
 
   private let state = Locked(State())
@@ -25,7 +36,13 @@ final class AcknowledgementMailbox: @unchecked Sendable {
     state.withLock {
       $0.expected = step
       $0.arrived = nil
+      $0.heard = false
     }
+  }
+
+  /// Called by the reader for every chunk of bytes it read.
+  func heard() {
+    state.withLock { $0.heard = true }
   }
 
   /// Called by the reader for every acknowledgement it sees; unrelated ones are ignored.
@@ -41,14 +58,14 @@ final class AcknowledgementMailbox: @unchecked Sendable {
       state.arrived = acknowledgement
       return nil
     }
-    waiter?.continuation.resume(returning: acknowledgement)
+    waiter?.continuation.resume(returning: .answer(acknowledgement))
   }
 
-  /// Waits for the acknowledgement of the expected command until `deadline`; `nil` on timeout,
-  /// or when ``abandonWakeUp()`` ends an `abandonable` wait.
+  /// Waits for the acknowledgement of the expected command until `deadline`; `.timedOut` on
+  /// timeout, or when ``abandonWakeUp()`` ends an `abandonable` wait.
   func wait(
     until deadline: Duration, clock: any DriverClock, abandonable: Bool = false
-  ) async -> ReceiverAcknowledgement? {
+  ) async -> WaitResult {
     let token = state.withLock { state -> UInt64 in
       state.nextToken += 1
       return state.nextToken
@@ -59,10 +76,10 @@ final class AcknowledgementMailbox: @unchecked Sendable {
     }
     defer { timeout.cancel() }
     return await withCheckedContinuation { continuation in
-      let ready: ReceiverAcknowledgement?? = state.withLock { state in
+      let ready: WaitResult? = state.withLock { state in
         if let arrived = state.arrived {
           state.arrived = nil
-          return .some(arrived)
+          return .answer(arrived)
         }
         state.waiter = Waiter(token: token, abandonable: abandonable, continuation: continuation)
         return nil
@@ -80,13 +97,15 @@ final class AcknowledgementMailbox: @unchecked Sendable {
 
   /// Ends the wait under way with no answer, if `matches` says it is the one.
   private func endWait(if matches: (Waiter) -> Bool) {
-    let waiter: Waiter? = state.withLock { state in
+    let ended: (Waiter, Bool)? = state.withLock { state in
       guard let waiter = state.waiter, matches(waiter) else { return nil }
       state.waiter = nil
-      state.expected = nil
-      return waiter
+      // Still expected: an answer that comes late is credited to its attempt.
+      return (waiter, state.heard)
     }
-    waiter?.continuation.resume(returning: nil)
+    if let (waiter, heard) = ended {
+      waiter.continuation.resume(returning: .timedOut(heard: heard))
+    }
   }
 
   /// Forgets everything (the connection closed).
@@ -95,6 +114,6 @@ final class AcknowledgementMailbox: @unchecked Sendable {
       defer { state = State(nextToken: state.nextToken) }
       return state.waiter
     }
-    waiter?.continuation.resume(returning: nil)
+    waiter?.continuation.resume(returning: .timedOut(heard: false))
   }
 }

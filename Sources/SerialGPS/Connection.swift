@@ -35,6 +35,10 @@ public protocol ReceiverConnector: Sendable {
   /// listening to it (its chipset, which sentence ends its cycle) is forgotten when this
   /// changes, so that it is never applied to another one. `nil`: always the same receiver.
   var receiverIdentity: String? { get }
+  /// What names this receiver across processes, for ``AwakeMarkers``: stable while the
+  /// receiver stays attached, and never the tty path alone (another receiver may get it).
+  /// `nil`: not marked. By default ``receiverIdentity``.
+  var markerIdentity: String? { get }
   /// Starts watching for the device to (re)appear; `appeared` is called each time it does,
   /// so the receiver retries at once instead of after its backoff. Called once, when the
   /// receiver starts.
@@ -49,6 +53,7 @@ extension ReceiverConnector {
   }
   public var chipsetHint: ChipsetHint? { nil }
   public var receiverIdentity: String? { nil }
+  public var markerIdentity: String? { receiverIdentity }
   public func startWatching(appeared: @escaping @Sendable () -> Void) {}
   public func stopWatching() {}
 }

@@ -40,6 +40,10 @@ public final class GPSReceiver: Sendable {
     /// How long to wait for a command's acknowledgement, and how often to retry it.
     public var acknowledgementTimeout: Duration = .seconds(1)
     public var commandAttempts = 3
+    /// Where woken receivers are noted, so that one left awake by a process killed outright
+    /// is put to standby by the next process that opens it (``AwakeMarkers``). `nil` (the
+    /// default for the library): not noted. `serialgps` uses ``AwakeMarkers/standard()``.
+    public var awakeMarkers: AwakeMarkers?
 
     public init() {}
   }

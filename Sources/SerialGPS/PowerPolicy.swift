@@ -5,6 +5,13 @@
 /// the actions to run, in order. It performs no I/O and reads no clock: the time comes with
 /// each event. One task runs the actions and feeds their outcome back as the next event, so
 /// power-on and power-off strictly alternate and never overlap.
+///
+/// Deciding and doing are apart. Events are decided one by one, in order, so that no attach
+/// or detach is lost. A power-on or power-off is decided at once but started later, when the
+/// controller has handed in every event queued meanwhile; ``confirm(_:now:)`` then checks it
+/// against the demand as it is at that moment. So the receiver converges on what is wanted now
+/// instead of replaying every past request: a thousand subscribers that came and went while
+/// it was waking cost one power cycle, not a thousand.
 struct PowerPolicy {
   struct Configuration {
     /// How long the receiver stays powered after the last subscription ends.
@@ -52,6 +59,9 @@ struct PowerPolicy {
     case poweredOff
     /// The device (re)appeared, for example on hotplug: try now rather than after the backoff.
     case deviceAppeared
+    /// A process that has died left the receiver awake (its marker says so, ``AwakeMarkers``):
+    /// put it to standby unless someone wants it.
+    case leftAwake
     case shutdown
   }
 
@@ -62,11 +72,23 @@ struct PowerPolicy {
     case powerOff
     /// The connection is gone: stop reading and close the port, sending nothing.
     case discardConnection
+    /// Open the port, send the disable commands, close it: a receiver left awake by a process
+    /// that died. Reported like a power-off (``Event/poweredOff``).
+    case putToStandby
     case armTimer(TimerID, deadline: Duration)
     case cancelTimer(TimerID)
     case status(ReceiverStatus)
     /// The policy has stopped for good: end every subscription.
     case finish
+
+    /// Whether running it takes the port (and time): the operations that
+    /// ``PowerPolicy/confirm(_:now:)`` re-checks before they start.
+    var isPowerOperation: Bool {
+      switch self {
+      case .powerOn, .powerOff, .discardConnection, .putToStandby: return true
+      case .armTimer, .cancelTimer, .status, .finish: return false
+      }
+    }
   }
 
   let configuration: Configuration
@@ -162,6 +184,11 @@ struct PowerPolicy {
       if hasDemand { actions += demandRose() }  // someone arrived during the power-off
       return actions
 
+    case .leftAwake:
+      guard state == .off, !hasDemand else { return [] }  // awake and wanted: nothing to do
+      state = .poweringOff
+      return [.putToStandby]
+
     case .deviceAppeared:
       guard case .waitingToReconnect(_, let timer) = state else { return [] }
       state = .poweringOn(reconnecting: true)
@@ -184,6 +211,49 @@ struct PowerPolicy {
       }
       state = .stopped
       return actions + [.finish]
+    }
+  }
+
+  /// Called just before the controller starts a power `operation` that an earlier event
+  /// decided, once every event queued since has been handled. Returns what to run now: the
+  /// operation itself while it is still wanted, else what replaces it.
+  ///
+  /// - A power-on whose demand has gone (the subscribers left, the hold ended) is not
+  ///   started: the receiver stays off.
+  /// - A power-off that a new subscriber (or a hold) made moot is not started: the receiver
+  ///   stays on, and the subscriber gets the stream that is already running.
+  /// - After a shutdown a pending power-on is dropped and a pending power-off still runs: the
+  ///   process ends with the receiver in standby.
+  mutating func confirm(_ operation: Action, now: Duration) -> [Action] {
+    switch (operation, state) {
+    case (.powerOn, .poweringOn):
+      if hasDemand { return [.powerOn] }
+      state = .off
+      failedAttempts = 0
+      lastFailure = nil
+      return [.status(.poweredOff)]
+    case (.powerOn, _):
+      return []  // stopped meanwhile
+    case (.powerOff, .poweringOff):
+      if hasDemand {
+        state = .on
+        return []
+      }
+      return [.powerOff]
+    case (.powerOff, .stopped):
+      return [.powerOff]  // decided by the shutdown, or before it: standby either way
+    case (.powerOff, _):
+      return []
+    case (.putToStandby, .poweringOff):
+      guard hasDemand else { return [.putToStandby] }
+      state = .off  // a subscriber came first: it wins, and is woken as usual
+      return demandRose()
+    case (.putToStandby, .stopped):
+      return [.putToStandby]
+    case (.putToStandby, _):
+      return []
+    default:
+      return [operation]
     }
   }
 

@@ -2,7 +2,7 @@ import Chipsets
 import NMEA
 import POSIX
 
-/// The machinery behind a ``GPSReceiver``: the hub, the ordered event stream, the controller
+/// The machinery behind a ``GPSReceiver``: the hub, the ordered event inbox, the controller
 /// task that runs the power policy's actions, and the reader thread.
 final class ReceiverCore: @unchecked Sendable {
   enum ControllerEvent: Sendable {
@@ -19,8 +19,7 @@ final class ReceiverCore: @unchecked Sendable {
   let hub: SubscriptionHub
   let acknowledgements = AcknowledgementMailbox()
 
-  private let events: AsyncStream<ControllerEvent>
-  private let eventSink: AsyncStream<ControllerEvent>.Continuation
+  private let inbox = ControllerInbox<ControllerEvent>()
   private let counters = Locked(ReceiverStatistics())
   /// What the receiver has said about itself, kept across connections.
   let identification = Locked<ChipsetIdentification?>(nil)
@@ -44,7 +43,6 @@ final class ReceiverCore: @unchecked Sendable {
     self.options = options
     self.clock = clock
     hub = SubscriptionHub(clock: clock, replayExpiry: options.replayExpiry)
-    (events, eventSink) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
     policy = PowerPolicy(
       configuration: .init(
         linger: options.linger,
@@ -57,6 +55,14 @@ final class ReceiverCore: @unchecked Sendable {
 
   func start() {
     connector.startWatching { [weak self] in self?.deviceAppeared() }
+    // Evidence that a killed process left this receiver awake: put it to standby now, before
+    // anyone asks (and only then: without it nothing is opened until there is demand).
+    if let markers = options.awakeMarkers, let identity = connector.markerIdentity,
+      markers.wasLeftAwake(identity)
+    {
+      inbox.post(.policy(.leftAwake))
+      startControllerIfNeeded()
+    }
   }
 
   private func startControllerIfNeeded() {
@@ -87,18 +93,18 @@ final class ReceiverCore: @unchecked Sendable {
     }
     // The attach goes into the ordered stream before `subscribe()` returns, so a dispose
     // that follows can never overtake it.
-    eventSink.yield(.policy(.attach))
+    inbox.post(.policy(.attach))
     startControllerIfNeeded()
     return SubscriptionCore(queue: queue) { [weak self] in
       _ = lifetime  // the receiver lives while a subscription does
       guard let self else { return }
       self.hub.remove(id)
-      self.eventSink.yield(.policy(.detach))
+      self.inbox.post(.policy(.detach))
     }
   }
 
   func hold(for duration: Duration) {
-    eventSink.yield(.policy(.hold(until: clock.now + duration)))
+    inbox.post(.policy(.hold(until: clock.now + duration)))
     startControllerIfNeeded()
   }
 
@@ -110,7 +116,7 @@ final class ReceiverCore: @unchecked Sendable {
     // A wake-up waiting for its acknowledgement gives up now rather than after its retries;
     // a standby under way is left to finish.
     acknowledgements.abandonWakeUp()
-    eventSink.yield(.policy(.shutdown))
+    inbox.post(.policy(.shutdown))
     startControllerIfNeeded()
   }
 
@@ -130,48 +136,61 @@ final class ReceiverCore: @unchecked Sendable {
   func settle() async {
     startControllerIfNeeded()
     await withCheckedContinuation { continuation in
-      if case .terminated = eventSink.yield(.barrier(continuation)) { continuation.resume() }
+      if !inbox.post(.barrier(continuation)) { continuation.resume() }
     }
   }
 
   /// Tells the controller the device appeared (hotplug), so it retries at once.
   func deviceAppeared() {
-    eventSink.yield(.policy(.deviceAppeared))
+    inbox.post(.policy(.deviceAppeared))
   }
 
   // MARK: - The controller
 
+  /// Takes every queued event into the policy, then starts at most one power-on or power-off,
+  /// re-checked against the demand as it is after all of them (``PowerPolicy/confirm(_:now:)``).
+  /// Deciding is ordered, event by event, so no subscriber is lost; doing converges: a burst
+  /// of subscribers that came and went while the receiver was busy costs no power cycle of
+  /// its own, and a shutdown is seen as soon as the operation in hand ends.
   private func runController() async {
-    var iterator = events.makeAsyncIterator()
-    while let event = await iterator.next() {
-      var pending: [PowerPolicy.Event] = []
-      switch event {
-      case .policy(let policyEvent):
-        pending.append(policyEvent)
-      case .readerFailed(let failedGeneration, let reason):
-        // A stale failure from a connection already closed is no news.
-        guard failedGeneration == generation, connection != nil else { continue }
-        counters.withLock { $0.connectionsLost += 1 }
-        pending.append(.connectionLost(reason: reason))
-      case .barrier(let continuation):
-        continuation.resume()
-        continue
+    // Power operations decided and not yet started, in order (at most a discard and a
+    // power-on: while one is pending the policy is in a state that decides no other).
+    var operations: [PowerPolicy.Action] = []
+    // Resumed once every event before them has been handled and acted upon.
+    var barriers: [CheckedContinuation<Void, Never>] = []
+    while true {
+      if operations.isEmpty {
+        // Idle: every event before the barriers has been handled and acted upon.
+        for barrier in barriers { barrier.resume() }
+        barriers.removeAll()
+        if policy.state == .stopped { break }
       }
-      while !pending.isEmpty {
-        let next = pending.removeFirst()
-        let actions = policy.handle(next, now: clock.now)
-        for action in actions {
-          if let outcome = await perform(action) { pending.append(outcome) }
+      let batch = operations.isEmpty ? await inbox.next() : inbox.takeAll()
+      for event in batch {
+        switch event {
+        case .policy(let policyEvent):
+          handle(policyEvent, deferring: &operations)
+        case .readerFailed(let failedGeneration, let reason):
+          // A stale failure from a connection already closed is no news.
+          guard failedGeneration == generation, connection != nil else { continue }
+          counters.withLock { $0.connectionsLost += 1 }
+          handle(.connectionLost(reason: reason), deferring: &operations)
+        case .barrier(let continuation):
+          barriers.append(continuation)
         }
       }
-      if policy.state == .stopped { break }
+      if !operations.isEmpty {
+        let decided = operations.removeFirst()
+        for action in policy.confirm(decided, now: clock.now) {
+          if let outcome = await perform(action) { handle(outcome, deferring: &operations) }
+        }
+      }
     }
     for timer in timers.values { timer.cancel() }
     timers.removeAll()
     connector.stopWatching()
-    eventSink.finish()
     // Nothing is handled after the stop, but nobody may be left waiting on a barrier.
-    while let leftover = await iterator.next() {
+    for leftover in inbox.close() {
       if case .barrier(let continuation) = leftover { continuation.resume() }
     }
     hub.close()
@@ -181,6 +200,19 @@ final class ReceiverCore: @unchecked Sendable {
       return state.waiters
     }
     for waiter in waiters { waiter.resume() }
+  }
+
+  /// Hands `event` to the policy: runs the quick actions (timers, status) now and queues the
+  /// power operations, which the controller starts only after it has taken every event queued.
+  private func handle(_ event: PowerPolicy.Event, deferring operations: inout [PowerPolicy.Action])
+  {
+    for action in policy.handle(event, now: clock.now) {
+      if action.isPowerOperation {
+        operations.append(action)
+      } else {
+        performAtOnce(action)
+      }
+    }
   }
 
   /// Runs one action; returns the event that reports its outcome, if it has one.
@@ -194,26 +226,35 @@ final class ReceiverCore: @unchecked Sendable {
     case .discardConnection:
       await powerOff(sendCommands: false)
       return nil
+    case .putToStandby:
+      await putLeftoverToStandby()
+      return .poweredOff
+    case .armTimer, .cancelTimer, .status, .finish:
+      performAtOnce(action)
+      return nil
+    }
+  }
+
+  /// Runs an action that neither waits nor reports an outcome.
+  private func performAtOnce(_ action: PowerPolicy.Action) {
+    switch action {
     case .armTimer(let id, let deadline):
       let clock = self.clock
-      let sink = eventSink
+      let inbox = self.inbox
       timers[id] = Task(executorPreference: DriverExecutor.shared) {
         do {
           try await clock.sleep(until: deadline)
         } catch {
           return  // cancelled
         }
-        sink.yield(.policy(.timerFired(id)))
+        inbox.post(.policy(.timerFired(id)))
       }
-      return nil
     case .cancelTimer(let id):
       timers.removeValue(forKey: id)?.cancel()
-      return nil
     case .status(let status):
       hub.publish(status: status)
-      return nil
-    case .finish:
-      return nil
+    case .finish, .powerOn, .powerOff, .discardConnection, .putToStandby:
+      break
     }
   }
 
@@ -231,7 +272,25 @@ final class ReceiverCore: @unchecked Sendable {
     counters.withLock { $0.powerOns += 1 }
     startReader(on: opened, generation: generation)
     await send(commandSet().powerOnSteps, to: opened, abandonOnShutdown: true)
+    if let markers = options.awakeMarkers, let identity = connector.markerIdentity {
+      markers.markAwake(identity)
+    }
     return .poweredOn
+  }
+
+  /// The standby exchange for a receiver that a killed process left awake: open, send the
+  /// standby steps (acknowledgements read as usual), close; then the marker goes.
+  private func putLeftoverToStandby() async {
+    let identity = connector.markerIdentity
+    defer { if let identity { options.awakeMarkers?.clear(identity) } }
+    let set = commandSet()
+    guard !set.powerOffSteps.isEmpty,
+      let opened = try? await connector.connect(wakingWith: set.family)
+    else { return }
+    generation += 1
+    connection = opened
+    startReader(on: opened, generation: generation)
+    await powerOff(sendCommands: true)
   }
 
   /// A connector that follows "the first receiver found" may reach another receiver now: what
@@ -257,6 +316,10 @@ final class ReceiverCore: @unchecked Sendable {
     connection = nil
     acknowledgements.reset()
     counters.withLock { $0.powerOffs += 1 }
+    // Standby sent, or the connection lost: no longer this process's to put to sleep.
+    if let markers = options.awakeMarkers, let identity = connector.markerIdentity {
+      markers.clear(identity)
+    }
   }
 
   // MARK: - Commands
@@ -282,51 +345,79 @@ final class ReceiverCore: @unchecked Sendable {
     }
   }
 
-  /// Writes each command; waits for its acknowledgement when it has one, retrying a bounded
-  /// number of times. A command that fails is reported and the next one is still sent: the
-  /// receiver may well be streaming anyway.
+  /// Runs each step through the one command runner (``CommandExchange``): write, wait for
+  /// the acknowledgement when it has one, retry a bounded number of times, then settle. A
+  /// command that fails is reported and the next one is still sent: the receiver may well be
+  /// streaming anyway.
   ///
   /// Wake-up steps are abandoned once a shutdown is asked for: the standby follows at once.
+  /// Standby steps are never cut short, and never retried into a receiver that has gone quiet
+  /// (a byte would wake it again).
   private func send(
     _ steps: [CommandStep], to connection: any ReceiverConnection, abandonOnShutdown: Bool = false
   ) async {
     for step in steps {
-      var failure: String?
-      let attempts = step.acknowledgement == .none ? 1 : max(1, options.commandAttempts)
-      for attempt in 1...attempts {
-        if abandonOnShutdown && shutdownRequested.withLock({ $0 }) { return }
-        if step.acknowledgement != .none { acknowledgements.expect(step) }
-        do {
-          try connection.write(step.bytes)
-          counters.withLock { $0.commandsSent += 1 }
-        } catch {
-          // The connection is failing: the reader reports the loss as `disconnected`; the
-          // remaining steps would fail alike.
-          return
+      var exchange = CommandExchange(
+        step: step, attempts: options.commandAttempts, timeout: options.acknowledgementTimeout,
+        retry: abandonOnShutdown ? .always : .whileReceiverTalks)
+      var action = exchange.start()
+      var outcome: CommandExchange.Outcome?
+      while outcome == nil {
+        switch action {
+        case .write(let bytes):
+          if abandonOnShutdown && shutdownRequested.withLock({ $0 }) { return }
+          if step.acknowledgement != .none { acknowledgements.expect(step) }
+          do {
+            try connection.write(bytes)
+            counters.withLock { $0.commandsSent += 1 }
+          } catch {
+            // The connection is failing: the reader reports the loss as `disconnected`; the
+            // remaining steps would fail alike.
+            return
+          }
+          action = exchange.written(now: clock.now)
+        case .wait(let deadline):
+          let result = await acknowledgements.wait(
+            until: deadline, clock: clock, abandonable: abandonOnShutdown)
+          switch result {
+          case .answer(let answer):
+            // A stray answer (another command's) leaves the deadline as it was.
+            action = exchange.answered(answer, now: clock.now) ?? .wait(until: deadline)
+          case .timedOut(let heard):
+            if abandonOnShutdown && shutdownRequested.withLock({ $0 }) { return }
+            action = exchange.timedOut(heard: heard, now: clock.now)
+          }
+        case .finished(let finished):
+          outcome = finished
         }
-        guard step.acknowledgement != .none else {
-          failure = nil
-          break
-        }
-        let answer = await acknowledgements.wait(
-          until: clock.now + options.acknowledgementTimeout, clock: clock,
-          abandonable: abandonOnShutdown)
-        if let answer, answer.isPositive {
-          failure = nil
-          break
-        }
-        let why =
-          answer?.failureReason
-          ?? "no acknowledgement within \(options.acknowledgementTimeout)"
-        failure = "\(step.summary): \(why) (\(attempt) of \(attempts) attempts)"
       }
-      if let failure {
+      if let failure = outcome.flatMap({ Self.failure(of: $0, step: step, exchange: exchange) }) {
         counters.withLock { $0.commandsFailed += 1 }
         hub.publish(status: .commandFailed(reason: failure))
       }
       if step.settle > .zero {
         try? await clock.sleep(until: clock.now + step.settle)
       }
+    }
+  }
+
+  /// What subscribers are told of a step that did not succeed; `nil` when it did.
+  static func failure(
+    of outcome: CommandExchange.Outcome, step: CommandStep, exchange: CommandExchange
+  ) -> String? {
+    switch outcome {
+    case .sent, .acknowledged:
+      return nil
+    case .rejected(let answer, let attempt, _):
+      let why = answer.failureReason ?? "\(answer)"
+      return "\(step.summary): \(why) (\(attempt) of \(exchange.attempts) attempts)"
+    case .unanswered(let written, let quiet):
+      let why = "no acknowledgement within \(exchange.timeout)"
+      if quiet {
+        return "\(step.summary): \(why); not retried, the receiver fell silent "
+          + "(\(written) of \(exchange.attempts) attempts)"
+      }
+      return "\(step.summary): \(why) (\(written) of \(exchange.attempts) attempts)"
     }
   }
 
@@ -342,7 +433,7 @@ final class ReceiverCore: @unchecked Sendable {
   }
 
   fileprivate func readerFailed(generation: Int, reason: String) {
-    eventSink.yield(.readerFailed(generation: generation, reason: reason))
+    inbox.post(.readerFailed(generation: generation, reason: reason))
   }
 
   fileprivate func record(decoder statistics: DecoderStatistics, fixes: Int) {
@@ -398,6 +489,7 @@ private final class ReadSession: @unchecked Sendable {
         break
       }
       if count == 0 { continue }  // interrupted: check whether to stop
+      core.acknowledgements.heard()
       // Before decoding, so that a chunk reaches subscribers ahead of the fixes it completes.
       if core.hub.wantsRawData {
         core.hub.publish(rawData: Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))

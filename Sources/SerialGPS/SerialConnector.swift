@@ -44,6 +44,16 @@ public struct SerialConnector: ReceiverConnector {
 
   public var deviceName: String { path }
 
+  /// The device node (links resolved) with its creation time: the same while the receiver
+  /// stays plugged in, different once the node was made again (a replug, a reboot, another
+  /// pty with the same number). `nil` when the device is missing.
+  public var markerIdentity: String? {
+    let node = Self.resolvedPath(path)
+    var status = stat()
+    guard stat(node, &status) == 0 else { return nil }
+    return "tty \(node) \(status.st_ctim.tv_sec).\(status.st_ctim.tv_nsec)"
+  }
+
   /// `ttyACM` devices are receivers' own USB ports; links (`/dev/serial/by-id/…`) are
   /// resolved first.
   static func guessInterface(_ path: String) -> HostInterface {

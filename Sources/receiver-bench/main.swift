@@ -2,7 +2,9 @@
 // in for the receiver. Prints figures; asserts nothing.
 //
 //   swift run -c release receiver-bench [--json] [--epochs N] [--cycles N]
-//       [--first-fix-cycles N] [--seconds S] [--only latency|power-on|first-fix|process]
+//       [--first-fix-cycles N] [--burst-clients N] [--burst-rounds N] [--burst-spread-ms N]
+//       [--seconds S]
+//       [--only latency|power-on|first-fix|burst|process]
 //
 // 1. Fix latency: from the last byte of an epoch written to the pty to the fix reaching a
 //    subscriber iterating `subscribe()`. The epoch goes out but for its final CR LF; once the
@@ -13,6 +15,10 @@
 //    ends and the power-off (with its acknowledged standby) completes before the next cycle.
 //    Then, with a feed at 1 Hz of wall time, the time from `subscribe()` to the first fix of
 //    each power cycle, and from the write of that fix's epoch to the fix.
+// 2c. Bursts (issue 14): N subscribers that each subscribe and cancel at once on a MediaTek
+//    (acknowledging at once, 200 ms wake settle, streaming 5 Hz while awake), linger 0; the
+//    power cycles they cost with a newcomer right after, the newcomer's first fix, and a
+//    `shutdown()` right after a second burst: how long it takes and how many standbys.
 // 3. Wake-ups and memory, in a child process that holds one receiver (this program run with
 //    --child): context switches of each of its threads from /proc/PID/task/*/status while
 //    nobody subscribes, while streaming 1 Hz, and idle again after the power-off (a voluntary
@@ -35,6 +41,9 @@ struct Settings {
   var cycles = 300
   var seconds = 10
   var firstFixCycles = 10
+  var burstClients = 1000
+  var burstRounds = 5
+  var burstSpread = 0
   /// Runs one phase only: latency, power-on, first-fix or process.
   var only: String?
 }
@@ -73,11 +82,14 @@ while !argumentList.isEmpty {
   case "--cycles": settings.cycles = number()
   case "--seconds": settings.seconds = number()
   case "--first-fix-cycles": settings.firstFixCycles = number()
+  case "--burst-clients": settings.burstClients = number()
+  case "--burst-rounds": settings.burstRounds = number()
+  case "--burst-spread-ms": settings.burstSpread = number()
   case "--only":
     guard let phase = argumentList.first,
-      ["latency", "power-on", "first-fix", "process"].contains(phase)
+      ["latency", "power-on", "first-fix", "burst", "process"].contains(phase)
     else {
-      print("receiver-bench: --only takes latency, power-on, first-fix or process")
+      print("receiver-bench: --only takes latency, power-on, first-fix, burst or process")
       exit(2)
     }
     argumentList.removeFirst()
@@ -85,7 +97,8 @@ while !argumentList.isEmpty {
   default:
     print(
       "usage: receiver-bench [--json] [--epochs N] [--cycles N] [--first-fix-cycles N]\n"
-        + "       [--seconds S] [--only latency|power-on|first-fix|process]\n"
+        + "       [--burst-clients N] [--burst-rounds N] [--burst-spread-ms N] [--seconds S]\n"
+        + "       [--only latency|power-on|first-fix|burst|process]\n"
         + "       (internal: --child DEVICE, --empty, --empty-concurrency)")
     exit(2)
   }
@@ -318,6 +331,135 @@ func measureFirstFix(cycles: Int) throws -> [FirstFix] {
   runBlocking { await receiver.shutdown() }
   pty.hangUp()
   return results
+}
+
+// MARK: - 2c. Bursts of subscribers (issue 14: converge, not replay)
+
+/// One burst: `clients` subscribers that each come and go at once on a MediaTek with linger 0.
+struct BurstFigures {
+  /// Power-ons during the burst and the newcomer's wake-up.
+  var powerCycles: Int
+  /// From a newcomer's `subscribe()` right after the burst to its first live fix, ms.
+  var newcomerFirstFix: Double
+  /// A second burst, then `shutdown()`: how long the shutdown took, ms, and the standbys
+  /// ($PMTK161) written from the start of that burst.
+  var shutdown: Double
+  var shutdownStandbys: Int
+}
+
+/// A simulated MediaTek on a pty: acknowledges $PMTK at once, streams an epoch every 200 ms
+/// while awake (from $PMTK314 to $PMTK161), counts standbys.
+final class BurstReceiver: @unchecked Sendable {
+  struct Wire {
+    var awake = false
+    var standbys = 0
+    var stop = false
+  }
+  let pty: PseudoTerminal
+  let wire = Mailbox(Wire())
+  let stopped = Mailbox(0)
+
+  init() throws {
+    pty = try PseudoTerminal()
+    let pty = pty
+    let wire = wire
+    let stopped = stopped
+    startThread(name: "bench-mtk") {
+      var pending: [UInt8] = []
+      var buffer = [UInt8](repeating: 0, count: 4096)
+      while !wire.read({ $0.stop }) {
+        let result = buffer.withUnsafeMutableBytes { raw in
+          Result { () throws(SerialPortError) in try pty.read(into: raw, timeout: nil) }
+        }
+        guard case .success(.received(let count)) = result else {
+          if case .failure = result { break }
+          continue
+        }
+        pending += buffer[0..<count]
+        while let end = pending.firstIndex(of: 10) {
+          let line = String(decoding: pending[...end], as: UTF8.self)
+          pending.removeSubrange(...end)
+          guard line.hasPrefix("$PMTK") else { continue }
+          let number = String(line.dropFirst(5).prefix { $0 != "," && $0 != "*" })
+          try? pty.write(sentence("PMTK001,\(number),3"))
+          wire.update { state in
+            if number == "314" { state.awake = true }
+            if number == "161" {
+              state.awake = false
+              state.standbys += 1
+            }
+          }
+        }
+      }
+      stopped.update { $0 += 1 }
+    }
+    startThread(name: "bench-feeder") {
+      var index = 50_000
+      while !wire.read({ $0.stop }) {
+        if wire.read({ $0.awake }) {
+          _ = try? pty.write(epoch(index), timeout: .milliseconds(200))
+          index += 1
+        }
+        _ = wire.wait(timeoutMilliseconds: 200) { $0.stop ? true : nil }
+      }
+      stopped.update { $0 += 1 }
+    }
+  }
+
+  func stop() {
+    wire.update { $0.stop = true }
+    pty.interrupt()
+    _ = stopped.wait(timeoutMilliseconds: 5000) { $0 == 2 ? true : nil }
+    pty.hangUp()
+  }
+}
+
+func measureBurst(clients: Int, spreadMilliseconds: Int) throws -> BurstFigures {
+  // The clients come one after another over the spread (0: as fast as possible).
+  let gap = Duration.microseconds(spreadMilliseconds * 1000 / max(1, clients))
+  func burst(_ receiver: GPSReceiver) {
+    for _ in 0..<clients {
+      receiver.subscribe().cancel()
+      if gap > .zero { sleepThread(for: gap) }
+    }
+  }
+  let simulated = try BurstReceiver()
+  defer { simulated.stop() }
+  var options = GPSReceiver.Options()
+  options.chipset = .family(.mediatek)
+  options.linger = .zero
+  let receiver = GPSReceiver(
+    device: simulated.pty.devicePath, baud: .fixed(.b9600), options: options)
+
+  burst(receiver)
+  let first = Mailbox<Int64?>(nil)
+  let start = nanoseconds()
+  let events = receiver.subscribe()
+  Task(executorPreference: DriverExecutor.shared) {
+    for await event in events {
+      if case .fix(let update) = event, !update.isReplay {
+        let now = nanoseconds()
+        first.update { if $0 == nil { $0 = now } }
+      }
+    }
+  }
+  guard let fix = first.wait(timeoutMilliseconds: 600_000, { $0 }) else { throw BenchError.noFix }
+  let cycles = receiver.statistics.powerOns
+  events.cancel()
+  // The newcomer's own power-off (its standby) is not the shutdown's.
+  while receiver.statistics.powerOffs < receiver.statistics.powerOns { sleep(milliseconds: 1) }
+
+  let standbysBefore = simulated.wire.read { $0.standbys }
+  burst(receiver)
+  let held = receiver.subscribe()
+  let stopStart = nanoseconds()
+  runBlocking { await receiver.shutdown() }
+  let stopEnd = nanoseconds()
+  held.cancel()
+  return BurstFigures(
+    powerCycles: cycles, newcomerFirstFix: Double(fix - start) / 1e6,
+    shutdown: Double(stopEnd - stopStart) / 1e6,
+    shutdownStandbys: simulated.wire.read { $0.standbys } - standbysBefore)
 }
 
 // MARK: - 3. Wake-ups and memory, in a child process
@@ -565,6 +707,38 @@ do {
     lines.append(
       "  … after its epoch was written:        median "
         + "\(format(Distribution(afterEpoch).median, 1)) ms [\(milliseconds(afterEpoch))]")
+  }
+  if runs("burst") {
+    note("bursts: \(settings.burstRounds) rounds of \(settings.burstClients) clients")
+    var rounds: [BurstFigures] = []
+    for _ in 0..<settings.burstRounds {
+      rounds.append(
+        try measureBurst(clients: settings.burstClients, spreadMilliseconds: settings.burstSpread))
+    }
+    let cycles = rounds.map { Double($0.powerCycles) }
+    let firstFix = rounds.map(\.newcomerFirstFix)
+    let shutdown = rounds.map(\.shutdown)
+    let standbys = rounds.map { Double($0.shutdownStandbys) }
+    jsonMembers += [
+      "\"burst_clients\":\(settings.burstClients)",
+      "\"burst_spread_ms\":\(settings.burstSpread)",
+      "\"burst_power_cycles\":[\(milliseconds(cycles))]",
+      "\"burst_newcomer_first_fix_ms\":[\(milliseconds(firstFix))]",
+      "\"burst_shutdown_ms\":[\(milliseconds(shutdown))]",
+      "\"burst_shutdown_standbys\":[\(milliseconds(standbys))]",
+    ]
+    lines += [
+      "burst of \(settings.burstClients) subscribe+cancel over \(settings.burstSpread) ms, "
+        + "linger 0, MediaTek on a pty:",
+      "  power cycles (burst + newcomer): median \(format(Distribution(cycles).median, 0)) "
+        + "[\(milliseconds(cycles))]",
+      "  newcomer's first fix after it:   median \(format(Distribution(firstFix).median, 1)) ms "
+        + "[\(milliseconds(firstFix))]",
+      "  shutdown() after another burst:  median \(format(Distribution(shutdown).median, 1)) ms "
+        + "[\(milliseconds(shutdown))]",
+      "  standbys sent from that burst:   median \(format(Distribution(standbys).median, 0)) "
+        + "[\(milliseconds(standbys))]",
+    ]
   }
   if runs("process") {
     let process = try measureProcess(seconds: settings.seconds)

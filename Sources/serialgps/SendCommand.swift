@@ -116,14 +116,6 @@ struct SendSession {
   /// How long to listen for the chipset when none was named.
   let identificationTime = Duration.seconds(3)
 
-  /// A step's fate.
-  enum Result {
-    case acknowledged(ReceiverAcknowledgement)
-    case sentWithoutAcknowledgement
-    case rejected(ReceiverAcknowledgement)
-    case unanswered(attempts: Int)
-  }
-
   func run() -> Int32 {
     let device = request.device
     // Refuse what cannot be sent before touching the device.
@@ -203,7 +195,7 @@ struct SendSession {
     var failures = 0
     var unanswered = false
     for step in planned {
-      let result: Result
+      let result: CommandExchange.Outcome
       do {
         result = try send(step, reader: &reader)
       } catch {
@@ -212,7 +204,7 @@ struct SendSession {
       }
       Output.standard.line("→ \(step.summary): " + describe(result, family: family))
       switch result {
-      case .acknowledged, .sentWithoutAcknowledgement: break
+      case .acknowledged, .sent: break
       case .rejected: failures += 1
       case .unanswered:
         failures += 1
@@ -283,36 +275,61 @@ struct SendSession {
     return (resolved ?? request.device).contains(substring: "ttyACM") ? .usb : .uart
   }
 
-  /// Writes `step` and waits for its answer, up to the attempts allowed; then its settle time.
-  func send(_ step: CommandStep, reader: inout AnswerReader) throws(SerialPortError) -> Result {
+  /// Runs `step` through the one command runner (``CommandExchange``): written, its answer
+  /// awaited, retried up to the attempts allowed (a standby only while the receiver still
+  /// talks: a second one would wake a chip the first put to sleep); then its settle time.
+  func send(_ step: CommandStep, reader: inout AnswerReader) throws(SerialPortError)
+    -> CommandExchange.Outcome
+  {
     defer { if step.settle > .zero { try? reader.drain(for: step.settle) } }
-    guard step.acknowledgement != .none else {
-      try reader.port.write(step.bytes, timeout: .seconds(5))
-      return .sentWithoutAcknowledgement
-    }
-    for _ in 1...request.attempts {
-      try reader.port.write(step.bytes, timeout: .seconds(5))
-      if let answer = try reader.answer(to: step, within: request.timeout) {
-        return answer.isPositive ? .acknowledged(answer) : .rejected(answer)
+    var exchange = CommandExchange(
+      step: step, attempts: request.attempts, timeout: request.timeout,
+      retry: request.action == .standby ? .whileReceiverTalks : .always, retriesRejected: false)
+    let origin = ContinuousClock.now
+    var action = exchange.start()
+    while true {
+      switch action {
+      case .write(let bytes):
+        try reader.port.write(bytes, timeout: .seconds(5))
+        reader.heard = false
+        action = exchange.written(now: ContinuousClock.now - origin)
+      case .wait(let deadline):
+        if let answer = try reader.answer(to: step, until: origin + deadline) {
+          action =
+            exchange.answered(answer, now: ContinuousClock.now - origin) ?? .wait(until: deadline)
+        } else {
+          action = exchange.timedOut(heard: reader.heard, now: ContinuousClock.now - origin)
+        }
+      case .finished(let outcome):
+        return outcome
       }
     }
-    return .unanswered(attempts: request.attempts)
   }
 
-  func describe(_ result: Result, family: ChipsetFamily) -> String {
+  func describe(_ result: CommandExchange.Outcome, family: ChipsetFamily) -> String {
     switch result {
-    case .acknowledged(let answer):
-      return "acknowledged (\(answer))"
-    case .sentWithoutAcknowledgement:
+    case .acknowledged(let answer, let attempt, let written, let late):
+      guard let late else { return "acknowledged (\(answer))" }
+      let sent = written == 1 ? "" : " (the answer to attempt \(attempt) of \(written) sent)"
+      let milliseconds = Int((late / .milliseconds(1)).rounded(.up))
+      return "acknowledged (\(answer)), \(milliseconds) ms after the \(request.timeout) "
+        + "timeout\(sent); warning: a slower answer would have been missed, raise --timeout"
+    case .sent:
       return family == .nmea || family == .sirf
         ? "sent; \(family.displayName) receivers acknowledge nothing"
         : "sent; \(family.displayName) receivers do not acknowledge this command"
-    case .rejected(let answer):
+    case .rejected(let answer, _, _):
       // u-blox's reason already names the NAK; MediaTek's is worth its flag.
       if case .mtk = answer { return "rejected: \(answer.failureReason ?? "") (\(answer))" }
       return "rejected: \(answer.failureReason ?? "\(answer)")"
-    case .unanswered(let attempts):
-      return "no answer within \(request.timeout) after \(attempts) attempts"
+    case .unanswered(let written, let quiet):
+      if quiet {
+        return "no answer within \(request.timeout) after \(written) attempt"
+          + "\(written == 1 ? "" : "s"), nor in as long again; not sent again because the "
+          + "receiver fell silent (asleep, as a standby leaves it: another standby would wake "
+          + "it)"
+      }
+      return "no answer within \(request.timeout) after \(written) attempts"
     }
   }
 }
@@ -329,6 +346,8 @@ struct AnswerReader {
   var identifier = ChipsetIdentifier()
   /// Sentences seen so far.
   var sentences = 0
+  /// Whether any bytes arrived since this was last set to false (after a write).
+  var heard = false
   private var buffer = [UInt8](repeating: 0, count: 4096)
   private var acknowledgements: [ReceiverAcknowledgement] = []
 
@@ -343,6 +362,7 @@ struct AnswerReader {
       Swift.Result { () throws(SerialPortError) in try port.read(into: raw, deadline: deadline) }
     }
     guard case .received(let count) = try result.get() else { return false }
+    if count > 0 { heard = true }
     decoder.decode(buffer[..<count]) { event in
       switch event {
       case .sentence(let sentence):
@@ -361,11 +381,10 @@ struct AnswerReader {
     return true
   }
 
-  /// The acknowledgement of `step` that arrives within `timeout`, if any.
-  mutating func answer(to step: CommandStep, within timeout: Duration) throws(SerialPortError)
-    -> ReceiverAcknowledgement?
+  /// The acknowledgement of `step` that arrives by `deadline`, if any.
+  mutating func answer(to step: CommandStep, until deadline: ContinuousClock.Instant)
+    throws(SerialPortError) -> ReceiverAcknowledgement?
   {
-    let deadline = ContinuousClock.now + timeout
     while true {
       if let index = acknowledgements.firstIndex(where: { step.isAcknowledged(by: $0) != nil }) {
         let answer = acknowledgements[index]

@@ -1,5 +1,6 @@
 import Glibc
 import NMEA
+import SerialGPS
 
 /// Device facts the CLI needs without a connector.
 enum SerialGPSPaths {
@@ -11,4 +12,15 @@ enum SerialGPSPaths {
     return resolved.contains(substring: "ttyACM")
   }
 
+  /// Where `watch` and `serve` note the receivers they woke (docs/receiver.md, "Left awake"):
+  /// `$SERIALGPS_RUNTIME_DIR` when set (tests), else `/run/serialgps` or
+  /// `$XDG_RUNTIME_DIR/serialgps`.
+  static var awakeMarkers: AwakeMarkers? {
+    if let directory = getenv("SERIALGPS_RUNTIME_DIR").map({ String(cString: $0) }),
+      !directory.isEmpty
+    {
+      return AwakeMarkers(directory: directory)
+    }
+    return AwakeMarkers.standard()
+  }
 }

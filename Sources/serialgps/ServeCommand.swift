@@ -144,6 +144,7 @@ struct ServeOptions: Equatable {
     configuration.maximumClients = maximumClients
     configuration.clientSendBufferSize = clientSendBuffer
     configuration.receiverOptions.linger = linger
+    configuration.receiverOptions.awakeMarkers = SerialGPSPaths.awakeMarkers
     if let family { configuration.receiverOptions.chipset = .family(family) }
     configuration.baud = baudSetting
     return .success(configuration)

@@ -2,8 +2,8 @@ import Discovery
 import Fleet
 import GPSDServer
 import Glibc
-import SerialGPS
 import POSIX
+import SerialGPS
 
 /// `serve`'s MQTT options: the broker's, and how the receivers are published.
 struct ServeFleetOptions: Equatable {

@@ -174,6 +174,7 @@ enum Watch {
     var receiverOptions = GPSReceiver.Options()
     receiverOptions.chipset = options.chipset
     receiverOptions.linger = options.linger
+    receiverOptions.awakeMarkers = SerialGPSPaths.awakeMarkers
     let receiver =
       makeReceiver?(receiverOptions)
       ?? GPSReceiver(device: device, baud: options.baud, options: receiverOptions)

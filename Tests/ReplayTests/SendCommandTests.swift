@@ -2,6 +2,7 @@ import Chipsets
 import Foundation
 import NMEA
 import Replay
+import SerialPort
 import Testing
 
 /// `serialgps send`, the built binary, against the simulator.
@@ -82,6 +83,38 @@ import Testing
     #expect(silent.output.contains("no answer within 0.3 seconds after 3 attempts"))
     #expect(silent.output.contains("--baud auto"))
     #expect(simulator.receivedCommands.filter { $0 == .mtkStandby(mode: 0) }.count == 3)
+  }
+
+  /// A MediaTek that answers `$PMTK161,0` only after 1.3 s and says nothing else (issue 11):
+  /// the answer is the first standby's, late; no second standby goes out (it would wake the
+  /// chip), and the user is told the timeout is too short.
+  @Test func aLateAnswerToAStandbyIsCreditedAndNotRetried() async throws {
+    let terminal = try PseudoTerminal()
+    let heard = LockedText()
+    let answerer = Thread {
+      var buffer = [UInt8](repeating: 0, count: 256)
+      while true {
+        let result = buffer.withUnsafeMutableBytes { raw in
+          Result { () throws(SerialPortError) in try terminal.read(into: raw, timeout: .seconds(20))
+          }
+        }
+        guard case .success(.received(let count)) = result else { return }
+        heard.append(String(decoding: buffer[..<count], as: UTF8.self))
+        if heard.text.hasSuffix("\r\n") && heard.text.contains("PMTK161,0") {
+          Thread.sleep(forTimeInterval: 1.3)
+          try? terminal.write(NMEAChecksum.frame("PMTK001,161,3"))
+        }
+      }
+    }
+    answerer.start()
+    defer { terminal.hangUp() }
+    let standby = try await serialgps([
+      terminal.devicePath, "standby", "--chipset", "mtk", "--timeout", "1",
+    ])
+    #expect(standby.status == 0, "\(standby)")
+    #expect(standby.output.contains("acknowledged ($PMTK001,161,3)"), "\(standby.output)")
+    #expect(standby.output.contains("raise --timeout"), "\(standby.output)")
+    #expect(heard.text.components(separatedBy: "PMTK161,0").count - 1 == 1, "\(heard.text)")
   }
 
   @Test func ubloxRawCommandsAreFramedAndAnswered() async throws {
@@ -165,4 +198,12 @@ import Testing
     #expect(help.status == 0)
     #expect(help.output.contains("Exit status"))
   }
+}
+
+/// Text appended from one thread and read from another.
+final class LockedText: @unchecked Sendable {
+  private let lock = NSLock()
+  private var value = ""
+  func append(_ more: String) { lock.withLock { value += more } }
+  var text: String { lock.withLock { value } }
 }

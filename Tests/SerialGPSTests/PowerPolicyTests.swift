@@ -167,3 +167,146 @@ import Testing
     #expect(policy.subscribers == 0)
   }
 }
+
+/// Deciding in order, doing what is wanted now: ``PowerPolicy/confirm(_:now:)`` re-checks a
+/// decided power-on or power-off against the demand when the controller is about to start it.
+@Suite struct PowerPolicyConvergenceTests {
+  var policy = PowerPolicy(
+    configuration: .init(
+      linger: .zero, backoff: .init(initial: .milliseconds(500), maximum: .seconds(4))))
+
+  @Test mutating func aPowerOnStillWantedRuns() {
+    #expect(policy.handle(.attach, now: .zero) == [.status(.poweringOn), .powerOn])
+    #expect(policy.confirm(.powerOn, now: .zero) == [.powerOn])
+    #expect(policy.state == .poweringOn(reconnecting: false))
+  }
+
+  @Test mutating func aPowerOnWhoseSubscribersLeftIsNotStarted() {
+    #expect(policy.handle(.attach, now: .zero) == [.status(.poweringOn), .powerOn])
+    // A thousand come and go before the controller starts the power-on.
+    for _ in 0..<1000 {
+      #expect(policy.handle(.detach, now: .zero) == [])
+      #expect(policy.handle(.attach, now: .zero) == [])
+    }
+    #expect(policy.handle(.detach, now: .zero) == [])
+    #expect(policy.confirm(.powerOn, now: .zero) == [.status(.poweredOff)])
+    #expect(policy.state == .off)
+    // The next subscriber powers on afresh.
+    #expect(policy.handle(.attach, now: .zero) == [.status(.poweringOn), .powerOn])
+  }
+
+  @Test mutating func aPowerOffMadeMootByANewSubscriberIsNotStarted() {
+    _ = policy.handle(.attach, now: .zero)
+    _ = policy.handle(.poweredOn, now: .zero)
+    #expect(policy.handle(.detach, now: .zero) == [.powerOff])
+    #expect(policy.handle(.attach, now: .zero) == [])
+    #expect(policy.confirm(.powerOff, now: .zero) == [])
+    #expect(policy.state == .on)
+    // It powers off when that one leaves in turn.
+    #expect(policy.handle(.detach, now: .zero) == [.powerOff])
+    #expect(policy.confirm(.powerOff, now: .zero) == [.powerOff])
+    #expect(policy.handle(.poweredOff, now: .zero) == [.status(.poweredOff)])
+  }
+
+  @Test mutating func aBurstWhileWakingEndsInOneCycle() {
+    #expect(policy.handle(.attach, now: .zero) == [.status(.poweringOn), .powerOn])
+    #expect(policy.confirm(.powerOn, now: .zero) == [.powerOn])
+    // While the wake-up waits for its acknowledgement, 500 subscribers come and go; the first
+    // one leaves too.
+    for _ in 0..<500 {
+      _ = policy.handle(.attach, now: .zero)
+      _ = policy.handle(.detach, now: .zero)
+    }
+    #expect(policy.handle(.detach, now: .zero) == [])
+    #expect(policy.handle(.poweredOn, now: .zero) == [.powerOff])
+    #expect(policy.confirm(.powerOff, now: .zero) == [.powerOff])
+    #expect(policy.handle(.poweredOff, now: .zero) == [.status(.poweredOff)])
+    #expect(policy.state == .off)
+  }
+
+  @Test mutating func aShutdownDropsAPendingPowerOn() {
+    _ = policy.handle(.attach, now: .zero)
+    #expect(policy.handle(.shutdown, now: .zero) == [.finish])
+    #expect(policy.confirm(.powerOn, now: .zero) == [])
+    #expect(policy.state == .stopped)
+  }
+
+  @Test mutating func aShutdownKeepsAPendingPowerOffEvenWithSubscribers() {
+    _ = policy.handle(.attach, now: .zero)
+    _ = policy.handle(.poweredOn, now: .zero)
+    #expect(policy.handle(.detach, now: .zero) == [.powerOff])
+    _ = policy.handle(.attach, now: .zero)
+    #expect(policy.handle(.shutdown, now: .zero) == [.finish])
+    #expect(policy.confirm(.powerOff, now: .zero) == [.powerOff])
+    #expect(policy.handle(.poweredOff, now: .zero) == [])
+  }
+
+  @Test mutating func aReconnectNobodyWantsAnyMoreIsNotStarted() {
+    _ = policy.handle(.attach, now: .zero)
+    _ = policy.handle(.poweredOn, now: .zero)
+    let lost = policy.handle(.connectionLost(reason: "gone"), now: .zero)
+    guard case .armTimer(let timer, _) = lost.last else {
+      Issue.record("no reconnect timer in \(lost)")
+      return
+    }
+    #expect(policy.confirm(.discardConnection, now: .zero) == [.discardConnection])
+    #expect(policy.handle(.timerFired(timer), now: .seconds(1)) == [.powerOn])
+    _ = policy.handle(.detach, now: .seconds(1))
+    #expect(policy.confirm(.powerOn, now: .seconds(1)) == [.status(.poweredOff)])
+    #expect(policy.state == .off)
+  }
+
+  @Test func actionsThatTakeThePortAreTheOperations() {
+    #expect(
+      [
+        PowerPolicy.Action.powerOn, .powerOff, .discardConnection, .armTimer(1, deadline: .zero),
+        .cancelTimer(1), .status(.poweredOff), .finish,
+      ].map(\.isPowerOperation)
+        == [true, true, true, false, false, false, false])
+  }
+}
+
+/// A receiver left awake by a process that died (issue 14 item 2).
+@Suite struct PowerPolicyLeftAwakeTests {
+  var policy = PowerPolicy(
+    configuration: .init(
+      linger: .zero, backoff: .init(initial: .milliseconds(500), maximum: .seconds(4))))
+
+  @Test mutating func aReceiverLeftAwakeWithNobodyWantingItIsPutToStandby() {
+    #expect(policy.handle(.leftAwake, now: .zero) == [.putToStandby])
+    #expect(policy.confirm(.putToStandby, now: .zero) == [.putToStandby])
+    #expect(policy.handle(.poweredOff, now: .zero) == [.status(.poweredOff)])
+    #expect(policy.state == .off)
+  }
+
+  @Test mutating func aSubscriberArrivingMeanwhileWins() {
+    #expect(policy.handle(.leftAwake, now: .zero) == [.putToStandby])
+    #expect(policy.handle(.attach, now: .zero) == [])
+    #expect(policy.confirm(.putToStandby, now: .zero) == [.status(.poweringOn), .powerOn])
+    #expect(policy.state == .poweringOn(reconnecting: false))
+  }
+
+  @Test mutating func aSubscriberDuringTheStandbyWakesItAfterwards() {
+    _ = policy.handle(.leftAwake, now: .zero)
+    #expect(policy.confirm(.putToStandby, now: .zero) == [.putToStandby])
+    #expect(policy.handle(.attach, now: .zero) == [])
+    #expect(
+      policy.handle(.poweredOff, now: .zero) == [
+        .status(.poweredOff), .status(.poweringOn), .powerOn,
+      ])
+  }
+
+  @Test mutating func aReceiverInUseIsLeftAlone() {
+    _ = policy.handle(.attach, now: .zero)
+    #expect(policy.handle(.leftAwake, now: .zero) == [])
+    _ = policy.handle(.poweredOn, now: .zero)
+    #expect(policy.handle(.leftAwake, now: .zero) == [])
+    #expect(policy.state == .on)
+  }
+
+  @Test mutating func aShutdownStillPutsItToStandby() {
+    _ = policy.handle(.leftAwake, now: .zero)
+    #expect(policy.handle(.shutdown, now: .zero) == [.finish])
+    #expect(policy.confirm(.putToStandby, now: .zero) == [.putToStandby])
+  }
+}

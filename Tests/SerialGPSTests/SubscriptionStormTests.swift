@@ -52,8 +52,10 @@ import Testing
     let statistics = receiver.statistics
     #expect(statistics.powerOns == statistics.powerOffs)
     if linger == .zero {
-      // The count fell to zero and rose again many times: the storm exercised power cycles.
-      #expect(statistics.powerOns > 10, "only \(statistics.powerOns) power cycles")
+      // The count fell to zero and rose again: the storm exercised power cycles. Not one per
+      // rise and fall: the controller converges on the demand it finds when it comes to act
+      // (issue 14), so 80 000 calls cost a few cycles (ConvergenceTests bounds them).
+      #expect(statistics.powerOns >= 1, "no power cycle")
     }
     #expect(connector.overlaps == 0)
     #expect(connector.openCount == 0)

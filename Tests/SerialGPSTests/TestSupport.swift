@@ -117,9 +117,12 @@ final class MemoryConnector: ReceiverConnector, @unchecked Sendable {
   }
   var deviceName: String { "memory" }
   let prepare: (@Sendable (MemoryConnection) -> Void)?
+  /// The receiver's name for ``AwakeMarkers``; `nil`: never marked.
+  let markerIdentity: String?
 
-  init(prepare: (@Sendable (MemoryConnection) -> Void)? = nil) {
+  init(markerIdentity: String? = nil, prepare: (@Sendable (MemoryConnection) -> Void)? = nil) {
     self.prepare = prepare
+    self.markerIdentity = markerIdentity
   }
 
   struct OpenFailure: Error, CustomStringConvertible {

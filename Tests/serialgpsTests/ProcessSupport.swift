@@ -43,7 +43,8 @@ final class CLIProcess: @unchecked Sendable {
   ///   - signalDispositions: `env(1)` options that set the child's signal dispositions before
   ///     it starts (`--default-signal=HUP`), whatever this process has.
   init(
-    _ arguments: [String], standardError: FileHandle? = nil, signalDispositions: [String] = []
+    _ arguments: [String], standardError: FileHandle? = nil, signalDispositions: [String] = [],
+    environment extra: [String: String] = [:]
   ) throws {
     if signalDispositions.isEmpty {
       process.executableURL = try serialgpsBinary()
@@ -54,6 +55,7 @@ final class CLIProcess: @unchecked Sendable {
     }
     var environment = ProcessInfo.processInfo.environment
     environment["SWIFT_BACKTRACE"] = "enable=no"
+    environment.merge(extra) { $1 }
     process.environment = environment
     process.standardInput = FileHandle.nullDevice
     let stdout = Pipe()

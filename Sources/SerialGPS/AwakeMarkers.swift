@@ -1,0 +1,83 @@
+import Glibc
+import POSIX
+
+/// Where a process notes the receivers it has woken, so that the next one can put to standby a
+/// receiver left awake by a process that was killed outright (SIGKILL, a crash): the only ends
+/// a process cannot clean up after itself.
+///
+/// One small file per receiver, named after its stable identity (a serial number, USB IDs and
+/// port, or a device node's path and creation time; never the tty path alone, which another
+/// receiver may take), holding the PID of the process that woke it. It is written when a
+/// power-on completes and removed once the standby was sent or the connection ended. A
+/// ``GPSReceiver`` that finds a marker naming a process that no longer exists, and has no
+/// subscriber, opens the receiver, sends the standby steps and closes it; a subscriber arriving
+/// meanwhile simply wins (the receiver is wanted awake). Without such a marker nothing is
+/// opened until there is demand.
+public struct AwakeMarkers: Sendable, Hashable {
+  /// The directory holding the markers.
+  public let directory: String
+
+  /// Markers in `directory` (created when missing); for tests and unusual layouts.
+  public init(directory: String) {
+    self.directory = directory
+  }
+
+  /// `/run/serialgps` when it is (or can be made) writable, else `$XDG_RUNTIME_DIR/serialgps`;
+  /// `nil` when neither is: then nothing is marked.
+  public static func standard() -> AwakeMarkers? {
+    var candidates = ["/run/serialgps"]
+    if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !runtime.isEmpty {
+      candidates.append(runtime + "/serialgps")
+    }
+    for directory in candidates where prepare(directory) {
+      return AwakeMarkers(directory: directory)
+    }
+    return nil
+  }
+
+  /// Makes `directory` if needed; whether this process may write in it.
+  @discardableResult
+  static func prepare(_ directory: String) -> Bool {
+    if mkdir(directory, 0o755) != 0 && errno != EEXIST { return false }
+    return access(directory, W_OK) == 0
+  }
+
+  /// The marker file of the receiver known as `identity`.
+  func path(for identity: String) -> String {
+    var name = ""
+    for scalar in identity.unicodeScalars {
+      let keep =
+        (scalar >= "a" && scalar <= "z") || (scalar >= "A" && scalar <= "Z")
+        || (scalar >= "0" && scalar <= "9") || scalar == "-" || scalar == "."
+      name.unicodeScalars.append(keep ? scalar : "_")
+    }
+    return directory + "/" + name + ".awake"
+  }
+
+  /// Notes that this process has woken the receiver.
+  func markAwake(_ identity: String) {
+    guard Self.prepare(directory) else { return }
+    let text = Array("\(getpid())\n".utf8)
+    try? FileDescriptor.withOpened(path(for: identity), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC) {
+      descriptor throws(Errno) in try descriptor.writeAll(text)
+    }
+  }
+
+  /// Forgets the receiver (standby sent, or the connection ended).
+  func clear(_ identity: String) {
+    unlink(path(for: identity))
+  }
+
+  /// The process that marked the receiver awake, if a marker exists.
+  func owner(of identity: String) -> pid_t? {
+    guard let bytes = try? FileDescriptor.contents(of: path(for: identity)) else { return nil }
+    let text = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first ?? ""
+    return pid_t(text)
+  }
+
+  /// Whether the receiver was left awake by a process that no longer runs.
+  func wasLeftAwake(_ identity: String) -> Bool {
+    guard let owner = owner(of: identity), owner > 0, owner != getpid() else { return false }
+    return kill(owner, 0) != 0 && errno == ESRCH
+  }
+}
