@@ -78,13 +78,10 @@ let package = Package(
       dependencies: ["GPSDProtocol", "SerialGPS", "Discovery", "NMEA", "Chipsets", "POSIX"]
     ),
 
-    // libmosquitto (MQTT 5 client): only Fleet and the CLI link it, so an app that imports
-    // SerialGPS alone does not need it.
-    .systemLibrary(
-      name: "CMosquitto",
-      pkgConfig: "libmosquitto",
-      providers: [.apt(["libmosquitto-dev"])]
-    ),
+    // libmosquitto (MQTT 5 client), loaded with dlopen when a bridge or a remote receiver is
+    // first made: nothing links it, so a program (serialgps included) that never uses MQTT
+    // neither loads it nor needs it installed. Building needs its header (libmosquitto-dev).
+    .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("dl")]),
     // Fleets: receivers published to an MQTT broker with power gating carried across the
     // network (FleetBridge), and receivers followed from it (RemoteReceiver).
     .target(
@@ -162,7 +159,8 @@ let package = Package(
     .testTarget(
       name: "FleetTests",
       dependencies: [
-        "Fleet", "SerialGPS", "Replay", "GPSDProtocol", "NMEA", "Chipsets", "GPSDServer",
+        "Fleet", "CMosquitto", "SerialGPS", "Replay", "GPSDProtocol", "NMEA", "Chipsets",
+        "GPSDServer",
         "POSIX", "serialgps",
       ]
     ),

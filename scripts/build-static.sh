@@ -51,7 +51,8 @@ flags=(
 binary=$("$swift" build "${flags[@]}" --show-bin-path)/serialgps
 
 # What the executable must not contain or load: Foundation (too large for a board; the
-# driver core imports none), regex support, or any Swift runtime library from a toolchain.
+# driver core imports none), regex support, any Swift runtime library from a toolchain, or
+# libmosquitto.
 if nm "$binary" | grep -qE '\$s(10Foundation|20FoundationEssentials|17_StringProcessing|12_RegexParser)'; then
   echo "build-static: $binary contains Foundation or _StringProcessing code:" >&2
   nm "$binary" | grep -E '\$s(10Foundation|20FoundationEssentials|17_StringProcessing|12_RegexParser)' | head -5 >&2
@@ -60,6 +61,13 @@ fi
 needed=$(readelf -d "$binary" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 if printf '%s\n' "$needed" | grep -qE '^lib(swift|Foundation|dispatch|BlocksRuntime|stdc\+\+)'; then
   echo "build-static: $binary still loads these shared libraries:" $needed >&2
+  exit 1
+fi
+# libmosquitto (and through it libssl and libcrypto) is loaded with dlopen only when MQTT is
+# used (docs/fleet.md): the executable must not link it.
+if printf '%s\n' "$needed" | grep -qE '^lib(mosquitto|ssl|crypto)\.'; then
+  echo "build-static: $binary links libmosquitto, libssl or libcrypto (they are loaded only" \
+    "for MQTT):" $needed >&2
   exit 1
 fi
 echo "$binary"

@@ -34,6 +34,11 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIELDS = ("VmRSS", "RssAnon", "RssFile", "VmHWM")
+# Counted besides (activity()): minor page faults up to the idle sample (StartFaults), the
+# threads' context switches over IDLE_WINDOW seconds idle (IdleSwitches: wake-ups), and minor
+# faults from the end of that window to the streaming sample (StreamFaults).
+COUNTS = ("StartFaults", "IdleSwitches", "StreamFaults")
+IDLE_WINDOW = 5
 
 
 class Receiver:
@@ -109,6 +114,24 @@ def status(pid):
     return values
 
 
+def activity(pid):
+    """(minor page faults of the whole process, context switches summed over its threads).
+    A thread asleep in poll or read has no switch; each wake-up counts one or more."""
+    with open("/proc/%d/stat" % pid) as handle:
+        faults = int(handle.read().rsplit(")", 1)[1].split()[7])  # minflt, field 10
+    switches = 0
+    for task in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, task)) as handle:
+                for line in handle:
+                    key, _, value = line.partition(":")
+                    if key.endswith("ctxt_switches"):  # voluntary and nonvoluntary
+                        switches += int(value)
+        except FileNotFoundError:
+            pass
+    return faults, switches
+
+
 class Client:
     """A watching client that reads everything in a thread of its own."""
 
@@ -180,6 +203,11 @@ def memory(kind, binary, replayer, recording, idle, stream):
         connect(port, started + 10).close()
         time.sleep(idle)
         idle_status = status(process.pid)
+        faults, switches = activity(process.pid)
+        time.sleep(IDLE_WINDOW)
+        window_faults, window_switches = activity(process.pid)
+        idle_status["StartFaults"] = faults
+        idle_status["IdleSwitches"] = window_switches - switches
         client = Client(connect(port, time.monotonic() + 10))
         # Streaming: STREAM seconds after the first position reached the client (gpsd spends
         # its first seconds probing the device).
@@ -191,6 +219,7 @@ def memory(kind, binary, replayer, recording, idle, stream):
             sys.exit("footprint: %s gave no TPV with a position within 30 s" % kind)
         time.sleep(stream)
         streaming_status = status(process.pid)
+        streaming_status["StreamFaults"] = activity(process.pid)[0] - window_faults
         tpvs = client.tpvs
         client.close()
         return idle_status, streaming_status, tpvs
@@ -324,6 +353,9 @@ def main():
             "first_fix_tpv_s": median([f for _, f in entry["ttf"]]),
             "idle_kB": {key: median([s[key] for s in entry["idle"]]) for key in FIELDS},
             "streaming_kB": {key: median([s[key] for s in entry["streaming"]]) for key in FIELDS},
+            "counts": {key: median([(s1 | s2)[key] for s1, s2 in zip(entry["idle"],
+                                                                    entry["streaming"])])
+                       for key in COUNTS},
             "runs": entry,
         }
     for name, binary in variants:
@@ -333,6 +365,9 @@ def main():
             "binary_bytes": installed_sizes_of(binary),
             "idle_kB": {key: median([s[key] for s in entry["idle"]]) for key in FIELDS},
             "streaming_kB": {key: median([s[key] for s in entry["streaming"]]) for key in FIELDS},
+            "counts": {key: median([(s1 | s2)[key] for s1, s2 in zip(entry["idle"],
+                                                                    entry["streaming"])])
+                       for key in COUNTS},
             "runs": entry,
         })
     if options.json:
@@ -371,6 +406,14 @@ def main():
         summary["machine"], load[0], load[1], summary["gpsd_version"]))
     print("Dynamic build's Swift runtime libraries: %s." % ", ".join(
         sizes["dynamic"]["runtime_libraries"]))
+    print()
+    print("| | minor faults to idle | context switches in %d s idle | minor faults, ?WATCH to "
+          "streaming sample |" % IDLE_WINDOW)
+    print("|---|---|---|---|")
+    for kind, counts in [(kind, summary[kind]["counts"]) for kind, _ in servers] + [
+            (entry["name"], entry["counts"]) for entry in summary.get("variants", [])]:
+        print("| %s | %d | %d | %d |" % (kind, counts["StartFaults"], counts["IdleSwitches"],
+                                         counts["StreamFaults"]))
     if variants:
         print()
         print("| step | idle VmRSS / RssAnon / RssFile | streaming VmRSS / RssAnon / RssFile | "

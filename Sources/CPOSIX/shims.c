@@ -3,10 +3,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -75,4 +77,42 @@ int cposix_signal_is_ignored(int number) {
   struct sigaction current;
   if (sigaction(number, NULL, &current) != 0) return -1;
   return current.sa_handler == SIG_IGN;
+}
+
+// MARK: - Memory
+
+struct cposix_released {
+  long bytes;
+  int error;
+};
+
+// dl_iterate_phdr calls this first for the main program; it stops there (returns 1).
+static int cposix_release_code_of(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  struct cposix_released *released = data;
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  for (ElfW(Half) index = 0; index < info->dlpi_phnum; index++) {
+    const ElfW(Phdr) *header = &info->dlpi_phdr[index];
+    if (header->p_type != PT_LOAD || !(header->p_flags & PF_X) || (header->p_flags & PF_W)) {
+      continue;
+    }
+    uintptr_t start = (info->dlpi_addr + header->p_vaddr) & ~(page - 1);
+    uintptr_t end = (info->dlpi_addr + header->p_vaddr + header->p_memsz + page - 1) & ~(page - 1);
+    if (madvise((void *)start, end - start, MADV_DONTNEED) != 0) {
+      released->error = errno;
+      return 1;
+    }
+    released->bytes += (long)(end - start);
+  }
+  return 1;
+}
+
+long cposix_release_executable_code(void) {
+  struct cposix_released released = {0, 0};
+  dl_iterate_phdr(cposix_release_code_of, &released);
+  if (released.error != 0) {
+    errno = released.error;
+    return -1;
+  }
+  return released.bytes;
 }

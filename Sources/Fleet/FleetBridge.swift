@@ -1,8 +1,8 @@
 import Discovery
 import Glibc
 import NMEA
-import SerialGPS
 import POSIX
+import SerialGPS
 
 /// Publishes receivers to an MQTT broker for a fleet, carrying the power gating across the
 /// network: a receiver is powered only while some consumer anywhere wants its positions.
@@ -65,9 +65,14 @@ public final class FleetBridge: Sendable {
   private let thread: NetworkThread
   private let published = Locked<[String: PublishedReceiver]>([:])
 
-  /// Checks the configuration (see ``BrokerConfiguration/validate()``); connects nothing yet.
+  /// Checks the configuration (see ``BrokerConfiguration/validate()``) and loads libmosquitto
+  /// (the first time in the process); connects nothing yet.
+  ///
+  /// - Throws: when the configuration is unsafe or incomplete, or libmosquitto is not
+  ///   installed (the error says what to install).
   public init(configuration: Configuration) throws(FleetError) {
     try configuration.broker.validate()
+    try Libmosquitto.require()
     guard configuration.outageQueueLimit >= 1 else {
       throw FleetError("the outage queue must keep at least one fix", kind: .configuration)
     }

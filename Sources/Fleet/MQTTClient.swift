@@ -1,6 +1,6 @@
 import CMosquitto
-import POSIX
 import Glibc
+import POSIX
 
 /// One message to publish.
 struct MQTTPublication: Sendable, Equatable {
@@ -61,6 +61,7 @@ final class MQTTClient: NetworkClient {
   weak var delegate: MQTTClientDelegate?
   private let thread: NetworkThread
   private let will: Will?
+  private let library = Libmosquitto.functions
   private var mosquitto: OpaquePointer?
   private var phase = Phase.idle
   /// Consecutive failed attempts, for the backoff.
@@ -126,8 +127,8 @@ final class MQTTClient: NetworkClient {
   private func finishStop() {
     let live = isConnectedOrStopping
     phase = .stopped  // the disconnect below calls back: it must find the client stopped
-    if let mosquitto, live, mosquitto_socket(mosquitto) >= 0 {
-      mosquitto_disconnect_v5(mosquitto, 0, nil)
+    if let mosquitto, live, library.mosquitto_socket(mosquitto) >= 0 {
+      _ = library.mosquitto_disconnect_v5(mosquitto, 0, nil)
     }
     destroy()
     delegate?.clientStopped()
@@ -142,40 +143,40 @@ final class MQTTClient: NetworkClient {
 
   private func destroy() {
     thread.remove(self)
-    if let mosquitto { mosquitto_destroy(mosquitto) }
+    if let mosquitto { library.mosquitto_destroy(mosquitto) }
     mosquitto = nil
     for (_, properties) in expiryProperties {
       var list: OpaquePointer? = properties
-      mosquitto_property_free_all(&list)
+      library.mosquitto_property_free_all(&list)
     }
     expiryProperties.removeAll()
-    mosquitto_property_free_all(&layoutProperties)
+    library.mosquitto_property_free_all(&layoutProperties)
   }
 
   private func makeClient() -> FleetError? {
     let userData = Unmanaged.passUnretained(self).toOpaque()
-    guard let client = mosquitto_new(clientID, true, userData) else {
+    guard let client = library.mosquitto_new(clientID, true, userData) else {
       return FleetError(
         "cannot make an MQTT client: \(Errno.current)", kind: .configuration)
     }
     mosquitto = client
-    mosquitto_int_option(client, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5)
-    mosquitto_connect_v5_callback_set(client) { _, userData, code, _, _ in
+    _ = library.mosquitto_int_option(client, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5)
+    library.mosquitto_connect_v5_callback_set(client) { _, userData, code, _, _ in
       MQTTClient.from(userData).connectAcknowledged(code: code)
     }
-    mosquitto_disconnect_v5_callback_set(client) { _, userData, code, _ in
+    library.mosquitto_disconnect_v5_callback_set(client) { _, userData, code, _ in
       MQTTClient.from(userData).connectionEnded(code: code)
     }
-    mosquitto_message_v5_callback_set(client) { _, userData, message, properties in
+    library.mosquitto_message_v5_callback_set(client) { _, userData, message, properties in
       guard let message else { return }
       MQTTClient.from(userData).received(message.pointee, properties: properties)
     }
-    mosquitto_publish_v5_callback_set(client) { _, userData, messageID, _, _ in
+    library.mosquitto_publish_v5_callback_set(client) { _, userData, messageID, _, _ in
       MQTTClient.from(userData).acknowledged(messageID: messageID)
     }
     if let will {
       let code = will.payload.withUnsafeBytes { bytes in
-        mosquitto_will_set_v5(
+        library.mosquitto_will_set_v5(
           client, will.topic, Int32(bytes.count), bytes.baseAddress, will.qos, will.retain, nil)
       }
       if code != MOSQ_ERR_SUCCESS.rawValue {
@@ -183,10 +184,10 @@ final class MQTTClient: NetworkClient {
       }
     }
     if let username = broker.username {
-      mosquitto_username_pw_set(client, username, broker.password)
+      _ = library.mosquitto_username_pw_set(client, username, broker.password)
     }
     if broker.usesTLS {
-      let code = mosquitto_tls_set(
+      let code = library.mosquitto_tls_set(
         client, broker.caFile, broker.caFile == nil ? "/etc/ssl/certs" : nil,
         broker.certificateFile, broker.keyFile, nil)
       if code != MOSQ_ERR_SUCCESS.rawValue {
@@ -196,7 +197,7 @@ final class MQTTClient: NetworkClient {
       }
     }
     var property: OpaquePointer?
-    mosquitto_property_add_string_pair(
+    _ = library.mosquitto_property_add_string_pair(
       &property, Int32(MQTT_PROP_USER_PROPERTY.rawValue), FleetTopics.layoutProperty,
       String(FleetTopics.layoutVersion))
     layoutProperties = property
@@ -219,7 +220,7 @@ final class MQTTClient: NetworkClient {
       publication.carriesLayoutVersion
       ? layoutProperties : publication.expiry.map { expiryList($0) } ?? nil
     let code = publication.payload.withUnsafeBytes { bytes in
-      mosquitto_publish_v5(
+      library.mosquitto_publish_v5(
         mosquitto, &messageID, publication.topic, Int32(bytes.count), bytes.baseAddress,
         publication.qos, publication.retain, properties)
     }
@@ -236,12 +237,13 @@ final class MQTTClient: NetworkClient {
   private func expiryList(_ seconds: UInt32) -> OpaquePointer? {
     if let list = expiryProperties[seconds] { return list }
     var list: OpaquePointer?
-    mosquitto_property_add_int32(&list, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), seconds)
+    _ = library.mosquitto_property_add_int32(
+      &list, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), seconds)
     // A handful of values at most (the replay expiry, and the remainders after an outage).
     if expiryProperties.count > 64 {
       for (_, properties) in expiryProperties {
         var old: OpaquePointer? = properties
-        mosquitto_property_free_all(&old)
+        library.mosquitto_property_free_all(&old)
       }
       expiryProperties.removeAll()
     }
@@ -254,7 +256,7 @@ final class MQTTClient: NetworkClient {
   func subscribe(_ filter: String, retainAsPublished: Bool) {
     guard let mosquitto, isConnected else { return }
     let options = retainAsPublished ? Int32(MQTT_SUB_OPT_RETAIN_AS_PUBLISHED.rawValue) : 0
-    mosquitto_subscribe_v5(mosquitto, nil, filter, 1, options, nil)
+    _ = library.mosquitto_subscribe_v5(mosquitto, nil, filter, 1, options, nil)
     touch()
   }
 
@@ -273,9 +275,9 @@ final class MQTTClient: NetworkClient {
     }
     switch phase {
     case .connecting, .connected, .stopping:
-      if let mosquitto, case let descriptor = mosquitto_socket(mosquitto), descriptor >= 0 {
+      if let mosquitto, case let descriptor = library.mosquitto_socket(mosquitto), descriptor >= 0 {
         socket = descriptor
-        write = mosquitto_want_write(mosquitto)
+        write = library.mosquitto_want_write(mosquitto)
       }
     case .idle, .waiting, .stopped:
       break
@@ -293,18 +295,18 @@ final class MQTTClient: NetworkClient {
     if readable || failed {
       // After a hang-up, read what the peer sent before it (a CONNACK refusal) to the end.
       for _ in 0..<(failed ? 64 : 1) {
-        let code = mosquitto_loop_read(mosquitto, 1)
+        let code = library.mosquitto_loop_read(mosquitto, 1)
         if socketClosed(afterCode: code) { return }
         if code != MOSQ_ERR_SUCCESS.rawValue { break }
       }
     }
     if writable, self.mosquitto != nil {
-      let code = mosquitto_loop_write(mosquitto, 1)
+      let code = library.mosquitto_loop_write(mosquitto, 1)
       if socketClosed(afterCode: code) { return }
     }
-    if failed, self.mosquitto != nil, mosquitto_socket(mosquitto) >= 0 {
+    if failed, self.mosquitto != nil, library.mosquitto_socket(mosquitto) >= 0 {
       // The peer is gone but libmosquitto has not seen it (a TLS handshake cut short): close.
-      mosquitto_disconnect_v5(mosquitto, 0, nil)
+      _ = library.mosquitto_disconnect_v5(mosquitto, 0, nil)
       connectionEnded(code: Int32(MOSQ_ERR_CONN_LOST.rawValue))
     }
   }
@@ -312,7 +314,7 @@ final class MQTTClient: NetworkClient {
   /// Whether the socket is gone after a loop call; reports the end if no callback did.
   private func socketClosed(afterCode code: Int32) -> Bool {
     guard let mosquitto else { return true }
-    guard mosquitto_socket(mosquitto) < 0 else { return false }
+    guard library.mosquitto_socket(mosquitto) < 0 else { return false }
     // libmosquitto calls the disconnect callback for most ends, not for a failed TLS
     // handshake: then the phase still says connecting.
     switch phase {
@@ -331,13 +333,13 @@ final class MQTTClient: NetworkClient {
     case .waiting(let until) where until <= now:
       connect(now: now)
     case .connecting(let since) where since + broker.connectTimeout <= now:
-      mosquitto_disconnect_v5(mosquitto, 0, nil)
+      _ = library.mosquitto_disconnect_v5(mosquitto, 0, nil)
       refusal = FleetError(
         "\(broker.url) did not answer within \(broker.connectTimeout)", kind: .unreachable)
       connectionEnded(code: Int32(MOSQ_ERR_CONN_LOST.rawValue))
     case .connected(let nextKeepAlive) where nextKeepAlive <= now:
       phase = .connected(nextKeepAlive: now + keepAliveCheck)
-      let code = mosquitto_loop_misc(mosquitto)
+      let code = library.mosquitto_loop_misc(mosquitto)
       _ = socketClosed(afterCode: code)
     case .stopping(let deadline) where deadline <= now:
       finishStop()
@@ -355,7 +357,7 @@ final class MQTTClient: NetworkClient {
   private func connect(now: Duration) {
     guard let mosquitto else { return }
     let keepAlive = max(5, Int32(clamping: broker.keepAlive.components.seconds))
-    let code = mosquitto_connect_bind_async(
+    let code = library.mosquitto_connect_bind_async(
       mosquitto, broker.host, Int32(broker.port), keepAlive, nil)
     if code == MOSQ_ERR_SUCCESS.rawValue {
       phase = .connecting(since: now)
@@ -418,7 +420,7 @@ final class MQTTClient: NetworkClient {
       ? [] : Array(UnsafeRawBufferPointer(start: message.payload, count: count))
     var expiry: UInt32 = 0
     let hasExpiry =
-      mosquitto_property_read_int32(
+      library.mosquitto_property_read_int32(
         properties, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), &expiry, false) != nil
     delegate?.clientReceived(
       topic: topic, payload: payload, retained: message.retain, expiry: hasExpiry ? expiry : nil,
@@ -433,11 +435,13 @@ final class MQTTClient: NetworkClient {
 
   // MARK: - Messages
 
-  static func text(_ code: Int32) -> String { String(cString: mosquitto_strerror(code)) }
+  static func text(_ code: Int32) -> String {
+    String(cString: Libmosquitto.functions.mosquitto_strerror(code)!)
+  }
 
   /// Why CONNACK refused us, and what to do.
   static func refusal(code: Int32, broker: BrokerConfiguration) -> FleetError {
-    let reason = String(cString: mosquitto_reason_string(code)).lowercased()
+    let reason = String(cString: Libmosquitto.functions.mosquitto_reason_string(code)!).lowercased()
     switch code {
     // Mosquitto answers a wrong password with "not authorized", others with "bad user name or
     // password": to the user both mean the same.

@@ -98,7 +98,7 @@ final class NetworkThread: @unchecked Sendable {
     }
     guard first else { return }
     // libmosquitto's global set-up (OpenSSL, sockets) is not thread-safe: done once, here.
-    mosquitto_lib_init()
+    _ = Libmosquitto.functions.mosquitto_lib_init()
     if wakeup.works {
       var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: 0))
       epoll_ctl(epoll, EPOLL_CTL_ADD, wakeup.descriptor, &event)

@@ -1,7 +1,7 @@
 import Glibc
 import NMEA
-import SerialGPS
 import POSIX
+import SerialGPS
 
 /// A receiver across the fleet, read from an MQTT broker, with the same API as
 /// ``GPSReceiver``: app code is the same whether the receiver is on the board or elsewhere.
@@ -55,11 +55,13 @@ public final class RemoteReceiver: Sendable {
   /// A remote receiver; nothing connects until the first subscription.
   ///
   /// - Throws: when the broker configuration is unsafe or incomplete
-  ///   (``BrokerConfiguration/validate()``) or a name is not valid.
+  ///   (``BrokerConfiguration/validate()``), a name is not valid, or libmosquitto is not
+  ///   installed (loaded here the first time in the process; the error says what to install).
   public init(broker: BrokerConfiguration, id: String, options: Options = Options())
     throws(FleetError)
   {
     try broker.validate()
+    try Libmosquitto.require()
     let topics = try FleetTopics(id: id)
     let consumer = options.consumer ?? Self.defaultConsumerName()
     guard FleetTopics.isValidName(consumer) else {

@@ -2,6 +2,7 @@ import Chipsets
 import Discovery
 import GPSDServer
 import Glibc
+import POSIX
 import SerialGPS
 import SerialPort
 
@@ -200,6 +201,8 @@ enum ServeCommand {
     let listening = server.listenAddress.map { "listening on \($0)" } ?? "no gpsd port"
     let publishing = fleet.map { " and publishing to \($0.bridge.brokerURL)" } ?? ""
     Output.error.line("serialgps serve: \(listening)\(publishing) for \(served)")
+    // Started: the code only start-up ran leaves the resident set (docs/posix.md, Memory).
+    _ = try? ResidentMemory.releaseExecutableCode()
     let reason = await stop.requested()
     Output.error.line("serialgps serve: \(reason): putting the receivers to standby")
     await fleet?.shutdown()

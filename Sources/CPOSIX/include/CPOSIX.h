@@ -53,4 +53,13 @@ int cposix_ignore_signal(int number);
 /// -1 with errno set when the number is not a signal.
 int cposix_signal_is_ignored(int number);
 
+// MARK: - Memory
+
+/// madvise(MADV_DONTNEED) on the executable's own code: every loadable segment of the main
+/// program that is executable and not writable (never its relocated or writable data, whose
+/// contents would be lost). The code stays mapped; the pages leave the process's resident set
+/// and fault back in, from the page cache, when next run. Returns the bytes advised, or -1
+/// with errno set when madvise refused.
+long cposix_release_executable_code(void);
+
 #endif
