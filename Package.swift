@@ -76,7 +76,9 @@ let package = Package(
     // The gpsd-compatible server whose watchers are subscribers.
     .target(
       name: "GPSDServer",
-      dependencies: ["GPSDProtocol", "SerialGPS", "Discovery", "NMEA", "Chipsets", "POSIX"]
+      dependencies: [
+        "GPSDProtocol", "SerialGPS", "Discovery", "NMEA", "Chipsets", "TimeService", "POSIX",
+      ]
     ),
 
     // libmosquitto (MQTT 5 client): only Fleet and the CLI link it, so an app that imports
@@ -97,7 +99,7 @@ let package = Package(
       name: "serialgps",
       dependencies: [
         "NMEA", "SerialPort", "Chipsets", "Discovery", "SerialGPS", "Replay",
-        "GPSDProtocol", "GPX", "GPSDServer", "Fleet", "POSIX",
+        "GPSDProtocol", "GPX", "GPSDServer", "Fleet", "TimeService", "POSIX",
       ]
     ),
 

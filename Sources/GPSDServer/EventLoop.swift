@@ -423,9 +423,11 @@ final class EventLoop: @unchecked Sendable {
     slot.device = device
     receivers[id] = slot
     log("serialgps serve: \(device.path) appeared (\(device.classification.kind) receiver)")
-    perform(state.deviceAdded(id, Self.description(of: device), wallClock: wallClockNow()))
+    // Told before the watchers subscribe it: a time service must reach the reader before the
+    // port opens.
     configuration.receiverChanges?(
       .added(ServedReceiver(path: device.path, device: device, receiver: receiver)))
+    perform(state.deviceAdded(id, Self.description(of: device), wallClock: wallClockNow()))
   }
 
   private func removeDiscovered(sysPath: String, reason: String) {

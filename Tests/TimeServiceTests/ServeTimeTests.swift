@@ -1,0 +1,142 @@
+import Foundation
+import Glibc
+import NMEA
+import POSIX
+import SerialPort
+import Testing
+import TimeService
+
+/// A receiver on a pty that writes each epoch stamped with the current UTC second, its first
+/// byte `delay` after the second begins: first `coldEpochs` epochs of an unsynchronised clock
+/// (status V, GGA quality 0, a time 37 s off, as a MediaTek prints before its first fix), then
+/// a valid fix every second until stopped.
+final class ClockedReceiver: @unchecked Sendable {
+  let pty: PseudoTerminal
+  let delay: Duration
+  let coldEpochs: Int
+  private let stopped = Locked(false)
+  private var thread: OwnThread?
+
+  init(delay: Duration, coldEpochs: Int) throws {
+    pty = try PseudoTerminal()
+    self.delay = delay
+    self.coldEpochs = coldEpochs
+  }
+
+  /// Starts writing (once the port is open: what is written before may be flushed).
+  func start() {
+    let (pty, stopped, delay, coldEpochs) = (self.pty, self.stopped, self.delay, self.coldEpochs)
+    thread = OwnThread.start(name: "test-receiver") {
+      var second = PosixTime.now().seconds + 1
+      var written = 0
+      while !stopped.withLock({ $0 }) {
+        let due = PosixTime(seconds: second, nanoseconds: 0) + delay
+        let left = due - PosixTime.now()
+        if left > .zero { sleepThread(for: left) }
+        let cold = written < coldEpochs
+        try? pty.write(Self.epoch(cold ? second + 37 : second, fix: !cold))
+        written += 1
+        second += 1
+      }
+    }
+  }
+
+  func stop() {
+    stopped.withLock { $0 = true }
+    thread?.joinBlocking()
+  }
+
+  /// GGA, GSA, RMC stamped `second`; without a fix as a receiver's RTC prints them.
+  static func epoch(_ second: Int64, fix: Bool) -> [UInt8] {
+    var value = time_t(second)
+    var broken = tm()
+    gmtime_r(&value, &broken)
+    func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+    let time = two(broken.tm_hour) + two(broken.tm_min) + two(broken.tm_sec) + ".000"
+    let date = two(broken.tm_mday) + two(broken.tm_mon + 1) + two(broken.tm_year % 100)
+    if fix {
+      return wire("GPGGA,\(time),4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
+        + wire("GPGSA,A,3,04,05,09,12,,,,,,,,,2.5,1.3,2.1")
+        + wire("GPRMC,\(time),A,4807.038,N,01131.000,E,0.0,0.0,\(date),,,A")
+    }
+    return wire("GPGGA,\(time),,,,,0,00,99.99,,,,,,")
+      + wire("GPGSA,A,1,,,,,,,,,,,,,99.99,99.99,99.99")
+      + wire("GPRMC,\(time),V,,,,,0.00,0.00,\(date),,,N")
+  }
+}
+
+/// `serialgps serve --time` as users run it, against a real chronyd (docs/time.md).
+@Suite(
+  "serialgps serve --time", .serialized,
+  .enabled(if: Tools.chrony, "chrony is not installed, or not running as root"))
+struct ServeTimeTests {
+  /// The built `serialgps`, next to the test bundle.
+  static func binary() throws -> String {
+    let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    let candidates = [bundle, bundle.deletingLastPathComponent()].map {
+      $0.appendingPathComponent("serialgps").path
+    }
+    return try #require(
+      candidates.first { FileManager.default.isExecutableFile(atPath: $0) },
+      "serialgps not built next to the tests; run swift build --build-tests")
+  }
+
+  @Test(
+    "chronyd sees the receiver's delay less --time-offset on SOCK and SHM; no sample from the clock before the fix"
+  )
+  func chronydSeesTheServedTime() async throws {
+    let chronyd = try Chronyd(unit: freeSharedMemoryUnit())
+    defer { Task { await chronyd.remove() } }
+    try await chronyd.start()
+    // Epochs 200 ms after their second; serve told the receiver is 50 ms late: the samples
+    // are 150 ms late, which chronyd reports as the local clock 150 ms ahead.
+    let receiver = try ClockedReceiver(delay: .milliseconds(200), coldEpochs: 5)
+    defer { receiver.stop() }
+    let logPath = chronyd.directory.path + "/serve.log"
+    _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+    let log = try #require(FileHandle(forWritingAtPath: logPath))
+    let serve = Process()
+    serve.executableURL = URL(fileURLWithPath: try Self.binary())
+    serve.arguments = [
+      "serve", "--listen", "none", "--time", "--time-offset", "50", "--chrony-socket",
+      chronyd.socketPath, "--ntp-shm", String(chronyd.unit), "--baud", "9600", "--chipset",
+      "nmea", receiver.pty.devicePath,
+    ]
+    serve.standardInput = FileHandle.nullDevice
+    serve.standardOutput = FileHandle.nullDevice
+    serve.standardError = log
+    try await onThread { try startWithSignalsUnblocked(serve) }
+    defer { if serve.isRunning { serve.terminate() } }
+    func output() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    // The receiver is subscribed (its port opened) as soon as serve serves time from it.
+    for _ in 0..<500 where !output().contains("serving time to") {
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    try #require(output().contains("serving time to"), "\(output())")
+    try await Task.sleep(for: .milliseconds(500))
+    receiver.start()
+
+    var stats: [String: (samples: Int, offset: Double, deviation: Double)] = [:]
+    for _ in 0..<120 {
+      try await Task.sleep(for: .milliseconds(250))
+      stats = ChronydTests.offsets(try await chronyd.chronyc("sourcestats"))
+      if (stats["SOCK"]?.samples ?? 0) >= 4 && (stats["SHM"]?.samples ?? 0) >= 4 { break }
+    }
+    serve.terminate()
+    _ = try await onThread { serve.waitUntilExit() }
+    let output = output()
+    #expect(serve.terminationStatus == 0, "\(output)")
+    for name in ["SOCK", "SHM"] {
+      let figures = try #require(stats[name], "\(name) missing: \(stats)\n\(output)")
+      #expect(figures.samples >= 4, "\(name): \(figures)")
+      #expect(abs(figures.offset - 0.150) < 0.005, "\(name): \(figures)\n\(output)")
+    }
+    // The five epochs of the receiver's own clock were refused for want of a fix; had one
+    // been taken, its 37 s would have wrecked chronyd's figures above.
+    let summary = try #require(
+      output.split(separator: "\n").first { $0.contains(": time: ") }, "\(output)")
+    #expect(summary.contains("(refused: no fix 5, settling 2)"), "\(summary)")
+    #expect(summary.contains(chronyd.socketPath + ": "), "\(summary)")
+    #expect(summary.contains("NTP\(chronyd.unit): "), "\(summary)")
+  }
+}
