@@ -18,6 +18,8 @@ import SerialGPS
 final class EventLoop: @unchecked Sendable {
   enum Message: Sendable {
     case receiver(DeviceID, generation: Int, ReceiverEventOrRawData)
+    /// A time report of the time service of the device at this path (`serve --time`).
+    case time(path: String, DeviceTimeReport)
     case hotplug(HotplugEvent)
     case discoveryFailed(String)
     case barrier(CheckedContinuation<Void, Never>)
@@ -194,6 +196,9 @@ final class EventLoop: @unchecked Sendable {
           break
         }
         perform(state.receiverEvent(id, event, now: clock.now, wallClock: wallClockNow()))
+      case .time(let path, let report):
+        guard let id = receivers.first(where: { $0.value.path == path })?.key else { continue }
+        perform(state.timeReport(id, report))
       case .hotplug(let event):
         handleHotplug(event)
       case .discoveryFailed(let reason):

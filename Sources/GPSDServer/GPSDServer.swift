@@ -160,6 +160,13 @@ public final class GPSDServer: Sendable {
       timeKeeper = nil
     }
     loop = EventLoop(configuration: configuration, clock: clock, listener: listener, wakeup: wakeup)
+    // Samples and pulses go to the watchers through the loop, as fixes do.
+    let eventLoop = loop
+    timeKeeper?.reports.withLock {
+      $0 = { [weak eventLoop] path, report in
+        eventLoop?.post(.time(path: path, DeviceTimeReport(report)))
+      }
+    }
     switch devices {
     case .fixed(let served):
       for device in served {

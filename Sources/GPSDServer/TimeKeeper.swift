@@ -1,4 +1,5 @@
 import Chipsets
+import GPSDProtocol
 import POSIX
 import SerialGPS
 import TimeService
@@ -192,5 +193,25 @@ final class TimeKeeper: Sendable {
       served.subscription?.cancel()
     }
     for served in all { await served.listener?.finished() }
+  }
+}
+
+extension DeviceTimeReport {
+  /// gpsd's report of a time service's sample or pulse: TOFF carries the raw arrival (no
+  /// offset applied), PPS the pulse's edge.
+  init(_ report: TimeReport) {
+    switch report {
+    case .serial(let sample):
+      self = .offset(real: GPSDTime(sample.receiverTime), clock: GPSDTime(sample.arrival))
+    case .pulse(let sample, let precision):
+      self = .pulse(
+        real: GPSDTime(sample.second), clock: GPSDTime(sample.pulse), precision: Int(precision))
+    }
+  }
+}
+
+extension GPSDTime {
+  init(_ time: PosixTime) {
+    self.init(seconds: time.seconds, nanoseconds: Int(time.nanoseconds))
   }
 }

@@ -81,6 +81,7 @@ struct ServeOptions: Equatable {
                           (/run/chrony.clk.TTY.sock, units 0 and 1 as root), and its PPS when
                           the kernel has a PPS device for it. Each receiver stays powered for
                           as long as serve runs: a time consumer never stops listening.
+                          Watchers whose ?WATCH asks for "pps":true get TOFF and PPS reports.
       --time-offset MS    the receiver's delay from the second to its first byte, subtracted
                           from serial time (default 0): set the median of the delay that the
                           time report shows (in the log every 10 minutes and at the end)

@@ -16,6 +16,15 @@ final class ClockedReceiver: @unchecked Sendable {
   let coldEpochs: Int
   private let stopped = Locked(false)
   private var thread: OwnThread?
+  /// How late each valid epoch was written after its due time, in seconds (the thread's own
+  /// wake-up: on a loaded machine a few milliseconds, which is the simulator's error, not
+  /// serve's).
+  private let lateness = Locked<[Double]>([])
+
+  var medianLateness: Double {
+    let sorted = lateness.withLock { $0 }.sorted()
+    return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+  }
 
   init(delay: Duration, coldEpochs: Int) throws {
     pty = try PseudoTerminal()
@@ -26,6 +35,7 @@ final class ClockedReceiver: @unchecked Sendable {
   /// Starts writing (once the port is open: what is written before may be flushed).
   func start() {
     let (pty, stopped, delay, coldEpochs) = (self.pty, self.stopped, self.delay, self.coldEpochs)
+    let lateness = self.lateness
     thread = OwnThread.start(name: "test-receiver") {
       var second = PosixTime.now().seconds + 1
       var written = 0
@@ -34,7 +44,10 @@ final class ClockedReceiver: @unchecked Sendable {
         let left = due - PosixTime.now()
         if left > .zero { sleepThread(for: left) }
         let cold = written < coldEpochs
-        try? pty.write(Self.epoch(cold ? second + 37 : second, fix: !cold))
+        let bytes = Self.epoch(cold ? second + 37 : second, fix: !cold)
+        let late = PosixTime.now() - due
+        try? pty.write(bytes)
+        if !cold { lateness.withLock { $0.append(late.inSeconds) } }
         written += 1
         second += 1
       }
@@ -81,6 +94,29 @@ struct ServeTimeTests {
       "serialgps not built next to the tests; run swift build --build-tests")
   }
 
+  /// Two watchers for three seconds, one with pps and one without; each line printed with
+  /// its watcher's name.
+  static let watcherScript = """
+    import select, socket, sys, time
+    port = int(sys.argv[1])
+    watchers = {}
+    for name, watch in (("pps", '{"enable":true,"json":true,"pps":true}'),
+                        ("plain", '{"enable":true,"json":true}')):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(("?WATCH=" + watch + ";\\n").encode())
+        watchers[s] = (name, b"")
+    end = time.time() + 3.5
+    while time.time() < end:
+        ready, _, _ = select.select(list(watchers), [], [], 0.2)
+        for s in ready:
+            name, buffer = watchers[s]
+            buffer += s.recv(65536)
+            *lines, buffer = buffer.split(b"\\r\\n")
+            watchers[s] = (name, buffer)
+            for line in lines:
+                print(name, line.decode())
+    """
+
   @Test(
     "chronyd sees the receiver's delay less --time-offset on SOCK and SHM; no sample from the clock before the fix"
   )
@@ -98,7 +134,7 @@ struct ServeTimeTests {
     let serve = Process()
     serve.executableURL = URL(fileURLWithPath: try Self.binary())
     serve.arguments = [
-      "serve", "--listen", "none", "--time", "--time-offset", "50", "--chrony-socket",
+      "serve", "--listen", "127.0.0.1:0", "--time", "--time-offset", "50", "--chrony-socket",
       chronyd.socketPath, "--ntp-shm", String(chronyd.unit), "--baud", "9600", "--chipset",
       "nmea", receiver.pty.devicePath,
     ]
@@ -122,14 +158,42 @@ struct ServeTimeTests {
       stats = ChronydTests.offsets(try await chronyd.chronyc("sourcestats"))
       if (stats["SOCK"]?.samples ?? 0) >= 4 && (stats["SHM"]?.samples ?? 0) >= 4 { break }
     }
+    // A raw gpsd client that asks for pps gets a TOFF per sample: the receiver's second and
+    // the raw arrival of its first byte (no offset applied), 200 ms later; one that does not
+    // ask gets none.
+    let port = try #require(
+      output().split(separator: "listening on 127.0.0.1:").dropFirst().first?.prefix {
+        $0.isNumber
+      }, "\(output())")
+    let watchers = try await onThread {
+      try Tools.run("/usr/bin/python3", ["-c", Self.watcherScript, String(port)])
+    }
     serve.terminate()
     _ = try await onThread { serve.waitUntilExit() }
+    let lateness = receiver.medianLateness
+    let toffs = watchers.output.split(separator: "\n").filter { $0.hasPrefix("pps ") }
+      .compactMap { line -> [String: Any]? in
+        try? JSONSerialization.jsonObject(with: Data(line.dropFirst(4).utf8)) as? [String: Any]
+      }.filter { $0["class"] as? String == "TOFF" }
+    #expect(toffs.count >= 2, "\(watchers.output) \(watchers.error)")
+    for toff in toffs {
+      #expect(toff["device"] as? String == receiver.pty.devicePath)
+      #expect(toff["real_nsec"] as? Int == 0)
+      let real = Double(toff["real_sec"] as? Int ?? 0)
+      let clock =
+        Double(toff["clock_sec"] as? Int ?? 0) + Double(toff["clock_nsec"] as? Int ?? 0) / 1e9
+      #expect(abs(clock - real - 0.200 - lateness) < 0.005, "\(toff), writer \(lateness) s late")
+    }
+    #expect(!watchers.output.contains("plain {\"class\":\"TOFF\""), "\(watchers.output)")
+    #expect(watchers.output.contains("plain {\"class\":\"TPV\""), "\(watchers.output)")
     let output = output()
     #expect(serve.terminationStatus == 0, "\(output)")
     for name in ["SOCK", "SHM"] {
       let figures = try #require(stats[name], "\(name) missing: \(stats)\n\(output)")
       #expect(figures.samples >= 4, "\(name): \(figures)")
-      #expect(abs(figures.offset - 0.150) < 0.005, "\(name): \(figures)\n\(output)")
+      #expect(
+        abs(figures.offset - 0.150 - lateness) < 0.005,
+        "\(name): \(figures), writer \(lateness) s late\n\(output)")
     }
     // The five epochs of the receiver's own clock were refused for want of a fix; had one
     // been taken, its 37 s would have wrecked chronyd's figures above.
