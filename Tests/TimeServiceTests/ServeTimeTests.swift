@@ -19,12 +19,15 @@ final class ClockedReceiver: @unchecked Sendable {
   /// How late each valid epoch was written after its due time, in seconds (the thread's own
   /// wake-up: on a loaded machine a few milliseconds, which is the simulator's error, not
   /// serve's).
-  private let lateness = Locked<[Double]>([])
+  private let lateness = Locked<[Int64: Double]>([:])
 
   var medianLateness: Double {
-    let sorted = lateness.withLock { $0 }.sorted()
+    let sorted = lateness.withLock { $0 }.values.sorted()
     return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
   }
+
+  /// How late the epoch stamped `second` was written.
+  func lateness(ofEpochAt second: Int64) -> Double? { lateness.withLock { $0[second] } }
 
   init(delay: Duration, coldEpochs: Int) throws {
     pty = try PseudoTerminal()
@@ -46,17 +49,18 @@ final class ClockedReceiver: @unchecked Sendable {
         let cold = written < coldEpochs
         let bytes = Self.epoch(cold ? second + 37 : second, fix: !cold)
         let late = PosixTime.now() - due
-        try? pty.write(bytes)
-        if !cold { lateness.withLock { $0.append(late.inSeconds) } }
+        // Bounded: once serve has gone nobody reads, and a full pty would block for ever.
+        try? pty.write(bytes, timeout: .milliseconds(500))
+        if !cold { lateness.withLock { $0[second] = late.inSeconds } }
         written += 1
         second += 1
       }
     }
   }
 
-  func stop() {
+  func stop() async {
     stopped.withLock { $0 = true }
-    thread?.joinBlocking()
+    await thread?.join()
   }
 
   /// GGA, GSA, RMC stamped `second`; without a fix as a receiver's RTC prints them.
@@ -122,17 +126,27 @@ struct ServeTimeTests {
   )
   func chronydSeesTheServedTime() async throws {
     let chronyd = try Chronyd(unit: freeSharedMemoryUnit())
-    defer { Task { await chronyd.remove() } }
-    try await chronyd.start()
     // Epochs 200 ms after their second; serve told the receiver is 50 ms late: the samples
     // are 150 ms late, which chronyd reports as the local clock 150 ms ahead.
     let receiver = try ClockedReceiver(delay: .milliseconds(200), coldEpochs: 5)
-    defer { receiver.stop() }
+    do {
+      try await chronyd.start()
+      try await Self.serveTime(to: chronyd, from: receiver)
+    } catch {
+      await receiver.stop()
+      await chronyd.remove()
+      throw error
+    }
+    await receiver.stop()
+    await chronyd.remove()
+  }
+
+  static func serveTime(to chronyd: Chronyd, from receiver: ClockedReceiver) async throws {
     let logPath = chronyd.directory.path + "/serve.log"
     _ = FileManager.default.createFile(atPath: logPath, contents: nil)
     let log = try #require(FileHandle(forWritingAtPath: logPath))
     let serve = Process()
-    serve.executableURL = URL(fileURLWithPath: try Self.binary())
+    serve.executableURL = URL(fileURLWithPath: try binary())
     serve.arguments = [
       "serve", "--listen", "127.0.0.1:0", "--time", "--time-offset", "50", "--chrony-socket",
       chronyd.socketPath, "--ntp-shm", String(chronyd.unit), "--baud", "9600", "--chipset",
@@ -166,7 +180,7 @@ struct ServeTimeTests {
         $0.isNumber
       }, "\(output())")
     let watchers = try await onThread {
-      try Tools.run("/usr/bin/python3", ["-c", Self.watcherScript, String(port)])
+      try Tools.run("/usr/bin/python3", ["-c", watcherScript, String(port)])
     }
     serve.terminate()
     _ = try await onThread { serve.waitUntilExit() }
@@ -175,15 +189,23 @@ struct ServeTimeTests {
       .compactMap { line -> [String: Any]? in
         try? JSONSerialization.jsonObject(with: Data(line.dropFirst(4).utf8)) as? [String: Any]
       }.filter { $0["class"] as? String == "TOFF" }
-    #expect(toffs.count >= 2, "\(watchers.output) \(watchers.error)")
+    try #require(toffs.count >= 2, "\(watchers.output) \(watchers.error)")
+    // Each TOFF against the write of its own epoch: the median within 5 ms, as chronyd's
+    // figures above (one sample alone carries the reader's scheduling, seen 15 ms late under
+    // the full parallel test run on two shared cores).
+    var errors: [Double] = []
     for toff in toffs {
       #expect(toff["device"] as? String == receiver.pty.devicePath)
       #expect(toff["real_nsec"] as? Int == 0)
-      let real = Double(toff["real_sec"] as? Int ?? 0)
+      let real = toff["real_sec"] as? Int ?? 0
       let clock =
         Double(toff["clock_sec"] as? Int ?? 0) + Double(toff["clock_nsec"] as? Int ?? 0) / 1e9
-      #expect(abs(clock - real - 0.200 - lateness) < 0.005, "\(toff), writer \(lateness) s late")
+      let late = try #require(receiver.lateness(ofEpochAt: Int64(real)), "\(toff)")
+      errors.append(clock - Double(real) - 0.200 - late)
     }
+    errors.sort()
+    #expect(abs(errors[errors.count / 2]) < 0.005, "TOFF clock − write: \(errors)")
+    #expect(errors.allSatisfy { $0 > -0.001 && $0 < 0.050 }, "TOFF clock − write: \(errors)")
     #expect(!watchers.output.contains("plain {\"class\":\"TOFF\""), "\(watchers.output)")
     #expect(watchers.output.contains("plain {\"class\":\"TPV\""), "\(watchers.output)")
     let output = output()
