@@ -8,24 +8,14 @@ extension TimeServiceStatistics {
   /// /run/chrony.clk.ttyAMA0.sock: 405 sent; NTP0: 405 written`
   public var summary: String {
     var parts: [String] = []
-    var samplesPart = "\(epochs) epochs, \(samples) samples"
-    let refused = TimeRejection.allCases.compactMap { reason -> String? in
-      guard let count = rejections[reason], count > 0 else { return nil }
-      return "\(reason) \(count)"
-    }
-    if !refused.isEmpty { samplesPart += " (refused: " + refused.joined(separator: ", ") + ")" }
-    parts.append(samplesPart)
+    parts.append(
+      "\(epochs) epochs, \(samples) samples" + Self.reasons("refused", rejections))
     parts.append("delay against the system clock: " + Self.describe(delayAgainstSystemClock))
     if pulses == 0 {
       parts.append("pulses: none")
     } else {
-      var pulsePart = "\(pulses) pulses, \(labelledPulses) labelled"
-      let dropped = PulseDrop.allCases.compactMap { reason -> String? in
-        guard let count = pulseDrops[reason], count > 0 else { return nil }
-        return "\(reason) \(count)"
-      }
-      if !dropped.isEmpty { pulsePart += " (dropped: " + dropped.joined(separator: ", ") + ")" }
-      parts.append(pulsePart)
+      parts.append(
+        "\(pulses) pulses, \(labelledPulses) labelled" + Self.reasons("dropped", pulseDrops))
       parts.append("delay against the pulses: " + Self.describe(delayAgainstPulses))
     }
     for output in outputs {
@@ -37,6 +27,17 @@ extension TimeServiceStatistics {
       parts.append(text)
     }
     return parts.joined(separator: "; ")
+  }
+
+  /// ` (refused: settling 2, no fix 5)`, the reasons in their declared order; empty when none.
+  static func reasons<Reason: CaseIterable & CustomStringConvertible>(
+    _ title: String, _ counts: [Reason: Int]
+  ) -> String {
+    let listed = Reason.allCases.compactMap { reason -> String? in
+      guard let count = counts[reason], count > 0 else { return nil }
+      return "\(reason) \(count)"
+    }
+    return listed.isEmpty ? "" : " (\(title): " + listed.joined(separator: ", ") + ")"
   }
 
   static func describe(_ delay: DelayStatistics) -> String {
