@@ -190,8 +190,8 @@ struct ServeTimeTests {
         try? JSONSerialization.jsonObject(with: Data(line.dropFirst(4).utf8)) as? [String: Any]
       }.filter { $0["class"] as? String == "TOFF" }
     try #require(toffs.count >= 2, "\(watchers.output) \(watchers.error)")
-    // Each TOFF against the write of its own epoch: the median within 5 ms, as chronyd's
-    // figures above (one sample alone carries the reader's scheduling, seen 15 ms late under
+    // Each TOFF against the write of its own epoch: the median within 10 ms, as chronyd's
+    // figures below (one sample alone carries the reader's scheduling, seen 15 ms late under
     // the full parallel test run on two shared cores).
     var errors: [Double] = []
     for toff in toffs {
@@ -204,17 +204,21 @@ struct ServeTimeTests {
       errors.append(clock - Double(real) - 0.200 - late)
     }
     errors.sort()
-    #expect(abs(errors[errors.count / 2]) < 0.005, "TOFF clock − write: \(errors)")
+    #expect(abs(errors[errors.count / 2]) < 0.010, "TOFF clock − write: \(errors)")
     #expect(errors.allSatisfy { $0 > -0.001 && $0 < 0.050 }, "TOFF clock − write: \(errors)")
     #expect(!watchers.output.contains("plain {\"class\":\"TOFF\""), "\(watchers.output)")
     #expect(watchers.output.contains("plain {\"class\":\"TPV\""), "\(watchers.output)")
     let output = output()
     #expect(serve.terminationStatus == 0, "\(output)")
+    // Within 10 ms: a debug build on an idle core is within a millisecond (scripts/
+    // bench-time.py: 0.2 ms at the median), but `make test-tsan` runs this with the
+    // ThreadSanitizer build of serve, whose reader was 5.1 ms late on two shared cores at load
+    // 8. 10 ms still tells 150 ms (offset applied) from 200 (not applied) and 250 (sign wrong).
     for name in ["SOCK", "SHM"] {
       let figures = try #require(stats[name], "\(name) missing: \(stats)\n\(output)")
       #expect(figures.samples >= 4, "\(name): \(figures)")
       #expect(
-        abs(figures.offset - 0.150 - lateness) < 0.005,
+        abs(figures.offset - 0.150 - lateness) < 0.010,
         "\(name): \(figures), writer \(lateness) s late\n\(output)")
     }
     // The five epochs of the receiver's own clock were refused for want of a fix; had one
