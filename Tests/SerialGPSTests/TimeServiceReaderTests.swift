@@ -11,6 +11,10 @@ import TimeService
 /// returns, every epoch dated by the arrival of its first byte.
 @Suite("The reader feeds the time service", .serialized)
 struct TimeServiceReaderTests {
+  /// Whether to hold the reader to a bound in milliseconds: not in `make test-tsan` (which
+  /// sets TSAN_OPTIONS), where instrumented code on two shared cores was seen 250 ms late.
+  static let timingChecked = getenv("TSAN_OPTIONS") == nil
+
   /// A sentence on the wire: `$body*HH\r\n`.
   static func wire(_ body: String) -> [UInt8] {
     let sum = NMEAChecksum.compute(body.utf8)
@@ -97,7 +101,10 @@ struct TimeServiceReaderTests {
     for sample in collected {
       let instant = try #require(instants[sample.receiverTime.seconds], "\(sample)")
       let error = sample.arrival - instant
-      #expect(error >= .zero && error < .milliseconds(50), "arrival \(error) after the write")
+      #expect(error >= .zero, "arrival \(error) before the write")
+      if Self.timingChecked {
+        #expect(error < .milliseconds(50), "arrival \(error) after the write")
+      }
       #expect(sample.receiverTime == PosixTime(seconds: sample.receiverTime.seconds))
     }
     // A pty has no line rate: nothing was dated back.
@@ -203,7 +210,8 @@ struct TimeServiceReaderTests {
       let arrival = try #require(connection.firstByte(ofEpochAt: sample.receiverTime.seconds))
       let error = sample.arrival - arrival
       // About 200 ms of back-dating; what is left is the reader's scheduling (see above).
-      #expect(error >= .zero && error < .milliseconds(50), "\(error) after the first byte")
+      #expect(error >= .zero, "\(error) before the first byte")
+      if Self.timingChecked { #expect(error < .milliseconds(50), "\(error) after the first byte") }
     }
   }
 }

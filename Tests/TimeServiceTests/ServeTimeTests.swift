@@ -87,6 +87,10 @@ final class ClockedReceiver: @unchecked Sendable {
   "serialgps serve --time", .serialized,
   .enabled(if: Tools.chrony, "chrony is not installed, or not running as root"))
 struct ServeTimeTests {
+  /// Whether to hold serve to a bound in milliseconds: not in `make test-tsan` (which sets
+  /// TSAN_OPTIONS), where the instrumented serve on two shared cores at load 10 was 70 ms off.
+  static let timingChecked = getenv("TSAN_OPTIONS") == nil
+
   /// The built `serialgps`, next to the test bundle.
   static func binary() throws -> String {
     let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
@@ -204,8 +208,11 @@ struct ServeTimeTests {
       errors.append(clock - Double(real) - 0.200 - late)
     }
     errors.sort()
-    #expect(abs(errors[errors.count / 2]) < 0.010, "TOFF clock − write: \(errors)")
-    #expect(errors.allSatisfy { $0 > -0.001 && $0 < 0.050 }, "TOFF clock − write: \(errors)")
+    #expect(errors.allSatisfy { $0 > -0.001 }, "TOFF clock − write: \(errors)")
+    if timingChecked {
+      #expect(abs(errors[errors.count / 2]) < 0.010, "TOFF clock − write: \(errors)")
+      #expect(errors.allSatisfy { $0 < 0.050 }, "TOFF clock − write: \(errors)")
+    }
     #expect(!watchers.output.contains("plain {\"class\":\"TOFF\""), "\(watchers.output)")
     #expect(watchers.output.contains("plain {\"class\":\"TPV\""), "\(watchers.output)")
     let output = output()
@@ -218,7 +225,7 @@ struct ServeTimeTests {
       let figures = try #require(stats[name], "\(name) missing: \(stats)\n\(output)")
       #expect(figures.samples >= 4, "\(name): \(figures)")
       #expect(
-        abs(figures.offset - 0.150 - lateness) < 0.010,
+        !timingChecked || abs(figures.offset - 0.150 - lateness) < 0.010,
         "\(name): \(figures), writer \(lateness) s late\n\(output)")
     }
     // The five epochs of the receiver's own clock were refused for want of a fix; had one
