@@ -232,7 +232,10 @@ struct ServeTimeTests {
     // been taken, its 37 s would have wrecked chronyd's figures above.
     let summary = try #require(
       output.split(separator: "\n").first { $0.contains(": time: ") }, "\(output)")
-    #expect(summary.contains("(refused: no fix 5, settling 2)"), "\(summary)")
+    // Exactly the five, first in the list; under heavy load (12 on two cores) an epoch read
+    // over 500 ms late also counts as a jump and trust settles again, so what follows varies.
+    #expect(summary.contains("(refused: no fix 5, "), "\(summary)")
+    #expect(summary.contains("settling "), "\(summary)")
     #expect(summary.contains(chronyd.socketPath + ": "), "\(summary)")
     #expect(summary.contains("NTP\(chronyd.unit): "), "\(summary)")
   }
