@@ -49,12 +49,6 @@ let package = Package(
     ),
     .target(name: "Discovery", dependencies: ["CUdev", "POSIX"]),
 
-    // The gated receiver: subscriptions, power policy, the reader.
-    .target(
-      name: "SerialGPS",
-      dependencies: ["NMEA", "SerialPort", "Chipsets", "Discovery", "POSIX"]
-    ),
-
     // GPS time for chrony and ntpd: trusted samples, chrony SOCK, NTP SHM, PPS sources and
     // pulse labelling (docs/time.md). Its C side declares the binary interfaces from the
     // headers that define them.
@@ -62,6 +56,13 @@ let package = Package(
     .target(
       name: "TimeService",
       dependencies: ["NMEA", "Chipsets", "SerialPort", "CSerialShims", "CTimeShims", "POSIX"]),
+
+    // The gated receiver: subscriptions, power policy, the reader (which feeds the time
+    // service when it has one).
+    .target(
+      name: "SerialGPS",
+      dependencies: ["NMEA", "SerialPort", "Chipsets", "Discovery", "TimeService", "POSIX"]
+    ),
 
     // Recordings as virtual receivers and in-process sources; the receiver simulator.
     // It implements SerialGPS's connector for in-process replay, so it comes after SerialGPS.
@@ -75,7 +76,9 @@ let package = Package(
     // The gpsd-compatible server whose watchers are subscribers.
     .target(
       name: "GPSDServer",
-      dependencies: ["GPSDProtocol", "SerialGPS", "Discovery", "NMEA", "Chipsets", "POSIX"]
+      dependencies: [
+        "GPSDProtocol", "SerialGPS", "Discovery", "NMEA", "Chipsets", "TimeService", "POSIX",
+      ]
     ),
 
     // libmosquitto (MQTT 5 client), loaded with dlopen when a bridge or a remote receiver is
@@ -93,7 +96,7 @@ let package = Package(
       name: "serialgps",
       dependencies: [
         "NMEA", "SerialPort", "Chipsets", "Discovery", "SerialGPS", "Replay",
-        "GPSDProtocol", "GPX", "GPSDServer", "Fleet", "POSIX",
+        "GPSDProtocol", "GPX", "GPSDServer", "Fleet", "TimeService", "POSIX",
       ]
     ),
 
@@ -129,7 +132,8 @@ let package = Package(
     .testTarget(
       name: "SerialGPSTests",
       dependencies: [
-        "SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort", "Discovery", "POSIX",
+        "SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort", "Discovery", "TimeService",
+        "POSIX",
       ]
     ),
     .testTarget(

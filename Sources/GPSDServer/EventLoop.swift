@@ -18,6 +18,8 @@ import SerialGPS
 final class EventLoop: @unchecked Sendable {
   enum Message: Sendable {
     case receiver(DeviceID, generation: Int, ReceiverEventOrRawData)
+    /// A time report of the time service of the device at this path (`serve --time`).
+    case time(path: String, DeviceTimeReport)
     case hotplug(HotplugEvent)
     case discoveryFailed(String)
     case barrier(CheckedContinuation<Void, Never>)
@@ -212,6 +214,9 @@ final class EventLoop: @unchecked Sendable {
           break
         }
         perform(state.receiverEvent(id, event, now: clock.now, wallClock: wallClockNow()))
+      case .time(let path, let report):
+        guard let id = receivers.first(where: { $0.value.path == path })?.key else { continue }
+        perform(state.timeReport(id, report))
       case .hotplug(let event):
         handleHotplug(event)
       case .discoveryFailed(let reason):
@@ -500,9 +505,11 @@ final class EventLoop: @unchecked Sendable {
     slot.device = device
     receivers[id] = slot
     log("serialgps serve: \(device.path) appeared (\(device.classification.kind) receiver)")
-    perform(state.deviceAdded(id, Self.description(of: device), wallClock: wallClockNow()))
+    // Told before the watchers subscribe it: a time service must reach the reader before the
+    // port opens.
     configuration.receiverChanges?(
       .added(ServedReceiver(path: device.path, device: device, receiver: receiver)))
+    perform(state.deviceAdded(id, Self.description(of: device), wallClock: wallClockNow()))
   }
 
   private func removeDiscovered(sysPath: String, reason: String) {

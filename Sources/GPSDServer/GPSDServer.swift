@@ -2,6 +2,7 @@ import Discovery
 import Glibc
 import POSIX
 import SerialGPS
+import TimeService
 
 /// A server that speaks gpsd's JSON protocol (port 2947) for the receivers it serves, so
 /// gpsd's clients (`gpspipe`, `cgps`, `gpxlogger`, the Python `gps` module …) work unchanged.
@@ -73,6 +74,9 @@ public final class GPSDServer: Sendable {
     /// MQTT bridge, can subscribe to it too. Called on the server's thread (for named
     /// devices, on the caller's, before the initializer returns); must not block.
     public var receiverChanges: (@Sendable (ServedReceiverChange) -> Void)?
+    /// Time for chrony and ntpd from every receiver served (`serve --time`, docs/time.md);
+    /// `nil`: none. Each receiver then stays powered for as long as the server runs.
+    public var time: TimeOptions?
 
     public init() {}
   }
@@ -117,6 +121,7 @@ public final class GPSDServer: Sendable {
   }
 
   let loop: EventLoop
+  let timeKeeper: TimeKeeper?
   private let thread: OwnThread
   private let discoveryTask: Task<Void, Never>?
 
@@ -156,7 +161,26 @@ public final class GPSDServer: Sendable {
         : error.code == EACCES ? " (ports below 1024 need privileges)" : ""
       throw GPSDServerError("cannot listen on \(address?.description ?? "-"): \(error)\(hint)")
     }
+    var configuration = configuration
+    if let time = configuration.time {
+      let keeper = TimeKeeper(options: time, log: configuration.log ?? { _ in })
+      let others = configuration.receiverChanges
+      configuration.receiverChanges = { change in
+        keeper.change(change)
+        others?(change)
+      }
+      timeKeeper = keeper
+    } else {
+      timeKeeper = nil
+    }
     loop = EventLoop(configuration: configuration, clock: clock, listener: listener, wakeup: wakeup)
+    // Samples and pulses go to the watchers through the loop, as fixes do.
+    let eventLoop = loop
+    timeKeeper?.reports.withLock {
+      $0 = { [weak eventLoop] path, report in
+        eventLoop?.post(.time(path: path, DeviceTimeReport(report)))
+      }
+    }
     switch devices {
     case .fixed(let served):
       for device in served {
@@ -191,6 +215,7 @@ public final class GPSDServer: Sendable {
   /// Stops listening, closes every client, and powers every receiver off (without the
   /// linger); returns when they are all closed.
   public func shutdown() async {
+    await timeKeeper?.shutdown()
     discoveryTask?.cancel()
     loop.post(.stop)
     await thread.join()

@@ -25,6 +25,20 @@ enum ServerAction: Sendable, Hashable {
 }
 
 /// Where a device came from, and what it answers to.
+/// What a device's time service reports to watchers that asked for `"pps":true`.
+enum DeviceTimeReport: Sendable, Hashable {
+  /// gpsd's `TOFF`: an epoch's receiver time and the arrival of its first byte.
+  case offset(real: GPSDTime, clock: GPSDTime)
+  /// gpsd's `PPS`: the labelled second and the system time of the pulse's edge.
+  case pulse(real: GPSDTime, clock: GPSDTime, precision: Int)
+}
+
+extension WatchPolicy {
+  /// Whether the watch gets `TOFF` and `PPS`: gpsd sends them to enabled JSON watchers that
+  /// asked for `pps`.
+  var wantsTimeReports: Bool { wantsReports && pps }
+}
+
 struct DeviceDescription: Sendable, Hashable {
   /// The path reported to clients.
   var path: String
@@ -340,6 +354,25 @@ struct ServerState {
       }
       return actions
     }
+  }
+
+  /// A time report of a device's time service, sent as gpsd 3.22 sends `TOFF` and `PPS`: to
+  /// the device's watchers (so a device filter holds) whose watch has `enable`, `json` and
+  /// `pps`.
+  mutating func timeReport(_ id: DeviceID, _ report: DeviceTimeReport) -> [ServerAction] {
+    guard let index = deviceIndex(id),
+      devices[index].watchers.contains(where: { clients[$0]?.policy.wantsTimeReports == true })
+    else { return [] }
+    let path = devices[index].description.path
+    let bytes = line { json in
+      switch report {
+      case .offset(let real, let clock):
+        json.timeOffset(device: path, real: real, clock: clock)
+      case .pulse(let real, let clock, let precision):
+        json.pulse(device: path, real: real, clock: clock, precision: precision)
+      }
+    }
+    return broadcast(bytes, on: index) { $0.wantsTimeReports }
   }
 
   private func wantsSentencesOnly(_ policy: WatchPolicy?) -> Bool {

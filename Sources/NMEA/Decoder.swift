@@ -160,6 +160,7 @@ extension NMEADecoder.Stages: ParsedSentenceConsumer {
   mutating func handle(_ frame: Frame, _ body: (DecoderEvent) throws -> Void) rethrows {
     switch frame {
     case .sentence(let raw):
+      builder.sentenceOffset = raw.offset
       try Sentence.parse(raw, into: &self, emit: body)
     case .ubx(let frame):
       try body(.ubx(frame))

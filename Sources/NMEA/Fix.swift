@@ -175,9 +175,15 @@ public struct Epoch: Sendable, Hashable {
   public var fix: Fix
   /// `nil` when the epoch carried no GSV or GSA.
   public var satellites: SatelliteView?
+  /// The stream offset (``NMEAFramer/streamOffset``) of the start character of the epoch's
+  /// first sentence, whatever its type: where the receiver began writing the epoch. The time
+  /// service dates the epoch by the arrival of that byte. `nil` when the sentences did not come
+  /// through a framer (``FixBuilder`` fed directly).
+  public var firstByteOffset: UInt64?
 
-  public init(fix: Fix, satellites: SatelliteView? = nil) {
+  public init(fix: Fix, satellites: SatelliteView? = nil, firstByteOffset: UInt64? = nil) {
     self.fix = fix
     self.satellites = satellites
+    self.firstByteOffset = firstByteOffset
   }
 }

@@ -96,6 +96,11 @@ public struct FixBuilder {
   var awaitingFirstDate = true
   var datum: InlineText?  // from $PGRMM or DTM
 
+  /// The stream offset of the sentence being added, when it came through a framer (the
+  /// decoder sets it before each sentence), and that of the epoch's first sentence.
+  var sentenceOffset: UInt64?
+  var epochFirstByteOffset: UInt64?
+
   // Learning which sentence ends the cycle.
   var lastKey: UInt32 = 0
   var keyCounts = KeyCounts()
@@ -238,6 +243,7 @@ public struct FixBuilder {
     // cycle whose start was lost (a recording or a connection that begins mid-cycle).
     if hasData, lastKeyTimed, learnedEnd == nil { followedKeys.increment(lastKey) }
     lastKeyTimed = epochTime != nil
+    if !hasData { epochFirstByteOffset = sentenceOffset }
     hasData = true
     if !onlyTime { holdsFixData = true }
     if normallyTimed { holdsPositionSentence = true }
@@ -287,7 +293,7 @@ public struct FixBuilder {
         recentTimes[recentIndex] = time.nanosecondsOfDay
         recentIndex = (recentIndex + 1) % recentTimes.count
       }
-      let epoch = Epoch(fix: fix, satellites: view)
+      let epoch = Epoch(fix: fix, satellites: view, firstByteOffset: epochFirstByteOffset)
       view = nil
       try deliver(epoch, emit: emit)
     }
@@ -375,6 +381,7 @@ public struct FixBuilder {
   mutating func resetEpoch() {
     fix = Fix()
     epochTime = nil
+    epochFirstByteOffset = nil
     hasData = false
     holdsFixData = false
     timedByFixSentence = false

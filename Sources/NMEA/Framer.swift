@@ -68,11 +68,16 @@ public struct RawSentence {
   public let bytes: UnsafeBufferPointer<UInt8>
   /// Whether the sentence carried a (valid) checksum.
   public let hadChecksum: Bool
+  /// The stream offset of the start character: how many bytes the framer had been fed before
+  /// it (``NMEAFramer/streamOffset``). The time service dates an epoch by the arrival of this
+  /// byte of its first sentence.
+  public let offset: UInt64
 
   @inlinable
-  public init(bytes: UnsafeBufferPointer<UInt8>, hadChecksum: Bool) {
+  public init(bytes: UnsafeBufferPointer<UInt8>, hadChecksum: Bool, offset: UInt64 = 0) {
     self.bytes = bytes
     self.hadChecksum = hadChecksum
+    self.offset = offset
   }
 
   /// The sentence as text, without checksum (allocates).
@@ -112,6 +117,10 @@ public struct NMEAFramer {
   public let configuration: FramerConfiguration
   /// What has been accepted and rejected so far.
   public private(set) var statistics = FramerStatistics()
+  /// Bytes fed so far: the stream offset of the next byte. ``reset()`` does not change it (the
+  /// bytes were received all the same); a new framer starts at 0, as a reader's count of the
+  /// bytes since its port opened does.
+  public private(set) var streamOffset: UInt64 = 0
 
   @usableFromInline
   enum State: UInt8 {
@@ -133,11 +142,16 @@ public struct NMEAFramer {
   @usableFromInline var xor: UInt8 = 0
   @usableFromInline var starAt = -1
   @usableFromInline var carriageReturns = 0
+  /// The stream offset of the sentence's start character.
+  @usableFromInline var sentenceOffset: UInt64 = 0
 
   // The binary frame in progress.
   @usableFromInline var binary: [UInt8] = []
   @usableFromInline var binaryExpected = 0
   @usableFromInline var binaryHeaderParsed = false
+  /// The stream offset of the binary frame's first sync byte (its bytes are rescanned from the
+  /// next one when it proves not to be a frame).
+  @usableFromInline var binaryOffset: UInt64 = 0
 
   public init(configuration: FramerConfiguration = FramerConfiguration()) {
     self.configuration = configuration
@@ -164,7 +178,10 @@ public struct NMEAFramer {
     rethrows
   {
     guard let base = chunk.baseAddress, chunk.count > 0 else { return }
-    try scan(base.assumingMemoryBound(to: UInt8.self), count: chunk.count, body)
+    let offset = streamOffset
+    // Counted first: a sentence delivered from this chunk may ask for the offset of the next.
+    streamOffset += UInt64(chunk.count)
+    try scan(base.assumingMemoryBound(to: UInt8.self), count: chunk.count, at: offset, body)
   }
 
   /// Drops a sentence or frame in progress (for example after the port was reopened), counting
@@ -195,9 +212,10 @@ public struct NMEAFramer {
     return table
   }()
 
+  /// Scans `n` bytes at `p`, whose first byte has stream offset `base`.
   @usableFromInline
   mutating func scan(
-    _ p: UnsafePointer<UInt8>, count n: Int, _ body: (Frame) throws -> Void
+    _ p: UnsafePointer<UInt8>, count n: Int, at base: UInt64, _ body: (Frame) throws -> Void
   ) rethrows {
     var i = 0
     var startInChunk = 0
@@ -209,16 +227,18 @@ public struct NMEAFramer {
         case .hunting:
           let byte = p[i]
           if byte == ASCII.dollar || byte == ASCII.bang {
-            beginSentence()
+            beginSentence(at: base &+ UInt64(i))
             startInChunk = i
             i += 1
             // A start character that ends the chunk is all the next chunk's sentence has.
             if i == n { partial.append(byte) }
           } else if byte == 0xB5 {
             state = .ubxSync
+            binaryOffset = base &+ UInt64(i)
             i += 1
           } else if byte == 0xA0 {
             state = .sirfSync
+            binaryOffset = base &+ UInt64(i)
             i += 1
           } else {
             statistics.garbageBytes += 1
@@ -293,7 +313,7 @@ public struct NMEAFramer {
               i += 1
             } else if kind == 3 {  // a new start character: this sentence was cut short
               statistics.malformed += 1
-              beginSentence()
+              beginSentence(at: base &+ UInt64(i))
               startInChunk = i
               sum = 0
               len = 1  // the start character
@@ -328,7 +348,7 @@ public struct NMEAFramer {
             state = .hunting
             i += 1
           } else if kind == 3 {
-            beginSentence()
+            beginSentence(at: base &+ UInt64(i))
             startInChunk = i
             i += 1
             if i == n { partial.append(byte) }
@@ -424,7 +444,8 @@ public struct NMEAFramer {
   }
 
   @inlinable
-  mutating func beginSentence() {
+  mutating func beginSentence(at offset: UInt64) {
+    sentenceOffset = offset
     state = .sentence
     partial.removeAll(keepingCapacity: true)
     length = 1  // the start character
@@ -489,7 +510,9 @@ public struct NMEAFramer {
       statistics.sentences += 1
       try body(
         .sentence(
-          RawSentence(bytes: UnsafeBufferPointer(rebasing: line[0..<starAt]), hadChecksum: true)))
+          RawSentence(
+            bytes: UnsafeBufferPointer(rebasing: line[0..<starAt]), hadChecksum: true,
+            offset: sentenceOffset)))
     } else {
       guard configuration.checksumPolicy == .lenient else {
         statistics.missingChecksum += 1
@@ -498,7 +521,9 @@ public struct NMEAFramer {
       statistics.sentences += 1
       try body(
         .sentence(
-          RawSentence(bytes: UnsafeBufferPointer(rebasing: line[0..<end]), hadChecksum: false)))
+          RawSentence(
+            bytes: UnsafeBufferPointer(rebasing: line[0..<end]), hadChecksum: false,
+            offset: sentenceOffset)))
     }
   }
 
@@ -556,7 +581,7 @@ public struct NMEAFramer {
     let rest = Array(binary.dropFirst())  // an error path: allocating here is fine
     binary.removeAll(keepingCapacity: true)
     try rest.withUnsafeBufferPointer { buffer in
-      try scan(buffer.baseAddress!, count: buffer.count, body)
+      try scan(buffer.baseAddress!, count: buffer.count, at: binaryOffset &+ 1, body)
     }
   }
 }

@@ -1,4 +1,5 @@
 import Chipsets
+import TimeService
 
 /// An open byte stream to a receiver: a serial port, or an in-process replay.
 ///
@@ -15,6 +16,15 @@ public protocol ReceiverConnection: AnyObject, Sendable {
   func interrupt()
   /// Releases the device. Called once, after reading stopped.
   func close()
+  /// How bytes reach the reader, which decides how far the time service dates a byte back
+  /// from the read that returned it: ``LineTiming/uart(baud:)`` at the port's rate for a UART
+  /// (also behind a USB bridge), ``LineTiming/unpaced`` for native USB, a pty or a replay.
+  /// Asked once, when reading starts. By default `unpaced`.
+  var lineTiming: LineTiming { get }
+}
+
+extension ReceiverConnection {
+  public var lineTiming: LineTiming { .unpaced }
 }
 
 /// Opens connections to one receiver, as many times as the power policy asks.

@@ -4,6 +4,7 @@ import Glibc
 import NMEA
 import POSIX
 import SerialPort
+import TimeService
 
 /// Finds the receiver to use with libudev, waits for it when it is absent, and follows it
 /// across unplug and replug.
@@ -534,6 +535,8 @@ final class FollowedConnection: ReceiverConnection {
   func write(_ bytes: [UInt8]) throws { try base.write(bytes) }
 
   func interrupt() { base.interrupt() }
+
+  var lineTiming: LineTiming { base.lineTiming }
 
   func close() {
     base.close()

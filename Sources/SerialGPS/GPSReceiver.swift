@@ -1,5 +1,6 @@
 import Chipsets
 import NMEA
+import TimeService
 
 /// A GPS receiver that is powered only while someone listens.
 ///
@@ -115,6 +116,19 @@ public final class GPSReceiver: Sendable {
 
   /// Counters since the receiver was created.
   public var statistics: ReceiverStatistics { core.statistics }
+
+  /// The time service the reader feeds (docs/time.md): every read's system time and every
+  /// epoch with the arrival of its first byte, on the reader thread; told when the port
+  /// closes. `nil` (the default): no time service, and the reader does nothing of the kind.
+  ///
+  /// Read when the port opens: set it before subscribing (a change reaches the next
+  /// connection). A time server also holds a subscription for as long as it serves time, so
+  /// that the receiver stays powered (docs/time.md, "Why a time server keeps its receiver
+  /// powered").
+  public var timeService: TimeService? {
+    get { core.timeService.withLock { $0 } }
+    set { core.timeService.withLock { $0 = newValue } }
+  }
 }
 
 /// Counters of a ``GPSReceiver``.

@@ -1,6 +1,7 @@
 import Chipsets
 import NMEA
 import POSIX
+import TimeService
 
 /// The machinery behind a ``GPSReceiver``: the hub, the ordered event inbox, the controller
 /// task that runs the power policy's actions, and the reader thread.
@@ -25,6 +26,8 @@ final class ReceiverCore: @unchecked Sendable {
   let identification = Locked<ChipsetIdentification?>(nil)
   /// Which sentence ends the receiver's cycle, kept across connections.
   let cycleKnowledge = Locked<CycleKnowledge?>(nil)
+  /// The time service each new connection's reader feeds (``GPSReceiver/timeService``).
+  let timeService = Locked<TimeService?>(nil)
   private let finished = Locked<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>(
     (false, []))
 
@@ -455,6 +458,8 @@ private final class ReadSession: @unchecked Sendable {
   var identifier = ChipsetIdentifier()
   /// Identification stops once sure, or after this many sentences: banners come early.
   var identificationBudget = 2000
+  /// Read times and epochs for the time service, when the receiver has one.
+  var timekeeping: ReaderTimekeeping?
 
   init(
     connection: any ReceiverConnection, generation: Int, stop: Locked<Bool>, core: ReceiverCore,
@@ -469,6 +474,9 @@ private final class ReadSession: @unchecked Sendable {
     // What an earlier connection learned of the cycle: the first epoch is out at once.
     decoder.cycleKnowledge = core.cycleKnowledge.withLock { $0 }
     knownCycle = decoder.cycleKnowledge
+    timekeeping = core.timeService.withLock { $0 }.map {
+      ReaderTimekeeping(service: $0, timing: connection.lineTiming)
+    }
   }
 
   /// The cycle knowledge last shared with the core.
@@ -482,6 +490,8 @@ private final class ReadSession: @unchecked Sendable {
       let count: Int
       do {
         count = try connection.read(into: buffer)
+        // The system time first, before anything else is done with the bytes (docs/time.md).
+        if count > 0 { timekeeping?.readReturned(count: count, at: .now()) }
       } catch {
         if !stop.withLock({ $0 }) {
           core.readerFailed(generation: generation, reason: String(describing: error))
@@ -504,9 +514,11 @@ private final class ReadSession: @unchecked Sendable {
         core.cycleKnowledge.withLock { $0 = knownCycle }
       }
     }
+    timekeeping?.connectionClosed()
   }
 
   private func handle(_ event: DecoderEvent, fixes: inout Int) {
+    timekeeping?.observe(event)
     switch event {
     case .sentence(let sentence):
       if status == nil { publish(.streaming) }

@@ -3,6 +3,7 @@ import Glibc
 import NMEA
 import POSIX
 import SerialPort
+import TimeService
 
 /// Opens a receiver on a serial port (a tty), at a fixed baud rate or at the rate found by
 /// listening.
@@ -159,6 +160,15 @@ final class SerialConnection: ReceiverConnection {
   func interrupt() { port.interrupt() }
 
   func close() { port.close() }
+
+  /// A pty has no modem lines and no line rate; `ttyACM` is the receiver's own USB, whose
+  /// rate setting the device ignores. Everything else is a UART at the port's rate.
+  var lineTiming: LineTiming {
+    guard port.supportsModemLines, SerialConnector.guessInterface(port.path) != .usb else {
+      return .unpaced
+    }
+    return .uart(baud: port.baudRate.rawValue)
+  }
 }
 
 extension GPSReceiver {

@@ -5,17 +5,19 @@ import Glibc
 import POSIX
 import SerialGPS
 import SerialPort
+import TimeService
 
 // `serialgps serve [--listen ADDR|none] [--linger S] [--max-clients N] [--allow-remote]
-// [--mqtt URL …] [DEVICE …]`: a gpsd-compatible server (docs/server.md) and, with --mqtt, the
-// fleet bridge beside it (docs/fleet.md). Runs until SIGTERM, SIGINT, SIGHUP or SIGQUIT, then
+// [--mqtt URL …] [--time …] [DEVICE …]`: a gpsd-compatible server (docs/server.md), with
+// --mqtt the fleet bridge beside it (docs/fleet.md), with --time time for chrony and ntpd
+// (docs/time.md). Runs until SIGTERM, SIGINT, SIGHUP or SIGQUIT, then
 // puts every receiver to standby and exits 0; exits 2 on usage errors or when it cannot listen,
 // 1 when the broker refuses the credentials or certificates.
 let serveCommand = Command(
   name: "serve",
   usage:
     "serve [--listen ADDR|none] [--linger S] [--max-clients N] [--allow-remote] [--mqtt URL …] "
-    + "[DEVICE …]",
+    + "[--time …] [DEVICE …]",
   summary:
     "Serve receivers to gpsd clients (port 2947) and an MQTT fleet, powered only while someone "
     + "watches."
@@ -37,6 +39,11 @@ struct ServeOptions: Equatable {
   var devices: [String] = []
   /// The MQTT bridge's options (`--mqtt …`).
   var fleet = ServeFleetOptions()
+  /// `--time`: serve time to chrony and ntpd, with `timeSettings`.
+  var servesTime = false
+  var timeSettings = GPSDServer.TimeOptions()
+  /// The time options given (`--time-offset` …), which need `--time`.
+  var timeOptionsGiven: [String] = []
 
   typealias Parsed = ParsedArguments<ServeOptions>
 
@@ -75,6 +82,22 @@ struct ServeOptions: Equatable {
 
     MQTT options:
     \(ServeFleetOptions.help)
+
+    Time options (docs/time.md):
+      --time              serve GPS time to chrony and ntpd from every receiver: chrony's SOCK
+                          refclock and NTP shared memory where gpsd puts them
+                          (/run/chrony.clk.TTY.sock, units 0 and 1 as root), and its PPS when
+                          the kernel has a PPS device for it. Each receiver stays powered for
+                          as long as serve runs: a time consumer never stops listening.
+                          Watchers whose ?WATCH asks for "pps":true get TOFF and PPS reports.
+      --time-offset MS    the receiver's delay from the second to its first byte, subtracted
+                          from serial time (default 0): set the median of the delay that the
+                          time report shows (in the log every 10 minutes and at the end)
+      --chrony-socket PATH  chrony SOCK path for serial time (default gpsd's)
+      --ntp-shm UNIT      NTP shared-memory unit for serial time, PPS on UNIT+1 (default 0,
+                          or 2 when not root; two more per further receiver)
+      --pps /dev/ppsN     kernel PPS device of the receiver (a pps-gpio overlay); default: the
+                          one the kernel ties to its tty, if any
 
     Stops on SIGTERM, SIGINT (Ctrl-C), SIGHUP or SIGQUIT, putting every receiver to standby
     first (and saying offline on its MQTT status); a second Ctrl-C while stopping quits at once
@@ -116,6 +139,36 @@ struct ServeOptions: Equatable {
         options.baud = try reader.baud()
       case "--chipset":
         options.family = try reader.chipset(allowingAuto: true)
+      case "--time":
+        options.servesTime = true
+      case "--time-offset":
+        let invalid =
+          "--time-offset needs milliseconds from -1000 to 1000, such as 152 or 152.5 (the "
+          + "median delay of serve --time's report)"
+        let milliseconds = try reader.number(in: -1000.0...1000.0, invalid)
+        guard milliseconds.isFinite else { throw UsageMessage(invalid) }
+        options.timeSettings.offset = .nanoseconds(Int64((milliseconds * 1e6).rounded()))
+        options.timeOptionsGiven.append(argument)
+      case "--chrony-socket":
+        let path = try reader.value("--chrony-socket needs the path of chrony's SOCK refclock")
+        guard path.hasPrefix("/") else {
+          throw UsageMessage(
+            "--chrony-socket \(path): give the absolute path chrony's refclock SOCK line names")
+        }
+        options.timeSettings.chronySocket = path
+        options.timeOptionsGiven.append(argument)
+      case "--ntp-shm":
+        options.timeSettings.ntpUnit = try reader.number(
+          in: 0...99,
+          "--ntp-shm needs a unit from 0 to 99 (ntpd's 127.127.28.UNIT, chrony's SHM UNIT)")
+        options.timeOptionsGiven.append(argument)
+      case "--pps":
+        let path = try reader.value("--pps needs a kernel PPS device such as /dev/pps0")
+        guard path.hasPrefix("/") else {
+          throw UsageMessage("--pps \(path): give the device's path, such as /dev/pps0")
+        }
+        options.timeSettings.ppsDevice = path
+        options.timeOptionsGiven.append(argument)
       case let option where option.hasPrefix("--mqtt"):
         guard try options.fleet.take(option, from: &reader) else { throw .unknownOption(option) }
       default:
@@ -126,8 +179,21 @@ struct ServeOptions: Equatable {
       if let mistake = options.fleet.mistake(devices: options.devices) {
         throw UsageMessage(mistake)
       }
-      if options.listen == "none" && !options.fleet.isEnabled {
-        throw UsageMessage("--listen none leaves nobody to serve: add --mqtt URL, or listen")
+      if let option = options.timeOptionsGiven.first, !options.servesTime {
+        throw UsageMessage("\(option) is a time option: add --time")
+      }
+      if options.devices.count > 1,
+        let option = options.timeOptionsGiven.first(where: {
+          $0 == "--chrony-socket" || $0 == "--pps"
+        })
+      {
+        throw UsageMessage(
+          "\(option) names one receiver's: serve that one DEVICE (the others get gpsd's defaults "
+            + "when discovered), or leave \(option) out")
+      }
+      if options.listen == "none" && !options.fleet.isEnabled && !options.servesTime {
+        throw UsageMessage(
+          "--listen none leaves nobody to serve: add --mqtt URL or --time, or listen")
       }
       return options
     }
@@ -148,6 +214,11 @@ struct ServeOptions: Equatable {
     configuration.receiverOptions.awakeMarkers = SerialGPSPaths.awakeMarkers
     if let family { configuration.receiverOptions.chipset = .family(family) }
     configuration.baud = baudSetting
+    if servesTime {
+      var time = timeSettings
+      if let family { time.family = family }
+      configuration.time = time
+    }
     return .success(configuration)
   }
 
@@ -200,13 +271,18 @@ enum ServeCommand {
       options.devices.isEmpty ? "the receivers found" : options.devices.joined(separator: ", ")
     let listening = server.listenAddress.map { "listening on \($0)" } ?? "no gpsd port"
     let publishing = fleet.map { " and publishing to \($0.bridge.brokerURL)" } ?? ""
-    Output.error.line("serialgps serve: \(listening)\(publishing) for \(served)")
+    let time = options.servesTime ? " and serving time" : ""
+    Output.error.line("serialgps serve: \(listening)\(publishing)\(time) for \(served)")
     // Started: the code only start-up ran leaves the resident set (docs/posix.md, Memory).
     _ = try? ResidentMemory.releaseExecutableCode()
     let reason = await stop.requested()
     Output.error.line("serialgps serve: \(reason): putting the receivers to standby")
     await fleet?.shutdown()
     await server.shutdown()
+    // The delay's median is the --time-offset to set.
+    for (device, figures) in server.timeStatistics {
+      Output.error.line("serialgps serve: \(device): time: \(figures.summary)")
+    }
     return 0
   }
 }

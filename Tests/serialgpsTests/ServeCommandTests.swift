@@ -85,3 +85,55 @@ struct ServeCommandTests {
     }
   }
 }
+
+@Suite("serialgps serve --time options")
+struct ServeTimeOptionsTests {
+  func complaint(_ arguments: [String]) -> String? {
+    if case .invalid(let message) = ServeOptions.parse(arguments) { return message }
+    return nil
+  }
+
+  @Test func timeOptionsReachTheServerConfiguration() throws {
+    guard
+      case .options(let parsed) = ServeOptions.parse([
+        "--time-offset", "152.5", "--time", "--chrony-socket", "/run/c.sock", "--ntp-shm", "4",
+        "--pps", "/dev/pps1", "--chipset", "ublox", "/dev/ttyAMA0",
+      ])
+    else {
+      Issue.record("did not parse")
+      return
+    }
+    let time = try #require(try parsed.configuration().get().time)
+    #expect(time.offset == .microseconds(152_500))
+    #expect(time.chronySocket == "/run/c.sock")
+    #expect(time.ntpUnit == 4)
+    #expect(time.ppsDevice == "/dev/pps1")
+    #expect(time.family == .ublox)
+    // Without --time: no time service.
+    guard case .options(let plain) = ServeOptions.parse(["/dev/ttyAMA0"]) else {
+      Issue.record("did not parse")
+      return
+    }
+    #expect(try plain.configuration().get().time == nil)
+    // A time server needs no gpsd port.
+    guard case .options = ServeOptions.parse(["--time", "--listen", "none"]) else {
+      Issue.record("--time --listen none refused")
+      return
+    }
+  }
+
+  @Test func timeMistakesAreExplained() {
+    #expect(complaint(["--time-offset", "100"]) == "--time-offset is a time option: add --time")
+    #expect(complaint(["--ntp-shm", "2", "/dev/ttyS0"])?.contains("add --time") == true)
+    #expect(complaint(["--time", "--time-offset", "1500"])?.contains("-1000 to 1000") == true)
+    #expect(complaint(["--time", "--time-offset", "nan"])?.contains("--time-offset") == true)
+    #expect(complaint(["--time", "--time-offset"])?.contains("--time-offset") == true)
+    #expect(complaint(["--time", "--ntp-shm", "-1"])?.contains("0 to 99") == true)
+    #expect(complaint(["--time", "--chrony-socket", "clk.sock"])?.contains("absolute") == true)
+    #expect(complaint(["--time", "--pps", "pps0"])?.contains("/dev/pps0") == true)
+    #expect(
+      complaint(["--time", "--pps", "/dev/pps0", "/dev/ttyS0", "/dev/ttyS1"])?.contains(
+        "one receiver") == true)
+    #expect(complaint(["--listen", "none"])?.contains("--time") == true)
+  }
+}

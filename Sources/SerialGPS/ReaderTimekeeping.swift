@@ -1,0 +1,35 @@
+import NMEA
+import TimeService
+
+/// The reader's side of a ``TimeService`` (docs/time.md, "The reader"): when each read
+/// returned, what each epoch said about time, and the arrival of each epoch's first byte.
+///
+/// One per connection, owned by the reader thread. A receiver without a time service has
+/// none, and its reader pays one `nil` check per read and per event.
+struct ReaderTimekeeping {
+  let service: TimeService
+  private var timeline: ReadTimeline
+  private var collector = EpochTimeCollector()
+
+  init(service: TimeService, timing: LineTiming) {
+    self.service = service
+    timeline = ReadTimeline(timing: timing)
+  }
+
+  /// A read returned `count` bytes at `time` (`CLOCK_REALTIME`, taken as soon as it returned).
+  mutating func readReturned(count: Int, at time: PosixTime) {
+    timeline.recordRead(count: count, at: time)
+  }
+
+  /// Takes every decoder event; an epoch goes to the service with its first byte's arrival.
+  mutating func observe(_ event: DecoderEvent) {
+    guard let time = collector.observe(event), case .epoch(let epoch) = event else { return }
+    let arrival = epoch.firstByteOffset.flatMap { timeline.arrival(ofByteAt: $0) }
+    service.epoch(time, firstByte: arrival)
+  }
+
+  /// The connection closed: trust starts over with the next one.
+  func connectionClosed() {
+    service.receiverClosed()
+  }
+}

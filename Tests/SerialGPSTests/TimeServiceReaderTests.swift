@@ -1,0 +1,217 @@
+import Glibc
+import NMEA
+import POSIX
+import SerialPort
+import Testing
+import TimeService
+
+@testable import SerialGPS
+
+/// The reader feeds the time service (docs/time.md, "The reader"): every read timed as it
+/// returns, every epoch dated by the arrival of its first byte.
+@Suite("The reader feeds the time service", .serialized)
+struct TimeServiceReaderTests {
+  /// Whether to hold the reader to a bound in milliseconds: not in `make test-tsan` (which
+  /// sets TSAN_OPTIONS), where instrumented code on two shared cores was seen 250 ms late.
+  static let timingChecked = getenv("TSAN_OPTIONS") == nil
+
+  /// A sentence on the wire: `$body*HH\r\n`.
+  static func wire(_ body: String) -> [UInt8] {
+    let sum = NMEAChecksum.compute(body.utf8)
+    let hex = String(sum, radix: 16, uppercase: true)
+    return Array(("$" + body + "*" + (hex.count < 2 ? "0" : "") + hex + "\r\n").utf8)
+  }
+
+  /// `hhmmss` and `ddmmyy` of a POSIX second, in UTC.
+  static func fields(_ seconds: Int64) -> (time: String, date: String) {
+    var value = time_t(seconds)
+    var broken = tm()
+    gmtime_r(&value, &broken)
+    func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+    return (
+      two(broken.tm_hour) + two(broken.tm_min) + two(broken.tm_sec),
+      two(broken.tm_mday) + two(broken.tm_mon + 1) + two(broken.tm_year % 100)
+    )
+  }
+
+  /// An epoch stamped `second`, as a MediaTek writes it: GGA first, then GSA and RMC.
+  static func epoch(_ second: Int64) -> (first: [UInt8], rest: [UInt8]) {
+    let (time, date) = fields(second)
+    let gga = wire("GPGGA,\(time).000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
+    let rest =
+      wire("GPGSA,A,3,04,05,09,12,,,,,,,,,2.5,1.3,2.1")
+      + wire("GPRMC,\(time).000,A,4807.038,N,01131.000,E,0.0,0.0,\(date),,,A")
+    return (gga, rest)
+  }
+
+  /// Sleeps the calling thread until the system clock reads `time`.
+  static func sleep(until time: PosixTime) {
+    let left = time - PosixTime.now()
+    if left > .zero { sleepThread(for: left) }
+  }
+
+  /// A time service whose serial samples are collected.
+  static func service(device: String) throws -> (TimeService, Locked<[TimeSample]>) {
+    let samples = Locked<[TimeSample]>([])
+    let service = try TimeService(TimeServiceConfiguration(device: device)) { report in
+      if case .serial(let sample) = report { samples.withLock { $0.append(sample) } }
+    }
+    return (service, samples)
+  }
+
+  @Test("on a pty, a sample's arrival is when the simulator wrote the epoch's first sentence")
+  func ptyEpochDatedByItsFirstByte() async throws {
+    let pty = try PseudoTerminal()
+    let (service, samples) = try Self.service(device: pty.devicePath)
+    var options = GPSReceiver.Options()
+    options.linger = .zero
+    let receiver = GPSReceiver(device: pty.devicePath, baud: .fixed(.b9600), options: options)
+    receiver.timeService = service
+    let subscription = receiver.subscribe { _ in }
+    // Writing before the port is open would queue epochs for one late burst (slow starts
+    // under ThreadSanitizer), whose arrivals trust refuses as jumps.
+    #expect(await eventually { receiver.statistics.powerOns >= 1 })
+    // The epoch's first sentence at 100 ms into its second, the rest 150 ms later: dating the
+    // epoch by any later byte would be 150 ms off.
+    let written = Locked<[Int64: PosixTime]>([:])
+    let writer = OwnThread.start(name: "test-writer") {
+      var second = PosixTime.now().seconds + 1
+      for _ in 0..<6 {
+        Self.sleep(until: PosixTime(seconds: second, nanoseconds: 100_000_000))
+        let (first, rest) = Self.epoch(second)
+        let instant = PosixTime.now()
+        try? pty.write(first)
+        written.withLock { $0[second] = instant }
+        sleepThread(for: .milliseconds(150))
+        try? pty.write(rest)
+        second += 1
+      }
+    }
+    #expect(await eventually(timeout: .seconds(15)) { samples.withLock { $0.count } >= 3 })
+    await writer.join()
+    subscription.cancel()
+    await receiver.shutdown()
+
+    let collected = samples.withLock { $0 }
+    let instants = written.withLock { $0 }
+    #expect(collected.count >= 3, "\(service.statistics)")
+    // The reader's thread is scheduled within a millisecond on an idle machine; on two cores
+    // shared with parallel builds and tests (load 9) it was seen 10–30 ms late. The bound
+    // stays well below the 150 ms that dating by a later sentence would add.
+    for sample in collected {
+      let instant = try #require(instants[sample.receiverTime.seconds], "\(sample)")
+      let error = sample.arrival - instant
+      #expect(error >= .zero, "arrival \(error) before the write")
+      if Self.timingChecked {
+        #expect(error < .milliseconds(50), "arrival \(error) after the write")
+      }
+      #expect(sample.receiverTime == PosixTime(seconds: sample.receiverTime.seconds))
+    }
+    // A pty has no line rate: nothing was dated back.
+    #expect(collected.allSatisfy { $0.arrival >= instants[$0.receiverTime.seconds]! })
+  }
+
+  @Test("a pty is read without back-dating")
+  func ptyIsUnpaced() throws {
+    let pty = try PseudoTerminal()
+    let port = try SerialPort.open(path: pty.devicePath, baudRate: .b9600)
+    let connection = SerialConnection(port: port)
+    defer { connection.close() }
+    #expect(connection.lineTiming == .unpaced)
+  }
+
+  /// Returns one epoch a second in one read, 400 ms into the second it names, as a UART at
+  /// 9600 baud whose reads return a whole epoch at once; the seconds start after the first
+  /// read (a reader that starts late must not get a burst of past epochs).
+  final class ScheduledConnection: ReceiverConnection, @unchecked Sendable {
+    private let lock = Lock()
+    private var chunks: [(at: PosixTime, bytes: [UInt8])] = []
+    private var epochs: Int
+    private var interrupted = false
+    /// When each epoch's first byte arrived on the simulated line, by second.
+    private(set) var firstBytes: [Int64: PosixTime] = [:]
+
+    init(epochs: Int) { self.epochs = epochs }
+
+    var lineTiming: LineTiming { .uart(baud: 9600) }
+
+    func firstByte(ofEpochAt second: Int64) -> PosixTime? { lock.withLock { firstBytes[second] } }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+      lock.withLock {
+        if epochs > 0 {
+          let start = PosixTime.now().seconds + 1
+          for second in start..<(start + Int64(epochs)) {
+            let (first, rest) = TimeServiceReaderTests.epoch(second)
+            let bytes = first + rest
+            let returned = PosixTime(seconds: second, nanoseconds: 400_000_000)
+            chunks.append((returned, bytes))
+            firstBytes[second] =
+              returned - .nanoseconds(Int64(bytes.count - 1) * 10 * 1_000_000_000 / 9600)
+          }
+          epochs = 0
+        }
+        while !interrupted {
+          guard let next = chunks.first else {
+            lock.wait()
+            continue
+          }
+          let left = next.at - PosixTime.now()
+          if left > .zero {
+            _ = lock.wait(until: MonotonicInstant.now + left)
+            continue
+          }
+          chunks.removeFirst()
+          buffer.copyBytes(from: next.bytes)
+          return next.bytes.count
+        }
+        interrupted = false
+        return 0
+      }
+    }
+
+    func write(_ bytes: [UInt8]) throws {}
+
+    func interrupt() {
+      lock.withLock {
+        interrupted = true
+        lock.broadcast()
+      }
+    }
+
+    func close() {}
+  }
+
+  struct ScheduledConnector: ReceiverConnector {
+    let connection: ScheduledConnection
+    var deviceName: String { "scheduled" }
+    func connect() async throws -> any ReceiverConnection { connection }
+  }
+
+  @Test("on a UART, the first byte of a read is dated back by the bytes after it at the line rate")
+  func uartReadsAreDatedBack() async throws {
+    let (service, samples) = try Self.service(device: "scheduled")
+    // Each epoch in one read that returns 400 ms into its second: its first byte arrived
+    // (N − 1) × 10 / 9600 s before that.
+    let connection = ScheduledConnection(epochs: 6)
+    var options = GPSReceiver.Options()
+    options.linger = .zero
+    options.chipset = .family(.nmea)
+    let receiver = GPSReceiver(
+      connector: ScheduledConnector(connection: connection), options: options)
+    receiver.timeService = service
+    let subscription = receiver.subscribe { _ in }
+    #expect(await eventually(timeout: .seconds(15)) { samples.withLock { $0.count } >= 2 })
+    subscription.cancel()
+    await receiver.shutdown()
+    let collected = samples.withLock { $0 }
+    #expect(collected.count >= 2, "\(service.statistics)")
+    for sample in collected {
+      let arrival = try #require(connection.firstByte(ofEpochAt: sample.receiverTime.seconds))
+      let error = sample.arrival - arrival
+      // About 200 ms of back-dating; what is left is the reader's scheduling (see above).
+      #expect(error >= .zero, "\(error) before the first byte")
+      if Self.timingChecked { #expect(error < .milliseconds(50), "\(error) after the first byte") }
+    }
+  }
+}
