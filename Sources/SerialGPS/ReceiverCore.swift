@@ -219,9 +219,14 @@ final class ReceiverCore: @unchecked Sendable {
 
   private func powerOn() async -> PowerPolicy.Event {
     forgetReceiverIfChanged()
+    // Chosen once, before the port opens: the reader starts before the power-on steps go
+    // out, and what the receiver says about itself on this connection (a banner in the bytes
+    // heard while listening for its rate) must not turn into wake-up commands for a receiver
+    // that is already streaming. It chooses the standby at power-off and the next power-on.
+    let commands = commandSet()
     let opened: any ReceiverConnection
     do {
-      opened = try await connector.connect(wakingWith: commandSet().family)
+      opened = try await connector.connect(wakingWith: commands.family)
     } catch {
       counters.withLock { $0.failedOpens += 1 }
       return .powerOnFailed(reason: String(describing: error))
@@ -230,7 +235,7 @@ final class ReceiverCore: @unchecked Sendable {
     connection = opened
     counters.withLock { $0.powerOns += 1 }
     startReader(on: opened, generation: generation)
-    await send(commandSet().powerOnSteps, to: opened, abandonOnShutdown: true)
+    await send(commands.powerOnSteps, to: opened, abandonOnShutdown: true)
     return .poweredOn
   }
 
