@@ -219,18 +219,19 @@ final class ReceiverCore: @unchecked Sendable {
 
   private func powerOn() async -> PowerPolicy.Event {
     forgetReceiverIfChanged()
-    // Chosen once, before the port opens: the reader starts before the power-on steps go
-    // out, and what the receiver says about itself on this connection (a banner in the bytes
-    // heard while listening for its rate) must not turn into wake-up commands for a receiver
-    // that is already streaming. It chooses the standby at power-off and the next power-on.
-    let commands = commandSet()
     let opened: any ReceiverConnection
     do {
-      opened = try await connector.connect(wakingWith: commands.family)
+      opened = try await connector.connect(wakingWith: commandSet().family)
     } catch {
       counters.withLock { $0.failedOpens += 1 }
       return .powerOnFailed(reason: String(describing: error))
     }
+    // Chosen once the port is open (a connector that follows a receiver knows which one, and
+    // its chipset, only now) and before the reader starts: what the receiver says about
+    // itself on this connection (a banner among the bytes heard while its rate was found)
+    // must not turn into wake-up commands for a receiver that is already streaming. It
+    // chooses the standby at power-off and the next power-on.
+    let commands = commandSet()
     generation += 1
     connection = opened
     counters.withLock { $0.powerOns += 1 }

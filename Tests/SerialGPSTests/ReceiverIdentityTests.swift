@@ -16,16 +16,16 @@ final class SwitchingConnector: ReceiverConnector, @unchecked Sendable {
 }
 
 /// A connector whose connection comes with the receiver's banner already in it (as the bytes
-/// heard while `DiscoveringConnector` listened for the rate do), and which holds any question
-/// the driver asks it after the open until the reader has identified the receiver from them:
-/// the order that load produces now and then, made certain.
+/// heard while `DiscoveringConnector` listened for the rate do), and which, once the driver
+/// has counted the power-on (its reader is then running), holds any question the driver asks
+/// it until the reader has identified the receiver from them: the order that load produces
+/// now and then, made certain.
 final class AlreadyIdentifiedConnector: ReceiverConnector, @unchecked Sendable {
   let memory = MemoryConnector()
   let core = Locked<ReceiverCore?>(nil)
-  private let opened = Locked(false)
   var deviceName: String { "bridge" }
   var chipsetHint: ChipsetHint? {
-    if opened.withLock({ $0 }), let core = core.withLock({ $0 }) {
+    if let core = core.withLock({ $0 }), core.statistics.powerOns > 0 {
       let deadline = ContinuousClock.now + .seconds(10)
       while core.identification.withLock({ $0 }) == nil, ContinuousClock.now < deadline {
         sleepThread(for: .milliseconds(1))
@@ -36,7 +36,6 @@ final class AlreadyIdentifiedConnector: ReceiverConnector, @unchecked Sendable {
   func connect() async throws -> any ReceiverConnection {
     let connection = try await memory.connect()
     memory.latest!.feed(ReceiverIdentityTests.banner)
-    opened.withLock { $0 = true }
     return connection
   }
 }
