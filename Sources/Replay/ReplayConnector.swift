@@ -561,7 +561,11 @@ final class ReplayCore: @unchecked Sendable {
     plan.cancel?.cancel()
     guard let (deadline, generation) = plan.arm else { return }
     let clock = self.clock
-    let task = Task { [weak self] in
+    // On the driver's executor, as the driver's own timers are: not on the two-thread
+    // cooperative pool, where a test process's long synchronous work (loading and decoding
+    // fixtures, under a loaded machine) held back the epochs a clock advance had made due
+    // for longer than the tests waited.
+    let task = Task(executorPreference: DriverExecutor.shared) { [weak self] in
       do {
         try await clock.sleep(until: deadline)
       } catch {

@@ -270,11 +270,17 @@ final class ReceiverCore: @unchecked Sendable {
       counters.withLock { $0.failedOpens += 1 }
       return .powerOnFailed(reason: String(describing: error))
     }
+    // Chosen once the port is open (a connector that follows a receiver knows which one, and
+    // its chipset, only now) and before the reader starts: what the receiver says about
+    // itself on this connection (a banner among the bytes heard while its rate was found)
+    // must not turn into wake-up commands for a receiver that is already streaming. It
+    // chooses the standby at power-off and the next power-on.
+    let commands = commandSet()
     generation += 1
     connection = opened
     counters.withLock { $0.powerOns += 1 }
     startReader(on: opened, generation: generation)
-    await send(commandSet().powerOnSteps, to: opened, abandonOnShutdown: true)
+    await send(commands.powerOnSteps, to: opened, abandonOnShutdown: true)
     if let markers = options.awakeMarkers, let identity = connector.markerIdentity {
       markers.markAwake(identity)
     }

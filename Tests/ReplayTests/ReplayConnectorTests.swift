@@ -16,7 +16,9 @@ final class EventLog: @unchecked Sendable {
   private var task: Task<Void, Never>?
 
   init(_ sequence: ReceiverEvents) {
-    task = Task { [weak self] in
+    // Collected on the driver's executor, as a callback subscription is: the cooperative
+    // pool may be held for seconds by other tests' synchronous work on a loaded machine.
+    task = Task(executorPreference: DriverExecutor.shared) { [weak self] in
       for await event in sequence {
         guard let self else { return }
         self.lock.withLock { self.events.append(event) }

@@ -107,6 +107,9 @@ import Testing
     #expect(await eventually { first.fixes.count == 1 })
     clock.advance(by: .seconds(11))
     let second = EventLog(receiver.subscribe())
+    // The status and any replayed fix are queued together when subscribe() returns: once the
+    // collector has the first, a replayed fix would be right behind it.
+    #expect(await eventually { !second.statuses.isEmpty })
     try await Task.sleep(for: .milliseconds(50))
     #expect(second.fixes.isEmpty)
     #expect(second.statuses == [.streaming])  // the current status, at once

@@ -15,6 +15,31 @@ final class SwitchingConnector: ReceiverConnector, @unchecked Sendable {
   func connect() async throws -> any ReceiverConnection { try await memory.connect() }
 }
 
+/// A connector whose connection comes with the receiver's banner already in it (as the bytes
+/// heard while `DiscoveringConnector` listened for the rate do), and which, once the driver
+/// has counted the power-on (its reader is then running), holds any question the driver asks
+/// it until the reader has identified the receiver from them: the order that load produces
+/// now and then, made certain.
+final class AlreadyIdentifiedConnector: ReceiverConnector, @unchecked Sendable {
+  let memory = MemoryConnector()
+  let core = Locked<ReceiverCore?>(nil)
+  var deviceName: String { "bridge" }
+  var chipsetHint: ChipsetHint? {
+    if let core = core.withLock({ $0 }), core.statistics.powerOns > 0 {
+      let deadline = ContinuousClock.now + .seconds(10)
+      while core.identification.withLock({ $0 }) == nil, ContinuousClock.now < deadline {
+        sleepThread(for: .milliseconds(1))
+      }
+    }
+    return ChipsetHint(family: nil, interface: .uart)
+  }
+  func connect() async throws -> any ReceiverConnection {
+    let connection = try await memory.connect()
+    memory.latest!.feed(ReceiverIdentityTests.banner)
+    return connection
+  }
+}
+
 @Suite struct ReceiverIdentityTests {
   static let banner = sentence("GPTXT,01,01,02,u-blox ag - www.u-blox.com")
 
@@ -56,6 +81,34 @@ final class SwitchingConnector: ReceiverConnector, @unchecked Sendable {
     connector.identity.withLock { $0 = "067b:2303 /sys/devices/…/1-6/1-6:1.0" }
     let third = try await session(receiver, connector)
     #expect(third.writes.isEmpty, "\(third.writes)")
+    await receiver.shutdown()
+  }
+
+  @Test func aReceiverThatSaysWhatItIsOnceOpenIsNotWokenWhileItStreams() async throws {
+    let connector = AlreadyIdentifiedConnector()
+    var options = GPSReceiver.Options()
+    options.linger = .zero
+    options.acknowledgementTimeout = .milliseconds(20)
+    options.commandAttempts = 1
+    let receiver = GPSReceiver(connector: connector, options: options)
+    connector.core.withLock { $0 = receiver.core }
+
+    let log = EventLog(receiver.subscribe())
+    #expect(await eventually { connector.memory.opens == 1 })
+    let connection = try #require(connector.memory.latest)
+    connection.feed(cycle(second: 1) + cycle(second: 2) + cycle(second: 3))
+    #expect(await eventually { log.fixes.count >= 2 })
+    #expect(await eventually { receiver.core.identification.withLock { $0 } != nil })
+    // The power-on of this connection was decided before anything was heard: no wake burst,
+    // no sentence selection, no GNSS start to a receiver that is streaming.
+    #expect(connection.writes.isEmpty, "\(connection.writes)")
+    #expect(receiver.statistics.commandsSent == 0)
+
+    // What it said is used at the power-off already: the u-blox backup request, alone.
+    log.stop()
+    #expect(await eventually { connection.isClosed })
+    #expect(connection.writes.count == 1, "\(connection.writes)")
+    #expect(connection.writes.first?.starts(with: [0xB5, 0x62, 0x02, 0x41]) == true)  // RXM-PMREQ
     await receiver.shutdown()
   }
 }

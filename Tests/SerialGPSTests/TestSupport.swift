@@ -172,7 +172,9 @@ final class EventLog: @unchecked Sendable {
   private var task: Task<Void, Never>?
 
   init(_ sequence: ReceiverEvents) {
-    task = Task { [events] in
+    // Collected on the driver's executor, as a callback subscription is: the cooperative
+    // pool may be held for seconds by other tests' synchronous work on a loaded machine.
+    task = Task(executorPreference: DriverExecutor.shared) { [events] in
       for await event in sequence { events.withLock { $0.append(event) } }
     }
   }

@@ -24,6 +24,7 @@ func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async 
 final class Background<T: Sendable>: @unchecked Sendable {
   private let condition = NSCondition()
   private var result: Result<T, any Error>? = nil
+  private var finished: ContinuousClock.Instant?
   private var threadID: Int32 = 0
 
   init(_ body: @escaping @Sendable () throws -> T) {
@@ -33,8 +34,10 @@ final class Background<T: Sendable>: @unchecked Sendable {
       condition.broadcast()
       condition.unlock()
       let outcome = Result { try body() }
+      let end = ContinuousClock.now
       condition.lock()
       result = outcome
+      finished = end
       condition.broadcast()
       condition.unlock()
     }
@@ -48,6 +51,14 @@ final class Background<T: Sendable>: @unchecked Sendable {
     defer { condition.unlock() }
     while threadID == 0 { condition.wait() }
     return threadID
+  }
+
+  /// When `body` returned, read on its own thread: how long a wake-up took, free of the time
+  /// the awaiting test then waits for the cooperative pool (seconds on a loaded machine).
+  var finishedAt: ContinuousClock.Instant? {
+    condition.lock()
+    defer { condition.unlock() }
+    return finished
   }
 
   /// Waits (on a thread of its own, not the cooperative pool) for the result; nil if it did
@@ -70,6 +81,12 @@ final class Background<T: Sendable>: @unchecked Sendable {
 /// if that was not seen within `limit` (or /proc does not say), after which the test goes on
 /// anyway: the behaviour under test must hold either way, only the path through it differs.
 func waitUntilAsleepInPoll(tid: Int32, limit: Duration = .seconds(10)) async -> Bool {
+  (try? await onOwnThread { waitUntilAsleepInPollBlocking(tid: tid, limit: limit) }) ?? false
+}
+
+/// ``waitUntilAsleepInPoll(tid:limit:)`` on the calling thread, for a test that must act the
+/// moment the reader sleeps, without waiting for the cooperative pool in between.
+func waitUntilAsleepInPollBlocking(tid: Int32, limit: Duration = .seconds(10)) -> Bool {
   #if arch(x86_64)
     let pollSyscalls: Set<Int> = [7, 271]  // poll, ppoll
   #elseif arch(arm64)
@@ -89,7 +106,7 @@ func waitUntilAsleepInPoll(tid: Int32, limit: Duration = .seconds(10)) async -> 
     {
       return true
     }
-    try? await Task.sleep(for: .milliseconds(5))
+    sleepThread(for: .milliseconds(5))
   }
   return false
 }
