@@ -200,7 +200,7 @@ def run_sigterm(args):
         time.sleep(1)
         duration, served = burst(rig.port, args.sigterm_clients)
         time.sleep(2)
-        _, standbys_before = rig.commands()
+        wakes_before, standbys_before = rig.commands()
         begin = time.monotonic()
         rig.serve.send_signal(signal.SIGTERM)
         try:
@@ -211,9 +211,11 @@ def run_sigterm(args):
         time.sleep(0.5)
         _, standbys_after = rig.commands()
         print("sigterm: %d clients in %.2f s (%d got VERSION), SIGTERM 2 s later; serve ended "
-              "after %s (exit status %s); %d standbys sent after SIGTERM"
+              "after %s (exit status %s); %d standbys sent after SIGTERM (before it: %d wakes, "
+              "%d standbys)"
               % (args.sigterm_clients, duration, served, seconds(elapsed, args.timeout),
-                 "-" if status is None else status, standbys_after - standbys_before))
+                 "-" if status is None else status, standbys_after - standbys_before,
+                 wakes_before, standbys_before))
         sys.stdout.flush()
     finally:
         rig.close()
