@@ -176,6 +176,20 @@ public final class ReceiverSimulator: ObservableSimulatedReceiver {
   }
 }
 
+extension SimulatorCounters {
+  /// These counters with the ones the receiver model and the playback keep themselves: what
+  /// the simulator and the in-process replay report, from the same state.
+  func including(model: ReceiverModel, playback: Playback) -> SimulatorCounters {
+    var counters = self
+    counters.powerOns = model.powerOns
+    counters.powerOffs = model.powerOffs
+    counters.acknowledgements = model.acknowledgements
+    counters.rejections = model.rejections
+    counters.loopsCompleted = playback.loopsCompleted
+    return counters
+  }
+}
+
 /// Counters of a ``ReceiverSimulator``.
 public struct SimulatorCounters: Sendable, Hashable {
   /// Transitions into ``SimulatedPowerState/running`` after the start, and out of it.
@@ -229,13 +243,7 @@ final class SimulatorCore: @unchecked Sendable {
     var writer: OwnThread?
 
     func snapshotCounters() -> SimulatorCounters {
-      var counters = counters
-      counters.powerOns = model.powerOns
-      counters.powerOffs = model.powerOffs
-      counters.acknowledgements = model.acknowledgements
-      counters.rejections = model.rejections
-      counters.loopsCompleted = playback.loopsCompleted
-      return counters
+      counters.including(model: model, playback: playback)
     }
   }
 

@@ -249,13 +249,7 @@ final class ReplayCore: @unchecked Sendable {
     var stopped = false
 
     func snapshotCounters() -> SimulatorCounters {
-      var counters = counters
-      counters.powerOns = model.powerOns
-      counters.powerOffs = model.powerOffs
-      counters.acknowledgements = model.acknowledgements
-      counters.rejections = model.rejections
-      counters.loopsCompleted = playback.loopsCompleted
-      return counters
+      counters.including(model: model, playback: playback)
     }
   }
 

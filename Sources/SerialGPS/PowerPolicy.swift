@@ -78,15 +78,13 @@ struct PowerPolicy {
     case armTimer(TimerID, deadline: Duration)
     case cancelTimer(TimerID)
     case status(ReceiverStatus)
-    /// The policy has stopped for good: end every subscription.
-    case finish
 
     /// Whether running it takes the port (and time): the operations that
     /// ``PowerPolicy/confirm(_:now:)`` re-checks before they start.
     var isPowerOperation: Bool {
       switch self {
       case .powerOn, .powerOff, .discardConnection, .putToStandby: return true
-      case .armTimer, .cancelTimer, .status, .finish: return false
+      case .armTimer, .cancelTimer, .status: return false
       }
     }
   }
@@ -210,7 +208,7 @@ struct PowerPolicy {
         break
       }
       state = .stopped
-      return actions + [.finish]
+      return actions
     }
   }
 

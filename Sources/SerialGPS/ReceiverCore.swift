@@ -232,7 +232,7 @@ final class ReceiverCore: @unchecked Sendable {
     case .putToStandby:
       await putLeftoverToStandby()
       return .poweredOff
-    case .armTimer, .cancelTimer, .status, .finish:
+    case .armTimer, .cancelTimer, .status:
       performAtOnce(action)
       return nil
     }
@@ -256,7 +256,7 @@ final class ReceiverCore: @unchecked Sendable {
       timers.removeValue(forKey: id)?.cancel()
     case .status(let status):
       hub.publish(status: status)
-    case .finish, .powerOn, .powerOff, .discardConnection, .putToStandby:
+    case .powerOn, .powerOff, .discardConnection, .putToStandby:
       break
     }
   }

@@ -66,8 +66,6 @@ final class SubscriptionHub: @unchecked Sendable {
     for queue in queues { queue.push(event) }
   }
 
-  var subscriberCount: Int { state.withLock { $0.subscribers.count } }
-
   /// Total events dropped by slow subscribers still attached.
   var droppedEvents: Int {
     let queues = state.withLock { Array($0.subscribers.values) }

@@ -158,7 +158,7 @@ import Testing
   @Test mutating func shutdownPowersOffAndStops() {
     _ = policy.handle(.attach, now: .zero)
     _ = policy.handle(.poweredOn, now: .zero)
-    #expect(policy.handle(.shutdown, now: .zero) == [.powerOff, .status(.poweredOff), .finish])
+    #expect(policy.handle(.shutdown, now: .zero) == [.powerOff, .status(.poweredOff)])
     #expect(policy.handle(.attach, now: .zero) == [])
   }
 
@@ -226,7 +226,7 @@ import Testing
 
   @Test mutating func aShutdownDropsAPendingPowerOn() {
     _ = policy.handle(.attach, now: .zero)
-    #expect(policy.handle(.shutdown, now: .zero) == [.finish])
+    #expect(policy.handle(.shutdown, now: .zero) == [])
     #expect(policy.confirm(.powerOn, now: .zero) == [])
     #expect(policy.state == .stopped)
   }
@@ -236,7 +236,7 @@ import Testing
     _ = policy.handle(.poweredOn, now: .zero)
     #expect(policy.handle(.detach, now: .zero) == [.powerOff])
     _ = policy.handle(.attach, now: .zero)
-    #expect(policy.handle(.shutdown, now: .zero) == [.finish])
+    #expect(policy.handle(.shutdown, now: .zero) == [])
     #expect(policy.confirm(.powerOff, now: .zero) == [.powerOff])
     #expect(policy.handle(.poweredOff, now: .zero) == [])
   }
@@ -260,9 +260,9 @@ import Testing
     #expect(
       [
         PowerPolicy.Action.powerOn, .powerOff, .discardConnection, .armTimer(1, deadline: .zero),
-        .cancelTimer(1), .status(.poweredOff), .finish,
+        .cancelTimer(1), .status(.poweredOff),
       ].map(\.isPowerOperation)
-        == [true, true, true, false, false, false, false])
+        == [true, true, true, false, false, false])
   }
 }
 
@@ -306,7 +306,7 @@ import Testing
 
   @Test mutating func aShutdownStillPutsItToStandby() {
     _ = policy.handle(.leftAwake, now: .zero)
-    #expect(policy.handle(.shutdown, now: .zero) == [.finish])
+    #expect(policy.handle(.shutdown, now: .zero) == [])
     #expect(policy.confirm(.putToStandby, now: .zero) == [.putToStandby])
   }
 }
