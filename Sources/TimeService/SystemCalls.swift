@@ -100,7 +100,8 @@ enum System {
   /// Sends one datagram without blocking and without SIGPIPE.
   static func send(_ descriptor: CInt, _ bytes: UnsafeRawBufferPointer) throws(Errno) {
     _ = try retryingOnInterrupt {
-      Glibc.send(descriptor, bytes.baseAddress, bytes.count, CInt(MSG_DONTWAIT) | CInt(MSG_NOSIGNAL))
+      Glibc.send(
+        descriptor, bytes.baseAddress, bytes.count, CInt(MSG_DONTWAIT) | CInt(MSG_NOSIGNAL))
     }
   }
 

@@ -20,9 +20,9 @@ import Chipsets
 import Fleet
 import Glibc
 import NMEA
+import POSIX
 import Replay
 import SerialGPS
-import POSIX
 
 struct Settings {
   var broker = "mqtt://127.0.0.1:1883"

@@ -3,10 +3,10 @@ import Fleet
 import Foundation
 import GPSDProtocol
 import NMEA
+import POSIX
 import Replay
 import SerialGPS
 import Testing
-import POSIX
 
 // The bridge and remote receivers in this process against a real mosquitto. The receiver is a
 // u-blox replay on a manual clock: epochs come due only when a test advances it, and its power

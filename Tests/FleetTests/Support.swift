@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
-import Testing
 import POSIX
+import Testing
 
 // Fleet tests run against Debian's real mosquitto (no mock), on a free loopback port, with the
 // real mosquitto_sub / mosquitto_pub as independent clients and the built `serialgps` where the

@@ -1,7 +1,7 @@
 import Glibc
+import POSIX
 import SerialGPS
 import Testing
-import POSIX
 
 @testable import GPSDServer
 

@@ -1,6 +1,6 @@
 import NMEA
-import Testing
 import POSIX
+import Testing
 
 @testable import SerialGPS
 

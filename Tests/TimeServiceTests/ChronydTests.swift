@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
-import Testing
 import POSIX
+import Testing
 import TimeService
 
 /// Debian's chronyd, run without control of the clock (`-x`), with a SOCK and an SHM

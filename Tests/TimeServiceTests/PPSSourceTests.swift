@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
+import POSIX
 import SerialPort
 import Testing
-import POSIX
 
 @testable import TimeService
 

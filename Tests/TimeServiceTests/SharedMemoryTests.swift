@@ -1,8 +1,8 @@
 import CTimeShims
 import Foundation
 import Glibc
-import Testing
 import POSIX
+import Testing
 import TimeService
 
 @Suite("NTP shared memory", .serialized)

@@ -2,8 +2,8 @@ import CTimeShims
 import Foundation
 import Glibc
 import NMEA
-import Testing
 import POSIX
+import Testing
 
 @testable import TimeService
 
