@@ -26,10 +26,6 @@ int cserial_modem_lines_lower(int fd, int lines) { return ioctl(fd, TIOCMBIC, &l
 
 int cserial_modem_lines_get(int fd, int *lines) { return ioctl(fd, TIOCMGET, lines); }
 
-int cserial_input_queue_count(int fd, int *count) { return ioctl(fd, FIONREAD, count); }
-
-int cserial_output_queue_count(int fd, int *count) { return ioctl(fd, TIOCOUTQ, count); }
-
 const int CSERIAL_MODEM_LINE_DTR = TIOCM_DTR;
 const int CSERIAL_MODEM_LINE_RTS = TIOCM_RTS;
 

@@ -30,12 +30,6 @@ int ctime_shm_permissions(int unit) {
   return (int)(status.shm_perm.mode & 0777);
 }
 
-int ctime_shm_remove(int unit) {
-  int id = shmget((key_t)(CTIME_NTP_SHM_KEY_BASE + unit), 0, 0);
-  if (id == -1) return errno == ENOENT ? 0 : -1;
-  return shmctl(id, IPC_RMID, NULL);
-}
-
 void ctime_shm_prepare(struct ctime_shm_time *segment, int precision) {
   memset((void *)segment, 0, sizeof(*segment));
   segment->mode = 1;

@@ -24,10 +24,6 @@ int cserial_modem_lines_raise(int fd, int lines);
 int cserial_modem_lines_lower(int fd, int lines);
 /// TIOCMGET: the current modem lines.
 int cserial_modem_lines_get(int fd, int *lines);
-/// FIONREAD: bytes waiting in the input queue.
-int cserial_input_queue_count(int fd, int *count);
-/// TIOCOUTQ: bytes waiting in the output queue.
-int cserial_output_queue_count(int fd, int *count);
 
 /// TIOCM_DTR, data terminal ready.
 extern const int CSERIAL_MODEM_LINE_DTR;

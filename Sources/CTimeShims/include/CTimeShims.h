@@ -74,8 +74,6 @@ struct ctime_shm_time *ctime_shm_attach(int unit, int permissions);
 int ctime_shm_detach(struct ctime_shm_time *segment);
 /// The permission bits of the unit's segment (shmctl IPC_STAT), or -1 with errno set.
 int ctime_shm_permissions(int unit);
-/// Removes the unit's segment (IPC_RMID) if it exists, for tests; 0, or -1 with errno set.
-int ctime_shm_remove(int unit);
 
 /// Prepares a segment for ntpd's mode 1 (count/valid) protocol, as gpsd does when it takes
 /// one: everything cleared, mode 1, leap 3 ("not in sync", so a reader ignores it until the
