@@ -193,6 +193,37 @@ enum BenchError: Error {
 
 // MARK: - 2. Power-on
 
+/// The receive side of a simulated MediaTek on `pty`, run on a thread of its own until `stop`
+/// says so or the pty fails: every `$PMTK` command is acknowledged at once (`$PMTK001,N,3`,
+/// as the chip does), `bytesArrived` gets the time of each read and `commandAnswered` the
+/// number of each command answered.
+func answerMediaTekCommands(
+  on pty: PseudoTerminal, until stop: () -> Bool, bytesArrived: (Int64) -> Void = { _ in },
+  commandAnswered: (String) -> Void = { _ in }
+) {
+  var pending: [UInt8] = []
+  var buffer = [UInt8](repeating: 0, count: 4096)
+  while !stop() {
+    let result = buffer.withUnsafeMutableBytes { raw in
+      Result { () throws(SerialPortError) in try pty.read(into: raw, timeout: nil) }
+    }
+    guard case .success(.received(let count)) = result else {
+      if case .failure = result { break }
+      continue
+    }
+    bytesArrived(nanoseconds())
+    pending += buffer[0..<count]
+    while let end = pending.firstIndex(of: 10) {
+      let line = String(decoding: pending[...end], as: UTF8.self)
+      pending.removeSubrange(...end)
+      guard line.hasPrefix("$PMTK") else { continue }
+      let number = String(line.dropFirst(5).prefix { $0 != "," && $0 != "*" })
+      try? pty.write(sentence("PMTK001,\(number),3"))
+      commandAnswered(number)
+    }
+  }
+}
+
 func measurePowerOn(cycles: Int) throws -> Distribution {
   let pty = try PseudoTerminal()
   var options = GPSReceiver.Options()
@@ -210,32 +241,15 @@ func measurePowerOn(cycles: Int) throws -> Distribution {
   let wire = Mailbox(Wire())
   let stopped = Mailbox(false)
   startThread(name: "bench-receiver") {
-    var pending: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while !wire.read({ $0.stop }) {
-      let result = buffer.withUnsafeMutableBytes { raw in
-        Result { () throws(SerialPortError) in try pty.read(into: raw, timeout: nil) }
-      }
-      guard case .success(.received(let count)) = result else {
-        if case .failure = result { break }
-        continue
-      }
-      let now = nanoseconds()
-      wire.update { state in
-        if state.cycle >= 0 && state.firstByte[state.cycle] == nil {
-          state.firstByte[state.cycle] = now
+    answerMediaTekCommands(
+      on: pty, until: { wire.read { $0.stop } },
+      bytesArrived: { now in
+        wire.update { state in
+          if state.cycle >= 0 && state.firstByte[state.cycle] == nil {
+            state.firstByte[state.cycle] = now
+          }
         }
-      }
-      pending += buffer[0..<count]
-      while let end = pending.firstIndex(of: 10) {
-        let line = String(decoding: pending[...end], as: UTF8.self)
-        pending.removeSubrange(...end)
-        if line.hasPrefix("$PMTK") {
-          let number = String(line.dropFirst(5).prefix { $0 != "," && $0 != "*" })
-          try? pty.write(sentence("PMTK001,\(number),3"))
-        }
-      }
-    }
+      })
     stopped.update { $0 = true }
   }
 
@@ -365,23 +379,9 @@ final class BurstReceiver: @unchecked Sendable {
     let wire = wire
     let stopped = stopped
     startThread(name: "bench-mtk") {
-      var pending: [UInt8] = []
-      var buffer = [UInt8](repeating: 0, count: 4096)
-      while !wire.read({ $0.stop }) {
-        let result = buffer.withUnsafeMutableBytes { raw in
-          Result { () throws(SerialPortError) in try pty.read(into: raw, timeout: nil) }
-        }
-        guard case .success(.received(let count)) = result else {
-          if case .failure = result { break }
-          continue
-        }
-        pending += buffer[0..<count]
-        while let end = pending.firstIndex(of: 10) {
-          let line = String(decoding: pending[...end], as: UTF8.self)
-          pending.removeSubrange(...end)
-          guard line.hasPrefix("$PMTK") else { continue }
-          let number = String(line.dropFirst(5).prefix { $0 != "," && $0 != "*" })
-          try? pty.write(sentence("PMTK001,\(number),3"))
+      answerMediaTekCommands(
+        on: pty, until: { wire.read { $0.stop } },
+        commandAnswered: { number in
           wire.update { state in
             if number == "314" { state.awake = true }
             if number == "161" {
@@ -389,8 +389,7 @@ final class BurstReceiver: @unchecked Sendable {
               state.standbys += 1
             }
           }
-        }
-      }
+        })
       stopped.update { $0 += 1 }
     }
     startThread(name: "bench-feeder") {
