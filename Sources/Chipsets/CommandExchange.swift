@@ -4,7 +4,8 @@
 /// The gated receiver (`SerialGPS`) and `serialgps send` both drive it: they do what its
 /// actions say (write the bytes, wait until a deadline) and tell it what happened (written,
 /// an acknowledgement arrived, the wait ended with or without bytes heard). Times are
-/// durations on the caller's clock. The settle time after the step is the caller's, as it
+/// instants of the caller's clock (`Instant`: the driver's `DriverInstant`, `serialgps send`'s
+/// `ContinuousClock.Instant`); the timeout and lateness are `Duration`s. The settle time after the step is the caller's, as it
 /// follows every outcome alike.
 ///
 /// Two rules that a plain "retry until answered" loop gets wrong:
@@ -20,14 +21,10 @@
 ///   ``RetryRule/whileReceiverTalks``, an attempt is repeated only when the receiver was heard
 ///   since it was written; otherwise the exchange waits one more timeout for a late answer,
 ///   writing nothing.
-public struct CommandExchange: Sendable {
-  /// When an unanswered attempt is repeated.
-  public enum RetryRule: Sendable, Hashable {
-    /// Always, up to the attempts allowed (a wake-up: bytes only help a sleeping chip).
-    case always
-    /// Only while the receiver is heard after the attempt (a standby).
-    case whileReceiverTalks
-  }
+public struct CommandExchange<Instant: InstantProtocol>: Sendable
+where Instant.Duration == Duration {
+  public typealias RetryRule = CommandRetryRule
+  public typealias Outcome = CommandOutcome
 
   /// What the caller does next.
   public enum Action: Sendable, Hashable {
@@ -35,31 +32,9 @@ public struct CommandExchange: Sendable {
     case write([UInt8])
     /// Wait for an acknowledgement until this time: call ``answered(_:now:)`` when one
     /// arrives, ``timedOut(heard:now:)`` when the deadline passes.
-    case wait(until: Duration)
+    case wait(until: Instant)
     /// The step is over.
-    case finished(Outcome)
-  }
-
-  /// How the step ended.
-  public enum Outcome: Sendable, Hashable {
-    /// Written; the command has no acknowledgement.
-    case sent
-    /// Accepted. `attempt` is the attempt it answered, `written` how many were written in
-    /// all, `late` by how much the answer missed that attempt's timeout (`nil`: in time).
-    case acknowledged(ReceiverAcknowledgement, attempt: Int, written: Int, late: Duration?)
-    /// Refused by the receiver (a NAK, a `$PMTK001` flag other than 3).
-    case rejected(ReceiverAcknowledgement, attempt: Int, written: Int)
-    /// No answer. `quiet`: not retried (or not again) because the receiver fell silent after
-    /// the attempt, as it does when a standby took and only its answer was lost.
-    case unanswered(written: Int, quiet: Bool)
-
-    /// Whether the step did what it was meant to (sent, or acknowledged).
-    public var succeeded: Bool {
-      switch self {
-      case .sent, .acknowledged: return true
-      case .rejected, .unanswered: return false
-      }
-    }
+    case finished(CommandOutcome)
   }
 
   public let step: CommandStep
@@ -70,7 +45,7 @@ public struct CommandExchange: Sendable {
   /// booting may refuse; `serialgps send` reports the refusal at once).
   public let retriesRejected: Bool
   /// When each attempt was written.
-  public private(set) var writes: [Duration] = []
+  public private(set) var writes: [Instant] = []
   private var answered = 0
   private var waitingForLateAnswer = false
 
@@ -91,15 +66,15 @@ public struct CommandExchange: Sendable {
   public func start() -> Action { .write(step.bytes) }
 
   /// The command was written at `now`.
-  public mutating func written(now: Duration) -> Action {
+  public mutating func written(now: Instant) -> Action {
     writes.append(now)
     guard step.acknowledgement != .none else { return .finished(.sent) }
-    return .wait(until: now + timeout)
+    return .wait(until: now.advanced(by: timeout))
   }
 
   /// An acknowledgement arrived at `now`. Unrelated ones (another command's) change nothing
   /// and return `nil`: keep waiting until the same deadline.
-  public mutating func answered(_ acknowledgement: ReceiverAcknowledgement, now: Duration)
+  public mutating func answered(_ acknowledgement: ReceiverAcknowledgement, now: Instant)
     -> Action?
   {
     guard step.isAcknowledged(by: acknowledgement) != nil, answered < writes.count else {
@@ -114,7 +89,7 @@ public struct CommandExchange: Sendable {
       }
       return .finished(.rejected(acknowledgement, attempt: attempt, written: writes.count))
     }
-    let overdue = now - (writes[attempt - 1] + timeout)
+    let overdue = writes[attempt - 1].advanced(by: timeout).duration(to: now)
     return .finished(
       .acknowledged(
         acknowledgement, attempt: attempt, written: writes.count,
@@ -123,16 +98,46 @@ public struct CommandExchange: Sendable {
 
   /// The wait ended at `now` with no acknowledgement; `heard`: whether the receiver sent
   /// anything since the last attempt was written.
-  public mutating func timedOut(heard: Bool, now: Duration) -> Action {
+  public mutating func timedOut(heard: Bool, now: Instant) -> Action {
     if waitingForLateAnswer {
       return .finished(.unanswered(written: writes.count, quiet: !heard))
     }
     if retry == .whileReceiverTalks && !heard {
       // Probably asleep already: listen once more for a late answer, write nothing.
       waitingForLateAnswer = true
-      return .wait(until: now + timeout)
+      return .wait(until: now.advanced(by: timeout))
     }
     if writes.count < attempts { return .write(step.bytes) }
     return .finished(.unanswered(written: writes.count, quiet: false))
+  }
+}
+
+/// When an unanswered attempt is repeated.
+public enum CommandRetryRule: Sendable, Hashable {
+  /// Always, up to the attempts allowed (a wake-up: bytes only help a sleeping chip).
+  case always
+  /// Only while the receiver is heard after the attempt (a standby).
+  case whileReceiverTalks
+}
+
+/// How the step ended.
+public enum CommandOutcome: Sendable, Hashable {
+  /// Written; the command has no acknowledgement.
+  case sent
+  /// Accepted. `attempt` is the attempt it answered, `written` how many were written in
+  /// all, `late` by how much the answer missed that attempt's timeout (`nil`: in time).
+  case acknowledged(ReceiverAcknowledgement, attempt: Int, written: Int, late: Duration?)
+  /// Refused by the receiver (a NAK, a `$PMTK001` flag other than 3).
+  case rejected(ReceiverAcknowledgement, attempt: Int, written: Int)
+  /// No answer. `quiet`: not retried (or not again) because the receiver fell silent after
+  /// the attempt, as it does when a standby took and only its answer was lost.
+  case unanswered(written: Int, quiet: Bool)
+
+  /// Whether the step did what it was meant to (sent, or acknowledged).
+  public var succeeded: Bool {
+    switch self {
+    case .sent, .acknowledged: return true
+    case .rejected, .unanswered: return false
+    }
   }
 }

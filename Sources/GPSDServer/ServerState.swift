@@ -79,7 +79,7 @@ struct ServerState {
     var activated: UTCTimestamp?
     var seenData = false
     var latestFix: Fix?
-    var latestFixAt: Duration = .zero
+    var latestFixAt: DriverInstant = .origin
     /// The latest reports as JSON objects (no line end), for POLL and newcomers.
     var latestTPV: [UInt8]?
     var latestSKY: [UInt8]?
@@ -129,7 +129,7 @@ struct ServerState {
 
   /// Bytes from a client: the commands they complete are answered.
   mutating func clientInput(
-    _ id: ClientID, _ bytes: UnsafeRawBufferPointer, now: Duration, wallClock: UTCTimestamp
+    _ id: ClientID, _ bytes: UnsafeRawBufferPointer, now: DriverInstant, wallClock: UTCTimestamp
   ) -> [ServerAction] {
     guard var client = clients[id] else { return [] }
     let commands = client.reader.read(bytes)
@@ -148,7 +148,7 @@ struct ServerState {
   func isWatching(_ id: ClientID) -> Bool { clients[id]?.policy.enable == true }
 
   private mutating func handle(
-    _ command: GPSDCommand, from id: ClientID, now: Duration, wallClock: UTCTimestamp
+    _ command: GPSDCommand, from id: ClientID, now: DriverInstant, wallClock: UTCTimestamp
   ) -> [ServerAction] {
     switch command {
     case .version:
@@ -169,7 +169,7 @@ struct ServerState {
     }
   }
 
-  private mutating func watch(_ request: WatchRequest, from id: ClientID, now: Duration)
+  private mutating func watch(_ request: WatchRequest, from id: ClientID, now: DriverInstant)
     -> [ServerAction]
   {
     if request.enable != false, let name = request.device, !name.isEmpty,
@@ -316,7 +316,7 @@ struct ServerState {
 
   /// Something from a device's receiver.
   mutating func receiverEvent(
-    _ id: DeviceID, _ event: ReceiverEventOrRawData, now: Duration, wallClock: UTCTimestamp
+    _ id: DeviceID, _ event: ReceiverEventOrRawData, now: DriverInstant, wallClock: UTCTimestamp
   ) -> [ServerAction] {
     guard let index = deviceIndex(id), devices[index].need != nil else { return [] }
     let path = devices[index].description.path

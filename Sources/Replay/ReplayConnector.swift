@@ -273,6 +273,10 @@ final class ReplayCore: @unchecked Sendable {
   private let lock = Lock()
   private var locked: State
 
+  /// The clock's time on the simulated chip's time line (``ReceiverModel`` counts its boots,
+  /// bursts and deadlines as the time since its start), which begins at the clock's origin.
+  private var modelTime: Duration { clock.now.sinceOrigin }
+
   init(
     recording: Recording, configuration: ReplayConnector.Configuration, clock: any DriverClock,
     deviceName: String
@@ -288,7 +292,7 @@ final class ReplayCore: @unchecked Sendable {
       receivedLimit: configuration.receivedLimit)
     let playback = Playback(
       recording: recording, pace: configuration.pace, loops: configuration.loops)
-    let now = clock.now
+    let now = clock.now.sinceOrigin
     locked = State(
       model: model, playback: playback,
       nextBurstAt: model.power.isStreaming ? now + playback.nominalDelay : nil, now: now)
@@ -302,7 +306,7 @@ final class ReplayCore: @unchecked Sendable {
 
   /// Brings the replay up to the clock, changes it, and follows the chip's power state.
   func mutate(_ body: (inout State, Duration) -> Void) {
-    let now = clock.now
+    let now = modelTime
     let plan = lock.withLock { () -> PumpPlan in
       let now = catchUp(to: now)
       let before = locked.model.power
@@ -332,7 +336,7 @@ final class ReplayCore: @unchecked Sendable {
   // MARK: Connections
 
   func connect() throws(ReplayError) -> ReplayConnection {
-    let now = clock.now
+    let now = modelTime
     let (connection, plan) = try lock.withLock {
       () throws(ReplayError) -> (ReplayConnection, PumpPlan) in
       guard locked.pluggedIn else { throw ReplayError(device: deviceName, reason: .unplugged) }
@@ -382,7 +386,7 @@ final class ReplayCore: @unchecked Sendable {
   }
 
   func write(_ id: Int, _ bytes: [UInt8]) throws(ReplayError) {
-    let now = clock.now
+    let now = modelTime
     let plan = try lock.withLock { () throws(ReplayError) -> PumpPlan in
       guard locked.link?.id == id else {
         throw ReplayError(device: deviceName, reason: .unplugged)
@@ -414,7 +418,7 @@ final class ReplayCore: @unchecked Sendable {
   }
 
   func hangUp() {
-    let now = clock.now
+    let now = modelTime
     let plan = lock.withLock { () -> PumpPlan? in
       guard locked.pluggedIn else { return nil }
       let now = catchUp(to: now)
@@ -431,7 +435,7 @@ final class ReplayCore: @unchecked Sendable {
   }
 
   func replug() {
-    let now = clock.now
+    let now = modelTime
     let result = lock.withLock { () -> (PumpPlan, (@Sendable () -> Void)?)? in
       guard !locked.pluggedIn, !locked.stopped else { return nil }
       let now = catchUp(to: now)
@@ -561,7 +565,7 @@ final class ReplayCore: @unchecked Sendable {
     // for longer than the tests waited.
     let task = Task(executorPreference: DriverExecutor.shared) { [weak self] in
       do {
-        try await clock.sleep(until: deadline)
+        try await clock.sleep(until: DriverInstant(sinceOrigin: deadline))
       } catch {
         return  // re-armed or stopped
       }
@@ -576,7 +580,7 @@ final class ReplayCore: @unchecked Sendable {
   }
 
   private func pumpFired(generation: Int) {
-    let now = clock.now
+    let now = modelTime
     let plan = lock.withLock { () -> PumpPlan in
       if locked.pumpGeneration == generation {
         locked.armedDeadline = nil

@@ -64,7 +64,7 @@ final class AcknowledgementMailbox: @unchecked Sendable {
   /// Waits for the acknowledgement of the expected command until `deadline`; `.timedOut` on
   /// timeout, or when ``abandonWakeUp()`` ends an `abandonable` wait.
   func wait(
-    until deadline: Duration, clock: any DriverClock, abandonable: Bool = false
+    until deadline: DriverInstant, clock: any DriverClock, abandonable: Bool = false
   ) async -> WaitResult {
     let token = state.withLock { state -> UInt64 in
       state.nextToken += 1

@@ -1,14 +1,66 @@
 import POSIX
 
+/// A moment on a ``DriverClock``: how long after the clock's origin it is.
+///
+/// A deadline or a time stamp is a `DriverInstant`; a length of time (a linger, an age) is a
+/// `Duration`. Subtracting two instants gives a duration; adding a duration to an instant
+/// gives an instant; adding two instants does not compile. Instants of different clocks have
+/// different origins and do not mix.
+public struct DriverInstant: InstantProtocol, CustomStringConvertible {
+  public typealias Duration = Swift.Duration
+
+  /// The time since the clock's origin.
+  public var sinceOrigin: Duration
+
+  /// The moment `sinceOrigin` after the clock's origin.
+  public init(sinceOrigin: Duration) { self.sinceOrigin = sinceOrigin }
+
+  /// The clock's origin: where a ``ManualClock`` starts unless told otherwise.
+  public static var origin: DriverInstant { DriverInstant(sinceOrigin: .zero) }
+
+  public func advanced(by duration: Duration) -> DriverInstant {
+    DriverInstant(sinceOrigin: sinceOrigin + duration)
+  }
+
+  public func duration(to other: DriverInstant) -> Duration {
+    other.sinceOrigin - sinceOrigin
+  }
+
+  public static func < (lhs: DriverInstant, rhs: DriverInstant) -> Bool {
+    lhs.sinceOrigin < rhs.sinceOrigin
+  }
+
+  public static func + (lhs: DriverInstant, rhs: Duration) -> DriverInstant {
+    lhs.advanced(by: rhs)
+  }
+
+  public static func - (lhs: DriverInstant, rhs: Duration) -> DriverInstant {
+    lhs.advanced(by: .zero - rhs)
+  }
+
+  public static func - (lhs: DriverInstant, rhs: DriverInstant) -> Duration {
+    rhs.duration(to: lhs)
+  }
+
+  public static func += (lhs: inout DriverInstant, rhs: Duration) { lhs = lhs + rhs }
+  public static func -= (lhs: inout DriverInstant, rhs: Duration) { lhs = lhs - rhs }
+
+  public var description: String { "origin + \(sinceOrigin)" }
+}
+
 /// The time source of a receiver: linger, hold, replay expiry and reconnection backoff are
 /// measured with it, so tests can drive them with a ``ManualClock`` in milliseconds.
 ///
-/// Times are durations since an arbitrary, fixed origin.
-public protocol DriverClock: Sendable {
-  /// Monotonic time since the clock's origin.
-  var now: Duration { get }
+/// A standard library `Clock` whose instants are ``DriverInstant``s, so that the driver can
+/// keep any of them (``SystemClock``, ``ManualClock``, an app's own) without being generic
+/// over it.
+public protocol DriverClock: Clock where Instant == DriverInstant, Duration == Swift.Duration {}
+
+extension DriverClock {
   /// Suspends until `now >= deadline`. Throws `CancellationError` when the task is cancelled.
-  func sleep(until deadline: Duration) async throws
+  public func sleep(until deadline: DriverInstant) async throws {
+    try await sleep(until: deadline, tolerance: nil)
+  }
 }
 
 /// The system's monotonic clock (`ContinuousClock`), which keeps counting while the system
@@ -20,10 +72,14 @@ public struct SystemClock: DriverClock {
 
   public init() { origin = ContinuousClock.now }
 
-  public var now: Duration { ContinuousClock.now - origin }
+  public var now: DriverInstant { DriverInstant(sinceOrigin: ContinuousClock.now - origin) }
 
-  public func sleep(until deadline: Duration) async throws {
-    try await DriverExecutor.shared.sleep(until: origin + deadline)
+  public var minimumResolution: Duration { ContinuousClock().minimumResolution }
+
+  /// Suspends until `now >= deadline`, counting time suspended. `tolerance` is not used: the
+  /// driver's timer wakes at the deadline.
+  public func sleep(until deadline: DriverInstant, tolerance: Duration? = nil) async throws {
+    try await DriverExecutor.shared.sleep(until: origin + deadline.sinceOrigin)
   }
 }
 
@@ -34,15 +90,18 @@ public struct SystemClock: DriverClock {
 /// let receiver = GPSReceiver(…, clock: clock)
 /// clock.advance(by: .seconds(5))   // the linger expires now
 /// ```
+///
+/// A jump (one ``advance(by:)`` over a long time) is how a test shows a system suspend: the
+/// time counts, and every sleeper whose deadline it passed wakes.
 public final class ManualClock: DriverClock, @unchecked Sendable {
   private struct Sleeper {
     let id: UInt64
-    let deadline: Duration
+    let deadline: DriverInstant
     let continuation: CheckedContinuation<Void, any Error>
   }
 
   private struct State {
-    var now: Duration = .zero
+    var now: DriverInstant = .origin
     var sleepers: [Sleeper] = []
     var nextID: UInt64 = 0
     var cancelled: Set<UInt64> = []
@@ -50,19 +109,24 @@ public final class ManualClock: DriverClock, @unchecked Sendable {
 
   private let state = Locked(State())
 
-  public init(now: Duration = .zero) {
+  /// A clock that reads `now` until advanced.
+  public init(now: DriverInstant = .origin) {
     state.withLock { $0.now = now }
   }
 
-  public var now: Duration { state.withLock { $0.now } }
+  public var now: DriverInstant { state.withLock { $0.now } }
+
+  public var minimumResolution: Duration { .nanoseconds(1) }
 
   /// Number of tasks currently sleeping on this clock (lets tests wait until a timer is armed).
   public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
   /// The earliest deadline anyone sleeps until, if any.
-  public var nextDeadline: Duration? { state.withLock { $0.sleepers.map(\.deadline).min() } }
+  public var nextDeadline: DriverInstant? {
+    state.withLock { $0.sleepers.map(\.deadline).min() }
+  }
 
-  public func sleep(until deadline: Duration) async throws {
+  public func sleep(until deadline: DriverInstant, tolerance: Duration? = nil) async throws {
     let id = state.withLock { state -> UInt64 in
       state.nextID += 1
       return state.nextID
@@ -97,7 +161,7 @@ public final class ManualClock: DriverClock, @unchecked Sendable {
   }
 
   /// Moves time to `instant` (never backwards) and wakes the sleepers that are due.
-  public func advance(to instant: Duration) {
+  public func advance(to instant: DriverInstant) {
     let due: [Sleeper] = state.withLock { state in
       if instant > state.now { state.now = instant }
       let now = state.now

@@ -29,11 +29,11 @@ struct CommandStepRunner: Sendable {
     _ steps: [CommandStep], to connection: any ReceiverConnection, abandonOnShutdown: Bool = false
   ) async {
     for step in steps {
-      var exchange = CommandExchange(
+      var exchange = CommandExchange<DriverInstant>(
         step: step, attempts: attempts, timeout: timeout,
         retry: abandonOnShutdown ? .always : .whileReceiverTalks)
       var action = exchange.start()
-      var outcome: CommandExchange.Outcome?
+      var outcome: CommandOutcome?
       while outcome == nil {
         switch action {
         case .write(let bytes):
@@ -75,7 +75,7 @@ struct CommandStepRunner: Sendable {
 
   /// What subscribers are told of a step that did not succeed; `nil` when it did.
   static func failure(
-    of outcome: CommandExchange.Outcome, step: CommandStep, exchange: CommandExchange
+    of outcome: CommandOutcome, step: CommandStep, exchange: CommandExchange<DriverInstant>
   ) -> String? {
     switch outcome {
     case .sent, .acknowledged:

@@ -51,7 +51,7 @@ struct PowerPolicy {
     case attach
     case detach
     /// Keep the receiver powered until `until` (clock time) with or without subscribers.
-    case hold(until: Duration)
+    case hold(until: DriverInstant)
     case timerFired(TimerID)
     case poweredOn
     case powerOnFailed(reason: String)
@@ -75,7 +75,7 @@ struct PowerPolicy {
     /// Open the port, send the disable commands, close it: a receiver left awake by a process
     /// that died. Reported like a power-off (``Event/poweredOff``).
     case putToStandby
-    case armTimer(TimerID, deadline: Duration)
+    case armTimer(TimerID, deadline: DriverInstant)
     case cancelTimer(TimerID)
     case status(ReceiverStatus)
 
@@ -92,7 +92,7 @@ struct PowerPolicy {
   let configuration: Configuration
   private(set) var state = State.off
   private(set) var subscribers = 0
-  private var holdUntil: Duration?
+  private var holdUntil: DriverInstant?
   private var holdTimer: TimerID?
   private var nextTimer: TimerID = 0
   /// Consecutive failures to open or keep the device, for the backoff.
@@ -107,7 +107,7 @@ struct PowerPolicy {
   /// Whether anyone wants the receiver powered.
   var hasDemand: Bool { subscribers > 0 || holdUntil != nil }
 
-  mutating func handle(_ event: Event, now: Duration) -> [Action] {
+  mutating func handle(_ event: Event, now: DriverInstant) -> [Action] {
     if state == .stopped {
       return []
     }
@@ -222,7 +222,7 @@ struct PowerPolicy {
   ///   stays on, and the subscriber gets the stream that is already running.
   /// - After a shutdown a pending power-on is dropped and a pending power-off still runs: the
   ///   process ends with the receiver in standby.
-  mutating func confirm(_ operation: Action, now: Duration) -> [Action] {
+  mutating func confirm(_ operation: Action, now: DriverInstant) -> [Action] {
     switch (operation, state) {
     case (.powerOn, .poweringOn):
       if hasDemand { return [.powerOn] }
@@ -276,7 +276,7 @@ struct PowerPolicy {
   }
 
   /// Demand may be gone: linger, then power off; or stop waiting to reconnect.
-  private mutating func demandMayHaveFallen(now: Duration) -> [Action] {
+  private mutating func demandMayHaveFallen(now: DriverInstant) -> [Action] {
     guard !hasDemand else { return [] }
     switch state {
     case .on:
@@ -297,7 +297,7 @@ struct PowerPolicy {
     }
   }
 
-  private mutating func scheduleReconnect(reason: String, now: Duration) -> [Action] {
+  private mutating func scheduleReconnect(reason: String, now: DriverInstant) -> [Action] {
     failedAttempts += 1
     // Tell subscribers once per distinct reason, not on every retry.
     var actions: [Action] = []

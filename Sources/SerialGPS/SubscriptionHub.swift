@@ -11,7 +11,7 @@ final class SubscriptionHub: @unchecked Sendable {
     var rawDataSubscribers: Set<UInt64> = []
     var nextID: UInt64 = 0
     var latestFix: Fix?
-    var latestFixTime: Duration = .zero
+    var latestFixTime: DriverInstant = .origin
     var status: ReceiverStatus?
     var closed = false
   }
@@ -103,7 +103,7 @@ final class SubscriptionHub: @unchecked Sendable {
   }
 
   /// The latest fix, if any, and when it arrived.
-  var latest: (fix: Fix, receivedAt: Duration)? {
+  var latest: (fix: Fix, receivedAt: DriverInstant)? {
     state.withLock { state in state.latestFix.map { ($0, state.latestFixTime) } }
   }
 

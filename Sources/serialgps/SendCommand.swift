@@ -195,7 +195,7 @@ struct SendSession {
     var failures = 0
     var unanswered = false
     for step in planned {
-      let result: CommandExchange.Outcome
+      let result: CommandOutcome
       do {
         result = try send(step, reader: &reader)
       } catch {
@@ -279,26 +279,24 @@ struct SendSession {
   /// awaited, retried up to the attempts allowed (a standby only while the receiver still
   /// talks: a second one would wake a chip the first put to sleep); then its settle time.
   func send(_ step: CommandStep, reader: inout AnswerReader) throws(SerialPortError)
-    -> CommandExchange.Outcome
+    -> CommandOutcome
   {
     defer { if step.settle > .zero { try? reader.drain(for: step.settle) } }
-    var exchange = CommandExchange(
+    var exchange = CommandExchange<ContinuousClock.Instant>(
       step: step, attempts: request.attempts, timeout: request.timeout,
       retry: request.action == .standby ? .whileReceiverTalks : .always, retriesRejected: false)
-    let origin = ContinuousClock.now
     var action = exchange.start()
     while true {
       switch action {
       case .write(let bytes):
         try reader.port.write(bytes, timeout: .seconds(5))
         reader.heard = false
-        action = exchange.written(now: ContinuousClock.now - origin)
+        action = exchange.written(now: .now)
       case .wait(let deadline):
-        if let answer = try reader.answer(to: step, until: origin + deadline) {
-          action =
-            exchange.answered(answer, now: ContinuousClock.now - origin) ?? .wait(until: deadline)
+        if let answer = try reader.answer(to: step, until: deadline) {
+          action = exchange.answered(answer, now: .now) ?? .wait(until: deadline)
         } else {
-          action = exchange.timedOut(heard: reader.heard, now: ContinuousClock.now - origin)
+          action = exchange.timedOut(heard: reader.heard, now: .now)
         }
       case .finished(let outcome):
         return outcome
@@ -306,7 +304,7 @@ struct SendSession {
     }
   }
 
-  func describe(_ result: CommandExchange.Outcome, family: ChipsetFamily) -> String {
+  func describe(_ result: CommandOutcome, family: ChipsetFamily) -> String {
     switch result {
     case .acknowledged(let answer, let attempt, let written, let late):
       guard let late else { return "acknowledged (\(answer))" }

@@ -12,7 +12,7 @@ import Testing
 
   struct Harness {
     var state = ServerState(settings: ServerState.Settings())
-    var now: Duration = .seconds(100)
+    var now: DriverInstant = .origin + .seconds(100)
 
     mutating func connect(_ id: ClientID) -> [ServerAction] { state.clientConnected(id) }
 
@@ -112,7 +112,7 @@ import Testing
     _ = h.connect(1)
     var bytes = Array("?X\"\\\u{7}\t".utf8) + [0xFF, 0xC3] + Array(";\n?DEVICES;\n".utf8)
     let actions = bytes.withUnsafeMutableBytes {
-      h.state.clientInput(1, UnsafeRawBufferPointer($0), now: .zero, wallClock: Self.wall)
+      h.state.clientInput(1, UnsafeRawBufferPointer($0), now: .origin, wallClock: Self.wall)
     }
     bytes.removeAll()
     let lines = Self.lines(actions, to: 1)

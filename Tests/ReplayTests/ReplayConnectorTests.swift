@@ -120,7 +120,7 @@ struct ReplayConnectorTests {
     let log = EventLog(receiver.subscribe())
     defer { log.stop() }
     // Epochs every 20 ms; the first one interval after the start.
-    clock.advance(to: .milliseconds(200))
+    clock.advance(to: .origin + .milliseconds(200))
     #expect(await eventually { log.fixes.count >= 10 })
     expectSame(log.fixes, expected.prefix(10))
     #expect(replay.counters.burstsSent == 10)
@@ -142,7 +142,7 @@ struct ReplayConnectorTests {
     #expect(await eventually { log.fixes.count >= expected.count })
     expectSame(log.fixes, expected[...])
     #expect(replay.counters.burstsSent == recording.bursts.count)
-    #expect(clock.now == .zero)
+    #expect(clock.now == .origin)
     await receiver.shutdown()
   }
 
@@ -167,12 +167,12 @@ struct ReplayConnectorTests {
     log.stop()  // the last subscriber leaves at 3 s: the linger runs to 8 s
     // The linger timer is armed when the controller sleeps on the clock beside the replay.
     #expect(await eventually { clock.sleeperCount >= 2 })
-    clock.advance(to: .milliseconds(7900))
+    clock.advance(to: .origin + .milliseconds(7900))
     #expect(await replay.waitUntil { $0.counters.burstsSent == 7 })
     #expect(replay.powerState == .running)
     #expect(!replay.receivedCommands.contains(where: isGNSSStop))
 
-    clock.advance(to: .seconds(8))
+    clock.advance(to: .origin + .seconds(8))
     let stop = try #require(await replay.waitForCommand(matching: isGNSSStop))
     #expect(stop.at == .seconds(8))
     #expect(replay.powerState == .gnssStopped)
@@ -181,7 +181,7 @@ struct ReplayConnectorTests {
 
     // The epoch due at 8 s went out before the command of the same instant; asleep and
     // closed, nothing more is handed out however long nobody listens.
-    clock.advance(to: .seconds(60))
+    clock.advance(to: .origin + .seconds(60))
     try await Task.sleep(for: .milliseconds(100))
     #expect(replay.counters.burstsSent == 8)
     #expect(replay.counters.bytesDropped == 0)
@@ -204,29 +204,29 @@ struct ReplayConnectorTests {
     // A manual clock moves in one jump, so the linger (armed when the hold ends, from the
     // clock's time then) is waited for before moving on: the hold timer leaves the clock's
     // sleepers as the clock passes it; the replay's and the linger's remain.
-    clock.advance(to: .milliseconds(10_500))
+    clock.advance(to: .origin + .milliseconds(10_500))
     #expect(await eventually { clock.sleeperCount == 2 })
-    clock.advance(to: .seconds(15))
+    clock.advance(to: .origin + .seconds(15))
     #expect(await replay.waitUntil { $0.counters.burstsSent == 15 })
     #expect(await eventually { receiver.statistics.fixes == 15 })
     #expect(replay.powerState == .running)
     #expect(!replay.receivedCommands.contains(where: isGNSSStop))
 
-    clock.advance(to: .milliseconds(15_500))
+    clock.advance(to: .origin + .milliseconds(15_500))
     let stop = try #require(await replay.waitForCommand(matching: isGNSSStop))
     #expect(stop.at == .milliseconds(15_500))
     #expect(await replay.waitUntil { !$0.isConnected })
 
     // A subscriber at 20.5 s: GNSS start again; the recording resumes where it stopped, its
     // first epoch one interval after the start.
-    clock.advance(to: .milliseconds(20_500))
+    clock.advance(to: .origin + .milliseconds(20_500))
     replay.clearReceived()
     let log = EventLog(receiver.subscribe())
     defer { log.stop() }
     let start = try #require(await replay.waitForCommand(matching: isGNSSStart))
     #expect(start.at == .milliseconds(20_500))
     #expect(replay.powerState == .running)
-    clock.advance(to: .milliseconds(23_500))
+    clock.advance(to: .origin + .milliseconds(23_500))
     #expect(await eventually { log.updates.count >= 4 })
     // First the newest fix, replayed to the newcomer with its age; then epochs 15 to 17.
     let updates = log.updates
@@ -270,7 +270,7 @@ struct ReplayConnectorTests {
     #expect(selection.outcome == .acknowledged)
     #expect(replay.powerState == .running)
     // Running since 100 ms: epochs at 1.1 s, 2.1 s, 3.1 s.
-    clock.advance(to: .milliseconds(3100))
+    clock.advance(to: .origin + .milliseconds(3100))
     #expect(await replay.waitUntil { $0.counters.burstsSent == 3 })
     #expect(await eventually { log.fixes.count >= 2 })
 
@@ -278,7 +278,7 @@ struct ReplayConnectorTests {
     let standby = try #require(await replay.waitForCommand { $0 == .mtkStandby(mode: 0) })
     #expect(standby.outcome == .acknowledged)
     #expect(replay.powerState == .standby)
-    clock.advance(to: .seconds(30))
+    clock.advance(to: .origin + .seconds(30))
     try await Task.sleep(for: .milliseconds(100))
     #expect(replay.counters.burstsSent == 3)
     #expect(!log.statuses.contains { if case .commandFailed = $0 { true } else { false } })

@@ -2,6 +2,16 @@ import Testing
 
 @testable import SerialGPS
 
+/// The policy's instants written as the time since the clock's origin (`now: .seconds(10)`),
+/// so that each test reads as a time line.
+extension DriverInstant {
+  fileprivate static var zero: DriverInstant { .origin }
+  fileprivate static func seconds(_ value: Int) -> DriverInstant { .origin + .seconds(value) }
+  fileprivate static func milliseconds(_ value: Int) -> DriverInstant {
+    .origin + .milliseconds(value)
+  }
+}
+
 @Suite struct PowerPolicyTests {
   var policy = PowerPolicy(
     configuration: .init(
