@@ -11,9 +11,24 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 int cposix_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+
+int cposix_boottime_timer(void) {
+  return timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
+}
+
+int cposix_arm_timer(int timer, const struct timespec *deadline) {
+  struct itimerspec spec = {0};
+  if (deadline != NULL) {
+    spec.it_value = *deadline;
+    // All zero would disarm: the clock's very first nanosecond is long past anyway.
+    if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;
+  }
+  return timerfd_settime(timer, TFD_TIMER_ABSTIME, &spec, NULL);
+}
 
 int cposix_accept(int listener) {
   return accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);

@@ -54,6 +54,11 @@ public struct DriverInstant: InstantProtocol, CustomStringConvertible {
 /// A standard library `Clock` whose instants are ``DriverInstant``s, so that the driver can
 /// keep any of them (``SystemClock``, ``ManualClock``, an app's own) without being generic
 /// over it.
+///
+/// **Suspend.** A driver clock counts the time the system spends suspended, and so does a
+/// sleep on it: a linger, hold or replay expiry is a length of real time, and a fix taken
+/// before a suspend must look as old as it is after the resume, not as old as the time the
+/// system was awake (docs/receiver.md, *Time and suspend*).
 public protocol DriverClock: Clock where Instant == DriverInstant, Duration == Swift.Duration {}
 
 extension DriverClock {
@@ -63,10 +68,11 @@ extension DriverClock {
   }
 }
 
-/// The system's monotonic clock (`ContinuousClock`), which keeps counting while the system
-/// sleeps, as a receiver's idle time does. Sleepers wait on the ``DriverExecutor``'s timer,
-/// not on libdispatch's, so an armed linger costs one wake-up when it expires and nothing
-/// more.
+/// The system's clock that keeps counting while the system is suspended (`ContinuousClock`,
+/// `CLOCK_BOOTTIME` on Linux), as a receiver's idle time and a fix's age do. Sleepers wait on
+/// the ``DriverExecutor``'s timer, which runs on the same clock, not on libdispatch's, so an
+/// armed linger costs one wake-up when it expires and nothing more, and one whose deadline
+/// passed during a suspend expires at the resume.
 public struct SystemClock: DriverClock {
   private let origin: ContinuousClock.Instant
 

@@ -6,9 +6,13 @@ import POSIX
 /// Swift's default executor on Linux is libdispatch's thread pool, which, once started, wakes
 /// the process every second for as long as it lives. A driver for embedded boards should cost
 /// nothing while nobody listens, so the receiver's controller, its timers and the tasks behind
-/// callback subscriptions run here instead: one thread that sleeps in
-/// `pthread_cond_wait` (or a timed wait until the next deadline, only while a timer is armed)
-/// and wakes only when there is work.
+/// callback subscriptions run here instead: one thread that sleeps in `poll` on an eventfd
+/// (new work) and, only while a timer is armed, a timerfd, and wakes only when there is work.
+///
+/// Timers run on `CLOCK_BOOTTIME`, the clock of `ContinuousClock` and ``SystemClock``: time
+/// spent suspended counts, so a linger or hold whose deadline passed during a suspend ends at
+/// the resume, as the clock that stamps fixes says it should (docs/receiver.md, *Time and
+/// suspend*).
 ///
 /// Programs that want the same for their own code can run their top level on it with
 /// ``runBlocking(_:)``, or start tasks with `Task(executorPreference: DriverExecutor.shared)`.
@@ -19,7 +23,7 @@ public final class DriverExecutor: TaskExecutor, @unchecked Sendable {
 
   private struct Timer {
     let id: UInt64
-    let deadline: MonotonicInstant
+    let deadline: ContinuousClock.Instant
     let action: @Sendable () -> Void
   }
 
@@ -30,8 +34,21 @@ public final class DriverExecutor: TaskExecutor, @unchecked Sendable {
   private var timers: [Timer] = []
   private var nextTimerID: UInt64 = 0
   private var thread: OwnThread?
+  /// The thread is in (or about to enter) `poll` and nobody has woken it yet.
+  private var sleeping = false
+
+  /// Ends the thread's `poll` when work arrives or an earlier timer is scheduled.
+  private let wake: EventSignal
+  /// Expires at the earliest timer's deadline, on `CLOCK_BOOTTIME`.
+  private let timer: BootClockTimer
 
   private init() {
+    do {
+      wake = try EventSignal.make()
+      timer = try BootClockTimer.make()
+    } catch {
+      fatalError("serialgps: cannot make the driver thread's eventfd or timerfd: \(error)")
+    }
     jobs.reserveCapacity(64)
     let thread = OwnThread.start(name: "serialgps-exec") { [self] in run() }
     if let failure = thread.startFailure {
@@ -42,34 +59,44 @@ public final class DriverExecutor: TaskExecutor, @unchecked Sendable {
 
   public func enqueue(_ job: consuming ExecutorJob) {
     let job = UnownedJob(job)
-    lock.withLock {
+    let wakeUp = lock.withLock {
       jobs.append(job)
-      lock.signal()
+      return wakeIfSleeping()
     }
+    if wakeUp { wake.signal() }
+  }
+
+  /// Whether the caller must signal ``wake`` (once per sleep). Called with `lock` held.
+  private func wakeIfSleeping() -> Bool {
+    guard sleeping else { return false }
+    sleeping = false
+    return true
   }
 
   private func run() {
     let executor = asUnownedTaskExecutor()
     var due: [Timer] = []
+    // The deadline `timer` is armed for, owned by this thread.
+    var armed: ContinuousClock.Instant?
+    var descriptors = [wake.pollDescriptor, timer.pollDescriptor]
     while true {
-      let pending = lock.withLock { () -> [UnownedJob] in
-        while jobHead == jobs.count {
-          if let next = timers.min(by: { $0.deadline < $1.deadline }) {
-            lock.wait(until: next.deadline)
-            let now = MonotonicInstant.now
-            due = timers.filter { $0.deadline <= now }
-            if !due.isEmpty {
-              timers.removeAll { $0.deadline <= now }
-              break
-            }
-          } else {
-            lock.wait()
-          }
+      let (pending, sleepUntil) = lock.withLock {
+        () -> ([UnownedJob], ContinuousClock.Instant??) in
+        if !timers.isEmpty {
+          let now = ContinuousClock.now
+          due = timers.filter { $0.deadline <= now }
+          if !due.isEmpty { timers.removeAll { $0.deadline <= now } }
+        }
+        if jobHead == jobs.count {
+          guard due.isEmpty else { return ([], nil) }
+          // Nothing to do: sleep until work or the earliest deadline.
+          sleeping = true
+          return ([], .some(timers.min(by: { $0.deadline < $1.deadline })?.deadline))
         }
         let batch = Array(jobs[jobHead...])
         jobs.removeAll(keepingCapacity: true)
         jobHead = 0
-        return batch
+        return (batch, nil)
       }
 
       // Timer actions resume continuations, which enqueue jobs: run them outside the lock.
@@ -77,24 +104,39 @@ public final class DriverExecutor: TaskExecutor, @unchecked Sendable {
       for timer in due { timer.action() }
       due.removeAll(keepingCapacity: true)
       for job in pending { job.runSynchronously(on: executor) }
+
+      guard case .some(let deadline) = sleepUntil else { continue }
+      if deadline != armed {
+        timer.arm(at: deadline)
+        armed = deadline
+      }
+      descriptors[0].revents = 0
+      descriptors[1].revents = 0
+      _ = try? poll(&descriptors, until: nil)
+      if descriptors[0].revents != 0 { wake.consume() }
+      if descriptors[1].revents != 0 {
+        timer.consume()
+        armed = nil  // expired: a one-shot timer is disarmed now
+      }
+      lock.withLock { sleeping = false }
     }
   }
 
   // MARK: - Timers
 
-  /// Calls `action` on the driver thread at `deadline` (monotonic clock). Returns a token for
-  /// ``cancelTimer(_:)``.
+  /// Calls `action` on the driver thread at `deadline`, on `ContinuousClock` (`CLOCK_BOOTTIME`:
+  /// time suspended counts). Returns a token for ``cancelTimer(_:)``.
   func schedule(at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void)
     -> UInt64
   {
-    // Fixed on the monotonic clock now, as far ahead as `deadline` is.
-    let when = MonotonicInstant(deadline)
-    return lock.withLock {
+    let (id, wakeUp) = lock.withLock {
       nextTimerID += 1
-      timers.append(Timer(id: nextTimerID, deadline: when, action: action))
-      lock.signal()
-      return nextTimerID
+      timers.append(Timer(id: nextTimerID, deadline: deadline, action: action))
+      // A sleeping thread re-arms its timer for the earliest deadline.
+      return (nextTimerID, wakeIfSleeping())
     }
+    if wakeUp { wake.signal() }
+    return id
   }
 
   /// Cancels a timer; returns false when it already fired (or never existed).

@@ -62,4 +62,28 @@ struct TimeTests {
     sleepThread(for: .milliseconds(20))
     #expect(start.duration(to: .now) >= .milliseconds(20))
   }
+
+  @Test(
+    "a boot-clock timer: expires at its ContinuousClock deadline, not before; disarmed, never"
+  )
+  func bootClockTimer() throws {
+    let timer = try BootClockTimer.make()
+    defer { timer.close() }
+    var descriptors = [timer.pollDescriptor]
+    // Disarmed: nothing within 30 ms.
+    #expect(try poll(&descriptors, until: .now + .milliseconds(30)) == false)
+    let deadline = ContinuousClock.now + .milliseconds(40)
+    timer.arm(at: deadline)
+    #expect(try poll(&descriptors, until: .now + .seconds(5)))
+    #expect(ContinuousClock.now >= deadline)
+    #expect(timer.consume())
+    #expect(timer.consume() == false)  // one shot
+    // A deadline already passed expires at once; disarming before it is read leaves it read.
+    timer.arm(at: ContinuousClock.now - .seconds(1))
+    #expect(try poll(&descriptors, until: .now + .seconds(5)))
+    #expect(timer.consume())
+    timer.arm(at: ContinuousClock.now + .milliseconds(20))
+    timer.arm(at: nil)
+    #expect(try poll(&descriptors, until: .now + .milliseconds(60)) == false)
+  }
 }

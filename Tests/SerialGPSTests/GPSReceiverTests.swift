@@ -118,6 +118,56 @@ import Testing
     await receiver.shutdown()
   }
 
+  /// A suspend, modelled as one jump of the clock (docs/receiver.md, *Time and suspend*): the
+  /// linger that was running has ended by the resume, and the fix from before the suspend has
+  /// aged by all of it: replayed with that age while younger than the expiry, not at all after
+  /// a longer suspend.
+  @Test func aSuspendCountsForTheLingerAndTheAgeOfTheReplayedFix() async throws {
+    let (receiver, connector, clock) = makeReceiver(
+      linger: .seconds(5), replayExpiry: .seconds(600))
+    let first = EventLog(receiver.subscribe())
+    #expect(await eventually { connector.opens == 1 })
+    connector.latest!.feed(cycle(second: 1) + cycle(second: 2))
+    #expect(await eventually { first.fixes.count == 1 })
+    first.stop()
+    #expect(await eventually { clock.sleeperCount == 1 })  // the linger
+    clock.advance(by: .seconds(120))  // suspended for two minutes
+    #expect(await eventually { connector.latest!.isClosed })
+    #expect(receiver.statistics.powerOffs == 1)
+
+    let second = EventLog(receiver.subscribe())
+    #expect(await eventually { second.fixes.count == 1 })
+    #expect(second.fixes[0].isReplay)
+    #expect(second.fixes[0].age == .seconds(120))
+    #expect(second.fixes[0].fix.time == UTCTime(hour: 12, minute: 0, second: 1))
+    #expect(await eventually { connector.opens == 2 })
+    second.stop()
+    #expect(await eventually { clock.sleeperCount == 1 })
+    clock.advance(by: .seconds(3600))  // an hour: longer than the replay expiry
+    #expect(await eventually { receiver.statistics.powerOffs == 2 })
+
+    let third = EventLog(receiver.subscribe())
+    #expect(await eventually { !third.statuses.isEmpty })
+    try await Task.sleep(for: .milliseconds(50))
+    #expect(third.fixes.isEmpty)
+    third.stop()
+    await receiver.shutdown()
+  }
+
+  /// The system clock and the driver's timer agree: a sleep on `SystemClock` ends at its
+  /// deadline as `ContinuousClock` (`CLOCK_BOOTTIME`, the clock that counts a suspend) tells
+  /// it, never before.
+  @Test func theSystemClockSleepsOnTheClockItReads() async throws {
+    let clock = SystemClock()
+    for length in [Duration.milliseconds(1), .milliseconds(15), .milliseconds(40)] {
+      let continuousDeadline = ContinuousClock.now + length
+      let deadline = clock.now + length  // read after: not earlier than continuousDeadline
+      try await clock.sleep(until: deadline)
+      #expect(clock.now >= deadline)
+      #expect(ContinuousClock.now >= continuousDeadline)
+    }
+  }
+
   @Test func holdPowersOnWithoutSubscribersAndEnds() async throws {
     let (receiver, connector, clock) = makeReceiver(linger: .zero)
     receiver.hold(for: .seconds(30))

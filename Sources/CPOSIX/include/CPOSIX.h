@@ -8,9 +8,18 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <time.h>
 
 /// eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK).
 int cposix_eventfd(void);
+
+/// timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK): a timer on the clock that
+/// counts time suspended (ContinuousClock's on Linux), readable once it has expired.
+int cposix_boottime_timer(void);
+
+/// Arms `timer` to expire once at the absolute CLOCK_BOOTTIME time `deadline` (a past one
+/// expires at once), or disarms it when `deadline` is NULL (timerfd_settime, TFD_TIMER_ABSTIME).
+int cposix_arm_timer(int timer, const struct timespec *deadline);
 
 /// accept4(2) with SOCK_NONBLOCK | SOCK_CLOEXEC, so a client socket never leaks into a child.
 int cposix_accept(int listener);
