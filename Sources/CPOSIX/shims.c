@@ -20,12 +20,13 @@ int cposix_boottime_timer(void) {
   return timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
 }
 
-int cposix_arm_timer(int timer, const struct timespec *deadline) {
+int cposix_arm_timer(int timer, int armed, long long seconds, long nanoseconds) {
   struct itimerspec spec = {0};
-  if (deadline != NULL) {
-    spec.it_value = *deadline;
+  if (armed) {
+    spec.it_value.tv_sec = (time_t)seconds;
+    spec.it_value.tv_nsec = nanoseconds;
     // All zero would disarm: the clock's very first nanosecond is long past anyway.
-    if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;
+    if (seconds == 0 && nanoseconds == 0) spec.it_value.tv_nsec = 1;
   }
   return timerfd_settime(timer, TFD_TIMER_ABSTIME, &spec, NULL);
 }

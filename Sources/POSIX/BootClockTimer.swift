@@ -20,7 +20,7 @@ package struct BootClockTimer: Sendable {
   /// Cannot fail short of a closed descriptor.
   package func arm(at deadline: ContinuousClock.Instant?) {
     guard let deadline else {
-      _ = cposix_arm_timer(descriptor.rawValue, nil)
+      _ = cposix_arm_timer(descriptor.rawValue, 0, 0, 0)
       return
     }
     // The same clock: the time left, measured once, added to CLOCK_BOOTTIME's now read just
@@ -28,8 +28,8 @@ package struct BootClockTimer: Sendable {
     let left = ContinuousClock.now.duration(to: deadline)
     var now = Glibc.timespec()
     clock_gettime(CLOCK_BOOTTIME, &now)
-    var absolute = (Duration(now) + max(left, .zero)).timespec
-    _ = cposix_arm_timer(descriptor.rawValue, &absolute)
+    let absolute = (Duration(now) + max(left, .zero)).timespec
+    _ = cposix_arm_timer(descriptor.rawValue, 1, Int64(absolute.tv_sec), absolute.tv_nsec)
   }
 
   /// Clears an expiry; true when the timer had expired since the last call.

@@ -6,8 +6,9 @@ import POSIX
 /// Swift's default executor on Linux is libdispatch's thread pool, which, once started, wakes
 /// the process every second for as long as it lives. A driver for embedded boards should cost
 /// nothing while nobody listens, so the receiver's controller, its timers and the tasks behind
-/// callback subscriptions run here instead: one thread that sleeps in `poll` on an eventfd
-/// (new work) and, only while a timer is armed, a timerfd, and wakes only when there is work.
+/// callback subscriptions run here instead: one thread that sleeps until there is work, in a
+/// condition wait while no timer is armed, else in `poll` on an eventfd (new work) and a
+/// timerfd (the earliest deadline).
 ///
 /// Timers run on `CLOCK_BOOTTIME`, the clock of `ContinuousClock` and ``SystemClock``: time
 /// spent suspended counts, so a linger or hold whose deadline passed during a suspend ends at
@@ -34,8 +35,17 @@ public final class DriverExecutor: TaskExecutor, @unchecked Sendable {
   private var timers: [Timer] = []
   private var nextTimerID: UInt64 = 0
   private var thread: OwnThread?
-  /// The thread is in (or about to enter) `poll` and nobody has woken it yet.
-  private var sleeping = false
+  private var sleep = Sleep.awake
+
+  /// Where the thread sleeps, so that new work knows how to wake it.
+  private enum Sleep {
+    case awake
+    /// No timer armed: in `lock.wait()`, woken by `lock.signal()` (the cheapest wake-up,
+    /// and the one on the streaming path, where no timer is armed).
+    case onCondition
+    /// A timer armed: in `poll` on ``wake`` and ``timer``; woken through ``wake``.
+    case inPoll
+  }
 
   /// Ends the thread's `poll` when work arrives or an earlier timer is scheduled.
   private let wake: EventSignal
@@ -66,59 +76,82 @@ public final class DriverExecutor: TaskExecutor, @unchecked Sendable {
     if wakeUp { wake.signal() }
   }
 
-  /// Whether the caller must signal ``wake`` (once per sleep). Called with `lock` held.
+  /// Wakes the thread if it sleeps: signals the condition at once, or returns true when the
+  /// caller must signal ``wake`` (once per sleep, after releasing the lock). Called with `lock`
+  /// held.
   private func wakeIfSleeping() -> Bool {
-    guard sleeping else { return false }
-    sleeping = false
-    return true
+    switch sleep {
+    case .awake:
+      return false
+    case .onCondition:
+      lock.signal()
+      return false
+    case .inPoll:
+      sleep = .awake
+      return true
+    }
+  }
+
+  private enum Step {
+    case run([UnownedJob])
+    case poll(until: ContinuousClock.Instant)
   }
 
   private func run() {
     let executor = asUnownedTaskExecutor()
     var due: [Timer] = []
-    // The deadline `timer` is armed for, owned by this thread.
+    // The deadline `timer` was last armed for; owned by this thread.
     var armed: ContinuousClock.Instant?
     var descriptors = [wake.pollDescriptor, timer.pollDescriptor]
     while true {
-      let (pending, sleepUntil) = lock.withLock {
-        () -> ([UnownedJob], ContinuousClock.Instant??) in
-        if !timers.isEmpty {
-          let now = ContinuousClock.now
-          due = timers.filter { $0.deadline <= now }
-          if !due.isEmpty { timers.removeAll { $0.deadline <= now } }
+      let step = lock.withLock { () -> Step in
+        while true {
+          if !timers.isEmpty {
+            let now = ContinuousClock.now
+            due = timers.filter { $0.deadline <= now }
+            if !due.isEmpty { timers.removeAll { $0.deadline <= now } }
+          }
+          if jobHead < jobs.count || !due.isEmpty {
+            let batch = Array(jobs[jobHead...])
+            jobs.removeAll(keepingCapacity: true)
+            jobHead = 0
+            return .run(batch)
+          }
+          guard let next = timers.min(by: { $0.deadline < $1.deadline }) else {
+            // No timer: a timer left armed for a cancelled one may expire meanwhile; nobody
+            // polls it then, and the next arming clears it.
+            sleep = .onCondition
+            lock.wait()
+            sleep = .awake
+            continue
+          }
+          sleep = .inPoll
+          return .poll(until: next.deadline)
         }
-        if jobHead == jobs.count {
-          guard due.isEmpty else { return ([], nil) }
-          // Nothing to do: sleep until work or the earliest deadline.
-          sleeping = true
-          return ([], .some(timers.min(by: { $0.deadline < $1.deadline })?.deadline))
-        }
-        let batch = Array(jobs[jobHead...])
-        jobs.removeAll(keepingCapacity: true)
-        jobHead = 0
-        return (batch, nil)
       }
 
-      // Timer actions resume continuations, which enqueue jobs: run them outside the lock.
-      due.sort { $0.deadline < $1.deadline }
-      for timer in due { timer.action() }
-      due.removeAll(keepingCapacity: true)
-      for job in pending { job.runSynchronously(on: executor) }
-
-      guard case .some(let deadline) = sleepUntil else { continue }
-      if deadline != armed {
-        timer.arm(at: deadline)
-        armed = deadline
+      switch step {
+      case .run(let pending):
+        // Timer actions resume continuations, which enqueue jobs: run them outside the lock.
+        due.sort { $0.deadline < $1.deadline }
+        for timer in due { timer.action() }
+        due.removeAll(keepingCapacity: true)
+        for job in pending { job.runSynchronously(on: executor) }
+      case .poll(let deadline):
+        if deadline != armed {
+          timer.arm(at: deadline)
+          armed = deadline
+        }
+        descriptors[0].revents = 0
+        descriptors[1].revents = 0
+        _ = try? poll(&descriptors, until: nil)
+        if descriptors[0].revents != 0 { wake.consume() }
+        if descriptors[1].revents != 0 {
+          timer.consume()
+          armed = nil  // expired: a one-shot timer must be armed again, even for the same time
+        }
+        lock.withLock { sleep = .awake }
       }
-      descriptors[0].revents = 0
-      descriptors[1].revents = 0
-      _ = try? poll(&descriptors, until: nil)
-      if descriptors[0].revents != 0 { wake.consume() }
-      if descriptors[1].revents != 0 {
-        timer.consume()
-        armed = nil  // expired: a one-shot timer is disarmed now
-      }
-      lock.withLock { sleeping = false }
     }
   }
 

@@ -8,7 +8,6 @@
 
 #include <pthread.h>
 #include <stddef.h>
-#include <time.h>
 
 /// eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK).
 int cposix_eventfd(void);
@@ -17,9 +16,11 @@ int cposix_eventfd(void);
 /// counts time suspended (ContinuousClock's on Linux), readable once it has expired.
 int cposix_boottime_timer(void);
 
-/// Arms `timer` to expire once at the absolute CLOCK_BOOTTIME time `deadline` (a past one
-/// expires at once), or disarms it when `deadline` is NULL (timerfd_settime, TFD_TIMER_ABSTIME).
-int cposix_arm_timer(int timer, const struct timespec *deadline);
+/// Arms `timer` to expire once at the absolute CLOCK_BOOTTIME time `seconds` + `nanoseconds`
+/// (a past one expires at once), or disarms it when `armed` is 0 (timerfd_settime,
+/// TFD_TIMER_ABSTIME). Plain numbers: a `struct timespec` here would make this module, not
+/// Glibc, the owner of that type for Swift.
+int cposix_arm_timer(int timer, int armed, long long seconds, long nanoseconds);
 
 /// accept4(2) with SOCK_NONBLOCK | SOCK_CLOEXEC, so a client socket never leaks into a child.
 int cposix_accept(int listener);
