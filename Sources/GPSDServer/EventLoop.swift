@@ -419,7 +419,7 @@ final class EventLoop: @unchecked Sendable {
         // Kept until its standby is done, so that a server shutdown meanwhile waits for it;
         // then forgotten, so that years of plugging leave nothing behind.
         retired.withLock { $0.append(receiver) }
-        Task {
+        DriverExecutor.task {
           await receiver.shutdown()
           retired.withLock { $0.removeAll { $0 === receiver } }
         }

@@ -193,7 +193,7 @@ public final class GPSDServer: Sendable {
     case .discovery(let discovery):
       let loop = self.loop
       let events = discovery.events(includingPresent: true)
-      discoveryTask = Task {
+      discoveryTask = DriverExecutor.task {
         do {
           for try await event in events { loop.post(.hotplug(event)) }
         } catch {

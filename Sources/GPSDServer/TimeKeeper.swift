@@ -73,8 +73,8 @@ final class TimeKeeper: Sendable {
     self.log = log
     if let interval = options.reportInterval {
       reporter.withLock {
-        $0 = Task { [weak self] in
-          while (try? await Task.sleep(for: interval)) != nil {
+        $0 = DriverExecutor.task { [weak self] in
+          while (try? await SystemClock().sleep(for: interval)) != nil {
             guard let self else { return }
             for (device, figures) in self.statistics {
               self.log("serialgps serve: \(device): time: \(figures.summary)")

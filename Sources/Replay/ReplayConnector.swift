@@ -563,7 +563,7 @@ final class ReplayCore: @unchecked Sendable {
     // cooperative pool, where a test process's long synchronous work (loading and decoding
     // fixtures, under a loaded machine) held back the epochs a clock advance had made due
     // for longer than the tests waited.
-    let task = Task(executorPreference: DriverExecutor.shared) { [weak self] in
+    let task = DriverExecutor.task { [weak self] in
       do {
         try await clock.sleep(until: DriverInstant(sinceOrigin: deadline))
       } catch {

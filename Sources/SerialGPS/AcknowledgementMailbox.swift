@@ -70,7 +70,7 @@ final class AcknowledgementMailbox: @unchecked Sendable {
       state.nextToken += 1
       return state.nextToken
     }
-    let timeout = Task(executorPreference: DriverExecutor.shared) {
+    let timeout = DriverExecutor.task {
       try? await clock.sleep(until: deadline)
       self.expire(token)
     }

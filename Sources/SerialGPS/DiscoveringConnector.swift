@@ -370,7 +370,7 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
 
   private func watch<Events: AsyncSequence & Sendable>(_ events: Events) -> Task<Void, Never>
   where Events.Element == HotplugEvent {
-    Task(executorPreference: DriverExecutor.shared) { [weak self] in
+    DriverExecutor.task { [weak self] in
       var failure = DiscoveryError.stopped
       do {
         for try await event in events {

@@ -16,7 +16,7 @@ import POSIX
 /// suspend*).
 ///
 /// Programs that want the same for their own code can run their top level on it with
-/// ``runBlocking(_:)``, or start tasks with `Task(executorPreference: DriverExecutor.shared)`.
+/// ``runBlocking(_:)``, or start tasks on it with ``task(priority:_:)``.
 /// Jobs must not block for long: blocking I/O belongs on threads of its own.
 public final class DriverExecutor: TaskExecutor, @unchecked Sendable {
   /// The executor SerialGPS uses.
@@ -221,6 +221,29 @@ public final class DriverExecutor: TaskExecutor, @unchecked Sendable {
     }
   }
 
+  // MARK: - Starting tasks on it
+
+  /// Starts `operation` as a new top-level task on the driver thread: the one way the package
+  /// starts a task. A plain `Task {}` (or `Task.detached`) runs on libdispatch's pool, which
+  /// once started wakes the process every second; a task started here, and the child tasks it
+  /// makes (task groups, `async let`), prefer the driver thread. Code isolated to an actor
+  /// still runs on that actor's executor.
+  @discardableResult
+  public static func task<Success: Sendable>(
+    priority: TaskPriority? = nil, _ operation: sending @escaping () async -> Success
+  ) -> Task<Success, Never> {
+    Task(executorPreference: shared, priority: priority, operation: operation)
+  }
+
+  /// Starts a throwing `operation` as a new top-level task on the driver thread, as the
+  /// non-throwing `task(priority:_:)` does.
+  @discardableResult
+  public static func task<Success: Sendable>(
+    priority: TaskPriority? = nil, _ operation: sending @escaping () async throws -> Success
+  ) -> Task<Success, any Error> {
+    Task(executorPreference: shared, priority: priority, operation: operation)
+  }
+
   // MARK: - Running a program on it
 
   /// Runs `body` as a task on the driver thread and blocks the calling thread (a program's
@@ -233,7 +256,7 @@ public final class DriverExecutor: TaskExecutor, @unchecked Sendable {
     // Set `outcome` first, then signal under `finished`: checked under `finished`, the wait
     // cannot miss it.
     let finished = Lock()
-    Task(executorPreference: shared) {
+    task {
       let value = await body()
       outcome.withLock { $0 = value }
       finished.withLock { finished.signal() }

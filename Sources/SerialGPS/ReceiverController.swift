@@ -134,7 +134,7 @@ final class ReceiverController: @unchecked Sendable {
     case .armTimer(let id, let deadline):
       let clock = self.clock
       let inbox = core.inbox
-      timers[id] = Task(executorPreference: DriverExecutor.shared) {
+      timers[id] = DriverExecutor.task {
         do {
           try await clock.sleep(until: deadline)
         } catch {

@@ -68,7 +68,7 @@ final class ReceiverCore: @unchecked Sendable {
     if start {
       // The task keeps the controller, and the controller this core, until it stops.
       let controller = ReceiverController(core: self)
-      Task(executorPreference: DriverExecutor.shared) { await controller.run() }
+      DriverExecutor.task { await controller.run() }
     }
   }
 

@@ -78,7 +78,7 @@ public final class Subscription: Sendable {
   init(core: SubscriptionCore, handler: @escaping @Sendable (ReceiverEventOrRawData) -> Void) {
     self.core = core
     let events = ReceiverEventsWithRawData(core: core)
-    task = Task(executorPreference: DriverExecutor.shared) {
+    task = DriverExecutor.task {
       for await event in events { handler(event) }
     }
   }

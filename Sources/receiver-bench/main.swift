@@ -126,7 +126,7 @@ func measureFixLatency(epochs: Int) throws -> LatencyResult {
   // Arrival time of each fix, by its second of the day.
   let arrivals = Mailbox<[Int: Int64]>([:])
   let events = receiver.subscribe()
-  Task(executorPreference: DriverExecutor.shared) {
+  DriverExecutor.task {
     for await event in events {
       if case .fix(let update) = event, let time = update.fix.time {
         let now = nanoseconds()
@@ -320,7 +320,7 @@ func measureFirstFix(cycles: Int) throws -> [FirstFix] {
     let first = Mailbox<(time: Int64, key: Int)?>(nil)
     let start = nanoseconds()
     let events = receiver.subscribe()
-    Task(executorPreference: DriverExecutor.shared) {
+    DriverExecutor.task {
       for await event in events {
         if case .fix(let update) = event, !update.isReplay, let time = update.fix.time {
           let now = nanoseconds()
@@ -434,7 +434,7 @@ func measureBurst(clients: Int, spreadMilliseconds: Int) throws -> BurstFigures 
   let first = Mailbox<Int64?>(nil)
   let start = nanoseconds()
   let events = receiver.subscribe()
-  Task(executorPreference: DriverExecutor.shared) {
+  DriverExecutor.task {
     for await event in events {
       if case .fix(let update) = event, !update.isReplay {
         let now = nanoseconds()
@@ -535,7 +535,7 @@ func runChild(device: String?) -> Never {
       if let receiver {
         let subscription = receiver.subscribe()
         events = subscription
-        Task(executorPreference: DriverExecutor.shared) {
+        DriverExecutor.task {
           for await event in subscription {
             if case .fix = event { fixes.update { $0 += 1 } }
           }

@@ -129,7 +129,7 @@ struct DemoSession {
       options: receiverOptions)
 
     // What the receiver is sent, told as it arrives.
-    let commandLog = Task {
+    let commandLog = DriverExecutor.task {
       var told = 0
       while !Task.isCancelled {
         let total = simulator.receivedForgotten + simulator.received.count
@@ -140,15 +140,15 @@ struct DemoSession {
           out.flush()
           told = total
         }
-        try? await Task.sleep(for: .milliseconds(10))
+        try? await SystemClock().sleep(for: .milliseconds(10))
       }
     }
 
     let interruption = StopSignals()
     let events = receiver.subscribe()
     interruption.onStop { _ in events.cancel() }
-    let watchdog = Task {
-      try await Task.sleep(for: patience)
+    let watchdog = DriverExecutor.task {
+      try await SystemClock().sleep(for: patience)
       events.cancel()
     }
     var positions = 0
@@ -191,7 +191,7 @@ struct DemoSession {
 
     let asleep = await simulator.waitForPowerState(.backup, timeout: patience)
     await receiver.shutdown()
-    try? await Task.sleep(for: .milliseconds(50))  // the last command's line
+    try? await SystemClock().sleep(for: .milliseconds(50))  // the last command's line
     commandLog.cancel()
     _ = await commandLog.value
     if !asleep {

@@ -168,7 +168,7 @@ final class ServeFleet: Sendable {
     case .removed(let served):
       guard let id = published.withLock({ $0.removeValue(forKey: served.path) }) else { return }
       let bridge = self.bridge
-      Task(executorPreference: DriverExecutor.shared) { await bridge.withdraw(id) }
+      DriverExecutor.task { await bridge.withdraw(id) }
     }
   }
 

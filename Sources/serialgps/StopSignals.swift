@@ -81,7 +81,7 @@ final class StopSignals: @unchecked Sendable {
   func sleep(for duration: Duration) async {
     let clock = SystemClock()
     let deadline = clock.now + duration
-    let timer = Task(executorPreference: DriverExecutor.shared) {
+    let timer = DriverExecutor.task {
       try? await clock.sleep(until: deadline)
     }
     onStop { _ in timer.cancel() }
