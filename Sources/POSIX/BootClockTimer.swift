@@ -34,18 +34,10 @@ package struct BootClockTimer: Sendable {
 
   /// Clears an expiry; true when the timer had expired since the last call.
   @discardableResult
-  package func consume() -> Bool {
-    var expirations: UInt64 = 0
-    let read = try? withUnsafeMutableBytes(of: &expirations) { raw throws(Errno) in
-      try descriptor.read(into: raw)
-    }
-    return read == MemoryLayout<UInt64>.size && expirations > 0
-  }
+  package func consume() -> Bool { descriptor.consumeCounter() }
 
   /// A `pollfd` that is ready once the timer has expired.
-  package var pollDescriptor: pollfd {
-    pollfd(fd: descriptor.rawValue, events: Int16(POLLIN), revents: 0)
-  }
+  package var pollDescriptor: pollfd { descriptor.pollForInput }
 
   package func close() { try? descriptor.close() }
 }

@@ -21,18 +21,10 @@ package struct EventSignal: Sendable {
 
   /// Clears it; true when it had been signalled.
   @discardableResult
-  package func consume() -> Bool {
-    var count: UInt64 = 0
-    let read = try? withUnsafeMutableBytes(of: &count) { raw throws(Errno) in
-      try descriptor.read(into: raw)
-    }
-    return read == MemoryLayout<UInt64>.size && count > 0
-  }
+  package func consume() -> Bool { descriptor.consumeCounter() }
 
   /// A `pollfd` that is ready once the signal is.
-  package var pollDescriptor: pollfd {
-    pollfd(fd: descriptor.rawValue, events: Int16(POLLIN), revents: 0)
-  }
+  package var pollDescriptor: pollfd { descriptor.pollForInput }
 
   package func close() { try? descriptor.close() }
 }

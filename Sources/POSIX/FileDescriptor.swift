@@ -84,6 +84,21 @@ package struct FileDescriptor: Hashable, Sendable {
     try array.withUnsafeBytes { raw in Result { () throws(Errno) in try writeAll(raw) } }.get()
   }
 
+  /// Reads the 64-bit counter that an eventfd or a timerfd holds, which clears it; true when
+  /// it was not zero (signalled, expired). False when there was nothing to read.
+  package func consumeCounter() -> Bool {
+    var count: UInt64 = 0
+    let read = try? withUnsafeMutableBytes(of: &count) { raw throws(Errno) in
+      try self.read(into: raw)
+    }
+    return read == MemoryLayout<UInt64>.size && count > 0
+  }
+
+  /// A `pollfd` that is ready once this descriptor has something to read.
+  package var pollForInput: pollfd {
+    pollfd(fd: rawValue, events: Int16(POLLIN), revents: 0)
+  }
+
   /// Everything left to read, until end of file (a file, a pipe, a /proc file whose size
   /// says 0).
   package func readToEnd() throws(Errno) -> [UInt8] {
