@@ -260,6 +260,7 @@ final class FollowBench: @unchecked Sendable {
     }
     flush()
     for mock in mocks {
+      mock.settle()
       emit([
         ("mock", quoted(mock.name)), ("node", quoted(mock.node)),
         ("bytesWritten", "\(mock.bytesWritten.count)"),
@@ -507,6 +508,7 @@ func followPossible(fixtures: String, source: HotplugSource) async {
     let statistics = receiver.statistics
     return statistics.powerOffs == statistics.powerOns && bridged.openDescriptors == 0
   }
+  bridged.settle()
   emit([
     ("step", quoted("bridged u-blox off")), ("writtenWhileStreaming", "\(writtenWhileStreaming)"),
     ("commands", "[" + bridged.commands.map { quoted($0) }.joined(separator: ",") + "]"),

@@ -39,6 +39,8 @@ final class MockReceiver: @unchecked Sendable {
   private var written: [UInt8] = []
   private var epoch = 0
   private var stopped = false
+  /// Passes of the reading loop, for ``settle()``.
+  private var passes = 0
   private var thread: OwnThread?
   private let origin = monotonicNow()
 
@@ -70,6 +72,25 @@ final class MockReceiver: @unchecked Sendable {
 
   var powerState: String { lock.withLock { model.map { "\($0.power)" } ?? "silent" } }
 
+  /// Returns once the mock has read and handled everything the host wrote so far. The driver
+  /// closes the port right after its last command (a standby), and on a loaded machine those
+  /// bytes can still sit unread in the pty when a scenario looks at what the mock received.
+  func settle() {
+    let deadline = monotonicNow() + .seconds(5)
+    var pending: Int32 = 1
+    // FIONREAD on the master: bytes the host wrote that the mock has not read yet.
+    while !lock.withLock({ stopped }), ioctl(master, 0x541B, &pending) == 0, pending > 0,
+      monotonicNow() < deadline
+    {
+      sleep(milliseconds: 1)
+    }
+    // Then two passes of the loop, so that bytes it had read are handled too.
+    let start = lock.withLock { passes }
+    while lock.withLock({ !stopped && passes < start + 2 }), monotonicNow() < deadline {
+      sleep(milliseconds: 1)
+    }
+  }
+
   /// Stops the thread; the pty stays as umockdev keeps it.
   func stop() {
     lock.withLock { stopped = true }
@@ -95,7 +116,10 @@ final class MockReceiver: @unchecked Sendable {
   private func run() {
     var buffer = [UInt8](repeating: 0, count: 1024)
     var nextEpoch = monotonicNow()
-    while !lock.withLock({ stopped }) {
+    while !lock.withLock({
+      passes += 1
+      return stopped
+    }) {
       var descriptor = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
       let ready = poll(&descriptor, 1, 50)
       if ready > 0, descriptor.revents & Int16(POLLIN) != 0 {
