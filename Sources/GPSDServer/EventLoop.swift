@@ -93,7 +93,6 @@ final class EventLoop: @unchecked Sendable {
     settings.release = configuration.release
     settings.revision = configuration.revision
     settings.maximumRequestLength = configuration.maximumRequestLength
-    settings.replayExpiry = configuration.receiverOptions.replayExpiry
     state = ServerState(settings: settings)
   }
 
@@ -213,7 +212,7 @@ final class EventLoop: @unchecked Sendable {
         default:
           break
         }
-        perform(state.receiverEvent(id, event, now: clock.now, wallClock: wallClockNow()))
+        perform(state.receiverEvent(id, event, wallClock: wallClockNow()))
       case .time(let path, let report):
         guard let id = receivers.first(where: { $0.value.path == path })?.key else { continue }
         perform(state.timeReport(id, report))
@@ -351,8 +350,8 @@ final class EventLoop: @unchecked Sendable {
         connections[id]?.lastRequest = .now
         perform(
           state.clientInput(
-            id, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), now: clock.now,
-            wallClock: wallClockNow()))
+            id, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), wallClock: wallClockNow(),
+            fixes: ReceiverFixes(receivers: receivers)))
         guard connections[id] != nil else { return }
       case .wouldBlock:
         return
@@ -576,6 +575,13 @@ final class EventLoop: @unchecked Sendable {
       }
     }
   }
+}
+
+/// The latest fixes as the receivers' hubs, their one owner, have them.
+struct ReceiverFixes: LatestFixes {
+  let receivers: [DeviceID: EventLoop.ReceiverSlot]
+  func replay(of device: DeviceID) -> FixUpdate? { receivers[device]?.receiver.replay }
+  func latest(of device: DeviceID) -> FixUpdate? { receivers[device]?.receiver.latestFix }
 }
 
 extension EventLoop {

@@ -39,6 +39,15 @@ extension WatchPolicy {
   var wantsTimeReports: Bool { wantsReports && pps }
 }
 
+/// What the receivers remember of their fixes, asked of each device's receiver: its
+/// subscription hub is the one owner of the latest fix, its age and the replay expiry.
+protocol LatestFixes {
+  /// What a new subscriber of the device would be replayed now (``GPSReceiver/replay``).
+  func replay(of device: DeviceID) -> FixUpdate?
+  /// The device's latest fix however old (``GPSReceiver/latestFix``).
+  func latest(of device: DeviceID) -> FixUpdate?
+}
+
 struct DeviceDescription: Sendable, Hashable {
   /// The path reported to clients.
   var path: String
@@ -58,8 +67,6 @@ struct ServerState {
     var protocolMajor = 3
     var protocolMinor = 14
     var maximumRequestLength = 1024
-    /// A newly watching client is sent the cached fix only while it is younger than this.
-    var replayExpiry: Duration = .seconds(10)
   }
 
   struct Client {
@@ -67,6 +74,9 @@ struct ServerState {
     var policy = WatchPolicy()
     /// The devices this client counts as a watcher of.
     var watching: Set<DeviceID> = []
+    /// The fix each device's replay gave this client when it started watching, until the
+    /// device's next fix: the same fix arriving live is not sent to it twice.
+    var replayed: [DeviceID: Fix] = [:]
   }
 
   struct Device {
@@ -78,10 +88,11 @@ struct ServerState {
     /// Set when data starts arriving after a power-on; cleared when the device is closed.
     var activated: UTCTimestamp?
     var seenData = false
-    var latestFix: Fix?
-    var latestFixAt: Duration = .zero
-    /// The latest reports as JSON objects (no line end), for POLL and newcomers.
-    var latestTPV: [UInt8]?
+    /// The fix last sent to the watchers: the epoch a satellite view belongs to, and what a
+    /// replay to a replaced subscription repeats.
+    var lastFix: Fix?
+    /// The latest SKY as a JSON object (no line end), for POLL and newcomers. Satellite views
+    /// are the server's alone (the hub keeps fixes only).
     var latestSKY: [UInt8]?
     /// Frames the raw bytes into sentences while a watcher wants NMEA.
     var framer: NMEAFramer?
@@ -128,15 +139,17 @@ struct ServerState {
   }
 
   /// Bytes from a client: the commands they complete are answered.
+  /// `fixes` is asked for the latest fixes when a newcomer watches or a client polls.
   mutating func clientInput(
-    _ id: ClientID, _ bytes: UnsafeRawBufferPointer, now: Duration, wallClock: UTCTimestamp
+    _ id: ClientID, _ bytes: UnsafeRawBufferPointer, wallClock: UTCTimestamp,
+    fixes: some LatestFixes
   ) -> [ServerAction] {
     guard var client = clients[id] else { return [] }
     let commands = client.reader.read(bytes)
     clients[id] = client
     var actions: [ServerAction] = []
     for command in commands {
-      actions += handle(command, from: id, now: now, wallClock: wallClock)
+      actions += handle(command, from: id, wallClock: wallClock, fixes: fixes)
     }
     return actions
   }
@@ -148,7 +161,7 @@ struct ServerState {
   func isWatching(_ id: ClientID) -> Bool { clients[id]?.policy.enable == true }
 
   private mutating func handle(
-    _ command: GPSDCommand, from id: ClientID, now: Duration, wallClock: UTCTimestamp
+    _ command: GPSDCommand, from id: ClientID, wallClock: UTCTimestamp, fixes: some LatestFixes
   ) -> [ServerAction] {
     switch command {
     case .version:
@@ -159,9 +172,9 @@ struct ServerState {
       let policy = clients[id]!.policy
       return [.send(id, devicesLine() + line { $0.watch(policy) })]
     case .watch(let request?):
-      return watch(request, from: id, now: now)
+      return watch(request, from: id, fixes: fixes)
     case .poll:
-      return [.send(id, poll(for: id, wallClock: wallClock))]
+      return [.send(id, poll(for: id, wallClock: wallClock, fixes: fixes))]
     case .device(let request):
       return [.send(id, device(request))]
     case .invalid(let message):
@@ -169,9 +182,9 @@ struct ServerState {
     }
   }
 
-  private mutating func watch(_ request: WatchRequest, from id: ClientID, now: Duration)
-    -> [ServerAction]
-  {
+  private mutating func watch(
+    _ request: WatchRequest, from id: ClientID, fixes: some LatestFixes
+  ) -> [ServerAction] {
     if request.enable != false, let name = request.device, !name.isEmpty,
       !devices.contains(where: { $0.answers(to: name) })
     {
@@ -188,21 +201,18 @@ struct ServerState {
     for deviceID in before.subtracting(after) {
       guard let index = deviceIndex(deviceID) else { continue }
       devices[index].watchers.remove(id)
+      clients[id]?.replayed[deviceID] = nil
       actions += reconcile(index)
     }
-    for deviceID in after.subtracting(before) {
+    for deviceID in after.subtracting(before).sorted() {
       guard let index = deviceIndex(deviceID) else { continue }
       devices[index].watchers.insert(id)
-      // A newcomer gets the latest fix at once rather than at the next epoch, while it is
-      // fresh (its time says how old it is). The receiver's own replay to a new subscription
-      // is then recognised as a repeat and not sent again.
-      if client.policy.wantsReports, devices[index].latestTPV != nil,
-        now - devices[index].latestFixAt <= settings.replayExpiry
-      {
-        var replay: [UInt8] = []
-        if let tpv = devices[index].latestTPV { replay += tpv + [0x0D, 0x0A] }
-        if let sky = devices[index].latestSKY { replay += sky + [0x0D, 0x0A] }
-        if !replay.isEmpty { actions.append(.send(id, replay)) }
+      // A newcomer gets the latest fix at once rather than at the next epoch, as the
+      // receiver's hub replays it to a new subscriber: while it is fresh, its time saying how
+      // old it is. The SKY goes with it when it belongs to that fix.
+      if policy.wantsReports, let replay = fixes.replay(of: deviceID) {
+        actions.append(.send(id, self.replay(replay.fix, on: index)))
+        clients[id]?.replayed[deviceID] = replay.fix
       }
     }
     // Rechecked for every watched device: a change of nmea/raw changes what they need.
@@ -219,14 +229,35 @@ struct ServerState {
     return Set(devices.filter { $0.answers(to: name) }.map(\.id))
   }
 
-  private mutating func poll(for id: ClientID, wallClock: UTCTimestamp) -> [UInt8] {
+  private mutating func poll(for id: ClientID, wallClock: UTCTimestamp, fixes: some LatestFixes)
+    -> [UInt8]
+  {
     let watching = clients[id]?.watching ?? []
     // gpsd reports only the devices the client watches; a client that watches none is told
     // about every device (gpsd would send empty lists), without powering any of them.
     let polled = devices.filter { watching.isEmpty || watching.contains($0.id) }
-    let tpv = polled.compactMap(\.latestTPV)
+    let tpv = polled.compactMap { device in
+      fixes.latest(of: device.id).map { tpvObject($0.fix, path: device.description.path) }
+    }
     let sky = polled.compactMap(\.latestSKY)
     return line { $0.poll(time: wallClock, active: tpv.count, tpv: tpv, sky: sky) }
+  }
+
+  /// The TPV of `fix` as a JSON object (no line end).
+  private mutating func tpvObject(_ fix: Fix, path: String) -> [UInt8] {
+    writer.removeAll()
+    writer.tpv(fix, device: path)
+    return writer.bytes
+  }
+
+  /// The lines a newcomer is replayed: the fix's TPV, and the SKY when the server's latest
+  /// view belongs to that fix (a fix the server has not handled yet has its SKY coming).
+  private mutating func replay(_ fix: Fix, on index: Int) -> [UInt8] {
+    var bytes = tpvObject(fix, path: devices[index].description.path) + [0x0D, 0x0A]
+    if devices[index].lastFix == fix, let sky = devices[index].latestSKY {
+      bytes += sky + [0x0D, 0x0A]
+    }
+    return bytes
   }
 
   private mutating func device(_ request: DeviceRequest?) -> [UInt8] {
@@ -301,6 +332,7 @@ struct ServerState {
     let notice = line { $0.deviceDeactivated(path: device.description.path) }
     for clientID in device.watchers.sorted() {
       clients[clientID]?.watching.remove(id)
+      clients[clientID]?.replayed[id] = nil
       if clients[clientID]?.policy.wantsReports == true { actions.append(.send(clientID, notice)) }
     }
     if device.need != nil { actions.append(.subscribe(id, nil)) }
@@ -316,7 +348,7 @@ struct ServerState {
 
   /// Something from a device's receiver.
   mutating func receiverEvent(
-    _ id: DeviceID, _ event: ReceiverEventOrRawData, now: Duration, wallClock: UTCTimestamp
+    _ id: DeviceID, _ event: ReceiverEventOrRawData, wallClock: UTCTimestamp
   ) -> [ServerAction] {
     guard let index = deviceIndex(id), devices[index].need != nil else { return [] }
     let path = devices[index].description.path
@@ -324,16 +356,22 @@ struct ServerState {
     case .event(.fix(let update)):
       // A replay of what was already sent (a subscription replaced to add raw data) is not
       // news; a replay the server has not seen (after a restart of the subscription) is.
-      if update.isReplay, devices[index].latestFix == update.fix { return [] }
-      writer.removeAll()
-      writer.tpv(update.fix, device: path)
-      let object = writer.bytes
-      devices[index].latestFix = update.fix
-      devices[index].latestFixAt = now - update.age
-      devices[index].latestTPV = object
-      return broadcast(object + [0x0D, 0x0A], on: index) { $0.wantsReports }
+      if update.isReplay, devices[index].lastFix == update.fix { return [] }
+      devices[index].lastFix = update.fix
+      let bytes = tpvObject(update.fix, path: path) + [0x0D, 0x0A]
+      // A newcomer that was replayed this very fix when it started watching has it already.
+      var actions: [ServerAction] = []
+      for clientID in devices[index].watchers.sorted() {
+        guard let client = clients[clientID] else { continue }
+        if let replayed = client.replayed[id] {
+          clients[clientID]!.replayed[id] = nil
+          if replayed == update.fix { continue }
+        }
+        if client.policy.wantsReports { actions.append(.send(clientID, bytes)) }
+      }
+      return actions
     case .event(.satellites(let view)):
-      let fix = devices[index].latestFix
+      let fix = devices[index].lastFix
       let time = fix.flatMap { fix in
         view.time == nil || view.time == fix.time ? fix.timestamp : nil
       }

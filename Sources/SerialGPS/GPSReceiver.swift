@@ -114,6 +114,15 @@ public final class GPSReceiver: Sendable {
     await core.shutdown()
   }
 
+  /// What a new subscriber would be replayed now: the latest fix with its age, while it is
+  /// no older than ``Options/replayExpiry``; `nil` otherwise. For a consumer that serves many
+  /// clients from one subscription (the gpsd server) and gives each newcomer the replay.
+  public var replay: FixUpdate? { core.hub.replay }
+
+  /// The latest fix heard, with its age, however old (gpsd's `?POLL` reports it so); `nil`
+  /// before the first fix. Asking powers nothing.
+  public var latestFix: FixUpdate? { core.hub.latestFix }
+
   /// Counters since the receiver was created.
   public var statistics: ReceiverStatistics { core.statistics }
 

@@ -34,12 +34,7 @@ final class SubscriptionHub: @unchecked Sendable {
       // The queue is new and nobody waits on it yet, so pushing under the hub lock resumes
       // nothing; doing it here keeps the replay ahead of any live event.
       if let status = state.status { queue.push(.event(.status(status))) }
-      if let fix = state.latestFix {
-        let age = now - state.latestFixTime
-        if age <= replayExpiry {
-          queue.push(.event(.fix(FixUpdate(fix: fix, age: age, isReplay: true))))
-        }
-      }
+      if let replay = replay(of: state, at: now) { queue.push(.event(.fix(replay))) }
       state.nextID += 1
       state.subscribers[state.nextID] = queue
       if rawData { state.rawDataSubscribers.insert(state.nextID) }
@@ -102,9 +97,26 @@ final class SubscriptionHub: @unchecked Sendable {
     for queue in queues { queue.push(.event(.status(status))) }
   }
 
-  /// The latest fix, if any, and when it arrived.
-  var latest: (fix: Fix, receivedAt: Duration)? {
-    state.withLock { state in state.latestFix.map { ($0, state.latestFixTime) } }
+  /// The latest fix with its age, whatever that age; `nil` before the first fix.
+  var latestFix: FixUpdate? {
+    let now = clock.now
+    return state.withLock { state in
+      state.latestFix.map { FixUpdate(fix: $0, age: now - state.latestFixTime, isReplay: true) }
+    }
+  }
+
+  /// What a new subscriber is replayed now: the latest fix with its age, while it is no older
+  /// than the replay expiry.
+  var replay: FixUpdate? {
+    let now = clock.now
+    return state.withLock { replay(of: $0, at: now) }
+  }
+
+  /// The one rule for replaying the latest fix (to a new subscription, or when asked).
+  private func replay(of state: State, at now: Duration) -> FixUpdate? {
+    guard let fix = state.latestFix else { return nil }
+    let age = now - state.latestFixTime
+    return age <= replayExpiry ? FixUpdate(fix: fix, age: age, isReplay: true) : nil
   }
 
   /// Ends every subscription and refuses new ones.
