@@ -13,8 +13,9 @@ import SerialGPS
 ///
 /// No thread ever waits for a client: a write takes what the socket accepts now and queues
 /// the rest, and a client whose queue passes ``GPSDServer/Configuration/maximumBacklog`` is
-/// dropped. Receivers' readers never see the server at all: they publish to their
-/// subscription queues, whose handler tasks only append to the inbox.
+/// dropped. Receivers' readers never wait for the server: they append to the inbox
+/// themselves (``GPSReceiver/subscribeOnReaderThread(rawData:sentences:_:)``) and signal the
+/// eventfd, with no task or queue in between.
 final class EventLoop: @unchecked Sendable {
   enum Message: Sendable {
     case receiver(DeviceID, generation: Int, ReceiverEventOrRawData)
@@ -438,16 +439,12 @@ final class EventLoop: @unchecked Sendable {
     slot.subscription = nil
     if let need {
       let generation = slot.generation
-      let bufferSize = configuration.subscriptionBufferSize
-      if need == .reportsAndRawData {
-        slot.subscription = slot.receiver.subscribeWithRawData(bufferSize: bufferSize) {
-          [weak self] item in
-          self?.post(.receiver(id, generation: generation, item))
-        }
-      } else {
-        slot.subscription = slot.receiver.subscribe(bufferSize: bufferSize) { [weak self] event in
-          self?.post(.receiver(id, generation: generation, .event(event)))
-        }
+      // Straight from the reader's thread into the inbox, which wakes this loop: no task and
+      // no queue in between (the inbox is the one bound, newest wins).
+      slot.subscription = slot.receiver.subscribeOnReaderThread(
+        rawData: need.rawData, sentences: need.sentences
+      ) { [weak self] item in
+        self?.post(.receiver(id, generation: generation, item))
       }
     }
     receivers[id] = slot
@@ -598,13 +595,13 @@ func wallClockNow() -> UTCTimestamp {
   return UTCTimestamp(secondsSinceUnixEpoch: Int64(now.tv_sec), nanoseconds: UInt32(now.tv_nsec))
 }
 
-/// What other threads hand the loop, in order. Receivers' reports are bounded per device:
-/// their subscription queues drop the oldest when the handler falls behind, but the handler
-/// only posts here, so without a bound of its own the inbox would grow as fast as a receiver
-/// (or a replay at full speed) outpaces the loop: 40 MB a second was seen. Past `reportLimit`
-/// reports of a device waiting, the oldest of them is dropped (newest wins, as in the
-/// subscription queue; raw chunks too, which consumers expect to have gaps). Status events,
-/// hotplug and control messages are never dropped.
+/// What other threads hand the loop, in order. Receivers' readers post their reports here
+/// directly, so this is the one bound between a receiver and the loop: without it the inbox
+/// would grow as fast as a receiver (or a replay at full speed) outpaces the loop (40 MB a
+/// second was seen). Past `reportLimit` reports of a device waiting, the oldest of them is
+/// dropped (newest wins, as in a subscription queue; sentences and raw chunks too, which
+/// consumers expect to have gaps). Status events, hotplug and control messages are never
+/// dropped.
 struct Inbox {
   let reportLimit: Int
   private(set) var messages: [EventLoop.Message] = []

@@ -5,12 +5,18 @@ import SerialGPS
 typealias ClientID = Int
 typealias DeviceID = Int
 
-/// What a device's receiver subscription must deliver, if the server needs one at all.
-enum ReceiverNeed: Sendable, Hashable {
-  /// Fixes, satellite views and statuses: some client watches the device.
-  case reports
-  /// The same and the bytes read from the device: some watcher wants NMEA or raw output.
-  case reportsAndRawData
+/// What a device's receiver subscription must deliver, if the server needs one at all:
+/// always fixes, satellite views and statuses (some client watches the device), and more as
+/// its watchers ask.
+struct ReceiverNeed: Sendable, Hashable {
+  /// The sentences the reader framed: some watcher wants NMEA (`nmea`, `raw` 1).
+  var sentences = false
+  /// The bytes read from the device: some watcher wants them verbatim (`raw` 2).
+  var rawData = false
+
+  static let reports = ReceiverNeed()
+  static let reportsAndSentences = ReceiverNeed(sentences: true)
+  static let reportsAndRawData = ReceiverNeed(rawData: true)
 }
 
 /// What the server's state asks the event loop to do, in order.
@@ -94,8 +100,6 @@ struct ServerState {
     /// The latest SKY as a JSON object (no line end), for POLL and newcomers. Satellite views
     /// are the server's alone (the hub keeps fixes only).
     var latestSKY: [UInt8]?
-    /// Frames the raw bytes into sentences while a watcher wants NMEA.
-    var framer: NMEAFramer?
 
     var report: GPSDDevice {
       GPSDDevice(
@@ -383,14 +387,10 @@ struct ServerState {
     case .event(.status(let status)):
       return statusChanged(status, on: index, wallClock: wallClock)
     case .rawData(let bytes):
-      var actions = broadcast(bytes, on: index) { $0.wantsVerbatim }
-      if devices[index].watchers.contains(where: { wantsSentencesOnly(clients[$0]?.policy) }) {
-        let sentences = frameSentences(bytes, on: index)
-        if !sentences.isEmpty {
-          actions += broadcast(sentences, on: index) { self.wantsSentencesOnly($0) }
-        }
-      }
-      return actions
+      return broadcast(bytes, on: index) { $0.wantsVerbatim }
+    case .sentences(let bytes):
+      // Framed and checked by the reader, passed on as they arrived.
+      return broadcast(bytes, on: index) { self.wantsSentencesOnly($0) }
     }
   }
 
@@ -442,31 +442,6 @@ struct ServerState {
     }
   }
 
-  /// The complete NMEA sentences in `bytes`, each with its checksum and CR LF, as gpsd
-  /// passes them on. Binary frames and noise are left out.
-  private mutating func frameSentences(_ bytes: [UInt8], on index: Int) -> [UInt8] {
-    // Taken out while it works, so that its buffers are not copied on write.
-    var framer =
-      devices[index].framer
-      ?? NMEAFramer(
-        configuration: FramerConfiguration(maximumSentenceLength: 256, checksumPolicy: .lenient))
-    devices[index].framer = nil
-    var out: [UInt8] = []
-    framer.feed(bytes) { frame in
-      guard case .sentence(let sentence) = frame else { return }
-      out.append(contentsOf: sentence.bytes)
-      if sentence.hadChecksum {
-        let sum = NMEAChecksum.compute(sentence.bytes.dropFirst())
-        out += [UInt8(ascii: "*"), Self.hexDigits[Int(sum >> 4)], Self.hexDigits[Int(sum & 0x0F)]]
-      }
-      out += [0x0D, 0x0A]
-    }
-    devices[index].framer = framer
-    return out
-  }
-
-  private static let hexDigits = Array("0123456789ABCDEF".utf8)
-
   /// Sends `bytes` to the watchers of the device at `index` whose policy `wants` them.
   private func broadcast(_ bytes: [UInt8], on index: Int, where wants: (WatchPolicy) -> Bool)
     -> [ServerAction]
@@ -483,10 +458,11 @@ struct ServerState {
     let need: ReceiverNeed? =
       watchers.isEmpty
       ? nil
-      : watchers.contains { $0.wantsSentences || $0.wantsVerbatim } ? .reportsAndRawData : .reports
+      : ReceiverNeed(
+        sentences: watchers.contains { wantsSentencesOnly($0) },
+        rawData: watchers.contains { $0.wantsVerbatim })
     guard need != devices[index].need else { return [] }
     devices[index].need = need
-    if need != .reportsAndRawData { devices[index].framer = nil }
     return [.subscribe(devices[index].id, need)]
   }
 

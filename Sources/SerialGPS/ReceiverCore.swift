@@ -86,11 +86,13 @@ final class ReceiverCore: @unchecked Sendable {
 
   // MARK: - Requests from any thread
 
-  func makeSubscription(bufferSize: Int?, rawData: Bool = false, lifetime: ReceiverLifetime)
-    -> SubscriptionCore
-  {
-    let queue = SubscriberQueue(capacity: bufferSize ?? options.subscriberBufferSize)
-    guard let id = hub.add(queue, rawData: rawData) else {
+  func makeSubscription(
+    bufferSize: Int?, rawData: Bool = false, sentences: Bool = false,
+    forward: SubscriberQueue.Forward? = nil, lifetime: ReceiverLifetime
+  ) -> SubscriptionCore {
+    let queue = SubscriberQueue(
+      capacity: bufferSize ?? options.subscriberBufferSize, forward: forward)
+    guard let id = hub.add(queue, rawData: rawData, sentences: sentences) else {
       queue.finish()
       return SubscriptionCore(queue: queue) {}
     }
@@ -466,6 +468,8 @@ private final class ReadSession: @unchecked Sendable {
   var identificationBudget = 2000
   /// Read times and epochs for the time service, when the receiver has one.
   var timekeeping: ReaderTimekeeping?
+  /// The framed sentences for subscribers that asked for them.
+  var passThrough = SentencePassThrough()
 
   init(
     connection: any ReceiverConnection, generation: Int, stop: Locked<Bool>, core: ReceiverCore,
@@ -506,13 +510,20 @@ private final class ReadSession: @unchecked Sendable {
       }
       if count == 0 { continue }  // interrupted: check whether to stop
       core.acknowledgements.heard()
+      let wants = core.hub.wants
       // Before decoding, so that a chunk reaches subscribers ahead of the fixes it completes.
-      if core.hub.wantsRawData {
+      if wants.rawData {
         core.hub.publish(rawData: Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
       }
       fixes = 0
-      decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { event in
-        handle(event, fixes: &fixes)
+      let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+      if wants.sentences {
+        decoder.decode(chunk, observingFrames: { passThrough.observe($0) }) { event in
+          handle(event, fixes: &fixes)
+        }
+        passThrough.flush(to: core.hub)
+      } else {
+        decoder.decode(chunk) { event in handle(event, fixes: &fixes) }
       }
       core.record(decoder: decoder.statistics, fixes: fixes)
       if decoder.cycleKnowledge != knownCycle {
@@ -535,6 +546,7 @@ private final class ReadSession: @unchecked Sendable {
     case .epoch(let epoch):
       fixes += 1
       publish(epoch.fix.mode == .noFix ? .noFix : .streaming)
+      passThrough.flush(to: core.hub)  // the epoch's sentences ahead of its fix
       core.hub.publish(fix: epoch.fix)
       if let satellites = epoch.satellites { core.hub.publish(satellites: satellites) }
     case .ubx(let frame):

@@ -9,6 +9,8 @@ final class SubscriptionHub: @unchecked Sendable {
     var subscribers: [UInt64: SubscriberQueue] = [:]
     /// The subscribers that asked for the bytes read from the device.
     var rawDataSubscribers: Set<UInt64> = []
+    /// The subscribers that asked for the sentences the reader framed.
+    var sentenceSubscribers: Set<UInt64> = []
     var nextID: UInt64 = 0
     var latestFix: Fix?
     var latestFixTime: Duration = .zero
@@ -27,7 +29,7 @@ final class SubscriptionHub: @unchecked Sendable {
 
   /// Registers a subscriber's queue, preloaded with the current status and, if fresh enough,
   /// the latest fix. Returns `nil` once the hub is closed.
-  func add(_ queue: SubscriberQueue, rawData: Bool = false) -> UInt64? {
+  func add(_ queue: SubscriberQueue, rawData: Bool = false, sentences: Bool = false) -> UInt64? {
     let now = clock.now
     return state.withLock { state -> UInt64? in
       guard !state.closed else { return nil }
@@ -38,6 +40,7 @@ final class SubscriptionHub: @unchecked Sendable {
       state.nextID += 1
       state.subscribers[state.nextID] = queue
       if rawData { state.rawDataSubscribers.insert(state.nextID) }
+      if sentences { state.sentenceSubscribers.insert(state.nextID) }
       return state.nextID
     }
   }
@@ -46,12 +49,24 @@ final class SubscriptionHub: @unchecked Sendable {
     state.withLock { state in
       state.subscribers.removeValue(forKey: id)
       state.rawDataSubscribers.remove(id)
+      state.sentenceSubscribers.remove(id)
     }
   }
 
-  /// Whether any subscriber wants the bytes read from the device (the reader copies them only
-  /// then).
-  var wantsRawData: Bool { state.withLock { !$0.rawDataSubscribers.isEmpty } }
+  /// Whether any subscriber wants the bytes read from the device, and whether any wants the
+  /// framed sentences (the reader copies them only then), asked once per read.
+  var wants: (rawData: Bool, sentences: Bool) {
+    state.withLock { (!$0.rawDataSubscribers.isEmpty, !$0.sentenceSubscribers.isEmpty) }
+  }
+
+  /// Complete sentences, as framed by the reader, for the subscribers that asked for them.
+  func publish(sentences: [UInt8]) {
+    let queues = state.withLock { state in
+      state.sentenceSubscribers.compactMap { state.subscribers[$0] }
+    }
+    let event = ReceiverEventOrRawData.sentences(sentences)
+    for queue in queues { queue.push(event) }
+  }
 
   func publish(rawData: [UInt8]) {
     let queues = state.withLock { state in
@@ -126,6 +141,7 @@ final class SubscriptionHub: @unchecked Sendable {
       defer {
         state.subscribers.removeAll()
         state.rawDataSubscribers.removeAll()
+        state.sentenceSubscribers.removeAll()
       }
       return Array(state.subscribers.values)
     }

@@ -179,7 +179,10 @@ import Testing
     #expect(Self.subscriptions(h.say(1, "?WATCH={\"enable\":true}\n")) == [.subscribe(2, .reports)])
   }
 
-  @Test func nmeaWatchersAddRawDataAndGetSentences() {
+  /// NMEA watchers get the sentences the reader framed, raw 2 watchers the bytes verbatim;
+  /// the subscription asks for each only while someone wants it. (That the sentences come
+  /// out whole across reads, without noise or bad checksums, is the reader's: RawDataTests.)
+  @Test func nmeaWatchersAddSentencesAndRawWatchersAddBytes() {
     var h = Harness()
     _ = h.add(1, "/dev/ttyACM0")
     _ = h.connect(1)
@@ -191,24 +194,21 @@ import Testing
       ])
     #expect(
       Self.subscriptions(h.say(2, "?WATCH={\"enable\":true,\"nmea\":true}\n"))
-        == [.subscribe(1, .reportsAndRawData)])
-    _ = h.say(3, "?WATCH={\"enable\":true,\"raw\":2}\n")
+        == [.subscribe(1, .reportsAndSentences)])
+    #expect(
+      Self.subscriptions(h.say(3, "?WATCH={\"enable\":true,\"raw\":2}\n"))
+        == [.subscribe(1, ReceiverNeed(sentences: true, rawData: true))])
     let gga = "$GPGGA,120001.00,4656.78900,N,00726.12300,E,1,08,0.9,540.2,M,48.0,M,,*"
     let sentence = Array(NMEAChecksum.frame(String(gga.dropFirst().dropLast())))
-    let chunk = Array("\u{1}noise".utf8) + sentence + Array("$GPTXT,01,01,02,hi*".utf8)
-    // Split right after a '$': the sentence must still come out whole.
-    let split = chunk.firstIndex(of: UInt8(ascii: "$"))! + 1
-    let first = h.rawData(1, Array(chunk[..<split]))
-    let second = h.rawData(1, Array(chunk[split...]))
-    let passed = Self.lines(first + second, to: 2)
-    #expect(passed == [String(decoding: sentence.dropLast(2), as: UTF8.self)])
-    // raw 2: the bytes verbatim; the JSON watcher gets none of them.
-    var verbatim: [UInt8] = []
-    for case .send(3, let bytes) in first + second { verbatim += bytes }
-    #expect(verbatim == chunk)
-    #expect(Self.lines(first + second, to: 1).isEmpty)
+    let chunk = Array("\u{1}noise".utf8) + sentence
+    // The bytes go verbatim to the raw 2 watcher only, the sentences to the NMEA watcher
+    // only (raw 2 gets the bytes instead); the JSON watcher gets neither.
+    #expect(h.rawData(1, chunk) == [.send(3, chunk)])
+    #expect(
+      h.state.receiverEvent(1, .sentences(sentence), wallClock: Self.wall) == [.send(2, sentence)])
     // The NMEA watchers leave: back to reports only.
-    _ = h.state.clientDisconnected(2)
+    #expect(
+      Self.subscriptions(h.state.clientDisconnected(2)) == [.subscribe(1, .reportsAndRawData)])
     #expect(Self.subscriptions(h.state.clientDisconnected(3)) == [.subscribe(1, .reports)])
   }
 
