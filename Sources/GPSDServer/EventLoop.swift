@@ -425,7 +425,12 @@ final class EventLoop: @unchecked Sendable {
         }
       }
     }
-    counters.withLock { $0.watchers = state.watcherCount }
+    let watchers = state.watcherCount
+    let unexpected = state.unexpectedEvents
+    counters.withLock {
+      $0.watchers = watchers
+      $0.unexpectedEvents = unexpected
+    }
   }
 
   /// Gives the device the subscription it needs now. A replacement is made before the old
@@ -463,7 +468,7 @@ final class EventLoop: @unchecked Sendable {
     case .changed(let device):
       if let id = receivers.first(where: { $0.value.sysPath == device.sysPath })?.key {
         if device.isReceiverCandidate {
-          state.deviceRenamed(id, Self.description(of: device))
+          perform(state.deviceRenamed(id, Self.description(of: device)))
         } else {
           removeDiscovered(sysPath: device.sysPath, reason: "no longer classified as a receiver")
         }

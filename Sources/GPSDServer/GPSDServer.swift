@@ -275,6 +275,9 @@ public struct ServerStatistics: Sendable, Hashable {
   /// Receiver reports skipped because the server thread fell behind the receivers (the
   /// newest are kept; see `subscriptionBufferSize`).
   public var reportsDropped = 0
+  /// Inputs the server's protocol state did not expect and ignored (a bug if ever above zero;
+  /// a debug build stops at the first).
+  public var unexpectedEvents = 0
 
   public init() {}
 }

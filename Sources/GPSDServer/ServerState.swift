@@ -73,6 +73,10 @@ struct ServerState {
     var protocolMajor = 3
     var protocolMinor = 14
     var maximumRequestLength = 1024
+    /// Whether an input the loop's contract rules out (see ``ServerState/unexpectedEvents``)
+    /// stops a debug build with an `assertionFailure`; tests of the counting turn it off.
+    /// Release builds only count.
+    var assertsOnUnexpectedEvents = true
   }
 
   struct Client {
@@ -117,6 +121,11 @@ struct ServerState {
   /// In the order added, which is the order DEVICES lists them.
   private(set) var devices: [Device] = []
   private var writer = JSONWriter(capacity: 16 * 1024)
+  /// Inputs the event loop never sends while it keeps its side of the contract (a client or
+  /// device the state does not know, a receiver event for a device that is not subscribed):
+  /// a bug, so a debug build stops at it; a release build ignores it and counts it here
+  /// (``ServerStatistics/unexpectedEvents``) rather than dropping it unseen.
+  private(set) var unexpectedEvents = 0
 
   init(settings: Settings) {
     self.settings = settings
@@ -132,7 +141,9 @@ struct ServerState {
 
   /// A client disconnected or was dropped: it stops watching.
   mutating func clientDisconnected(_ id: ClientID) -> [ServerAction] {
-    guard let client = clients.removeValue(forKey: id) else { return [] }
+    guard let client = clients.removeValue(forKey: id) else {
+      return unexpected("disconnect of unknown client \(id)")
+    }
     var actions: [ServerAction] = []
     for deviceID in client.watching {
       guard let index = deviceIndex(deviceID) else { continue }
@@ -148,7 +159,7 @@ struct ServerState {
     _ id: ClientID, _ bytes: UnsafeRawBufferPointer, wallClock: UTCTimestamp,
     fixes: some LatestFixes
   ) -> [ServerAction] {
-    guard var client = clients[id] else { return [] }
+    guard var client = clients[id] else { return unexpected("input from unknown client \(id)") }
     let commands = client.reader.read(bytes)
     clients[id] = client
     var actions: [ServerAction] = []
@@ -330,7 +341,7 @@ struct ServerState {
 
   /// A device went away (unplugged): its watchers are told and its receiver released.
   mutating func deviceRemoved(_ id: DeviceID) -> [ServerAction] {
-    guard let index = deviceIndex(id) else { return [] }
+    guard let index = deviceIndex(id) else { return unexpected("removal of unknown device \(id)") }
     let device = devices.remove(at: index)
     var actions: [ServerAction] = []
     let notice = line { $0.deviceDeactivated(path: device.description.path) }
@@ -345,16 +356,24 @@ struct ServerState {
   }
 
   /// New names for a device (its udev links changed).
-  mutating func deviceRenamed(_ id: DeviceID, _ description: DeviceDescription) {
-    guard let index = deviceIndex(id) else { return }
+  mutating func deviceRenamed(_ id: DeviceID, _ description: DeviceDescription)
+    -> [ServerAction]
+  {
+    guard let index = deviceIndex(id) else {
+      return unexpected("new names for unknown device \(id)")
+    }
     devices[index].description = description
+    return []
   }
 
   /// Something from a device's receiver.
   mutating func receiverEvent(
     _ id: DeviceID, _ event: ReceiverEventOrRawData, wallClock: UTCTimestamp
   ) -> [ServerAction] {
-    guard let index = deviceIndex(id), devices[index].need != nil else { return [] }
+    // The loop drops events of a subscription it replaced or ended (by its generation).
+    guard let index = deviceIndex(id), devices[index].need != nil else {
+      return unexpected("receiver event for device \(id), which is not subscribed")
+    }
     let path = devices[index].description.path
     switch event {
     case .event(.fix(let update)):
@@ -464,6 +483,13 @@ struct ServerState {
     guard need != devices[index].need else { return [] }
     devices[index].need = need
     return [.subscribe(devices[index].id, need)]
+  }
+
+  /// Counts an input the loop should never have sent, and stops a debug build at it.
+  private mutating func unexpected(_ what: String) -> [ServerAction] {
+    unexpectedEvents += 1
+    if settings.assertsOnUnexpectedEvents { assertionFailure("ServerState: \(what)") }
+    return []
   }
 
   private func deviceIndex(_ id: DeviceID) -> Int? {
