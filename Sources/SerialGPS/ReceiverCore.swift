@@ -481,7 +481,7 @@ private final class ReadSession: @unchecked Sendable {
     decoder.cycleKnowledge = core.cycleKnowledge.withLock { $0 }
     knownCycle = decoder.cycleKnowledge
     timekeeping = core.timeService.withLock { $0 }.map {
-      ReaderTimekeeping(service: $0, timing: connection.lineTiming)
+      ReaderTimekeeping(service: $0, connection: connection)
     }
   }
 
