@@ -87,9 +87,10 @@ struct ServeOptions: Equatable {
       --time              serve GPS time to chrony and ntpd from every receiver: chrony's SOCK
                           refclock and NTP shared memory where gpsd puts them
                           (/run/chrony.clk.TTY.sock, units 0 and 1 as root), and its PPS:
-                          the kernel's PPS device for its tty, else the DCD line of a UART
-                          (as gpsd; retried when the device fails). Each receiver stays powered for
-                          as long as serve runs: a time consumer never stops listening.
+                          the kernel's PPS device for its tty, else the DCD line of a UART,
+                          as gpsd (a device that fails is tried again). Each receiver stays
+                          powered for as long as serve runs: a time consumer never stops
+                          listening.
                           Watchers whose ?WATCH asks for "pps":true get TOFF and PPS reports.
       --time-offset MS    the receiver's delay from the second to its first byte, subtracted
                           from serial time (default 0): set the median of the delay that the
