@@ -244,7 +244,7 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
       // The interface comes from the driver, so the node's path is not resolved (umockdev's
       // realpath() corrupts memory for nodes that are ptys).
       opened = try await SerialConnector(
-        path: device.path, baud: effectiveBaud(for: device),
+        path: device.path, baud: baud,
         hint: ChipsetHint(family: nil, interface: Self.interface(of: device)), memory: baudMemory
       ).connect(wakingWith: family)
     } else {
@@ -266,60 +266,49 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
     return connection
   }
 
-  /// A USB receiver's own port (CDC-ACM) ignores the rate: no search.
-  private func effectiveBaud(for device: SerialDevice) -> SerialConnector.BaudSetting {
-    guard case .automatic(let candidates, _) = baud, device.driver == "cdc_acm" else {
-      return baud
-    }
-    return .fixed(candidates.first ?? .b9600)
-  }
-
   /// Opens a possible receiver the user did not name and listens, never writing, until
   /// checksum-valid NMEA arrives. Silence rejects it: the tracker moves on to the next
   /// candidate, or waits.
   private func listen(to device: SerialDevice) async throws -> any ReceiverConnection {
-    let (candidates, timePerRate): ([BaudRate], Duration)
-    switch effectiveBaud(for: device) {
+    // Hearing NMEA is the proof it is a receiver, so even a fixed rate, or a port whose rate
+    // does not matter, is listened to (at that one rate).
+    let timePerRate: Duration
+    var candidates: [BaudRate]
+    switch baud {
     case .fixed(let rate): (candidates, timePerRate) = ([rate], Autobaud.defaultTimePerRate)
-    case .automatic(let rates, let time):
-      (candidates, timePerRate) = (rates.isEmpty ? [.b9600] : rates, time)
+    case .automatic(let rates, let time): (candidates, timePerRate) = (rates, time)
     }
-    let port = try SerialPort.open(path: device.path, baudRate: candidates[0])
-    let unplugged = state.withLock { state -> Bool in
-      guard state.device?.sysPath == device.sysPath else { return true }
-      state.listening = (device.sysPath, port)
-      return false
+    if candidates.isEmpty { candidates = [.b9600] }
+    if Self.interface(of: device) == .usb { candidates = [candidates[0]] }
+    let opened: SerialConnector.OpenedPort
+    do {
+      defer { state.withLock { $0.listening = nil } }
+      opened = try await SerialConnector.openPort(
+        path: device.path, baud: .automatic(candidates: candidates, timePerRate: timePerRate),
+        memory: baudMemory, ratelessPort: false,
+        opened: { [weak self] port, _ in
+          // Kept where an unplug finds it, to end the listening.
+          let unplugged = self?.state.withLock { state -> Bool in
+            guard state.device?.sysPath == device.sysPath else { return true }
+            state.listening = (device.sysPath, port)
+            return false
+          }
+          if unplugged ?? true {
+            throw DeviceGone(device: device.path, why: "was unplugged while it was being opened")
+          }
+        })
+    } catch let error as SerialPortError where error.isDisconnected || error.reason == .interrupted
+    {
+      throw DeviceGone(device: device.path, why: "was unplugged while it was listened to")
     }
-    if unplugged {
-      port.close()
-      throw DeviceGone(device: device.path, why: "was unplugged while it was being opened")
-    }
-    let memory = baudMemory
-    let found: Result<Autobaud.Detection, SerialPortError> = await onOwnThread {
-      var known = memory.withLock { $0 }
-      let result = Result { () throws(SerialPortError) in
-        try Autobaud.detect(
-          on: port, candidates: candidates, timePerRate: timePerRate, memory: &known,
-          recognises: { NMEAFramer.holdsChecksummedSentences($0) })
-      }
-      memory.withLock { $0 = known }
-      return result
-    }
-    state.withLock { $0.listening = nil }
-    switch found {
-    case .success(let detection):
+    guard let tried = opened.unrecognisedRates else {
       _ = state.withLock { $0.heard.insert(device.sysPath) }
       // What it said while being listened to is its first data: handed to the reader.
-      return SerialConnection(port: port, heard: detection.heard)
-    case .failure(let error):
-      port.close()
-      if error.isDisconnected || error.reason == .interrupted {
-        throw DeviceGone(device: device.path, why: "was unplugged while it was listened to")
-      }
-      guard case .nothingRecognised(let tried, _) = error.reason else { throw error }
-      reject(device)
-      throw NotAReceiver(device: device, rates: tried, timePerRate: timePerRate)
+      return SerialConnection(port: opened.port, heard: opened.heard)
     }
+    opened.port.close()
+    reject(device)
+    throw NotAReceiver(device: device, rates: tried, timePerRate: timePerRate)
   }
 
   /// Tells the tracker `device` is no receiver; it takes the next candidate, if any (tried

@@ -41,6 +41,90 @@ import Testing
   }
 }
 
+/// The one baud search (`SerialConnector.openPort`) that the connectors, `record` and `send`
+/// open ports with.
+@Suite struct OpenPortTests {
+  @Test func aSilentPortStaysOpenAtTheRememberedRateWithTheRatesTried() throws {
+    let pty = try PseudoTerminal()
+    var memory = BaudRateMemory()
+    memory.remember(.b38400, for: pty.devicePath)
+    var searched: [Bool] = []
+    let opened = try SerialConnector.openPort(
+      path: pty.devicePath,
+      baud: .automatic(candidates: [.b4800, .b9600], timePerRate: .milliseconds(100)),
+      memory: &memory, opened: { _, searching in searched.append(searching) })
+    defer { opened.port.close() }
+    #expect(searched == [true])
+    #expect(opened.unrecognisedRates == [.b38400, .b4800, .b9600])
+    #expect(opened.detection == nil && opened.heard.isEmpty)
+    // Left where a receiver in standby can be woken: the rate that worked last time.
+    #expect(opened.rate == .b38400)
+    #expect(memory.rate(for: pty.devicePath) == .b38400)
+  }
+
+  @Test func theRateFoundIsRememberedAndWhatWasHeardKept() async throws {
+    let pty = try PseudoTerminal()
+    let talking = Task.detached {
+      for second in 0..<100 where !Task.isCancelled {
+        try? pty.write(Array(cycle(second: second % 60).utf8), timeout: .milliseconds(200))
+        try? await Task.sleep(for: .milliseconds(50))
+      }
+    }
+    defer { talking.cancel() }
+    var memory = BaudRateMemory()
+    let opened = try SerialConnector.openPort(
+      path: pty.devicePath, baud: .automatic(candidates: [.b19200], timePerRate: .seconds(5)),
+      memory: &memory)
+    defer { opened.port.close() }
+    #expect(opened.unrecognisedRates == nil)
+    #expect(opened.detection?.rate == .b19200)
+    #expect(opened.rate == .b19200)
+    #expect(memory.rate(for: pty.devicePath) == .b19200)
+    #expect(String(decoding: opened.heard, as: UTF8.self).contains("$GP"))
+  }
+
+  @Test func aRatelessPortOrAFixedRateIsNotSearched() throws {
+    let pty = try PseudoTerminal()
+    var memory = BaudRateMemory()
+    let start = ContinuousClock.now
+    for (baud, rateless, rate) in [
+      (SerialConnector.BaudSetting.automatic(timePerRate: .seconds(5)), true, BaudRate.b9600),
+      (.fixed(.b57600), false, .b57600),
+    ] {
+      var searched: [Bool] = []
+      let opened = try SerialConnector.openPort(
+        path: pty.devicePath, baud: baud, memory: &memory, ratelessPort: rateless,
+        opened: { _, searching in searched.append(searching) })
+      opened.port.close()
+      #expect(searched == [false])
+      #expect(opened.rate == rate)
+      #expect(opened.unrecognisedRates == nil && opened.detection == nil)
+    }
+    #expect(ContinuousClock.now - start < .seconds(4), "it listened")
+  }
+
+  @Test func whatOpenedThrowsClosesThePortAndIsThrown() throws {
+    struct Refused: Error {}
+    let pty = try PseudoTerminal()
+    var memory = BaudRateMemory()
+    var kept: SerialPort?
+    #expect(throws: Refused.self) {
+      _ = try SerialConnector.openPort(
+        path: pty.devicePath, baud: .automatic(timePerRate: .seconds(5)), memory: &memory,
+        opened: { port, _ in
+          kept = port
+          throw Refused()
+        })
+    }
+    let port = try #require(kept)
+    // Closed: reading it fails at once instead of waiting.
+    var byte: [UInt8] = [0]
+    #expect(throws: SerialPortError.self) {
+      _ = try byte.withUnsafeMutableBytes { try port.read(into: $0, timeout: .seconds(5)) }
+    }
+  }
+}
+
 @Suite struct SerialConnectionTests {
   /// The sentences heard while the rate was being found are the receiver's first data: the
   /// reader gets them before anything read later, in pieces as small as its buffer.
