@@ -105,18 +105,13 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
   public var chipsetHint: ChipsetHint? {
     state.withLock { state in
       guard let device = state.device else { return nil }
-      let interface = Self.interface(of: device)
+      let interface = HostInterface(devicePath: device.path, driver: device.driver)
       // A device we may not write to gets no family: it must identify itself first.
       let family =
         state.mayWrite
         ? device.classification.chipset.flatMap { ChipsetFamily(cliName: $0.rawValue) } : nil
       return ChipsetHint(family: family, interface: interface)
     }
-  }
-
-  /// A receiver's own USB port (CDC-ACM), or a UART perhaps behind a USB-serial bridge.
-  static func interface(of device: SerialDevice) -> HostInterface {
-    device.driver == "cdc_acm" ? .usb : .uart
   }
 
   /// The serial number of the receiver in use; without one, its USB IDs and the USB port it is
@@ -239,16 +234,15 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
       throw DeviceGone(device: device.path, why: unpluggedWaiting)
     }
 
+    let interface = HostInterface(devicePath: device.path, driver: device.driver)
     let opened: any ReceiverConnection
     if mayWrite {
-      // The interface comes from the driver, so the node's path is not resolved (umockdev's
-      // realpath() corrupts memory for nodes that are ptys).
       opened = try await SerialConnector(
-        path: device.path, baud: baud,
-        hint: ChipsetHint(family: nil, interface: Self.interface(of: device)), memory: baudMemory
+        path: device.path, baud: baud, hint: ChipsetHint(family: nil, interface: interface),
+        memory: baudMemory
       ).connect(wakingWith: family)
     } else {
-      opened = try await listen(to: device)
+      opened = try await listen(to: device, interface: interface)
     }
 
     let connection = FollowedConnection(
@@ -269,7 +263,9 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
   /// Opens a possible receiver the user did not name and listens, never writing, until
   /// checksum-valid NMEA arrives. Silence rejects it: the tracker moves on to the next
   /// candidate, or waits.
-  private func listen(to device: SerialDevice) async throws -> any ReceiverConnection {
+  private func listen(
+    to device: SerialDevice, interface: HostInterface
+  ) async throws -> any ReceiverConnection {
     // Hearing NMEA is the proof it is a receiver, so even a fixed rate, or a port whose rate
     // does not matter, is listened to (at that one rate).
     let timePerRate: Duration
@@ -279,7 +275,7 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
     case .automatic(let rates, let time): (candidates, timePerRate) = (rates, time)
     }
     if candidates.isEmpty { candidates = [.b9600] }
-    if Self.interface(of: device) == .usb { candidates = [candidates[0]] }
+    if interface == .usb { candidates = [candidates[0]] }
     let opened: SerialConnector.OpenedPort
     do {
       defer { state.withLock { $0.listening = nil } }
@@ -304,7 +300,7 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
     guard let tried = opened.unrecognisedRates else {
       _ = state.withLock { $0.heard.insert(device.sysPath) }
       // What it said while being listened to is its first data: handed to the reader.
-      return SerialConnection(port: opened.port, heard: opened.heard)
+      return SerialConnection(port: opened.port, interface: interface, heard: opened.heard)
     }
     opened.port.close()
     reject(device)

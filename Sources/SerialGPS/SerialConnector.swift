@@ -55,7 +55,7 @@ public struct SerialConnector: ReceiverConnector {
   ) {
     self.path = path
     self.baud = baud
-    self.chipsetHint = hint ?? ChipsetHint(family: nil, interface: Self.guessInterface(path))
+    self.chipsetHint = hint ?? ChipsetHint(family: nil, interface: HostInterface(devicePath: path))
     self.memory = memory
   }
 
@@ -65,22 +65,10 @@ public struct SerialConnector: ReceiverConnector {
   /// stays plugged in, different once the node was made again (a replug, a reboot, another
   /// pty with the same number). `nil` when the device is missing.
   public var markerIdentity: String? {
-    let node = Self.resolvedPath(path)
+    let node = resolvedPath(path) ?? path
     var status = stat()
     guard stat(node, &status) == 0 else { return nil }
     return "tty \(node) \(status.st_ctim.tv_sec).\(status.st_ctim.tv_nsec)"
-  }
-
-  /// `ttyACM` devices are receivers' own USB ports; links (`/dev/serial/by-id/…`) are
-  /// resolved first.
-  static func guessInterface(_ path: String) -> HostInterface {
-    resolvedPath(path).contains(substring: "ttyACM") ? .usb : .uart
-  }
-
-  static func resolvedPath(_ path: String) -> String {
-    guard let resolved = realpath(path, nil) else { return path }
-    defer { free(resolved) }
-    return String(cString: resolved)
   }
 
   public func connect() async throws -> any ReceiverConnection {
@@ -96,11 +84,12 @@ public struct SerialConnector: ReceiverConnector {
     if case .automatic = baud, family.hasCommands {
       baud = .fixed(memory.withLock { $0.rate(for: path) } ?? Self.factoryRate(family))
     }
-    // The interface was guessed from the resolved path when no hint named it.
+    // The interface was told by the path when no hint named it.
+    let interface = chipsetHint?.interface ?? HostInterface(devicePath: path)
     let opened = try await Self.openPort(
-      path: path, baud: baud, memory: memory, ratelessPort: chipsetHint?.interface == .usb)
+      path: path, baud: baud, memory: memory, ratelessPort: interface == .usb)
     // The sentences that decided the rate are the receiver's first: not lost.
-    return SerialConnection(port: opened.port, heard: opened.heard)
+    return SerialConnection(port: opened.port, interface: interface, heard: opened.heard)
   }
 
   /// Opens a receiver's port as `baud` says and leaves it open: at a fixed rate, or at the
@@ -116,8 +105,8 @@ public struct SerialConnector: ReceiverConnector {
   ///
   /// - Parameters:
   ///   - ratelessPort: the receiver's own USB port, whose rate does not matter: opened at the
-  ///     remembered rate or the first candidate without listening. By default guessed from the
-  ///     path (`ttyACM`, links resolved).
+  ///     remembered rate or the first candidate without listening. By default told by the
+  ///     path (``Chipsets/HostInterface/init(devicePath:driver:)``).
   ///   - opened: called once the port is open, before any listening, with whether a search
   ///     follows: where the caller keeps the port so that it can interrupt the search, or says
   ///     that something is about to take seconds.
@@ -133,7 +122,7 @@ public struct SerialConnector: ReceiverConnector {
     }
     let port = try SerialPort.open(path: path, baudRate: initial)
     guard case .automatic(let candidates, let timePerRate) = baud,
-      !(ratelessPort ?? (guessInterface(path) == .usb))
+      !(ratelessPort ?? (HostInterface(devicePath: path) == .usb))
     else {
       do { try opened(port, false) } catch {
         port.close()
@@ -195,11 +184,14 @@ public struct SerialConnector: ReceiverConnector {
 /// A ``ReceiverConnection`` over a ``SerialPort``.
 final class SerialConnection: ReceiverConnection {
   let port: SerialPort
+  let interface: HostInterface
   /// Bytes already read from the port (while listening for its rate), handed out first.
   private let pending: Locked<[UInt8]>
 
-  init(port: SerialPort, heard: [UInt8] = []) {
+  /// - Parameter interface: by default told by the port's path.
+  init(port: SerialPort, interface: HostInterface? = nil, heard: [UInt8] = []) {
     self.port = port
+    self.interface = interface ?? HostInterface(devicePath: port.path)
     pending = Locked(heard)
   }
 
@@ -231,10 +223,31 @@ final class SerialConnection: ReceiverConnection {
   /// A pty has no modem lines and no line rate; `ttyACM` is the receiver's own USB, whose
   /// rate setting the device ignores. Everything else is a UART at the port's rate.
   var lineTiming: LineTiming {
-    guard port.supportsModemLines, SerialConnector.guessInterface(port.path) != .usb else {
+    guard port.supportsModemLines, interface != .usb else {
       return .unpaced
     }
     return .uart(baud: port.baudRate.rawValue)
+  }
+}
+
+extension HostInterface {
+  /// How the serial device at `devicePath` reaches the host: the package's one answer to "is
+  /// this the receiver's own USB port?". `.usb` for the kernel's CDC-ACM driver (`cdc_acm`,
+  /// whose nodes are `ttyACM…`): the receiver's own USB port, whose line rate the device
+  /// ignores, with no UART timing and (u-blox) its own port number for commands. `.uart`
+  /// otherwise: a UART, straight or behind a USB-serial bridge.
+  ///
+  /// - Parameter driver: the kernel driver when known (udev reports it: `SerialDevice.driver`):
+  ///   then it alone answers and the path is not touched (umockdev's `realpath()` corrupts
+  ///   memory for nodes that are ptys). Otherwise the node's name answers, links such as
+  ///   `/dev/serial/by-id/…` resolved.
+  public init(devicePath: String, driver: String? = nil) {
+    if let driver {
+      self = driver == "cdc_acm" ? .usb : .uart
+    } else {
+      let node = resolvedPath(devicePath) ?? devicePath
+      self = node.contains(substring: "ttyACM") ? .usb : .uart
+    }
   }
 }
 

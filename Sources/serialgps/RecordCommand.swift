@@ -152,7 +152,7 @@ struct RecordSession {
     defer { writer.close() }
 
     let commands = options.chipset.map {
-      $0.commandSet(interface: SerialGPSPaths.isUSBReceiverPort(device) ? .usb : .uart)
+      $0.commandSet(interface: HostInterface(devicePath: device))
     }
     let until = options.duration.map { "for \($0)" } ?? "until Ctrl-C"
     Output.error.line(

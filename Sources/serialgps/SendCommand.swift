@@ -262,13 +262,8 @@ struct SendSession {
     }
   }
 
-  /// How the receiver is attached, from the device's real name: a u-blox receiver's own USB
-  /// port is a `ttyACM` device (also behind a `/dev/serial/by-id/` link).
-  var interface: HostInterface {
-    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-    let resolved = realpath(request.device, &buffer).map { String(cString: $0) }
-    return (resolved ?? request.device).contains(substring: "ttyACM") ? .usb : .uart
-  }
+  /// How the receiver is attached: a u-blox receiver's own USB port takes other commands.
+  var interface: HostInterface { HostInterface(devicePath: request.device) }
 
   /// Runs `step` through the one command runner (``CommandExchange``): written, its answer
   /// awaited, retried up to the attempts allowed (a standby only while the receiver still

@@ -1,3 +1,4 @@
+import Chipsets
 import Glibc
 import SerialPort
 import Testing
@@ -19,9 +20,12 @@ import Testing
     try #require(descriptor >= 0)
     close(descriptor)
     try #require(symlink(device, link) == 0)
-    #expect(SerialConnector.guessInterface(link) == .usb)
+    #expect(HostInterface(devicePath: link) == .usb)
     #expect(SerialConnector(path: link).chipsetHint?.interface == .usb)
-    #expect(SerialConnector.guessInterface(directory + "/ttyUSB0") == .uart)
+    #expect(HostInterface(devicePath: directory + "/ttyUSB0") == .uart)
+    // The kernel driver, when udev told it, answers alone: the name is not looked at.
+    #expect(HostInterface(devicePath: link, driver: "pl2303") == .uart)
+    #expect(HostInterface(devicePath: "/dev/pts/3", driver: "cdc_acm") == .usb)
   }
 }
 
