@@ -492,7 +492,7 @@ final class EventLoop: @unchecked Sendable {
     // written to it (docs/discovery.md).
     let family =
       device.classification.mayWriteUnprompted
-      ? device.classification.chipset.flatMap { ChipsetFamily(cliName: $0.rawValue) } : nil
+      ? device.classification.chipset : nil
     let connector = SerialConnector(
       path: device.path, baud: configuration.baud,
       hint: ChipsetHint(family: family, interface: interface))

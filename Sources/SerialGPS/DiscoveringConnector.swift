@@ -109,7 +109,7 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
       // A device we may not write to gets no family: it must identify itself first.
       let family =
         state.mayWrite
-        ? device.classification.chipset.flatMap { ChipsetFamily(cliName: $0.rawValue) } : nil
+        ? device.classification.chipset : nil
       return ChipsetHint(family: family, interface: interface)
     }
   }
