@@ -1,5 +1,6 @@
 import Chipsets
 import Glibc
+import POSIX
 import SerialPort
 import Testing
 
@@ -66,15 +67,21 @@ import Testing
     #expect(memory.rate(for: pty.devicePath) == .b38400)
   }
 
-  @Test func theRateFoundIsRememberedAndWhatWasHeardKept() async throws {
+  @Test func theRateFoundIsRememberedAndWhatWasHeardKept() throws {
     let pty = try PseudoTerminal()
-    let talking = Task.detached {
-      for second in 0..<100 where !Task.isCancelled {
+    // On a thread of its own: the search blocks the test's thread, and under load the
+    // cooperative pool may have no other to give a task.
+    let stop = Locked(false)
+    let talking = OwnThread.start(name: "talking") {
+      for second in 0..<200 where !stop.withLock({ $0 }) {
         try? pty.write(Array(cycle(second: second % 60).utf8), timeout: .milliseconds(200))
-        try? await Task.sleep(for: .milliseconds(50))
+        usleep(50_000)
       }
     }
-    defer { talking.cancel() }
+    defer {
+      stop.withLock { $0 = true }
+      talking.joinBlocking()
+    }
     var memory = BaudRateMemory()
     let opened = try SerialConnector.openPort(
       path: pty.devicePath, baud: .automatic(candidates: [.b19200], timePerRate: .seconds(5)),
