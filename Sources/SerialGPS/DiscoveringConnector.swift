@@ -87,6 +87,10 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
   /// Hotplug events handled so far (for tests).
   var eventsHandled: Int { state.withLock { $0.following.eventsHandled } }
 
+  /// Steps of its own that came when its state did not expect them: a bug, ignored and
+  /// counted (a debug build asserts).
+  var unexpectedEvents: Int { state.withLock { $0.following.unexpectedEvents } }
+
   public var deviceName: String {
     state.withLock { $0.following.attached?.device.path } ?? selector.description
   }

@@ -284,4 +284,33 @@ import Testing
       #expect(result == false)
     }
   }
+
+  /// Steps no phase expects are ignored and counted: a debug build asserts (off here, so that
+  /// the counting a release build does is what runs).
+  @Test func unexpectedStepsAreCountedAndChangeNothing() {
+    var machine = Machine(selector: .first)
+    machine.assertsOnUnexpectedEvents = false
+    _ = machine.handle(.added(receiver))
+    _ = machine.handle(.enumerationComplete)
+    // An open begun without being asked for, a port listened to outside an open, a
+    // connection that no open made, a failure of an open not under way.
+    let begun = machine.beginOpen()
+    guard case .fail = begun else {
+      Issue.record("began an open that was not asked for: \(begun)")
+      return
+    }
+    let listening = machine.listening(to: receiver.sysPath, on: Stand("port"))
+    #expect(!listening)
+    let opened = machine.opened(Stand("connection"), on: receiver, attachment: 1)
+    #expect(!opened)
+    let failed = machine.openFailed(DiscoveryError.stopped, attachment: 1)
+    #expect(failed == [])
+    #expect(!machine.isOpening)
+    #expect(machine.unexpectedEvents == 4)
+    // Expected races are not counted: a device removed that is not in use, a loss reported
+    // by a connection already replaced.
+    _ = machine.handle(.removed(other))
+    machine.lost(Stand("old connection"), attachment: 0, DiscoveryError.stopped)
+    #expect(machine.unexpectedEvents == 4)
+  }
 }
