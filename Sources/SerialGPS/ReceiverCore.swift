@@ -188,6 +188,7 @@ final class ReceiverCore: @unchecked Sendable {
           if let outcome = await perform(action) { handle(outcome, deferring: &operations) }
         }
       }
+      counters.withLock { $0.unexpectedPolicyEvents = policy.unexpectedEvents }
     }
     for timer in timers.values { timer.cancel() }
     timers.removeAll()
