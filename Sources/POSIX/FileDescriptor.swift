@@ -133,3 +133,11 @@ extension FileDescriptor {
     }
   }
 }
+
+/// `path` with every symbolic link resolved (`/dev/serial/by-id/…` → `/dev/ttyACM0`), or `nil`
+/// when it does not exist.
+package func resolvedPath(_ path: String) -> String? {
+  guard let resolved = realpath(path, nil) else { return nil }
+  defer { free(resolved) }
+  return String(cString: resolved)
+}
