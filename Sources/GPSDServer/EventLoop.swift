@@ -488,12 +488,12 @@ final class EventLoop: @unchecked Sendable {
     guard device.isReceiverCandidate,
       !receivers.values.contains(where: { $0.sysPath == device.sysPath })
     else { return }
-    let interface: HostInterface = device.driver == "cdc_acm" ? .usb : .uart
+    let interface = HostInterface(devicePath: device.path, driver: device.driver)
     // A generic bridge gets no family: the receiver must identify itself before anything is
     // written to it (docs/discovery.md).
     let family =
       device.classification.mayWriteUnprompted
-      ? device.classification.chipset.flatMap { ChipsetFamily(cliName: $0.rawValue) } : nil
+      ? device.classification.chipset : nil
     let connector = SerialConnector(
       path: device.path, baud: configuration.baud,
       hint: ChipsetHint(family: family, interface: interface))

@@ -181,6 +181,9 @@ public struct ReceiverStatistics: Sendable, Hashable {
   public var commandsFailed = 0
   /// What the decoder accepted and rejected over all connections.
   public var decoder = DecoderStatistics()
+  /// Events the power policy did not expect in its state: a bug, ignored (a debug build
+  /// stops at the first with an assertion). 0 unless something is wrong.
+  public var unexpectedPolicyEvents = 0
 
   public init() {}
 }
