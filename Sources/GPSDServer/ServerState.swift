@@ -73,10 +73,6 @@ struct ServerState {
     var protocolMajor = 3
     var protocolMinor = 14
     var maximumRequestLength = 1024
-    /// Whether an input the loop's contract rules out (see ``ServerState/unexpectedEvents``)
-    /// stops a debug build with an `assertionFailure`; tests of the counting turn it off.
-    /// Release builds only count.
-    var assertsOnUnexpectedEvents = true
   }
 
   struct Client {
@@ -126,6 +122,9 @@ struct ServerState {
   /// a bug, so a debug build stops at it; a release build ignores it and counts it here
   /// (``ServerStatistics/unexpectedEvents``) rather than dropping it unseen.
   private(set) var unexpectedEvents = 0
+  /// Off only in tests that feed unexpected inputs on purpose, to check they are counted by
+  /// the same code a release build runs (as `PowerPolicy`'s).
+  var assertsOnUnexpectedEvents = true
 
   init(settings: Settings) {
     self.settings = settings
@@ -488,7 +487,7 @@ struct ServerState {
   /// Counts an input the loop should never have sent, and stops a debug build at it.
   private mutating func unexpected(_ what: String) -> [ServerAction] {
     unexpectedEvents += 1
-    if settings.assertsOnUnexpectedEvents { assertionFailure("ServerState: \(what)") }
+    if assertsOnUnexpectedEvents { assertionFailure("ServerState: \(what)") }
     return []
   }
 

@@ -386,12 +386,7 @@ import Testing
   /// changes nothing. (A debug build stops at the first: turned off here to count them.)
   @Test func unexpectedInputsAreCountedAndChangeNothing() {
     var h = Harness()
-    h.state = ServerState(
-      settings: { () -> ServerState.Settings in
-        var settings = ServerState.Settings()
-        settings.assertsOnUnexpectedEvents = false
-        return settings
-      }())
+    h.state.assertsOnUnexpectedEvents = false
     _ = h.add(1, "/dev/ttyACM0")
     _ = h.add(2, "/dev/ttyACM1")
     _ = h.connect(1)
