@@ -39,7 +39,7 @@ final class ConnectionReader: @unchecked Sendable {
     decoder.cycleKnowledge = core.knowledge.cycle.withLock { $0 }
     knownCycle = decoder.cycleKnowledge
     timekeeping = core.timeService.withLock { $0 }.map {
-      ReaderTimekeeping(service: $0, timing: connection.lineTiming)
+      ReaderTimekeeping(service: $0, connection: connection)
     }
   }
 
