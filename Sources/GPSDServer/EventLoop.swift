@@ -488,7 +488,7 @@ final class EventLoop: @unchecked Sendable {
     guard device.isReceiverCandidate,
       !receivers.values.contains(where: { $0.sysPath == device.sysPath })
     else { return }
-    let interface = HostInterface(devicePath: device.path, driver: device.driver)
+    let interface = HostInterface(device)
     // A generic bridge gets no family: the receiver must identify itself before anything is
     // written to it (docs/discovery.md).
     let family =

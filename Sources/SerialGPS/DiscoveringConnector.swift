@@ -99,7 +99,7 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
     state.withLock { state in
       guard let attached = state.following.attached else { return nil }
       let device = attached.device
-      let interface = HostInterface(devicePath: device.path, driver: device.driver)
+      let interface = HostInterface(device)
       // A device we may not write to gets no family: it must identify itself first.
       let family = attached.mayWrite ? device.classification.chipset : nil
       return ChipsetHint(family: family, interface: interface)
@@ -192,7 +192,7 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
       throw DeviceGone(device: device.path, why: state.withLock { $0.following.unpluggedWaiting })
     }
 
-    let interface = HostInterface(devicePath: device.path, driver: device.driver)
+    let interface = HostInterface(device)
     let opened: any ReceiverConnection
     if mayWrite {
       opened = try await SerialConnector(

@@ -1,4 +1,5 @@
 import Chipsets
+import Discovery
 import Glibc
 import NMEA
 import POSIX
@@ -106,7 +107,7 @@ public struct SerialConnector: ReceiverConnector {
   /// - Parameters:
   ///   - ratelessPort: the receiver's own USB port, whose rate does not matter: opened at the
   ///     remembered rate or the first candidate without listening. By default told by the
-  ///     path (``Chipsets/HostInterface/init(devicePath:driver:)``).
+  ///     path (``Chipsets/HostInterface/init(devicePath:)``).
   ///   - opened: called once the port is open, before any listening, with whether a search
   ///     follows: where the caller keeps the port so that it can interrupt the search, or says
   ///     that something is about to take seconds.
@@ -241,17 +242,18 @@ extension HostInterface {
   /// ignores, with no UART timing and (u-blox) its own port number for commands. `.uart`
   /// otherwise: a UART, straight or behind a USB-serial bridge.
   ///
-  /// - Parameter driver: the kernel driver when known (udev reports it: `SerialDevice.driver`):
-  ///   then it alone answers and the path is not touched (umockdev's `realpath()` corrupts
-  ///   memory for nodes that are ptys). Otherwise the node's name answers, links such as
-  ///   `/dev/serial/by-id/…` resolved.
-  public init(devicePath: String, driver: String? = nil) {
-    if let driver {
-      self = driver == "cdc_acm" ? .usb : .uart
-    } else {
-      let node = resolvedPath(devicePath) ?? devicePath
-      self = node.contains(substring: "ttyACM") ? .usb : .uart
-    }
+  /// Told by the node's name, links such as `/dev/serial/by-id/…` resolved. A device udev
+  /// reported is asked with ``init(_:)`` instead.
+  public init(devicePath: String) {
+    let node = resolvedPath(devicePath) ?? devicePath
+    self = node.contains(substring: "ttyACM") ? .usb : .uart
+  }
+
+  /// The same answer for a device udev reported: its kernel driver says it (`cdc_acm`), and
+  /// the node's path is not touched (umockdev's `realpath()` corrupts memory for nodes that
+  /// are ptys).
+  public init(_ device: SerialDevice) {
+    self = device.driver == "cdc_acm" ? .usb : .uart
   }
 }
 

@@ -1,4 +1,5 @@
 import Chipsets
+import Discovery
 import Glibc
 import POSIX
 import SerialPort
@@ -24,9 +25,15 @@ import Testing
     #expect(HostInterface(devicePath: link) == .usb)
     #expect(SerialConnector(path: link).chipsetHint?.interface == .usb)
     #expect(HostInterface(devicePath: directory + "/ttyUSB0") == .uart)
-    // The kernel driver, when udev told it, answers alone: the name is not looked at.
-    #expect(HostInterface(devicePath: link, driver: "pl2303") == .uart)
-    #expect(HostInterface(devicePath: "/dev/pts/3", driver: "cdc_acm") == .usb)
+    // A device udev reported: its kernel driver answers, the name is not looked at.
+    func reported(_ path: String, driver: String?) -> SerialDevice {
+      SerialDevice(
+        path: path, sysPath: "/sys/devices/x/tty/" + path, stablePath: nil, usb: nil,
+        driver: driver, classification: Classification(kind: .known, source: .catalogue))
+    }
+    #expect(HostInterface(reported(link, driver: "pl2303")) == .uart)
+    #expect(HostInterface(reported("/dev/pts/3", driver: "cdc_acm")) == .usb)
+    #expect(HostInterface(reported(device, driver: nil)) == .uart)
   }
 }
 
