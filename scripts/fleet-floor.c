@@ -23,6 +23,7 @@
 #include <mosquitto.h>
 #include <mqtt_protocol.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,11 @@ static int64_t monotonic_ns(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+static void on_connect(struct mosquitto *client, void *context, int code) {
+  (void)client;
+  if (code == 0) *(bool *)context = true;
 }
 
 static void fail(const char *what) {
@@ -112,18 +118,23 @@ int main(int argc, char **argv) {
 
   mosquitto_lib_init();
   struct mosquitto **clients = calloc(connections, sizeof *clients);
+  bool *connected = calloc(connections, sizeof *connected);
   for (int index = 0; index < connections; index++) {
     char id[64];
     snprintf(id, sizeof id, "fleet-floor-%d-%d", (int)getpid(), index);
-    clients[index] = mosquitto_new(id, true, NULL);
+    clients[index] = mosquitto_new(id, true, &connected[index]);
     if (!clients[index]) fail("mosquitto_new");
     mosquitto_int_option(clients[index], MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5);
+    mosquitto_connect_callback_set(clients[index], on_connect);
     if (mosquitto_connect(clients[index], "127.0.0.1", port, 60) != MOSQ_ERR_SUCCESS)
       fail("cannot connect");
   }
   // Every CONNACK in before the first publication.
-  for (int round = 0; round < 100; round++)
-    for (int index = 0; index < connections; index++) mosquitto_loop(clients[index], 10, 1);
+  for (int index = 0; index < connections; index++) {
+    for (int round = 0; round < 100 && !connected[index]; round++)
+      mosquitto_loop(clients[index], 100, 1);
+    if (!connected[index]) fail("the broker did not accept every connection");
+  }
 
   mosquitto_property *expiry = NULL;
   mosquitto_property_add_int32(&expiry, MQTT_PROP_MESSAGE_EXPIRY_INTERVAL, 10);
