@@ -241,7 +241,7 @@ final class MQTTClient: NetworkClient {
   }
 
   /// Corks the socket (TCP_CORK) until the thread is done with the work in hand: an epoch's
-  /// TPV and SKY, or a burst of them, then leave in one segment instead of one each, which
+  /// TPV and SKY then leave in one segment instead of one each, which
   /// spares the kernel's send and receive path per message here and a read per message in the
   /// broker. libmosquitto still writes each message as it is published; only the sending
   /// waits, for microseconds.

@@ -90,9 +90,9 @@ final class NetworkThread: @unchecked Sendable {
     if let socket = registration.socket { unwatch(socket, token: token) }
   }
 
-  /// `client` holds its writes back (corked) until the work in hand is done: then, before the
-  /// thread waits again, its ``NetworkClient/releaseWrites()`` sends them together. On the
-  /// thread only.
+  /// `client` holds its writes back (corked) until the work in hand is done: then (after the
+  /// job, and always before the thread waits) its ``NetworkClient/releaseWrites()`` sends them
+  /// together. On the thread only.
   func holdWrites(of client: NetworkClient) {
     if let token = tokens[ObjectIdentifier(client)] { holding.insert(token) }
   }
@@ -128,8 +128,13 @@ final class NetworkThread: @unchecked Sendable {
         defer { inbox.removeAll(keepingCapacity: true) }
         return inbox
       }
-      for job in jobs { job() }
-      releaseHeldWrites()
+      // Released after each job (one receiver's events, its TPV and SKY together), not after
+      // the whole batch: the first receivers of a burst must not wait for the last.
+      for job in jobs {
+        job()
+        releaseHeldWrites()
+      }
+      releaseHeldWrites()  // what the sockets and deadlines served last published
       refreshTouched()
 
       var deadline: Duration?
@@ -169,8 +174,8 @@ final class NetworkThread: @unchecked Sendable {
     }
   }
 
-  /// What was published since the thread last waited (the jobs just run, the sockets and
-  /// deadlines served before them) leaves now, each connection's in as few segments as fit.
+  /// What was published since the last release (by a job, or by the sockets and deadlines
+  /// served) leaves now, each connection's in as few segments as fit.
   private func releaseHeldWrites() {
     guard !holding.isEmpty else { return }
     let tokens = holding
