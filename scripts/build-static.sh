@@ -11,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 swift=${SWIFT:-swift}
 scratch=${STATIC_SCRATCH:-.build/static}
+order=contrib/serialgps.order
 
 # libstdc++ (the Swift runtime is C++) linked statically, so only the few objects the runtime
 # needs are in the program instead of the whole shared library: swiftc always links it with
@@ -46,6 +47,11 @@ flags=(
   -Xlinker -z -Xlinker pack-relative-relocs
   # Debian's hardening: resolve every symbol at start, then make the GOT read-only.
   -Xlinker -z -Xlinker now
+  # The functions `serve` runs while streaming laid out together, then those it runs only
+  # to start (contrib/serialgps.order, made by scripts/symbol-order.py from a profile): the
+  # kernel maps code in 64 KB windows, and scattered hot code keeps most of .text resident.
+  # Names the code no longer has are skipped.
+  -Xlinker "--symbol-ordering-file=$PWD/$order" -Xlinker --no-warn-symbol-ordering
 )
 "$swift" build "${flags[@]}" >&2
 binary=$("$swift" build "${flags[@]}" --show-bin-path)/serialgps
@@ -69,5 +75,13 @@ if printf '%s\n' "$needed" | grep -qE '^lib(mosquitto|ssl|crypto)\.'; then
   echo "build-static: $binary links libmosquitto, libssl or libcrypto (they are loaded only" \
     "for MQTT):" $needed >&2
   exit 1
+fi
+# A layout is only as good as its list: say how much of it the code still has.
+listed=$(grep -c . "$order")
+found=$(nm --defined-only "$binary" | awk '{ print $3 }' | sort -u | comm -12 - <(sort -u "$order") | wc -l)
+echo "build-static: $found of $listed functions of $order laid out first" >&2
+if [ $((found * 100)) -lt $((listed * 80)) ]; then
+  echo "build-static: warning: $order is stale (under 80% found); refresh it with" \
+    "scripts/symbol-order.py (BENCHMARKS.md, Footprint)" >&2
 fi
 echo "$binary"

@@ -98,6 +98,12 @@ package struct FileDescriptor: Hashable, Sendable {
     }
   }
 
+  /// A second descriptor for the same open file (close-on-exec), which its taker closes:
+  /// the file stays open until both are closed.
+  package func duplicate() throws(Errno) -> FileDescriptor {
+    FileDescriptor(rawValue: try retryingOnInterrupt { fcntl(rawValue, F_DUPFD_CLOEXEC, 0) })
+  }
+
   /// `fsync(2)`: what was written is on the disk.
   package func sync() throws(Errno) {
     _ = try retryingOnInterrupt { fsync(rawValue) }

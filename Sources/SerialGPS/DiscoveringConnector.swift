@@ -538,6 +538,8 @@ final class FollowedConnection: ReceiverConnection {
 
   var lineTiming: LineTiming { base.lineTiming }
 
+  func carrierDetectDescriptor() -> CInt? { base.carrierDetectDescriptor() }
+
   func close() {
     base.close()
     onClose(self)

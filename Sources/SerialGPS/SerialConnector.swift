@@ -169,6 +169,10 @@ final class SerialConnection: ReceiverConnection {
     }
     return .uart(baud: port.baudRate.rawValue)
   }
+
+  func carrierDetectDescriptor() -> CInt? {
+    port.supportsModemLines ? port.duplicateDescriptor() : nil
+  }
 }
 
 extension GPSReceiver {

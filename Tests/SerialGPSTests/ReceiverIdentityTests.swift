@@ -27,7 +27,7 @@ final class AlreadyIdentifiedConnector: ReceiverConnector, @unchecked Sendable {
   var chipsetHint: ChipsetHint? {
     if let core = core.withLock({ $0 }), core.statistics.powerOns > 0 {
       let deadline = ContinuousClock.now + .seconds(10)
-      while core.identification.withLock({ $0 }) == nil, ContinuousClock.now < deadline {
+      while core.knowledge.identification.withLock({ $0 }) == nil, ContinuousClock.now < deadline {
         sleepThread(for: .milliseconds(1))
       }
     }
@@ -98,7 +98,7 @@ final class AlreadyIdentifiedConnector: ReceiverConnector, @unchecked Sendable {
     let connection = try #require(connector.memory.latest)
     connection.feed(cycle(second: 1) + cycle(second: 2) + cycle(second: 3))
     #expect(await eventually { log.fixes.count >= 2 })
-    #expect(await eventually { receiver.core.identification.withLock { $0 } != nil })
+    #expect(await eventually { receiver.core.knowledge.identification.withLock { $0 } != nil })
     // The power-on of this connection was decided before anything was heard: no wake burst,
     // no sentence selection, no GNSS start to a receiver that is streaming.
     #expect(connection.writes.isEmpty, "\(connection.writes)")

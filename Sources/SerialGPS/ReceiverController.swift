@@ -1,0 +1,222 @@
+import Chipsets
+import POSIX
+
+/// The one task that runs a receiver's power policy: it takes the events of the
+/// ``ReceiverCore/inbox`` in order, hands them to ``PowerPolicy``, and performs its actions
+/// (timers, status, power-on and power-off with their commands, the reader's start and stop).
+///
+/// Threading: ``run()`` is one task on the ``DriverExecutor``, started by the first request;
+/// every stored property here is owned by that task alone, so none needs a lock. It shares
+/// with other threads only what ``ReceiverCore`` holds (each safe from any thread). The reader
+/// thread reaches it only through the inbox (``Event/readerFailed(generation:reason:)``).
+final class ReceiverController: @unchecked Sendable {
+  enum Event: Sendable {
+    case policy(PowerPolicy.Event)
+    /// The reader of connection `generation` stopped on an error.
+    case readerFailed(generation: Int, reason: String)
+    /// Resumed once every event before it has been handled (for tests and shutdown paths).
+    case barrier(CheckedContinuation<Void, Never>)
+  }
+
+  private let core: ReceiverCore
+  private let commands: CommandStepRunner
+  private var policy: PowerPolicy
+  private var timers: [PowerPolicy.TimerID: Task<Void, Never>] = [:]
+  private var connection: (any ReceiverConnection)?
+  private var reader: OwnThread?
+  private var readerStop: Locked<Bool>?
+  private var generation = 0
+
+  init(core: ReceiverCore) {
+    self.core = core
+    let options = core.options
+    commands = CommandStepRunner(
+      acknowledgements: core.acknowledgements, clock: core.clock,
+      attempts: options.commandAttempts, timeout: options.acknowledgementTimeout,
+      counters: core.counters, hub: core.hub, shutdownRequested: core.shutdownRequested)
+    policy = PowerPolicy(
+      configuration: .init(
+        linger: options.linger,
+        backoff: .init(initial: options.reconnectDelay, maximum: options.maximumReconnectDelay)))
+  }
+
+  private var clock: any DriverClock { core.clock }
+  private var connector: any ReceiverConnector { core.connector }
+  private var options: GPSReceiver.Options { core.options }
+
+  /// Takes every queued event into the policy, then starts at most one power-on or power-off,
+  /// re-checked against the demand as it is after all of them (``PowerPolicy/confirm(_:now:)``).
+  /// Deciding is ordered, event by event, so no subscriber is lost; doing converges: a burst
+  /// of subscribers that came and went while the receiver was busy costs no power cycle of
+  /// its own, and a shutdown is seen as soon as the operation in hand ends.
+  func run() async {
+    let inbox = core.inbox
+    // Power operations decided and not yet started, in order (at most a discard and a
+    // power-on: while one is pending the policy is in a state that decides no other).
+    var operations: [PowerPolicy.Action] = []
+    // Resumed once every event before them has been handled and acted upon.
+    var barriers: [CheckedContinuation<Void, Never>] = []
+    while true {
+      if operations.isEmpty {
+        // Idle: every event before the barriers has been handled and acted upon.
+        for barrier in barriers { barrier.resume() }
+        barriers.removeAll()
+        if policy.state == .stopped { break }
+      }
+      let batch = operations.isEmpty ? await inbox.next() : inbox.takeAll()
+      for event in batch {
+        switch event {
+        case .policy(let policyEvent):
+          handle(policyEvent, deferring: &operations)
+        case .readerFailed(let failedGeneration, let reason):
+          // A stale failure from a connection already closed is no news.
+          guard failedGeneration == generation, connection != nil else { continue }
+          core.counters.withLock { $0.connectionsLost += 1 }
+          handle(.connectionLost(reason: reason), deferring: &operations)
+        case .barrier(let continuation):
+          barriers.append(continuation)
+        }
+      }
+      if !operations.isEmpty {
+        let decided = operations.removeFirst()
+        for action in policy.confirm(decided, now: clock.now) {
+          if let outcome = await perform(action) { handle(outcome, deferring: &operations) }
+        }
+      }
+    }
+    for timer in timers.values { timer.cancel() }
+    timers.removeAll()
+    connector.stopWatching()
+    // Nothing is handled after the stop, but nobody may be left waiting on a barrier.
+    for leftover in inbox.close() {
+      if case .barrier(let continuation) = leftover { continuation.resume() }
+    }
+    core.hub.close()
+    core.controllerStopped()
+  }
+
+  /// Hands `event` to the policy: runs the quick actions (timers, status) now and queues the
+  /// power operations, which the controller starts only after it has taken every event queued.
+  private func handle(_ event: PowerPolicy.Event, deferring operations: inout [PowerPolicy.Action])
+  {
+    for action in policy.handle(event, now: clock.now) {
+      if action.isPowerOperation {
+        operations.append(action)
+      } else {
+        performAtOnce(action)
+      }
+    }
+  }
+
+  /// Runs one action; returns the event that reports its outcome, if it has one.
+  private func perform(_ action: PowerPolicy.Action) async -> PowerPolicy.Event? {
+    switch action {
+    case .powerOn:
+      return await powerOn()
+    case .powerOff:
+      await powerOff(sendCommands: true)
+      return .poweredOff
+    case .discardConnection:
+      await powerOff(sendCommands: false)
+      return nil
+    case .putToStandby:
+      await putLeftoverToStandby()
+      return .poweredOff
+    case .armTimer, .cancelTimer, .status:
+      performAtOnce(action)
+      return nil
+    }
+  }
+
+  /// Runs an action that neither waits nor reports an outcome.
+  private func performAtOnce(_ action: PowerPolicy.Action) {
+    switch action {
+    case .armTimer(let id, let deadline):
+      let clock = self.clock
+      let inbox = core.inbox
+      timers[id] = Task(executorPreference: DriverExecutor.shared) {
+        do {
+          try await clock.sleep(until: deadline)
+        } catch {
+          return  // cancelled
+        }
+        inbox.post(.policy(.timerFired(id)))
+      }
+    case .cancelTimer(let id):
+      timers.removeValue(forKey: id)?.cancel()
+    case .status(let status):
+      core.hub.publish(status: status)
+    case .powerOn, .powerOff, .discardConnection, .putToStandby:
+      break
+    }
+  }
+
+  private func powerOn() async -> PowerPolicy.Event {
+    core.knowledge.forgetReceiverIfChanged()
+    let opened: any ReceiverConnection
+    do {
+      opened = try await connector.connect(wakingWith: core.knowledge.commandSet().family)
+    } catch {
+      core.counters.withLock { $0.failedOpens += 1 }
+      return .powerOnFailed(reason: String(describing: error))
+    }
+    // Chosen once the port is open (a connector that follows a receiver knows which one, and
+    // its chipset, only now) and before the reader starts: what the receiver says about
+    // itself on this connection (a banner among the bytes heard while its rate was found)
+    // must not turn into wake-up commands for a receiver that is already streaming. It
+    // chooses the standby at power-off and the next power-on.
+    let set = core.knowledge.commandSet()
+    generation += 1
+    connection = opened
+    core.counters.withLock { $0.powerOns += 1 }
+    startReader(on: opened, generation: generation)
+    await commands.send(set.powerOnSteps, to: opened, abandonOnShutdown: true)
+    if let markers = options.awakeMarkers, let identity = connector.markerIdentity {
+      markers.markAwake(identity)
+    }
+    return .poweredOn
+  }
+
+  /// The standby exchange for a receiver that a killed process left awake: open, send the
+  /// standby steps (acknowledgements read as usual), close; then the marker goes.
+  private func putLeftoverToStandby() async {
+    let identity = connector.markerIdentity
+    defer { if let identity { options.awakeMarkers?.clear(identity) } }
+    let set = core.knowledge.commandSet()
+    guard !set.powerOffSteps.isEmpty,
+      let opened = try? await connector.connect(wakingWith: set.family)
+    else { return }
+    generation += 1
+    connection = opened
+    startReader(on: opened, generation: generation)
+    await powerOff(sendCommands: true)
+  }
+
+  private func powerOff(sendCommands: Bool) async {
+    guard let current = connection else { return }
+    // The identification may have arrived while streaming: the standby commands use it.
+    if sendCommands { await commands.send(core.knowledge.commandSet().powerOffSteps, to: current) }
+    readerStop?.withLock { $0 = true }
+    current.interrupt()
+    await reader?.join()
+    reader = nil
+    readerStop = nil
+    current.close()
+    connection = nil
+    core.acknowledgements.reset()
+    core.counters.withLock { $0.powerOffs += 1 }
+    // Standby sent, or the connection lost: no longer this process's to put to sleep.
+    if let markers = options.awakeMarkers, let identity = connector.markerIdentity {
+      markers.clear(identity)
+    }
+  }
+
+  private func startReader(on connection: any ReceiverConnection, generation: Int) {
+    let stop = Locked(false)
+    readerStop = stop
+    let reader = ConnectionReader(
+      connection: connection, generation: generation, stop: stop, core: core,
+      maximumSentenceLength: options.maximumSentenceLength)
+    self.reader = OwnThread.start(name: "serialgps-read") { reader.run() }
+  }
+}
