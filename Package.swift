@@ -47,7 +47,7 @@ let package = Package(
       pkgConfig: "libudev",
       providers: [.apt(["libudev-dev"])]
     ),
-    .target(name: "Discovery", dependencies: ["CUdev", "POSIX"]),
+    .target(name: "Discovery", dependencies: ["CUdev", "Chipsets", "POSIX"]),
 
     // GPS time for chrony and ntpd: trusted samples, chrony SOCK, NTP SHM, PPS sources and
     // pulse labelling (docs/time.md). Its C side declares the binary interfaces from the
@@ -121,7 +121,8 @@ let package = Package(
     .testTarget(name: "SerialPortTests", dependencies: ["SerialPort", "CSerialShims", "POSIX"]),
     .testTarget(name: "ChipsetsTests", dependencies: ["Chipsets", "NMEA"]),
     .testTarget(
-      name: "DiscoveryTests", dependencies: ["Discovery"], exclude: ["Fixtures", "Support"]),
+      name: "DiscoveryTests", dependencies: ["Discovery", "Chipsets"],
+      exclude: ["Fixtures", "Support"]),
     // Drives Discovery, and the gated receiver following a receiver, through umockdev's
     // testbed for DiscoveryTests (run under umockdev-wrapper); loads libumockdev at run time,
     // so building needs nothing extra. Mock receivers answer with Replay's ReceiverModel.

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Fleet benchmark: many receivers publishing through one local mosquitto to a consumer.
 
-Three publishers, one after the other in the same run, on the same broker settings and the
-same consumer:
+Publishers one after the other in the same run, on the same broker settings and the same
+consumer:
 
+  floor         the floor of the set-up: scripts/fleet-floor.c, libmosquitto publishing
+                precomputed TPV+SKY payloads at the same instants, no driver behind them, one
+                connection per receiver (floor-1: all through one connection)
   fleet-bench   FleetBridge with N in-process replays (GPSReceiver over ReplayConnector)
   serve         `serialgps serve --listen none --mqtt … --mqtt-gating always` reading N ptys
   gpsd          what people do today: per receiver a gpsd reading its pty and
@@ -14,17 +17,18 @@ rate (all receivers in step, as GPS receivers are: their epochs are aligned on G
 The consumer is mosquitto_sub on serialgps/+/tpv, which stamps each message as it arrives
 (%U, CLOCK_REALTIME). Latency is from the epoch's completion to that stamp: for the ptys, the
 moment os.write() of the epoch's last byte returned; for the in-process replays, the moment
-the driver's reader took the epoch's last bytes (fleet-bench records it).
+the driver's reader took the epoch's last bytes (fleet-bench records it); for the floor, the
+tick's instant, before its first publication.
 
 Reported per publisher: TPVs delivered, latency p50 / p99 / max, CPU time of the publishing
-processes (fleet-bench; serve; gpsd + gpspipe + mosquitto_pub) per published fix, their
+processes (floor; fleet-bench; serve; gpsd + gpspipe + mosquitto_pub) per published fix, their
 memory (PSS) per receiver, and the broker's CPU per fix.
 
     scripts/bench-fleet.py --repeat 3               # 200 receivers, 1 Hz and 10 Hz
     scripts/bench-fleet.py --receivers 50 --rates 10 --seconds 10 --publishers fleet-bench,gpsd
 
 Needs: release builds of serialgps and fleet-bench (swift build -c release), mosquitto,
-mosquitto-clients, gpsd and gpsd-clients.
+mosquitto-clients, gpsd and gpsd-clients; for the floor, cc and libmosquitto-dev.
 """
 
 import argparse
@@ -279,6 +283,23 @@ def match(received, stamps, window):
     return sorted(latencies), completed
 
 
+def build_floor(directory):
+    """Compiles scripts/fleet-floor.c into `directory`; returns the program's path."""
+    program = os.path.join(directory, "fleet-floor")
+    subprocess.run(["cc", "-O2", "-o", program, os.path.join(REPO, "scripts", "fleet-floor.c"),
+                    "-lmosquitto"], check=True)
+    return program
+
+
+def floor_payloads(arguments, recording, directory):
+    """The TPV and SKY payloads serialgps makes of the recording (the same encoder)."""
+    path = os.path.join(directory, "payloads.jsonl")
+    with open(path, "w") as handle:
+        subprocess.run([os.path.join(arguments.binaries, "serialgps"), "decode", "--json",
+                        recording], stdout=handle, check=True)
+    return path
+
+
 def run(publisher, arguments, rate):
     recording = os.path.join(REPO, FIXTURES[rate])
     epochs = epochs_of(recording)
@@ -292,7 +313,21 @@ def run(publisher, arguments, rate):
     total = arguments.warmup + arguments.seconds
     try:
         time.sleep(0.3)  # the consumer subscribes
-        if publisher == "fleet-bench":
+        if publisher in ("floor", "floor-1"):
+            if arguments.spread:
+                raise RuntimeError("the floor publishes its receivers' epochs all at once only")
+            stamps_file = os.path.join(directory, "stamps")
+            process = subprocess.Popen(
+                [build_floor(directory), "--broker-port", str(broker.port),
+                 "--receivers", str(count), "--rate", str(rate), "--seconds", str(total + 1),
+                 "--payloads", floor_payloads(arguments, recording, directory),
+                 "--stamps", stamps_file,
+                 "--connections", "1" if publisher == "floor-1" else str(count)],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            processes.append(process)
+            if process.stdout.readline().strip() != "ready":
+                raise RuntimeError("fleet-floor did not start")
+        elif publisher == "fleet-bench":
             stamps_file = os.path.join(directory, "stamps")
             process = subprocess.Popen(
                 [os.path.join(arguments.binaries, "fleet-bench"), "--broker", url,
@@ -428,7 +463,8 @@ def main():
 
             delivered = sum(figure["delivered"] for figure in figures)
             completed = max(1, sum(figure["completed"] for figure in figures))
-            bridge = "%.1f µs" % median("bridge") if publisher != "gpsd" else "–"
+            bridge = ("%.1f µs" % median("bridge")
+                      if publisher in ("fleet-bench", "serve") else "–")
             print("| %s | %d Hz | %d of %d (%.1f %%) | %.2f ms | %.2f ms | %.2f ms | %.1f µs | "
                   "%s | %.0f KiB | %.1f µs |" % (
                       publisher, rate, delivered, completed, 100.0 * delivered / completed,

@@ -95,6 +95,30 @@ int cposix_signal_is_ignored(int number) {
   return current.sa_handler == SIG_IGN;
 }
 
+// MARK: - Waking a thread out of a blocking call
+
+int cposix_wake_signal(void) { return SIGURG; }
+
+static void wake_handler(int number) { (void)number; }
+
+int cposix_install_wake_handler(int number) {
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = wake_handler;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;  // no SA_RESTART: the interrupted call returns EINTR
+  return sigaction(number, &action, NULL);
+}
+
+int cposix_unblock_signal_in_thread(int number) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, number);
+  return pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
+int cposix_signal_thread(pthread_t thread, int number) { return pthread_kill(thread, number); }
+
 // MARK: - Memory
 
 struct cposix_released {

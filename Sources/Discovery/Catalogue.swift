@@ -1,3 +1,5 @@
+import Chipsets
+
 /// The built-in table of USB IDs: GPS receivers with their chipset, and the generic
 /// USB-serial bridges that GPS receivers are often (but not only) built on.
 ///
@@ -19,11 +21,11 @@ public enum ReceiverCatalogue {
     /// `.known` for GPS receivers, `.possible` for generic bridges.
     public var kind: ReceiverKind
     /// The chipset family, when the product is a receiver and its family is known.
-    public var chipset: ReceiverChipset?
+    public var chipset: ChipsetFamily?
     /// What the product is, for `serialgps list`.
     public var model: String
 
-    public init(id: USBID, kind: ReceiverKind, chipset: ReceiverChipset?, model: String) {
+    public init(id: USBID, kind: ReceiverKind, chipset: ChipsetFamily?, model: String) {
       self.id = id
       self.kind = kind
       self.chipset = chipset
@@ -42,7 +44,7 @@ public enum ReceiverCatalogue {
     receiver(0x1546, 0x01a8, .ublox, "u-blox 8"),
     receiver(0x1546, 0x01a9, .ublox, "u-blox 9"),
     // MediaTek, CDC-ACM: Holux M-1200E [gpsd-rules], Qstarz BT-Q1000XT [usb.ids].
-    receiver(0x0e8d, 0x3329, .mtk, "MediaTek GPS (Holux M-1200E, Qstarz BT-Q1000XT)"),
+    receiver(0x0e8d, 0x3329, .mediatek, "MediaTek GPS (Holux M-1200E, Qstarz BT-Q1000XT)"),
     // Garmin, garmin_gps driver [gpsd-rules]. These speak Garmin's binary protocol over
     // USB, not NMEA, so the family is left for the driver to identify.
     receiver(0x091e, 0x0003, nil, "Garmin USB GPS (Garmin binary protocol)"),
@@ -90,7 +92,7 @@ public enum ReceiverCatalogue {
     if let declared = chipsetProperty?.lowercased(), !declared.isEmpty {
       // Any value marks a receiver; an unrecognised family (a typo, or `auto`) leaves the
       // family to be identified by listening rather than rejecting the user's rule.
-      let chipset = ReceiverChipset(rawValue: declared) ?? entry?.chipset
+      let chipset = ChipsetFamily(cliName: declared) ?? entry?.chipset
       return Classification(
         kind: .known, chipset: chipset, model: entry?.model, source: .udevProperty)
     }
@@ -109,7 +111,7 @@ public enum ReceiverCatalogue {
   }
 
   private static func receiver(
-    _ vendor: UInt16, _ product: UInt16, _ chipset: ReceiverChipset?, _ model: String
+    _ vendor: UInt16, _ product: UInt16, _ chipset: ChipsetFamily?, _ model: String
   ) -> Entry {
     Entry(id: USBID(vendor: vendor, product: product), kind: .known, chipset: chipset, model: model)
   }

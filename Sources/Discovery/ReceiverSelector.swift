@@ -1,4 +1,5 @@
 import Glibc
+import POSIX
 
 /// Which receiver a caller wants: the first one found, or one the user named.
 ///
@@ -101,10 +102,4 @@ public enum ReceiverSelector: Sendable, Hashable, CustomStringConvertible {
     case .path(let path): return path
     }
   }
-}
-
-private func resolvedPath(_ path: String) -> String? {
-  guard let resolved = realpath(path, nil) else { return nil }
-  defer { free(resolved) }
-  return String(cString: resolved)
 }

@@ -1,21 +1,4 @@
-/// The chipset family of a receiver, as far as discovery can tell from USB IDs or a udev
-/// property.
-///
-/// The raw values are the command-line names the `Chipsets` module uses for its families
-/// (`nmea`, `ublox`, `mtk`, `sirf`). Discovery does not import `Chipsets`; the driver maps one
-/// to the other by raw value.
-public enum ReceiverChipset: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-  /// Plain NMEA 0183 with no vendor commands known.
-  case nmea
-  /// u-blox (UBX protocol).
-  case ublox
-  /// MediaTek, Quectel and other PMTK receivers.
-  case mtk
-  /// SiRF (SiRF binary and `$PSRF` sentences).
-  case sirf
-
-  public var description: String { rawValue }
-}
+import Chipsets
 
 /// What discovery concluded a serial port is.
 public enum ReceiverKind: String, Sendable, Hashable, CustomStringConvertible {
@@ -48,13 +31,13 @@ public enum ClassificationSource: String, Sendable, Hashable, CustomStringConver
 public struct Classification: Sendable, Hashable {
   public var kind: ReceiverKind
   /// The chipset family when known; `nil` when it has to be identified by listening.
-  public var chipset: ReceiverChipset?
+  public var chipset: ChipsetFamily?
   /// A human description of the matched catalogue entry, for example `u-blox 7`.
   public var model: String?
   public var source: ClassificationSource
 
   public init(
-    kind: ReceiverKind, chipset: ReceiverChipset? = nil, model: String? = nil,
+    kind: ReceiverKind, chipset: ChipsetFamily? = nil, model: String? = nil,
     source: ClassificationSource
   ) {
     self.kind = kind
@@ -155,7 +138,7 @@ public struct SerialDevice: Sendable, Hashable, CustomStringConvertible {
     var text = path
     if let usb { text += " [\(usb.id)]" }
     text += " \(classification.kind)"
-    if let chipset = classification.chipset { text += " \(chipset)" }
+    if let chipset = classification.chipset { text += " \(chipset.cliName)" }
     return text
   }
 }

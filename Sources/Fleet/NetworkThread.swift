@@ -18,6 +18,8 @@ protocol NetworkClient: AnyObject {
   func serviceSocket(readable: Bool, writable: Bool, failed: Bool, now: Duration)
   /// The deadline has come.
   func serviceDeadline(now: Duration)
+  /// Sends what the client held back since ``NetworkThread/holdWrites(of:)``.
+  func releaseWrites()
 }
 
 /// The one thread that owns every libmosquitto client of the process (libmosquitto objects are
@@ -50,6 +52,8 @@ final class NetworkThread: @unchecked Sendable {
   private var nextToken: UInt64 = 1
   /// Clients whose interest may have changed since the last wait.
   private var touched: Set<UInt64> = []
+  /// Clients holding writes back until the thread is done with the work at hand.
+  private var holding: Set<UInt64> = []
   /// Which client each watched descriptor is watched for: a descriptor libmosquitto closed
   /// may come back as another client's socket, and must not then be unwatched for the first.
   private var watchedBy: [Int32: UInt64] = [:]
@@ -82,7 +86,15 @@ final class NetworkThread: @unchecked Sendable {
       let registration = registrations.removeValue(forKey: token)
     else { return }
     touched.remove(token)
+    holding.remove(token)
     if let socket = registration.socket { unwatch(socket, token: token) }
+  }
+
+  /// `client` holds its writes back (corked) until the work in hand is done: then (after the
+  /// job, and always before the thread waits) its ``NetworkClient/releaseWrites()`` sends them
+  /// together. On the thread only.
+  func holdWrites(of client: NetworkClient) {
+    if let token = tokens[ObjectIdentifier(client)] { holding.insert(token) }
   }
 
   /// `client`'s interest may have changed (a publication waiting to be written, a new socket,
@@ -116,7 +128,13 @@ final class NetworkThread: @unchecked Sendable {
         defer { inbox.removeAll(keepingCapacity: true) }
         return inbox
       }
-      for job in jobs { job() }
+      // Released after each job (one receiver's events, its TPV and SKY together), not after
+      // the whole batch: the first receivers of a burst must not wait for the last.
+      for job in jobs {
+        job()
+        releaseHeldWrites()
+      }
+      releaseHeldWrites()  // what the sockets and deadlines served last published
       refreshTouched()
 
       var deadline: Duration?
@@ -153,6 +171,19 @@ final class NetworkThread: @unchecked Sendable {
         registration.client.serviceDeadline(now: now)
         touched.insert(token)
       }
+    }
+  }
+
+  /// What was published since the last release (by a job, or by the sockets and deadlines
+  /// served) leaves now, each connection's in as few segments as fit.
+  private func releaseHeldWrites() {
+    guard !holding.isEmpty else { return }
+    let tokens = holding
+    holding.removeAll(keepingCapacity: true)
+    for token in tokens {
+      guard let client = registrations[token]?.client else { continue }
+      client.releaseWrites()
+      touched.insert(token)
     }
   }
 

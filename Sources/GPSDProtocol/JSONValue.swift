@@ -129,13 +129,7 @@ public struct JSONReader {
         }
         index += 1
         members.append(JSONMember(key: key, value: try value(depth: depth + 1)))
-        switch try peek() {
-        case UInt8(ascii: ","): index += 1
-        case UInt8(ascii: "}"):
-          index += 1
-          return .object(members)
-        default: throw .invalid("garbage while expecting comma or } or ]")
-        }
+        if try closes(with: UInt8(ascii: "}")) { return .object(members) }
       }
     }
 
@@ -148,13 +142,21 @@ public struct JSONReader {
       }
       while true {
         elements.append(try value(depth: depth + 1))
-        switch try peek() {
-        case UInt8(ascii: ","): index += 1
-        case UInt8(ascii: "]"):
-          index += 1
-          return .array(elements)
-        default: throw .invalid("garbage while expecting comma or } or ]")
-        }
+        if try closes(with: UInt8(ascii: "]")) { return .array(elements) }
+      }
+    }
+
+    /// After a member or an element: a comma (another follows; false) or the bracket that
+    /// closes the object or array (true), taken either way.
+    mutating func closes(with bracket: UInt8) throws(Failure) -> Bool {
+      switch try peek() {
+      case UInt8(ascii: ","):
+        index += 1
+        return false
+      case bracket:
+        index += 1
+        return true
+      default: throw .invalid("garbage while expecting comma or } or ]")
       }
     }
 

@@ -50,19 +50,12 @@ public struct WatchRequest: Sendable, Hashable {
 
   /// Reads the argument object; `nil` and a message (for `Invalid WATCH: …`) if it is not one.
   static func parse(_ value: JSONValue) -> Result<WatchRequest, ArgumentError> {
-    guard case .object(let members) = value else {
-      return .failure(ArgumentError("non-whitespace when expecting object start"))
-    }
     var request = WatchRequest()
-    for member in members {
+    return ArgumentError.readMembers(of: value, class: "WATCH") { member throws(ArgumentError) in
       switch member.key {
-      case "class":
-        guard case .string("WATCH") = member.value else {
-          return .failure(ArgumentError("check attribute not matched"))
-        }
       case "enable", "json", "nmea", "scaled", "split24", "pps", "timing":
         guard case .bool(let flag) = member.value else {
-          return .failure(ArgumentError.expectingBoolean(member))
+          throw ArgumentError.expectingBoolean(member)
         }
         switch member.key {
         case "enable": request.enable = flag
@@ -78,19 +71,15 @@ public struct WatchRequest: Sendable, Hashable {
         guard case .number(let number) = member.value,
           let raw = Int(exactly: number.rounded(.towardZero))
         else {
-          return .failure(ArgumentError.expectingNumber(member))
+          throw ArgumentError.expectingNumber(member)
         }
         request.raw = raw
       case "device":
-        guard case .string(let path) = member.value else {
-          return .failure(ArgumentError("didn't see quoted value when expecting string"))
-        }
-        request.device = path
+        request.device = try ArgumentError.string(member)
       default:
         break  // gpsd ignores attributes it does not know, for cross-version compatibility
       }
-    }
-    return .success(request)
+    }.map { request }
   }
 }
 
@@ -108,28 +97,17 @@ public struct DeviceRequest: Sendable, Hashable {
   }
 
   static func parse(_ value: JSONValue) -> Result<DeviceRequest, ArgumentError> {
-    guard case .object(let members) = value else {
-      return .failure(ArgumentError("non-whitespace when expecting object start"))
-    }
     var request = DeviceRequest()
-    for member in members {
+    return ArgumentError.readMembers(of: value, class: "DEVICE") { member throws(ArgumentError) in
       switch member.key {
-      case "class":
-        guard case .string("DEVICE") = member.value else {
-          return .failure(ArgumentError("check attribute not matched"))
-        }
       case "path":
-        guard case .string(let path) = member.value else {
-          return .failure(ArgumentError("didn't see quoted value when expecting string"))
-        }
-        request.path = path
+        request.path = try ArgumentError.string(member)
       case "bps", "parity", "stopbits", "native", "cycle", "hexdata":
         request.changesSettings = true
       default:
         break
       }
-    }
-    return .success(request)
+    }.map { request }
   }
 }
 
@@ -137,6 +115,40 @@ public struct DeviceRequest: Sendable, Hashable {
 struct ArgumentError: Error {
   let message: String
   init(_ message: String) { self.message = message }
+
+  /// What every request's argument reader starts with, in gpsd's words: the argument must be
+  /// an object, and its `class`, where given, must name the request. Calls `body` with the
+  /// other members in order, so the first member in error is the one reported.
+  static func readMembers(
+    of value: JSONValue, class name: String,
+    _ body: (JSONMember) throws(ArgumentError) -> Void
+  ) -> Result<Void, ArgumentError> {
+    guard case .object(let members) = value else {
+      return .failure(ArgumentError("non-whitespace when expecting object start"))
+    }
+    do throws(ArgumentError) {
+      for member in members {
+        guard member.key == "class" else {
+          try body(member)
+          continue
+        }
+        guard case .string(name) = member.value else {
+          throw ArgumentError("check attribute not matched")
+        }
+      }
+    } catch {
+      return .failure(error)
+    }
+    return .success(())
+  }
+
+  /// A member's string value.
+  static func string(_ member: JSONMember) throws(ArgumentError) -> String {
+    guard case .string(let text) = member.value else {
+      throw ArgumentError("didn't see quoted value when expecting string")
+    }
+    return text
+  }
 
   static func expectingBoolean(_ member: JSONMember) -> ArgumentError {
     if case .string = member.value {

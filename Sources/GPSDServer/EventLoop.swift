@@ -13,8 +13,9 @@ import SerialGPS
 ///
 /// No thread ever waits for a client: a write takes what the socket accepts now and queues
 /// the rest, and a client whose queue passes ``GPSDServer/Configuration/maximumBacklog`` is
-/// dropped. Receivers' readers never see the server at all: they publish to their
-/// subscription queues, whose handler tasks only append to the inbox.
+/// dropped. Receivers' readers never wait for the server: they append to the inbox
+/// themselves (``GPSReceiver/subscribeOnReaderThread(rawData:sentences:_:)``) and signal the
+/// eventfd, with no task or queue in between.
 final class EventLoop: @unchecked Sendable {
   enum Message: Sendable {
     case receiver(DeviceID, generation: Int, ReceiverEventOrRawData)
@@ -93,7 +94,6 @@ final class EventLoop: @unchecked Sendable {
     settings.release = configuration.release
     settings.revision = configuration.revision
     settings.maximumRequestLength = configuration.maximumRequestLength
-    settings.replayExpiry = configuration.receiverOptions.replayExpiry
     state = ServerState(settings: settings)
   }
 
@@ -213,7 +213,7 @@ final class EventLoop: @unchecked Sendable {
         default:
           break
         }
-        perform(state.receiverEvent(id, event, now: clock.now, wallClock: wallClockNow()))
+        perform(state.receiverEvent(id, event, wallClock: wallClockNow()))
       case .time(let path, let report):
         guard let id = receivers.first(where: { $0.value.path == path })?.key else { continue }
         perform(state.timeReport(id, report))
@@ -351,8 +351,8 @@ final class EventLoop: @unchecked Sendable {
         connections[id]?.lastRequest = .now
         perform(
           state.clientInput(
-            id, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), now: clock.now,
-            wallClock: wallClockNow()))
+            id, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), wallClock: wallClockNow(),
+            fixes: ReceiverFixes(receivers: receivers)))
         guard connections[id] != nil else { return }
       case .wouldBlock:
         return
@@ -425,7 +425,12 @@ final class EventLoop: @unchecked Sendable {
         }
       }
     }
-    counters.withLock { $0.watchers = state.watcherCount }
+    let watchers = state.watcherCount
+    let unexpected = state.unexpectedEvents
+    counters.withLock {
+      $0.watchers = watchers
+      $0.unexpectedEvents = unexpected
+    }
   }
 
   /// Gives the device the subscription it needs now. A replacement is made before the old
@@ -439,16 +444,12 @@ final class EventLoop: @unchecked Sendable {
     slot.subscription = nil
     if let need {
       let generation = slot.generation
-      let bufferSize = configuration.subscriptionBufferSize
-      if need == .reportsAndRawData {
-        slot.subscription = slot.receiver.subscribeWithRawData(bufferSize: bufferSize) {
-          [weak self] item in
-          self?.post(.receiver(id, generation: generation, item))
-        }
-      } else {
-        slot.subscription = slot.receiver.subscribe(bufferSize: bufferSize) { [weak self] event in
-          self?.post(.receiver(id, generation: generation, .event(event)))
-        }
+      // Straight from the reader's thread into the inbox, which wakes this loop: no task and
+      // no queue in between (the inbox is the one bound, newest wins).
+      slot.subscription = slot.receiver.subscribeOnReaderThread(
+        rawData: need.rawData, sentences: need.sentences
+      ) { [weak self] item in
+        self?.post(.receiver(id, generation: generation, item))
       }
     }
     receivers[id] = slot
@@ -467,7 +468,7 @@ final class EventLoop: @unchecked Sendable {
     case .changed(let device):
       if let id = receivers.first(where: { $0.value.sysPath == device.sysPath })?.key {
         if device.isReceiverCandidate {
-          state.deviceRenamed(id, Self.description(of: device))
+          perform(state.deviceRenamed(id, Self.description(of: device)))
         } else {
           removeDiscovered(sysPath: device.sysPath, reason: "no longer classified as a receiver")
         }
@@ -487,12 +488,12 @@ final class EventLoop: @unchecked Sendable {
     guard device.isReceiverCandidate,
       !receivers.values.contains(where: { $0.sysPath == device.sysPath })
     else { return }
-    let interface: HostInterface = device.driver == "cdc_acm" ? .usb : .uart
+    let interface = HostInterface(device)
     // A generic bridge gets no family: the receiver must identify itself before anything is
     // written to it (docs/discovery.md).
     let family =
       device.classification.mayWriteUnprompted
-      ? device.classification.chipset.flatMap { ChipsetFamily(cliName: $0.rawValue) } : nil
+      ? device.classification.chipset : nil
     let connector = SerialConnector(
       path: device.path, baud: configuration.baud,
       hint: ChipsetHint(family: family, interface: interface))
@@ -578,6 +579,13 @@ final class EventLoop: @unchecked Sendable {
   }
 }
 
+/// The latest fixes as the receivers' hubs, their one owner, have them.
+struct ReceiverFixes: LatestFixes {
+  let receivers: [DeviceID: EventLoop.ReceiverSlot]
+  func replay(of device: DeviceID) -> FixUpdate? { receivers[device]?.receiver.replay }
+  func latest(of device: DeviceID) -> FixUpdate? { receivers[device]?.receiver.latestFix }
+}
+
 extension EventLoop {
   static func string(_ characters: [CChar]) -> String {
     let bytes = characters.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
@@ -592,13 +600,13 @@ func wallClockNow() -> UTCTimestamp {
   return UTCTimestamp(secondsSinceUnixEpoch: Int64(now.tv_sec), nanoseconds: UInt32(now.tv_nsec))
 }
 
-/// What other threads hand the loop, in order. Receivers' reports are bounded per device:
-/// their subscription queues drop the oldest when the handler falls behind, but the handler
-/// only posts here, so without a bound of its own the inbox would grow as fast as a receiver
-/// (or a replay at full speed) outpaces the loop: 40 MB a second was seen. Past `reportLimit`
-/// reports of a device waiting, the oldest of them is dropped (newest wins, as in the
-/// subscription queue; raw chunks too, which consumers expect to have gaps). Status events,
-/// hotplug and control messages are never dropped.
+/// What other threads hand the loop, in order. Receivers' readers post their reports here
+/// directly, so this is the one bound between a receiver and the loop: without it the inbox
+/// would grow as fast as a receiver (or a replay at full speed) outpaces the loop (40 MB a
+/// second was seen). Past `reportLimit` reports of a device waiting, the oldest of them is
+/// dropped (newest wins, as in a subscription queue; sentences and raw chunks too, which
+/// consumers expect to have gaps). Status events, hotplug and control messages are never
+/// dropped.
 struct Inbox {
   let reportLimit: Int
   private(set) var messages: [EventLoop.Message] = []

@@ -55,9 +55,8 @@ public final class GPSDServer: Sendable {
     public var clientSendBufferSize: Int? = 32 * 1024
     /// How each receiver is driven: linger, replay expiry, chipset.
     public var receiverOptions = GPSReceiver.Options()
-    /// Events buffered per receiver subscription between the reader and the server thread,
-    /// and reports of one receiver waiting for the server thread: past either, the oldest
-    /// are dropped (``ServerStatistics/reportsDropped``).
+    /// Reports of one receiver waiting for the server thread (the readers hand them over
+    /// directly): past this, the oldest are dropped (``ServerStatistics/reportsDropped``).
     public var subscriptionBufferSize = 128
     /// Baud rate for receivers found by discovery.
     public var baud: SerialConnector.BaudSetting = .automatic()
@@ -276,6 +275,9 @@ public struct ServerStatistics: Sendable, Hashable {
   /// Receiver reports skipped because the server thread fell behind the receivers (the
   /// newest are kept; see `subscriptionBufferSize`).
   public var reportsDropped = 0
+  /// Inputs the server's protocol state did not expect and ignored (a bug if ever above zero;
+  /// a debug build stops at the first).
+  public var unexpectedEvents = 0
 
   public init() {}
 }

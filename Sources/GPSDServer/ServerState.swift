@@ -5,12 +5,18 @@ import SerialGPS
 typealias ClientID = Int
 typealias DeviceID = Int
 
-/// What a device's receiver subscription must deliver, if the server needs one at all.
-enum ReceiverNeed: Sendable, Hashable {
-  /// Fixes, satellite views and statuses: some client watches the device.
-  case reports
-  /// The same and the bytes read from the device: some watcher wants NMEA or raw output.
-  case reportsAndRawData
+/// What a device's receiver subscription must deliver, if the server needs one at all:
+/// always fixes, satellite views and statuses (some client watches the device), and more as
+/// its watchers ask.
+struct ReceiverNeed: Sendable, Hashable {
+  /// The sentences the reader framed: some watcher wants NMEA (`nmea`, `raw` 1).
+  var sentences = false
+  /// The bytes read from the device: some watcher wants them verbatim (`raw` 2).
+  var rawData = false
+
+  static let reports = ReceiverNeed()
+  static let reportsAndSentences = ReceiverNeed(sentences: true)
+  static let reportsAndRawData = ReceiverNeed(rawData: true)
 }
 
 /// What the server's state asks the event loop to do, in order.
@@ -39,6 +45,15 @@ extension WatchPolicy {
   var wantsTimeReports: Bool { wantsReports && pps }
 }
 
+/// What the receivers remember of their fixes, asked of each device's receiver: its
+/// subscription hub is the one owner of the latest fix, its age and the replay expiry.
+protocol LatestFixes {
+  /// What a new subscriber of the device would be replayed now (``GPSReceiver/replay``).
+  func replay(of device: DeviceID) -> FixUpdate?
+  /// The device's latest fix however old (``GPSReceiver/latestFix``).
+  func latest(of device: DeviceID) -> FixUpdate?
+}
+
 struct DeviceDescription: Sendable, Hashable {
   /// The path reported to clients.
   var path: String
@@ -58,8 +73,6 @@ struct ServerState {
     var protocolMajor = 3
     var protocolMinor = 14
     var maximumRequestLength = 1024
-    /// A newly watching client is sent the cached fix only while it is younger than this.
-    var replayExpiry: Duration = .seconds(10)
   }
 
   struct Client {
@@ -67,6 +80,9 @@ struct ServerState {
     var policy = WatchPolicy()
     /// The devices this client counts as a watcher of.
     var watching: Set<DeviceID> = []
+    /// The fix each device's replay gave this client when it started watching, until the
+    /// device's next fix: the same fix arriving live is not sent to it twice.
+    var replayed: [DeviceID: Fix] = [:]
   }
 
   struct Device {
@@ -78,13 +94,12 @@ struct ServerState {
     /// Set when data starts arriving after a power-on; cleared when the device is closed.
     var activated: UTCTimestamp?
     var seenData = false
-    var latestFix: Fix?
-    var latestFixAt: DriverInstant = .origin
-    /// The latest reports as JSON objects (no line end), for POLL and newcomers.
-    var latestTPV: [UInt8]?
+    /// The fix last sent to the watchers: the epoch a satellite view belongs to, and what a
+    /// replay to a replaced subscription repeats.
+    var lastFix: Fix?
+    /// The latest SKY as a JSON object (no line end), for POLL and newcomers. Satellite views
+    /// are the server's alone (the hub keeps fixes only).
     var latestSKY: [UInt8]?
-    /// Frames the raw bytes into sentences while a watcher wants NMEA.
-    var framer: NMEAFramer?
 
     var report: GPSDDevice {
       GPSDDevice(
@@ -102,6 +117,14 @@ struct ServerState {
   /// In the order added, which is the order DEVICES lists them.
   private(set) var devices: [Device] = []
   private var writer = JSONWriter(capacity: 16 * 1024)
+  /// Inputs the event loop never sends while it keeps its side of the contract (a client or
+  /// device the state does not know, a receiver event for a device that is not subscribed):
+  /// a bug, so a debug build stops at it; a release build ignores it and counts it here
+  /// (``ServerStatistics/unexpectedEvents``) rather than dropping it unseen.
+  private(set) var unexpectedEvents = 0
+  /// Off only in tests that feed unexpected inputs on purpose, to check they are counted by
+  /// the same code a release build runs (as `PowerPolicy`'s).
+  var assertsOnUnexpectedEvents = true
 
   init(settings: Settings) {
     self.settings = settings
@@ -117,7 +140,9 @@ struct ServerState {
 
   /// A client disconnected or was dropped: it stops watching.
   mutating func clientDisconnected(_ id: ClientID) -> [ServerAction] {
-    guard let client = clients.removeValue(forKey: id) else { return [] }
+    guard let client = clients.removeValue(forKey: id) else {
+      return unexpected("disconnect of unknown client \(id)")
+    }
     var actions: [ServerAction] = []
     for deviceID in client.watching {
       guard let index = deviceIndex(deviceID) else { continue }
@@ -128,15 +153,17 @@ struct ServerState {
   }
 
   /// Bytes from a client: the commands they complete are answered.
+  /// `fixes` is asked for the latest fixes when a newcomer watches or a client polls.
   mutating func clientInput(
-    _ id: ClientID, _ bytes: UnsafeRawBufferPointer, now: DriverInstant, wallClock: UTCTimestamp
+    _ id: ClientID, _ bytes: UnsafeRawBufferPointer, wallClock: UTCTimestamp,
+    fixes: some LatestFixes
   ) -> [ServerAction] {
-    guard var client = clients[id] else { return [] }
+    guard var client = clients[id] else { return unexpected("input from unknown client \(id)") }
     let commands = client.reader.read(bytes)
     clients[id] = client
     var actions: [ServerAction] = []
     for command in commands {
-      actions += handle(command, from: id, now: now, wallClock: wallClock)
+      actions += handle(command, from: id, wallClock: wallClock, fixes: fixes)
     }
     return actions
   }
@@ -148,7 +175,7 @@ struct ServerState {
   func isWatching(_ id: ClientID) -> Bool { clients[id]?.policy.enable == true }
 
   private mutating func handle(
-    _ command: GPSDCommand, from id: ClientID, now: DriverInstant, wallClock: UTCTimestamp
+    _ command: GPSDCommand, from id: ClientID, wallClock: UTCTimestamp, fixes: some LatestFixes
   ) -> [ServerAction] {
     switch command {
     case .version:
@@ -159,9 +186,9 @@ struct ServerState {
       let policy = clients[id]!.policy
       return [.send(id, devicesLine() + line { $0.watch(policy) })]
     case .watch(let request?):
-      return watch(request, from: id, now: now)
+      return watch(request, from: id, fixes: fixes)
     case .poll:
-      return [.send(id, poll(for: id, wallClock: wallClock))]
+      return [.send(id, poll(for: id, wallClock: wallClock, fixes: fixes))]
     case .device(let request):
       return [.send(id, device(request))]
     case .invalid(let message):
@@ -169,9 +196,9 @@ struct ServerState {
     }
   }
 
-  private mutating func watch(_ request: WatchRequest, from id: ClientID, now: DriverInstant)
-    -> [ServerAction]
-  {
+  private mutating func watch(
+    _ request: WatchRequest, from id: ClientID, fixes: some LatestFixes
+  ) -> [ServerAction] {
     if request.enable != false, let name = request.device, !name.isEmpty,
       !devices.contains(where: { $0.answers(to: name) })
     {
@@ -188,21 +215,18 @@ struct ServerState {
     for deviceID in before.subtracting(after) {
       guard let index = deviceIndex(deviceID) else { continue }
       devices[index].watchers.remove(id)
+      clients[id]?.replayed[deviceID] = nil
       actions += reconcile(index)
     }
-    for deviceID in after.subtracting(before) {
+    for deviceID in after.subtracting(before).sorted() {
       guard let index = deviceIndex(deviceID) else { continue }
       devices[index].watchers.insert(id)
-      // A newcomer gets the latest fix at once rather than at the next epoch, while it is
-      // fresh (its time says how old it is). The receiver's own replay to a new subscription
-      // is then recognised as a repeat and not sent again.
-      if client.policy.wantsReports, devices[index].latestTPV != nil,
-        now - devices[index].latestFixAt <= settings.replayExpiry
-      {
-        var replay: [UInt8] = []
-        if let tpv = devices[index].latestTPV { replay += tpv + [0x0D, 0x0A] }
-        if let sky = devices[index].latestSKY { replay += sky + [0x0D, 0x0A] }
-        if !replay.isEmpty { actions.append(.send(id, replay)) }
+      // A newcomer gets the latest fix at once rather than at the next epoch, as the
+      // receiver's hub replays it to a new subscriber: while it is fresh, its time saying how
+      // old it is. The SKY goes with it when it belongs to that fix.
+      if policy.wantsReports, let replay = fixes.replay(of: deviceID) {
+        actions.append(.send(id, self.replay(replay.fix, on: index)))
+        clients[id]?.replayed[deviceID] = replay.fix
       }
     }
     // Rechecked for every watched device: a change of nmea/raw changes what they need.
@@ -219,14 +243,35 @@ struct ServerState {
     return Set(devices.filter { $0.answers(to: name) }.map(\.id))
   }
 
-  private mutating func poll(for id: ClientID, wallClock: UTCTimestamp) -> [UInt8] {
+  private mutating func poll(for id: ClientID, wallClock: UTCTimestamp, fixes: some LatestFixes)
+    -> [UInt8]
+  {
     let watching = clients[id]?.watching ?? []
     // gpsd reports only the devices the client watches; a client that watches none is told
     // about every device (gpsd would send empty lists), without powering any of them.
     let polled = devices.filter { watching.isEmpty || watching.contains($0.id) }
-    let tpv = polled.compactMap(\.latestTPV)
+    let tpv = polled.compactMap { device in
+      fixes.latest(of: device.id).map { tpvObject($0.fix, path: device.description.path) }
+    }
     let sky = polled.compactMap(\.latestSKY)
     return line { $0.poll(time: wallClock, active: tpv.count, tpv: tpv, sky: sky) }
+  }
+
+  /// The TPV of `fix` as a JSON object (no line end).
+  private mutating func tpvObject(_ fix: Fix, path: String) -> [UInt8] {
+    writer.removeAll()
+    writer.tpv(fix, device: path)
+    return writer.bytes
+  }
+
+  /// The lines a newcomer is replayed: the fix's TPV, and the SKY when the server's latest
+  /// view belongs to that fix (a fix the server has not handled yet has its SKY coming).
+  private mutating func replay(_ fix: Fix, on index: Int) -> [UInt8] {
+    var bytes = tpvObject(fix, path: devices[index].description.path) + [0x0D, 0x0A]
+    if devices[index].lastFix == fix, let sky = devices[index].latestSKY {
+      bytes += sky + [0x0D, 0x0A]
+    }
+    return bytes
   }
 
   private mutating func device(_ request: DeviceRequest?) -> [UInt8] {
@@ -295,12 +340,13 @@ struct ServerState {
 
   /// A device went away (unplugged): its watchers are told and its receiver released.
   mutating func deviceRemoved(_ id: DeviceID) -> [ServerAction] {
-    guard let index = deviceIndex(id) else { return [] }
+    guard let index = deviceIndex(id) else { return unexpected("removal of unknown device \(id)") }
     let device = devices.remove(at: index)
     var actions: [ServerAction] = []
     let notice = line { $0.deviceDeactivated(path: device.description.path) }
     for clientID in device.watchers.sorted() {
       clients[clientID]?.watching.remove(id)
+      clients[clientID]?.replayed[id] = nil
       if clients[clientID]?.policy.wantsReports == true { actions.append(.send(clientID, notice)) }
     }
     if device.need != nil { actions.append(.subscribe(id, nil)) }
@@ -309,31 +355,45 @@ struct ServerState {
   }
 
   /// New names for a device (its udev links changed).
-  mutating func deviceRenamed(_ id: DeviceID, _ description: DeviceDescription) {
-    guard let index = deviceIndex(id) else { return }
+  mutating func deviceRenamed(_ id: DeviceID, _ description: DeviceDescription)
+    -> [ServerAction]
+  {
+    guard let index = deviceIndex(id) else {
+      return unexpected("new names for unknown device \(id)")
+    }
     devices[index].description = description
+    return []
   }
 
   /// Something from a device's receiver.
   mutating func receiverEvent(
-    _ id: DeviceID, _ event: ReceiverEventOrRawData, now: DriverInstant, wallClock: UTCTimestamp
+    _ id: DeviceID, _ event: ReceiverEventOrRawData, wallClock: UTCTimestamp
   ) -> [ServerAction] {
-    guard let index = deviceIndex(id), devices[index].need != nil else { return [] }
+    // The loop drops events of a subscription it replaced or ended (by its generation).
+    guard let index = deviceIndex(id), devices[index].need != nil else {
+      return unexpected("receiver event for device \(id), which is not subscribed")
+    }
     let path = devices[index].description.path
     switch event {
     case .event(.fix(let update)):
       // A replay of what was already sent (a subscription replaced to add raw data) is not
       // news; a replay the server has not seen (after a restart of the subscription) is.
-      if update.isReplay, devices[index].latestFix == update.fix { return [] }
-      writer.removeAll()
-      writer.tpv(update.fix, device: path)
-      let object = writer.bytes
-      devices[index].latestFix = update.fix
-      devices[index].latestFixAt = now - update.age
-      devices[index].latestTPV = object
-      return broadcast(object + [0x0D, 0x0A], on: index) { $0.wantsReports }
+      if update.isReplay, devices[index].lastFix == update.fix { return [] }
+      devices[index].lastFix = update.fix
+      let bytes = tpvObject(update.fix, path: path) + [0x0D, 0x0A]
+      // A newcomer that was replayed this very fix when it started watching has it already.
+      var actions: [ServerAction] = []
+      for clientID in devices[index].watchers.sorted() {
+        guard let client = clients[clientID] else { continue }
+        if let replayed = client.replayed[id] {
+          clients[clientID]!.replayed[id] = nil
+          if replayed == update.fix { continue }
+        }
+        if client.policy.wantsReports { actions.append(.send(clientID, bytes)) }
+      }
+      return actions
     case .event(.satellites(let view)):
-      let fix = devices[index].latestFix
+      let fix = devices[index].lastFix
       let time = fix.flatMap { fix in
         view.time == nil || view.time == fix.time ? fix.timestamp : nil
       }
@@ -345,14 +405,10 @@ struct ServerState {
     case .event(.status(let status)):
       return statusChanged(status, on: index, wallClock: wallClock)
     case .rawData(let bytes):
-      var actions = broadcast(bytes, on: index) { $0.wantsVerbatim }
-      if devices[index].watchers.contains(where: { wantsSentencesOnly(clients[$0]?.policy) }) {
-        let sentences = frameSentences(bytes, on: index)
-        if !sentences.isEmpty {
-          actions += broadcast(sentences, on: index) { self.wantsSentencesOnly($0) }
-        }
-      }
-      return actions
+      return broadcast(bytes, on: index) { $0.wantsVerbatim }
+    case .sentences(let bytes):
+      // Framed and checked by the reader, passed on as they arrived.
+      return broadcast(bytes, on: index) { self.wantsSentencesOnly($0) }
     }
   }
 
@@ -404,31 +460,6 @@ struct ServerState {
     }
   }
 
-  /// The complete NMEA sentences in `bytes`, each with its checksum and CR LF, as gpsd
-  /// passes them on. Binary frames and noise are left out.
-  private mutating func frameSentences(_ bytes: [UInt8], on index: Int) -> [UInt8] {
-    // Taken out while it works, so that its buffers are not copied on write.
-    var framer =
-      devices[index].framer
-      ?? NMEAFramer(
-        configuration: FramerConfiguration(maximumSentenceLength: 256, checksumPolicy: .lenient))
-    devices[index].framer = nil
-    var out: [UInt8] = []
-    framer.feed(bytes) { frame in
-      guard case .sentence(let sentence) = frame else { return }
-      out.append(contentsOf: sentence.bytes)
-      if sentence.hadChecksum {
-        let sum = NMEAChecksum.compute(sentence.bytes.dropFirst())
-        out += [UInt8(ascii: "*"), Self.hexDigits[Int(sum >> 4)], Self.hexDigits[Int(sum & 0x0F)]]
-      }
-      out += [0x0D, 0x0A]
-    }
-    devices[index].framer = framer
-    return out
-  }
-
-  private static let hexDigits = Array("0123456789ABCDEF".utf8)
-
   /// Sends `bytes` to the watchers of the device at `index` whose policy `wants` them.
   private func broadcast(_ bytes: [UInt8], on index: Int, where wants: (WatchPolicy) -> Bool)
     -> [ServerAction]
@@ -445,11 +476,19 @@ struct ServerState {
     let need: ReceiverNeed? =
       watchers.isEmpty
       ? nil
-      : watchers.contains { $0.wantsSentences || $0.wantsVerbatim } ? .reportsAndRawData : .reports
+      : ReceiverNeed(
+        sentences: watchers.contains { wantsSentencesOnly($0) },
+        rawData: watchers.contains { $0.wantsVerbatim })
     guard need != devices[index].need else { return [] }
     devices[index].need = need
-    if need != .reportsAndRawData { devices[index].framer = nil }
     return [.subscribe(devices[index].id, need)]
+  }
+
+  /// Counts an input the loop should never have sent, and stops a debug build at it.
+  private mutating func unexpected(_ what: String) -> [ServerAction] {
+    unexpectedEvents += 1
+    if assertsOnUnexpectedEvents { assertionFailure("ServerState: \(what)") }
+    return []
   }
 
   private func deviceIndex(_ id: DeviceID) -> Int? {

@@ -19,8 +19,13 @@ extension GPSDServer {
     /// else 2 and 3, two more per receiver).
     public var ntpUnit: Int?
     /// The kernel PPS device of the first receiver (`--pps /dev/ppsN`); `nil`: the one the
-    /// kernel ties to its tty (the PPS line discipline), if any.
+    /// kernel ties to its tty (the PPS line discipline), if any, else the DCD line.
     public var ppsDevice: String?
+    /// Whether receivers get PPS at all (`--pps none`: serial time only).
+    public var pps = true
+    /// Whether a receiver on a UART without a kernel PPS device gets PPS from its DCD line
+    /// (`TIOCMIWAIT`), as gpsd does; a line that never changes costs one sleeping thread.
+    public var carrierDetect = true
     /// The receivers' chipset, which says whether sentences follow or precede their pulse.
     public var family: ChipsetFamily = .nmea
     /// How often each receiver's figures go to the server's log; `nil`: never.
@@ -41,15 +46,15 @@ extension GPSDServer {
 /// For each receiver it is told of (``change(_:)``, the server's receiver changes) it makes a
 /// `TimeService`, hands it to the receiver's reader (``GPSReceiver/timeService``), holds a
 /// subscription for as long as it serves time — a time consumer never stops listening, so
-/// the receiver stays powered whatever the gpsd clients do (docs/time.md) — and listens to
-/// the receiver's kernel PPS device when there is one. Trusted samples and labelled pulses
-/// are handed to ``reports`` (gpsd's `TOFF` and `PPS` for watchers).
+/// the receiver stays powered whatever the gpsd clients do (docs/time.md). The service
+/// listens to the receiver's PPS while its port is open (a kernel device, named or found,
+/// else the DCD line of a UART). Trusted samples and labelled pulses are handed to
+/// ``reports`` (gpsd's `TOFF` and `PPS` for watchers).
 final class TimeKeeper: Sendable {
   private struct Served {
     let receiver: GPSReceiver
     let service: TimeService
     var subscription: Subscription?
-    var listener: PulseListener?
   }
 
   private struct State {
@@ -108,12 +113,19 @@ final class TimeKeeper: Sendable {
       configuration.ntpSerialUnit = unit + 2 * index
       configuration.ntpPulseUnit = unit + 2 * index + 1
     }
+    configuration.pps.device = index == 0 ? options.ppsDevice : nil
+    configuration.pps.carrierDetect = options.carrierDetect
+    if !options.pps { configuration.pps = .none }
+    let log = self.log
     let service: TimeService
     do {
-      service = try TimeService(configuration) { [weak self] report in
-        guard let deliver = self?.reports.withLock({ $0 }) else { return }
-        deliver(path, report)
-      }
+      service = try TimeService(
+        configuration,
+        reports: { [weak self] report in
+          guard let deliver = self?.reports.withLock({ $0 }) else { return }
+          deliver(path, report)
+        },
+        log: { log("serialgps serve: \(path): \($0)") })
     } catch {
       log("serialgps serve: \(path): no time service: \(error)")
       return
@@ -122,7 +134,6 @@ final class TimeKeeper: Sendable {
     receiver.timeService = service
     var served = Served(receiver: receiver, service: service)
     served.subscription = receiver.subscribe(bufferSize: 1) { _ in }
-    served.listener = listenForPulses(path, index: index, service: service)
     let outputs = [
       configuration.chronySerialSocket, configuration.ntpSerialUnit.map { "NTP\($0)" },
     ].compactMap { $0 }.joined(separator: " and ")
@@ -135,24 +146,6 @@ final class TimeKeeper: Sendable {
       return false
     }
     if late { stop(served) }
-  }
-
-  /// The kernel PPS device given for the first receiver, else the one tied to its tty.
-  private func listenForPulses(_ path: String, index: Int, service: TimeService) -> PulseListener? {
-    guard
-      let device = (index == 0 ? options.ppsDevice : nil) ?? KernelPPSSource.device(forTTY: path)
-    else { return nil }
-    do {
-      let source = try KernelPPSSource(path: device)
-      let log = self.log
-      log("serialgps serve: \(path): PPS from \(device)")
-      return service.listen(to: source) { error in
-        log("serialgps serve: \(path): PPS from \(device) stopped: \(error)")
-      }
-    } catch {
-      log("serialgps serve: \(path): no PPS from \(device): \(error)")
-      return nil
-    }
   }
 
   private func remove(_ path: String) {
@@ -168,7 +161,6 @@ final class TimeKeeper: Sendable {
   }
 
   private func stop(_ served: Served) {
-    served.listener?.stop()
     served.subscription?.cancel()
     served.receiver.timeService = nil
   }
@@ -181,18 +173,15 @@ final class TimeKeeper: Sendable {
     return all.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
   }
 
-  /// Stops every PPS listener and subscription (the receivers are shut down by the server).
+  /// Ends every subscription (the receivers are shut down by the server; each PPS listener
+  /// ends when its port closes).
   func shutdown() async {
     reporter.withLock { $0 }?.cancel()
     let all = state.withLock { state -> [Served] in
       state.stopped = true
       return Array(state.served.values)
     }
-    for served in all {
-      served.listener?.stop()
-      served.subscription?.cancel()
-    }
-    for served in all { await served.listener?.finished() }
+    for served in all { served.subscription?.cancel() }
   }
 }
 

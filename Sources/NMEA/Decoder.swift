@@ -150,6 +150,19 @@ public struct NMEADecoder {
     }
   }
 
+  /// Decodes the bytes in `chunk`, and shows each frame to `observe` first, as the framer
+  /// delivers it (before the events it leads to): for a reader that also passes sentences on
+  /// without framing them a second time.
+  public mutating func decode(
+    _ chunk: UnsafeRawBufferPointer, observingFrames observe: (Frame) -> Void,
+    _ body: (DecoderEvent) throws -> Void
+  ) rethrows {
+    try framer.feed(chunk) { frame in
+      observe(frame)
+      try stages.handle(frame, body)
+    }
+  }
+
   /// Emits the epoch in progress (at the end of a recording or when the port closes).
   public mutating func finish(_ body: (DecoderEvent) throws -> Void) rethrows {
     try stages.builder.flush { try body(.epoch($0)) }

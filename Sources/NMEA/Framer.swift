@@ -72,12 +72,19 @@ public struct RawSentence {
   /// it (``NMEAFramer/streamOffset``). The time service dates an epoch by the arrival of this
   /// byte of its first sentence.
   public let offset: UInt64
+  /// The sentence exactly as it arrived, `*hh` included, without the line ending: what a
+  /// pass-through (gpsd's `nmea` watchers) hands on, checked once, by this framer.
+  public let line: UnsafeBufferPointer<UInt8>
 
   @inlinable
-  public init(bytes: UnsafeBufferPointer<UInt8>, hadChecksum: Bool, offset: UInt64 = 0) {
+  public init(
+    bytes: UnsafeBufferPointer<UInt8>, hadChecksum: Bool, offset: UInt64 = 0,
+    line: UnsafeBufferPointer<UInt8>? = nil
+  ) {
     self.bytes = bytes
     self.hadChecksum = hadChecksum
     self.offset = offset
+    self.line = line ?? bytes
   }
 
   /// The sentence as text, without checksum (allocates).
@@ -512,7 +519,7 @@ public struct NMEAFramer {
         .sentence(
           RawSentence(
             bytes: UnsafeBufferPointer(rebasing: line[0..<starAt]), hadChecksum: true,
-            offset: sentenceOffset)))
+            offset: sentenceOffset, line: UnsafeBufferPointer(rebasing: line[0..<end]))))
     } else {
       guard configuration.checksumPolicy == .lenient else {
         statistics.missingChecksum += 1

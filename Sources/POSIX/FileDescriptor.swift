@@ -113,6 +113,12 @@ package struct FileDescriptor: Hashable, Sendable {
     }
   }
 
+  /// A second descriptor for the same open file (close-on-exec), which its taker closes:
+  /// the file stays open until both are closed.
+  package func duplicate() throws(Errno) -> FileDescriptor {
+    FileDescriptor(rawValue: try retryingOnInterrupt { fcntl(rawValue, F_DUPFD_CLOEXEC, 0) })
+  }
+
   /// `fsync(2)`: what was written is on the disk.
   package func sync() throws(Errno) {
     _ = try retryingOnInterrupt { fsync(rawValue) }
@@ -141,4 +147,12 @@ extension FileDescriptor {
       try descriptor.readToEnd()
     }
   }
+}
+
+/// `path` with every symbolic link resolved (`/dev/serial/by-id/…` → `/dev/ttyACM0`), or `nil`
+/// when it does not exist.
+package func resolvedPath(_ path: String) -> String? {
+  guard let resolved = realpath(path, nil) else { return nil }
+  defer { free(resolved) }
+  return String(cString: resolved)
 }

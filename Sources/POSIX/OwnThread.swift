@@ -122,6 +122,39 @@ package final class OwnThread: @unchecked Sendable {
     }
   }
 
+  /// Makes the calling thread wakeable by ``wakeUntilReturned(every:)``: installs the wake
+  /// signal's handler (once per process; a handler that does nothing, without `SA_RESTART`)
+  /// and unblocks the signal for this thread. Call it at the start of a thread that will
+  /// block in a call with neither a timeout nor a descriptor to poll (`TIOCMIWAIT`); such a
+  /// call then returns EINTR when woken, which the thread's code must treat as "look at your
+  /// stop flag", not retry blindly.
+  package static func acceptWakes() {
+    _ = wakeHandlerInstalled
+    _ = cposix_unblock_signal_in_thread(cposix_wake_signal())
+  }
+
+  private static let wakeHandlerInstalled: Bool = {
+    cposix_install_wake_handler(cposix_wake_signal()) == 0
+  }()
+
+  /// Wakes this thread out of its blocking call with the wake signal (see ``acceptWakes()``),
+  /// again every `interval` until its body has returned, and returns then. Repeating closes
+  /// the race of a signal that lands just before the thread enters its call. The caller must
+  /// have told the thread to stop first. Called on the thread itself it returns at once.
+  package func wakeUntilReturned(every interval: Duration = .milliseconds(5)) {
+    guard !isCurrent else { return }
+    while true {
+      let target = lock.withLock { bodyReturned ? nil : handle }
+      guard let target else { return }
+      _ = cposix_signal_thread(target, cposix_wake_signal())
+      let returned = lock.withLock { () -> Bool in
+        if !bodyReturned { lock.wait(timeout: interval) }
+        return bodyReturned
+      }
+      if returned { return }
+    }
+  }
+
   /// The kernel's id of the calling thread (as `/proc/self/task/ID` names it).
   package static var currentKernelID: CInt { cposix_current_thread_id() }
 }

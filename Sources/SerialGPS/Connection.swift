@@ -21,10 +21,15 @@ public protocol ReceiverConnection: AnyObject, Sendable {
   /// (also behind a USB bridge), ``LineTiming/unpaced`` for native USB, a pty or a replay.
   /// Asked once, when reading starts. By default `unpaced`.
   var lineTiming: LineTiming { get }
+  /// A duplicate of the port's descriptor, owned by the caller, for the time service's wait on
+  /// the carrier-detect line (a PPS on DCD; docs/time.md); the caller closes it before the
+  /// reader stops. `nil` when the connection has no modem lines. By default `nil`.
+  func carrierDetectDescriptor() -> CInt?
 }
 
 extension ReceiverConnection {
   public var lineTiming: LineTiming { .unpaced }
+  public func carrierDetectDescriptor() -> CInt? { nil }
 }
 
 /// Opens connections to one receiver, as many times as the power policy asks.

@@ -24,6 +24,8 @@ final class ConnectionReader: @unchecked Sendable {
   var identificationBudget = 2000
   /// Read times and epochs for the time service, when the receiver has one.
   var timekeeping: ReaderTimekeeping?
+  /// The framed sentences for subscribers that asked for them.
+  var passThrough = SentencePassThrough()
 
   init(
     connection: any ReceiverConnection, generation: Int, stop: Locked<Bool>, core: ReceiverCore,
@@ -39,7 +41,7 @@ final class ConnectionReader: @unchecked Sendable {
     decoder.cycleKnowledge = core.knowledge.cycle.withLock { $0 }
     knownCycle = decoder.cycleKnowledge
     timekeeping = core.timeService.withLock { $0 }.map {
-      ReaderTimekeeping(service: $0, timing: connection.lineTiming)
+      ReaderTimekeeping(service: $0, connection: connection)
     }
   }
 
@@ -65,13 +67,20 @@ final class ConnectionReader: @unchecked Sendable {
       }
       if count == 0 { continue }  // interrupted: check whether to stop
       core.acknowledgements.heard()
+      let wants = core.hub.wants
       // Before decoding, so that a chunk reaches subscribers ahead of the fixes it completes.
-      if core.hub.wantsRawData {
+      if wants.rawData {
         core.hub.publish(rawData: Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
       }
       fixes = 0
-      decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { event in
-        handle(event, fixes: &fixes)
+      let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+      if wants.sentences {
+        decoder.decode(chunk, observingFrames: { passThrough.observe($0) }) { event in
+          handle(event, fixes: &fixes)
+        }
+        passThrough.flush(to: core.hub)
+      } else {
+        decoder.decode(chunk) { event in handle(event, fixes: &fixes) }
       }
       let statistics = decoder.statistics
       core.counters.withLock {
@@ -98,6 +107,7 @@ final class ConnectionReader: @unchecked Sendable {
     case .epoch(let epoch):
       fixes += 1
       publish(epoch.fix.mode == .noFix ? .noFix : .streaming)
+      passThrough.flush(to: core.hub)  // the epoch's sentences ahead of its fix
       core.hub.publish(fix: epoch.fix)
       if let satellites = epoch.satellites { core.hub.publish(satellites: satellites) }
     case .ubx(let frame):

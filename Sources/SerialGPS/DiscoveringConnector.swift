@@ -21,39 +21,28 @@ import TimeService
 /// on the port, so subscribers are told `disconnected` and the receiver is powered on again
 /// for them when it (or, with `.first`, another receiver) appears.
 public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable {
+  typealias Following = FollowingState<FollowedConnection, SerialPort>
+
+  /// Whether hotplug events are being followed.
+  private enum Watching {
+    case no
+    /// Asked to; the task that follows them is being made.
+    case starting(appeared: @Sendable () -> Void)
+    case yes(appeared: @Sendable () -> Void, task: Task<Void, Never>)
+
+    var appeared: (@Sendable () -> Void)? {
+      switch self {
+      case .no: return nil
+      case .starting(let appeared), .yes(let appeared, _): return appeared
+      }
+    }
+  }
+
   private struct State {
-    var tracker: ReceiverTracker
-    var device: SerialDevice?
-    var mayWrite = false
-    /// Counts attachments, so a connection knows whether the device attached now is the one
-    /// it was opened on.
-    var attachment = 0
-    /// Ports (sysfs paths) on which valid NMEA was heard since they were plugged in: possible
-    /// receivers that proved themselves.
-    var heard: Set<String> = []
-    var appeared: (@Sendable () -> Void)?
-    /// Set once watching starts (the task follows), cleared when it stops.
-    var watching = false
-    var watcher: Task<Void, Never>?
-    var enumerated = false
+    var following: Following
+    var watching = Watching.no
+    /// Opens waiting for the devices present to be listed.
     var enumerationWaiters: [CheckedContinuation<Void, Never>] = []
-    /// Why discovery stopped, if it did (no udev in a container, for example).
-    var failure: DiscoveryError?
-    /// The connection open now, so that an unplug can end it.
-    var connection: FollowedConnection?
-    /// The port of a possible receiver being listened to, so that an unplug can end that.
-    var listening: (sysPath: String, port: SerialPort)?
-    /// An open is under way.
-    var connecting = false
-    /// A device was attached while an open was under way: if that open fails, the receiver
-    /// is told once it has (before, it would ignore the news).
-    var attachedWhileConnecting = false
-    /// Hotplug events handled so far (for tests that must know one was seen).
-    var eventsHandled = 0
-    /// Why the device was last lost or could not be opened, and the attachment count then.
-    /// While nothing has been attached since, a retry fails the same way, so subscribers are
-    /// told once (the receiver repeats no status whose reason is unchanged).
-    var lastFailure: (attachment: Int, error: any Error)?
   }
 
   public let selector: ReceiverSelector
@@ -85,45 +74,43 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
   ) where Events.Element == HotplugEvent {
     self.selector = selector
     self.baud = baud
-    state = Locked(State(tracker: ReceiverTracker(selector: selector)))
+    state = Locked(State(following: Following(selector: selector)))
     subscribe = { connector in connector.watch(events()) }
   }
 
   /// The device in use now, if one was found.
-  public var currentDevice: SerialDevice? { state.withLock { $0.device } }
+  public var currentDevice: SerialDevice? { state.withLock { $0.following.attached?.device } }
 
   /// Whether an open is under way (for tests).
-  var isOpening: Bool { state.withLock { $0.connecting } }
+  var isOpening: Bool { state.withLock { $0.following.isOpening } }
 
   /// Hotplug events handled so far (for tests).
-  var eventsHandled: Int { state.withLock { $0.eventsHandled } }
+  var eventsHandled: Int { state.withLock { $0.following.eventsHandled } }
+
+  /// Steps of its own that came when its state did not expect them: a bug, ignored and
+  /// counted (a debug build asserts).
+  var unexpectedEvents: Int { state.withLock { $0.following.unexpectedEvents } }
 
   public var deviceName: String {
-    state.withLock { $0.device?.path } ?? selector.description
+    state.withLock { $0.following.attached?.device.path } ?? selector.description
   }
 
   public var chipsetHint: ChipsetHint? {
     state.withLock { state in
-      guard let device = state.device else { return nil }
-      let interface = Self.interface(of: device)
+      guard let attached = state.following.attached else { return nil }
+      let device = attached.device
+      let interface = HostInterface(device)
       // A device we may not write to gets no family: it must identify itself first.
-      let family =
-        state.mayWrite
-        ? device.classification.chipset.flatMap { ChipsetFamily(cliName: $0.rawValue) } : nil
+      let family = attached.mayWrite ? device.classification.chipset : nil
       return ChipsetHint(family: family, interface: interface)
     }
-  }
-
-  /// A receiver's own USB port (CDC-ACM), or a UART perhaps behind a USB-serial bridge.
-  static func interface(of device: SerialDevice) -> HostInterface {
-    device.driver == "cdc_acm" ? .usb : .uart
   }
 
   /// The serial number of the receiver in use; without one, its USB IDs and the USB port it is
   /// plugged into (identical receivers without serial numbers look alike otherwise).
   public var receiverIdentity: String? {
     state.withLock { state in
-      guard let device = state.device else { return nil }
+      guard let device = state.following.attached?.device else { return nil }
       if let serial = device.serialNumber, !serial.isEmpty { return "serial " + serial }
       let ids = device.usb.map { "\($0.id) " } ?? ""
       return ids + Self.portPath(of: device.sysPath)
@@ -181,54 +168,20 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
 
   public func connect(wakingWith family: ChipsetFamily) async throws -> any ReceiverConnection {
     // From here on an attachment is this open's business, not news for the receiver.
-    state.withLock { $0.connecting = true }
+    state.withLock { $0.following.openRequested() }
     await waitForEnumeration()
-    let (device, mayWrite, attachment, failure, lastFailure) = state.withLock { state in
-      state.attachedWhileConnecting = false  // this open takes what is attached now
-      // Named by the user, known to be a receiver, or heard speaking NMEA.
-      let proven = state.device.map { state.heard.contains($0.sysPath) } ?? false
-      let last = state.lastFailure.flatMap { $0.attachment == state.attachment ? $0.error : nil }
-      return (state.device, state.mayWrite || proven, state.attachment, state.failure, last)
+    let (device, mayWrite, attachment): (SerialDevice, Bool, Int)
+    switch state.withLock({ $0.following.beginOpen() }) {
+    case .fail(let error): throw error
+    case .open(let chosen, let writable, let number):
+      (device, mayWrite, attachment) = (chosen, writable, number)
     }
     do {
-      if let failure { throw failure }
-      guard let device else {
-        // Nothing attached since the last loss: the same news (a retry, or a wake-up for a
-        // device an open already tried).
-        throw lastFailure ?? NoReceiver(selector: selector)
-      }
-      let connection = try await open(
-        device, mayWrite: mayWrite, attachment: attachment, family: family)
-      _ = finishConnecting(failure: nil, attachment: attachment)
-      return connection
+      return try await open(device, mayWrite: mayWrite, attachment: attachment, family: family)
     } catch {
-      // A device attached meanwhile (the next candidate after a rejection, a replug) is
-      // tried at once rather than after the backoff.
-      finishConnecting(failure: error, attachment: attachment)?()
+      run(state.withLock { $0.following.openFailed(error, attachment: attachment) })
       throw error
     }
-  }
-
-  /// Ends an open; returns the receiver's callback when a device attached during a failed one.
-  private func finishConnecting(failure: (any Error)?, attachment: Int) -> (
-    @Sendable () -> Void
-  )? {
-    state.withLock { state in
-      defer {
-        state.connecting = false
-        state.attachedWhileConnecting = false
-      }
-      state.lastFailure = failure.map { (attachment, $0) }
-      guard failure != nil, state.attachedWhileConnecting, state.device != nil else {
-        return nil
-      }
-      return state.appeared
-    }
-  }
-
-  /// A connection ended with `error` (unplugged, hung up).
-  private func lost(_ connection: FollowedConnection, _ error: any Error) {
-    state.withLock { $0.lastFailure = (connection.attachment, error) }
   }
 
   private func open(
@@ -236,28 +189,36 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
   ) async throws -> any ReceiverConnection {
     // Between the unplug and udev's word of it the node may still be listed; sysfs knows.
     guard access(device.sysPath, F_OK) == 0 else {
-      throw DeviceGone(device: device.path, why: unpluggedWaiting)
+      throw DeviceGone(device: device.path, why: state.withLock { $0.following.unpluggedWaiting })
     }
 
+    let interface = HostInterface(device)
     let opened: any ReceiverConnection
     if mayWrite {
-      // The interface comes from the driver, so the node's path is not resolved (umockdev's
-      // realpath() corrupts memory for nodes that are ptys).
       opened = try await SerialConnector(
-        path: device.path, baud: effectiveBaud(for: device),
-        hint: ChipsetHint(family: nil, interface: Self.interface(of: device)), memory: baudMemory
+        path: device.path, baud: baud, hint: ChipsetHint(family: nil, interface: interface),
+        memory: baudMemory
       ).connect(wakingWith: family)
     } else {
-      opened = try await listen(to: device)
+      opened = try await listen(to: device, interface: interface)
     }
 
     let connection = FollowedConnection(
       opened, device: device, attachment: attachment,
-      onLoss: { [weak self] in self?.lost($0, $1) }, onClose: { [weak self] in self?.closed($0) })
-    let stillAttached = state.withLock { state -> Bool in
-      guard state.attachment == attachment, state.device != nil else { return false }
-      state.connection = connection
-      return true
+      onLoss: { [weak self] connection, error in
+        self?.state.withLock {
+          $0.following.lost(connection, attachment: connection.attachment, error)
+        }
+      },
+      onClose: { [weak self] connection in
+        guard let self else { return }
+        self.run(
+          self.state.withLock {
+            $0.following.closed(connection, attachment: connection.attachment)
+          })
+      })
+    let stillAttached = state.withLock {
+      $0.following.opened(connection, on: device, attachment: attachment)
     }
     guard stillAttached else {
       opened.close()
@@ -266,105 +227,86 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
     return connection
   }
 
-  /// A USB receiver's own port (CDC-ACM) ignores the rate: no search.
-  private func effectiveBaud(for device: SerialDevice) -> SerialConnector.BaudSetting {
-    guard case .automatic(let candidates, _) = baud, device.driver == "cdc_acm" else {
-      return baud
-    }
-    return .fixed(candidates.first ?? .b9600)
-  }
-
   /// Opens a possible receiver the user did not name and listens, never writing, until
   /// checksum-valid NMEA arrives. Silence rejects it: the tracker moves on to the next
   /// candidate, or waits.
-  private func listen(to device: SerialDevice) async throws -> any ReceiverConnection {
-    let (candidates, timePerRate): ([BaudRate], Duration)
-    switch effectiveBaud(for: device) {
+  private func listen(
+    to device: SerialDevice, interface: HostInterface
+  ) async throws -> any ReceiverConnection {
+    // Hearing NMEA is the proof it is a receiver, so even a fixed rate, or a port whose rate
+    // does not matter, is listened to (at that one rate).
+    let timePerRate: Duration
+    var candidates: [BaudRate]
+    switch baud {
     case .fixed(let rate): (candidates, timePerRate) = ([rate], Autobaud.defaultTimePerRate)
-    case .automatic(let rates, let time):
-      (candidates, timePerRate) = (rates.isEmpty ? [.b9600] : rates, time)
+    case .automatic(let rates, let time): (candidates, timePerRate) = (rates, time)
     }
-    let port = try SerialPort.open(path: device.path, baudRate: candidates[0])
-    let unplugged = state.withLock { state -> Bool in
-      guard state.device?.sysPath == device.sysPath else { return true }
-      state.listening = (device.sysPath, port)
-      return false
-    }
-    if unplugged {
-      port.close()
-      throw DeviceGone(device: device.path, why: "was unplugged while it was being opened")
-    }
-    let memory = baudMemory
-    let found: Result<Autobaud.Detection, SerialPortError> = await onOwnThread {
-      var known = memory.withLock { $0 }
-      let result = Result { () throws(SerialPortError) in
-        try Autobaud.detect(
-          on: port, candidates: candidates, timePerRate: timePerRate, memory: &known,
-          recognises: { NMEAFramer.holdsChecksummedSentences($0) })
+    if candidates.isEmpty { candidates = [.b9600] }
+    if interface == .usb { candidates = [candidates[0]] }
+    let opened: SerialConnector.OpenedPort
+    var heardNMEA = false
+    do {
+      defer {
+        state.withLock { $0.following.listeningEnded(at: device.sysPath, heardNMEA: heardNMEA) }
       }
-      memory.withLock { $0 = known }
-      return result
+      opened = try await SerialConnector.openPort(
+        path: device.path, baud: .automatic(candidates: candidates, timePerRate: timePerRate),
+        memory: baudMemory, ratelessPort: false,
+        opened: { [weak self] port, _ in
+          // Kept where an unplug finds it, to end the listening.
+          let attached = self?.state.withLock {
+            $0.following.listening(to: device.sysPath, on: port)
+          }
+          if attached != true {
+            throw DeviceGone(device: device.path, why: "was unplugged while it was being opened")
+          }
+        })
+      heardNMEA = opened.unrecognisedRates == nil
+    } catch let error as SerialPortError where error.isDisconnected || error.reason == .interrupted
+    {
+      throw DeviceGone(device: device.path, why: "was unplugged while it was listened to")
     }
-    state.withLock { $0.listening = nil }
-    switch found {
-    case .success(let detection):
-      _ = state.withLock { $0.heard.insert(device.sysPath) }
+    guard let tried = opened.unrecognisedRates else {
       // What it said while being listened to is its first data: handed to the reader.
-      return SerialConnection(port: port, heard: detection.heard)
-    case .failure(let error):
-      port.close()
-      if error.isDisconnected || error.reason == .interrupted {
-        throw DeviceGone(device: device.path, why: "was unplugged while it was listened to")
-      }
-      guard case .nothingRecognised(let tried, _) = error.reason else { throw error }
-      reject(device)
-      throw NotAReceiver(device: device, rates: tried, timePerRate: timePerRate)
+      return SerialConnection(port: opened.port, interface: interface, heard: opened.heard)
     }
-  }
-
-  /// Tells the tracker `device` is no receiver; it takes the next candidate, if any (tried
-  /// once the open under way has failed).
-  private func reject(_ device: SerialDevice) {
-    state.withLock { state in
-      if apply(state.tracker.reject(device), to: &state).attached {
-        state.attachedWhileConnecting = true
-      }
-    }
-  }
-
-  /// What a subscriber is told when the device was unplugged.
-  private var unpluggedWaiting: String {
-    if case .first = selector { return "was unplugged; waiting for a receiver to be plugged in" }
-    return "was unplugged; waiting for it to be plugged in again"
+    opened.port.close()
+    state.withLock { $0.following.reject(device) }
+    throw NotAReceiver(device: device, rates: tried, timePerRate: timePerRate)
   }
 
   public func startWatching(appeared: @escaping @Sendable () -> Void) {
     let start = state.withLock { state -> Bool in
-      state.appeared = appeared
-      defer { state.watching = true }
-      return !state.watching
+      switch state.watching {
+      case .no:
+        state.watching = .starting(appeared: appeared)
+        return true
+      case .starting:
+        state.watching = .starting(appeared: appeared)
+      case .yes(_, let task):
+        state.watching = .yes(appeared: appeared, task: task)
+      }
+      return false
     }
     guard start else { return }
     let watcher = subscribe(self)
     let stopped = state.withLock { state -> Bool in
-      guard state.watching else { return true }
-      state.watcher = watcher
+      guard case .starting(let appeared) = state.watching else { return true }
+      state.watching = .yes(appeared: appeared, task: watcher)
       return false
     }
     if stopped { watcher.cancel() }
   }
 
   public func stopWatching() {
-    let (watcher, waiters) = state.withLock { state in
+    let (watching, waiters) = state.withLock { state in
       defer {
-        state.watching = false
-        state.watcher = nil
-        state.appeared = nil
+        state.watching = .no
         state.enumerationWaiters = []
       }
-      return (state.watcher, state.enumerationWaiters)
+      return (state.watching, state.enumerationWaiters)
     }
-    watcher?.cancel()
+    if case .yes(_, let task) = watching { task.cancel() }
     for waiter in waiters { waiter.resume() }
   }
 
@@ -375,7 +317,7 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
       do {
         for try await event in events {
           guard let self else { return }
-          self.handle(event)
+          self.run(self.state.withLock { $0.following.handle(event) })
         }
       } catch {
         failure = error as? DiscoveryError ?? .stopped
@@ -384,106 +326,38 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
       // Discovery ended (shut down, or no udev here): a waiting receiver retries now and
       // reports why; connecting fails with the reason from now on.
       guard let self else { return }
-      let (appeared, waiters) = self.state.withLock { state in
-        defer { state.enumerationWaiters = [] }
-        state.failure = failure
-        state.enumerated = true
-        return (state.appeared, state.enumerationWaiters)
-      }
-      for waiter in waiters { waiter.resume() }
-      appeared?()
+      self.run(self.state.withLock { $0.following.discoveryEnded(failure) })
     }
   }
 
-  private func handle(_ event: HotplugEvent) {
-    var ended: (FollowedConnection?, SerialPort?, String) = (nil, nil, "")
-    let (appeared, waiters) = state.withLock {
-      state -> ((@Sendable () -> Void)?, [CheckedContinuation<Void, Never>]) in
-      var waiters: [CheckedContinuation<Void, Never>] = []
-      state.eventsHandled += 1
-      switch event {
-      case .enumerationComplete:
-        state.enumerated = true
-        waiters = state.enumerationWaiters
-        state.enumerationWaiters = []
-      case .removed(let device):
-        state.heard.remove(device.sysPath)
-      case .added, .changed:
-        break
-      }
-      let outcome = apply(state.tracker.handle(event), to: &state)
-      if let detached = outcome.detached {
-        let why: String
-        if case .removed = event {
-          why = unpluggedWaiting
-        } else {
-          why = "no longer matches \(selector) (a udev rule changed it)"
-        }
-        if state.connection?.device.sysPath == detached.sysPath {
-          ended.0 = state.connection
-        }
-        if state.listening?.sysPath == detached.sysPath { ended.1 = state.listening?.port }
-        ended.2 = why
-      }
-      // An open under way may have chosen its device before this one came: it tells the
-      // receiver if it fails. A receiver with a connection open ignores the news; it is told
-      // again when that connection closes (`closed`).
-      if outcome.attached && state.connecting {
-        state.attachedWhileConnecting = true
-        return (nil, waiters)
-      }
-      return (outcome.attached ? state.appeared : nil, waiters)
-    }
-    ended.0?.end(because: ended.2)
-    ended.1?.interrupt()
-    for waiter in waiters { waiter.resume() }
-    appeared?()
-  }
-
-  /// Runs the tracker's actions on the state.
-  private func apply(_ actions: [ReceiverTracker.Action], to state: inout State) -> (
-    attached: Bool, detached: SerialDevice?
-  ) {
-    var attached = false
-    var detached: SerialDevice?
+  /// Runs the state machine's actions, outside the lock.
+  private func run(_ actions: [Following.Action]) {
     for action in actions {
       switch action {
-      case .attach(let device, let mayWrite):
-        state.device = device
-        state.mayWrite = mayWrite
-        state.attachment += 1
-        attached = true
-      case .update(let device, let mayWrite):
-        state.device = device
-        state.mayWrite = mayWrite
-      case .detach(let device):
-        state.device = nil
-        state.mayWrite = false
-        detached = device
+      case .end(let connection, let why): connection.end(because: why)
+      case .interrupt(let port): port.interrupt()
+      case .releaseWaiters:
+        let waiters = state.withLock { state in
+          defer { state.enumerationWaiters = [] }
+          return state.enumerationWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+      case .announce:
+        state.withLock { $0.watching.appeared }?()
       }
     }
-    return (attached, detached)
-  }
-
-  /// A connection closed. If another device was attached while it was open, the receiver
-  /// (which ignored that appearance while it was still connected) is told now: it is about
-  /// to wait for its backoff, and should try the new device at once.
-  private func closed(_ connection: FollowedConnection) {
-    let appeared = state.withLock { state -> (@Sendable () -> Void)? in
-      if state.connection === connection { state.connection = nil }
-      guard state.device != nil, state.attachment != connection.attachment else { return nil }
-      return state.appeared
-    }
-    appeared?()
   }
 
   /// The first open waits for the devices already present to be listed.
   private func waitForEnumeration() async {
     // Used on its own, outside a receiver: nobody started watching yet.
-    if !state.withLock({ $0.watching }) { startWatching {} }
+    if state.withLock({ if case .no = $0.watching { return true } else { return false } }) {
+      startWatching {}
+    }
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
       let ready = state.withLock { state -> Bool in
-        if state.enumerated || !state.watching { return true }
+        if state.following.isListed { return true }
+        if case .no = state.watching { return true }
         state.enumerationWaiters.append(continuation)
         return false
       }
@@ -537,6 +411,8 @@ final class FollowedConnection: ReceiverConnection {
   func interrupt() { base.interrupt() }
 
   var lineTiming: LineTiming { base.lineTiming }
+
+  func carrierDetectDescriptor() -> CInt? { base.carrierDetectDescriptor() }
 
   func close() {
     base.close()

@@ -101,6 +101,28 @@ public final class GPSReceiver: Sendable {
       handler: handler)
   }
 
+  /// Subscribes with a handler called on the thread that produced each event, with no task
+  /// and no buffer in between: the reader thread for fixes, satellite views, bytes and
+  /// sentences, the driver's thread for most status changes. For a consumer with a thread
+  /// and a queue of its own (the gpsd server's event loop): the handler must return at once,
+  /// never block, and bound its own queue. It may be called from two threads at a time.
+  ///
+  /// A newcomer's replay (the current status, the latest fix while fresh) comes first, as
+  /// for every subscription. `rawData`: also the bytes read from the device, before the
+  /// fixes decoded from them; `sentences`: also the NMEA sentences the reader framed
+  /// (``ReceiverEventOrRawData/sentences(_:)``). Cancel the returned subscription, or let it
+  /// go, to unsubscribe; a call already under way may still finish after that.
+  public func subscribeOnReaderThread(
+    rawData: Bool = false, sentences: Bool = false,
+    _ handler: @escaping @Sendable (ReceiverEventOrRawData) -> Void
+  ) -> Subscription {
+    let core = core.makeSubscription(
+      bufferSize: nil, rawData: rawData, sentences: sentences, forward: handler,
+      lifetime: lifetime)
+    core.queue.startForwarding()
+    return Subscription(direct: core)
+  }
+
   /// Keeps the receiver powered for `duration` even with no subscriber: the warm-up an app
   /// does at launch so that a later screen has a precise fix at once. Holds extend, never
   /// shorten, one another; when the hold ends the usual linger applies.
@@ -113,6 +135,15 @@ public final class GPSReceiver: Sendable {
   public func shutdown() async {
     await core.shutdown()
   }
+
+  /// What a new subscriber would be replayed now: the latest fix with its age, while it is
+  /// no older than ``Options/replayExpiry``; `nil` otherwise. For a consumer that serves many
+  /// clients from one subscription (the gpsd server) and gives each newcomer the replay.
+  public var replay: FixUpdate? { core.hub.replay }
+
+  /// The latest fix heard, with its age, however old (gpsd's `?POLL` reports it so); `nil`
+  /// before the first fix. Asking powers nothing.
+  public var latestFix: FixUpdate? { core.hub.latestFix }
 
   /// Counters since the receiver was created.
   public var statistics: ReceiverStatistics { core.statistics }
@@ -150,6 +181,9 @@ public struct ReceiverStatistics: Sendable, Hashable {
   public var commandsFailed = 0
   /// What the decoder accepted and rejected over all connections.
   public var decoder = DecoderStatistics()
+  /// Events the power policy did not expect in its state: a bug, ignored (a debug build
+  /// stops at the first with an assertion). 0 unless something is wrong.
+  public var unexpectedPolicyEvents = 0
 
   public init() {}
 }

@@ -37,14 +37,30 @@ struct PowerPolicy {
 
   typealias TimerID = UInt64
 
+  /// Consecutive failures to open or keep the device.
+  struct Failures: Equatable {
+    /// How many, for the backoff.
+    var attempts: Int
+    /// The last one told to subscribers, so that a retry that fails alike stays quiet.
+    var reason: String
+  }
+
   enum State: Equatable {
     case off
-    case poweringOn(reconnecting: Bool)
+    /// `reconnectingAfter`: the failures so far when this is a reconnection (subscribers are
+    /// told `reconnected` when it succeeds); `nil` for a first power-on.
+    case poweringOn(reconnectingAfter: Failures?)
     case on
     case lingering(timer: TimerID)
     case poweringOff
-    case waitingToReconnect(attempt: Int, timer: TimerID)
+    case waitingToReconnect(Failures, timer: TimerID)
     case stopped
+  }
+
+  /// A hold: the receiver stays powered until `until`, when `timer` fires.
+  private struct Hold {
+    var until: DriverInstant
+    var timer: TimerID
   }
 
   enum Event: Equatable {
@@ -92,20 +108,24 @@ struct PowerPolicy {
   let configuration: Configuration
   private(set) var state = State.off
   private(set) var subscribers = 0
-  private var holdUntil: DriverInstant?
-  private var holdTimer: TimerID?
+  /// Part of the demand, as the subscribers are, so in no state of its own: any state but
+  /// `stopped` may have one.
+  private var hold: Hold?
   private var nextTimer: TimerID = 0
-  /// Consecutive failures to open or keep the device, for the backoff.
-  private var failedAttempts = 0
-  /// The last failure told to subscribers, so a retry that fails alike stays quiet.
-  private var lastFailure: String?
+  /// Events and operations that came in a state that does not expect them (a bug in whoever
+  /// feeds the policy): ignored, and counted here. A debug build stops at the first with an
+  /// assertion unless ``assertsOnUnexpectedEvents`` is off.
+  private(set) var unexpectedEvents = 0
+  /// Off only in tests that feed unexpected events on purpose, to check they are counted by
+  /// the same code a release build runs.
+  var assertsOnUnexpectedEvents = true
 
   init(configuration: Configuration) {
     self.configuration = configuration
   }
 
   /// Whether anyone wants the receiver powered.
-  var hasDemand: Bool { subscribers > 0 || holdUntil != nil }
+  var hasDemand: Bool { subscribers > 0 || hold != nil }
 
   mutating func handle(_ event: Event, now: DriverInstant) -> [Action] {
     if state == .stopped {
@@ -117,50 +137,46 @@ struct PowerPolicy {
       return demandRose()
 
     case .detach:
-      guard subscribers > 0 else { return [] }  // unbalanced: ignore rather than go negative
+      guard subscribers > 0 else { return unexpected(event) }  // unbalanced: never negative
       subscribers -= 1
       return demandMayHaveFallen(now: now)
 
     case .hold(let until):
-      guard until > now else { return [] }
+      guard until > now else { return [] }  // over already
       var actions: [Action] = []
-      if let holdTimer { actions.append(.cancelTimer(holdTimer)) }
-      holdUntil = max(holdUntil ?? until, until)
-      let timer = makeTimer()
-      holdTimer = timer
-      actions.append(.armTimer(timer, deadline: holdUntil!))
+      if let hold { actions.append(.cancelTimer(hold.timer)) }
+      let held = Hold(until: max(hold?.until ?? until, until), timer: makeTimer())
+      hold = held
+      actions.append(.armTimer(held.timer, deadline: held.until))
       return actions + demandRose()
 
     case .timerFired(let timer):
-      if timer == holdTimer {
-        holdTimer = nil
-        holdUntil = nil
+      if timer == hold?.timer {
+        hold = nil
         return demandMayHaveFallen(now: now)
       }
       switch state {
       case .lingering(let lingerTimer) where lingerTimer == timer:
         state = .poweringOff
         return [.powerOff]
-      case .waitingToReconnect(_, let reconnectTimer) where reconnectTimer == timer:
-        state = .poweringOn(reconnecting: true)
+      case .waitingToReconnect(let failures, let reconnectTimer) where reconnectTimer == timer:
+        state = .poweringOn(reconnectingAfter: failures)
         return [.powerOn]
-      default:
-        return []  // a timer cancelled after it fired
+      case .off, .poweringOn, .on, .lingering, .poweringOff, .waitingToReconnect, .stopped:
+        return []  // a timer cancelled after it fired: expected, the race is inherent
       }
 
     case .poweredOn:
-      guard case .poweringOn(let reconnecting) = state else { return [] }
+      guard case .poweringOn(let failures) = state else { return unexpected(event) }
       state = .on
-      failedAttempts = 0
-      lastFailure = nil
-      var actions: [Action] = reconnecting ? [.status(.reconnected)] : []
+      var actions: [Action] = failures != nil ? [.status(.reconnected)] : []
       // Everyone may have left while the port was opening.
       actions += demandMayHaveFallen(now: now)
       return actions
 
     case .powerOnFailed(let reason):
-      guard case .poweringOn = state else { return [] }
-      return scheduleReconnect(reason: reason, now: now)
+      guard case .poweringOn(let failures) = state else { return unexpected(event) }
+      return scheduleReconnect(reason: reason, after: failures, now: now)
 
     case .connectionLost(let reason):
       switch state {
@@ -168,15 +184,17 @@ struct PowerPolicy {
         var actions: [Action] = []
         if case .lingering(let timer) = state { actions.append(.cancelTimer(timer)) }
         actions.append(.discardConnection)
-        failedAttempts = 0
-        lastFailure = nil
-        return actions + scheduleReconnect(reason: reason, now: now)
-      default:
+        return actions + scheduleReconnect(reason: reason, after: nil, now: now)
+      case .poweringOff, .waitingToReconnect:
+        // The connection is being closed already (a power-off or a discard is under way):
+        // its reader may fail first. Expected.
         return []
+      case .off, .poweringOn, .stopped:
+        return unexpected(event)  // no connection is open
       }
 
     case .poweredOff:
-      guard state == .poweringOff else { return [] }
+      guard state == .poweringOff else { return unexpected(event) }
       state = .off
       var actions: [Action] = [.status(.poweredOff)]
       if hasDemand { actions += demandRose() }  // someone arrived during the power-off
@@ -188,15 +206,15 @@ struct PowerPolicy {
       return [.putToStandby]
 
     case .deviceAppeared:
-      guard case .waitingToReconnect(_, let timer) = state else { return [] }
-      state = .poweringOn(reconnecting: true)
+      // Expected at any time: news for a receiver waiting to reconnect, else nothing to do.
+      guard case .waitingToReconnect(let failures, let timer) = state else { return [] }
+      state = .poweringOn(reconnectingAfter: failures)
       return [.cancelTimer(timer), .powerOn]
 
     case .shutdown:
       var actions: [Action] = []
-      if let holdTimer { actions.append(.cancelTimer(holdTimer)) }
-      holdTimer = nil
-      holdUntil = nil
+      if let hold { actions.append(.cancelTimer(hold.timer)) }
+      hold = nil
       switch state {
       case .on:
         actions += [.powerOff, .status(.poweredOff)]
@@ -227,10 +245,8 @@ struct PowerPolicy {
     case (.powerOn, .poweringOn):
       if hasDemand { return [.powerOn] }
       state = .off
-      failedAttempts = 0
-      lastFailure = nil
       return [.status(.poweredOff)]
-    case (.powerOn, _):
+    case (.powerOn, .stopped):
       return []  // stopped meanwhile
     case (.powerOff, .poweringOff):
       if hasDemand {
@@ -240,18 +256,19 @@ struct PowerPolicy {
       return [.powerOff]
     case (.powerOff, .stopped):
       return [.powerOff]  // decided by the shutdown, or before it: standby either way
-    case (.powerOff, _):
-      return []
     case (.putToStandby, .poweringOff):
       guard hasDemand else { return [.putToStandby] }
       state = .off  // a subscriber came first: it wins, and is woken as usual
       return demandRose()
     case (.putToStandby, .stopped):
       return [.putToStandby]
-    case (.putToStandby, _):
-      return []
-    default:
-      return [operation]
+    case (.powerOn, _), (.powerOff, _), (.putToStandby, _):
+      // Decided in a state that no event leaves before the operation starts.
+      return unexpected(operation)
+    case (.discardConnection, _):
+      return [operation]  // the connection is gone whatever happened since
+    case (.armTimer, _), (.cancelTimer, _), (.status, _):
+      return unexpected(operation)  // not a power operation: nothing to confirm
     }
   }
 
@@ -265,13 +282,15 @@ struct PowerPolicy {
     guard hasDemand else { return [] }
     switch state {
     case .off:
-      state = .poweringOn(reconnecting: false)
+      state = .poweringOn(reconnectingAfter: nil)
       return [.status(.poweringOn), .powerOn]
     case .lingering(let timer):
       state = .on
       return [.cancelTimer(timer)]
-    default:
-      return []
+    case .poweringOn, .on, .waitingToReconnect, .stopped:
+      return []  // on, or on its way (a reconnection retries by itself)
+    case .poweringOff:
+      return []  // ``confirm(_:now:)`` drops the power-off that is now moot
     }
   }
 
@@ -289,33 +308,42 @@ struct PowerPolicy {
       return [.armTimer(timer, deadline: now + configuration.linger)]
     case .waitingToReconnect(_, let timer):
       state = .off
-      failedAttempts = 0
-      lastFailure = nil
       return [.cancelTimer(timer), .status(.poweredOff)]
-    default:
-      return []
+    case .off, .lingering, .poweringOff, .stopped:
+      return []  // off, or on its way
+    case .poweringOn:
+      return []  // ``confirm(_:now:)`` drops the power-on that is now moot
     }
   }
 
-  private mutating func scheduleReconnect(reason: String, now: DriverInstant) -> [Action] {
-    failedAttempts += 1
+  /// `previous`: the failures before this one, if it is a reconnection that failed.
+  private mutating func scheduleReconnect(reason: String, after previous: Failures?, now: DriverInstant)
+    -> [Action]
+  {
     // Tell subscribers once per distinct reason, not on every retry.
     var actions: [Action] = []
-    if reason != lastFailure {
+    if reason != previous?.reason {
       actions.append(.status(.disconnected(reason: reason)))
-      lastFailure = reason
     }
     guard hasDemand else {
       state = .off
-      failedAttempts = 0
-      lastFailure = nil
       actions.append(.status(.poweredOff))
       return actions
     }
+    let failures = Failures(attempts: (previous?.attempts ?? 0) + 1, reason: reason)
     let timer = makeTimer()
-    state = .waitingToReconnect(attempt: failedAttempts, timer: timer)
-    let delay = configuration.backoff.delay(attempt: failedAttempts)
+    state = .waitingToReconnect(failures, timer: timer)
+    let delay = configuration.backoff.delay(attempt: failures.attempts)
     actions.append(.armTimer(timer, deadline: now + delay))
     return actions
+  }
+
+  /// An event (or operation) that the state does not expect: counted and ignored.
+  private mutating func unexpected(_ what: some Any) -> [Action] {
+    unexpectedEvents += 1
+    if assertsOnUnexpectedEvents {
+      assertionFailure("PowerPolicy: unexpected \(what) in state \(state)")
+    }
+    return []
   }
 }

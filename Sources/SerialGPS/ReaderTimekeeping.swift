@@ -11,9 +11,13 @@ struct ReaderTimekeeping {
   private var timeline: ReadTimeline
   private var collector = EpochTimeCollector()
 
-  init(service: TimeService, timing: LineTiming) {
+  /// When reading starts on `connection`: the service's PPS source starts listening too
+  /// (``TimeService/portOpened(line:carrierDetectDescriptor:)``), until ``connectionClosed()``.
+  init(service: TimeService, connection: any ReceiverConnection) {
     self.service = service
-    timeline = ReadTimeline(timing: timing)
+    let line = connection.lineTiming
+    timeline = ReadTimeline(timing: line)
+    service.portOpened(line: line, carrierDetectDescriptor: connection.carrierDetectDescriptor)
   }
 
   /// A read returned `count` bytes at `time` (`CLOCK_REALTIME`, taken as soon as it returned).
@@ -28,7 +32,8 @@ struct ReaderTimekeeping {
     service.epoch(time, firstByte: arrival)
   }
 
-  /// The connection closed: trust starts over with the next one.
+  /// The connection is closing: trust starts over with the next one, and the PPS source
+  /// stops (its duplicate of the port's descriptor closed before the port is).
   func connectionClosed() {
     service.receiverClosed()
   }

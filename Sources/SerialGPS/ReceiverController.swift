@@ -83,6 +83,7 @@ final class ReceiverController: @unchecked Sendable {
           if let outcome = await perform(action) { handle(outcome, deferring: &operations) }
         }
       }
+      core.counters.withLock { $0.unexpectedPolicyEvents = policy.unexpectedEvents }
     }
     for timer in timers.values { timer.cancel() }
     timers.removeAll()

@@ -80,11 +80,13 @@ final class ReceiverCore: @unchecked Sendable {
 
   // MARK: - Requests from any thread
 
-  func makeSubscription(bufferSize: Int?, rawData: Bool = false, lifetime: ReceiverLifetime)
-    -> SubscriptionCore
-  {
-    let queue = SubscriberQueue(capacity: bufferSize ?? options.subscriberBufferSize)
-    guard let id = hub.add(queue, rawData: rawData) else {
+  func makeSubscription(
+    bufferSize: Int?, rawData: Bool = false, sentences: Bool = false,
+    forward: SubscriberQueue.Forward? = nil, lifetime: ReceiverLifetime
+  ) -> SubscriptionCore {
+    let queue = SubscriberQueue(
+      capacity: bufferSize ?? options.subscriberBufferSize, forward: forward)
+    guard let id = hub.add(queue, rawData: rawData, sentences: sentences) else {
       queue.finish()
       return SubscriptionCore(queue: queue) {}
     }

@@ -65,4 +65,10 @@ public enum ReceiverEventOrRawData: Sendable, Hashable {
   /// arrives before the fixes decoded from it. Like positions, chunks are dropped when the
   /// subscriber falls behind, so a consumer that frames them must expect gaps.
   case rawData([UInt8])
+  /// Complete NMEA sentences as the reader framed them (checksum checked), each exactly as it
+  /// arrived with `*hh` and CR LF, in the order read; the sentences that complete an epoch
+  /// arrive before its fix. Only for a subscription that asked for them
+  /// (``GPSReceiver/subscribeOnReaderThread(rawData:sentences:_:)``). Binary frames and noise
+  /// are left out. Like positions, they are dropped when the subscriber falls behind.
+  case sentences([UInt8])
 }

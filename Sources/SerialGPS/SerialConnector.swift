@@ -1,4 +1,5 @@
 import Chipsets
+import Discovery
 import Glibc
 import NMEA
 import POSIX
@@ -20,6 +21,22 @@ public struct SerialConnector: ReceiverConnector {
     case fixed(BaudRate)
   }
 
+  /// A port opened by ``openPort(path:baud:memory:ratelessPort:opened:)``, at the rate it is
+  /// at now.
+  public struct OpenedPort: Sendable {
+    public let port: SerialPort
+    /// What the search found, if it searched and found.
+    public let detection: Autobaud.Detection?
+    /// The rates listened to when the search ran and recognised nothing (the receiver is
+    /// silent, perhaps in standby, or is no receiver); `nil` otherwise.
+    public let unrecognisedRates: [BaudRate]?
+    /// The rate the port is at: the fixed one, the one found, or (nothing recognised, or not
+    /// searched) the remembered one, else the first candidate.
+    public var rate: BaudRate { port.baudRate }
+    /// Every byte received at the rate found: the receiver's first data, not to be lost.
+    public var heard: [UInt8] { detection?.heard ?? [] }
+  }
+
   public let path: String
   public let baud: BaudSetting
   public let chipsetHint: ChipsetHint?
@@ -39,7 +56,7 @@ public struct SerialConnector: ReceiverConnector {
   ) {
     self.path = path
     self.baud = baud
-    self.chipsetHint = hint ?? ChipsetHint(family: nil, interface: Self.guessInterface(path))
+    self.chipsetHint = hint ?? ChipsetHint(family: nil, interface: HostInterface(devicePath: path))
     self.memory = memory
   }
 
@@ -49,22 +66,10 @@ public struct SerialConnector: ReceiverConnector {
   /// stays plugged in, different once the node was made again (a replug, a reboot, another
   /// pty with the same number). `nil` when the device is missing.
   public var markerIdentity: String? {
-    let node = Self.resolvedPath(path)
+    let node = resolvedPath(path) ?? path
     var status = stat()
     guard stat(node, &status) == 0 else { return nil }
     return "tty \(node) \(status.st_ctim.tv_sec).\(status.st_ctim.tv_nsec)"
-  }
-
-  /// `ttyACM` devices are receivers' own USB ports; links (`/dev/serial/by-id/…`) are
-  /// resolved first.
-  static func guessInterface(_ path: String) -> HostInterface {
-    resolvedPath(path).contains(substring: "ttyACM") ? .usb : .uart
-  }
-
-  static func resolvedPath(_ path: String) -> String {
-    guard let resolved = realpath(path, nil) else { return path }
-    defer { free(resolved) }
-    return String(cString: resolved)
   }
 
   public func connect() async throws -> any ReceiverConnection {
@@ -76,43 +81,95 @@ public struct SerialConnector: ReceiverConnector {
   /// at the remembered rate, else its chipset's factory rate, and woken at once. Give a fixed
   /// rate for a receiver configured otherwise.
   public func connect(wakingWith family: ChipsetFamily) async throws -> any ReceiverConnection {
+    var baud = self.baud
     if case .automatic = baud, family.hasCommands {
-      let rate = memory.withLock { $0.rate(for: path) } ?? Self.factoryRate(family)
-      return SerialConnection(port: try SerialPort.open(path: path, baudRate: rate))
+      baud = .fixed(memory.withLock { $0.rate(for: path) } ?? Self.factoryRate(family))
     }
+    // The interface was told by the path when no hint named it.
+    let interface = chipsetHint?.interface ?? HostInterface(devicePath: path)
+    let opened = try await Self.openPort(
+      path: path, baud: baud, memory: memory, ratelessPort: interface == .usb)
+    // The sentences that decided the rate are the receiver's first: not lost.
+    return SerialConnection(port: opened.port, interface: interface, heard: opened.heard)
+  }
+
+  /// Opens a receiver's port as `baud` says and leaves it open: at a fixed rate, or at the
+  /// rate found by listening for NMEA sentences with valid checksums (``Autobaud``), which
+  /// `memory` remembers and tries first next time. The one baud search of the package: the
+  /// connectors, `serialgps record` and `send` open ports through it, and so can an app that
+  /// wants a receiver's raw port at its rate.
+  ///
+  /// Silence is not an error: the port stays at the remembered rate, else the first candidate,
+  /// so that a receiver in standby can be woken there (``OpenedPort/unrecognisedRates``). Any
+  /// other failure (the device vanished, ``SerialPort/interrupt()``) closes the port and
+  /// throws, as does `opened`.
+  ///
+  /// - Parameters:
+  ///   - ratelessPort: the receiver's own USB port, whose rate does not matter: opened at the
+  ///     remembered rate or the first candidate without listening. By default told by the
+  ///     path (``Chipsets/HostInterface/init(devicePath:)``).
+  ///   - opened: called once the port is open, before any listening, with whether a search
+  ///     follows: where the caller keeps the port so that it can interrupt the search, or says
+  ///     that something is about to take seconds.
+  public static func openPort(
+    path: String, baud: BaudSetting, memory: inout BaudRateMemory, ratelessPort: Bool? = nil,
+    opened: (SerialPort, _ searching: Bool) throws -> Void = { _, _ in }
+  ) throws -> OpenedPort {
+    let initial: BaudRate
     switch baud {
-    case .fixed(let rate):
-      return SerialConnection(port: try SerialPort.open(path: path, baudRate: rate))
-    case .automatic(let candidates, let timePerRate):
-      let remembered = memory.withLock { $0.rate(for: path) }
-      let initial = remembered ?? candidates.first ?? .b9600
-      let port = try SerialPort.open(path: path, baudRate: initial)
-      // The interface was guessed from the resolved path when no hint named it.
-      if chipsetHint?.interface == .usb { return SerialConnection(port: port) }
-      let memory = self.memory
-      let found: Result<Autobaud.Detection, SerialPortError> = await onOwnThread {
-        var known = memory.withLock { $0 }
-        let result = Result { () throws(SerialPortError) in
-          try Autobaud.detect(
-            on: port, candidates: candidates, timePerRate: timePerRate, memory: &known,
-            recognises: { NMEAFramer.holdsChecksummedSentences($0) })
-        }
-        memory.withLock { $0 = known }
-        return result
-      }
-      switch found {
-      case .success(let detection):
-        // The sentences that decided the rate are the receiver's first: not lost.
-        return SerialConnection(port: port, heard: detection.heard)
-      case .failure(let error) where error.isDisconnected:
+    case .fixed(let rate): initial = rate
+    case .automatic(let candidates, _):
+      initial = memory.rate(for: path) ?? candidates.first ?? .b9600
+    }
+    let port = try SerialPort.open(path: path, baudRate: initial)
+    guard case .automatic(let candidates, let timePerRate) = baud,
+      !(ratelessPort ?? (HostInterface(devicePath: path) == .usb))
+    else {
+      do { try opened(port, false) } catch {
         port.close()
         throw error
-      case .failure:
-        // Silent: perhaps in standby. Stay at the initial rate so the wake-up goes out.
-        try? port.setBaudRate(initial)
       }
-      return SerialConnection(port: port)
+      return OpenedPort(port: port, detection: nil, unrecognisedRates: nil)
     }
+    do {
+      try opened(port, true)
+      let detection = try Autobaud.detect(
+        on: port, candidates: candidates, timePerRate: timePerRate, memory: &memory,
+        recognises: { NMEAFramer.holdsChecksummedSentences($0) })
+      return OpenedPort(port: port, detection: detection, unrecognisedRates: nil)
+    } catch let error as SerialPortError {
+      // `detect` put the port back at the rate it was opened at.
+      if case .nothingRecognised(let tried, _) = error.reason {
+        return OpenedPort(port: port, detection: nil, unrecognisedRates: tried)
+      }
+      port.close()
+      throw error
+    } catch {
+      port.close()
+      throw error
+    }
+  }
+
+  /// ``openPort(path:baud:memory:ratelessPort:opened:)`` for the connectors: a search, which
+  /// blocks for seconds, runs on a thread of its own; the rate found goes into `memory`,
+  /// shared by every port a connector opens.
+  static func openPort(
+    path: String, baud: BaudSetting, memory: Locked<BaudRateMemory>, ratelessPort: Bool,
+    opened: @escaping @Sendable (SerialPort, _ searching: Bool) throws -> Void = { _, _ in }
+  ) async throws -> OpenedPort {
+    @Sendable func run() -> Result<OpenedPort, any Error> {
+      var known = memory.withLock { $0 }
+      let result = Result {
+        try openPort(
+          path: path, baud: baud, memory: &known, ratelessPort: ratelessPort, opened: opened)
+      }
+      if case .success(let port) = result, let found = port.detection {
+        memory.withLock { $0.remember(found.rate, for: path) }
+      }
+      return result
+    }
+    guard case .automatic = baud, !ratelessPort else { return try run().get() }
+    return try await onOwnThread(run).get()
   }
 
   /// The rate a family's receivers ship with on their UART.
@@ -128,11 +185,14 @@ public struct SerialConnector: ReceiverConnector {
 /// A ``ReceiverConnection`` over a ``SerialPort``.
 final class SerialConnection: ReceiverConnection {
   let port: SerialPort
+  let interface: HostInterface
   /// Bytes already read from the port (while listening for its rate), handed out first.
   private let pending: Locked<[UInt8]>
 
-  init(port: SerialPort, heard: [UInt8] = []) {
+  /// - Parameter interface: by default told by the port's path.
+  init(port: SerialPort, interface: HostInterface? = nil, heard: [UInt8] = []) {
     self.port = port
+    self.interface = interface ?? HostInterface(devicePath: port.path)
     pending = Locked(heard)
   }
 
@@ -164,10 +224,36 @@ final class SerialConnection: ReceiverConnection {
   /// A pty has no modem lines and no line rate; `ttyACM` is the receiver's own USB, whose
   /// rate setting the device ignores. Everything else is a UART at the port's rate.
   var lineTiming: LineTiming {
-    guard port.supportsModemLines, SerialConnector.guessInterface(port.path) != .usb else {
+    guard port.supportsModemLines, interface != .usb else {
       return .unpaced
     }
     return .uart(baud: port.baudRate.rawValue)
+  }
+
+  func carrierDetectDescriptor() -> CInt? {
+    port.supportsModemLines ? port.duplicateDescriptor() : nil
+  }
+}
+
+extension HostInterface {
+  /// How the serial device at `devicePath` reaches the host: the package's one answer to "is
+  /// this the receiver's own USB port?". `.usb` for the kernel's CDC-ACM driver (`cdc_acm`,
+  /// whose nodes are `ttyACM…`): the receiver's own USB port, whose line rate the device
+  /// ignores, with no UART timing and (u-blox) its own port number for commands. `.uart`
+  /// otherwise: a UART, straight or behind a USB-serial bridge.
+  ///
+  /// Told by the node's name, links such as `/dev/serial/by-id/…` resolved. A device udev
+  /// reported is asked with ``init(_:)`` instead.
+  public init(devicePath: String) {
+    let node = resolvedPath(devicePath) ?? devicePath
+    self = node.contains(substring: "ttyACM") ? .usb : .uart
+  }
+
+  /// The same answer for a device udev reported: its kernel driver says it (`cdc_acm`), and
+  /// the node's path is not touched (umockdev's `realpath()` corrupts memory for nodes that
+  /// are ptys).
+  public init(_ device: SerialDevice) {
+    self = device.driver == "cdc_acm" ? .usb : .uart
   }
 }
 

@@ -5,8 +5,17 @@ import POSIX
 /// The reader never waits for a subscriber: when the buffer is full, the oldest fix or
 /// satellite view is dropped (status changes are kept while any position event can go
 /// instead) and the drop is counted.
+///
+/// Made with a `forward` handler, the queue buffers nothing once ``startForwarding()`` has
+/// run: each event is handed to the handler on the thread that pushed it, outside the lock.
+/// Until then (while the hub preloads the replay under its own lock) events wait in the
+/// buffer, so the replay still comes first.
 final class SubscriberQueue: @unchecked Sendable {
+  typealias Forward = @Sendable (ReceiverEventOrRawData) -> Void
+
   let capacity: Int
+  private let forward: Forward?
+  private var forwarding = false
   private let lock = Lock()
   private var buffer: [ReceiverEventOrRawData] = []
   private var head = 0
@@ -14,9 +23,28 @@ final class SubscriberQueue: @unchecked Sendable {
   private var finished = false
   private var droppedCount = 0
 
-  init(capacity: Int) {
+  init(capacity: Int, forward: Forward? = nil) {
     self.capacity = max(1, capacity)
+    self.forward = forward
     buffer.reserveCapacity(self.capacity)
+  }
+
+  /// Hands what waits to the handler, in order, then every later event as it is pushed. Each
+  /// batch is taken under the lock and delivered outside it; events pushed meanwhile join the
+  /// next batch, so none overtakes an earlier one.
+  func startForwarding() {
+    guard let forward else { return }
+    while true {
+      let batch: [ReceiverEventOrRawData] = lock.withLock {
+        let waiting = Array(buffer[head...])
+        buffer.removeAll(keepingCapacity: true)
+        head = 0
+        if waiting.isEmpty { forwarding = !finished }
+        return waiting
+      }
+      if batch.isEmpty { return }
+      for event in batch { forward(event) }
+    }
   }
 
   /// Events dropped because the subscriber was slower than the receiver.
@@ -24,17 +52,27 @@ final class SubscriberQueue: @unchecked Sendable {
 
   /// Adds an event; wakes the subscriber if it is waiting.
   func push(_ event: ReceiverEventOrRawData) {
-    let waiting: CheckedContinuation<ReceiverEventOrRawData?, Never>? = lock.withLock {
-      if finished { return nil }
+    enum Delivery {
+      case none
+      case resume(CheckedContinuation<ReceiverEventOrRawData?, Never>)
+      case forward(Forward)
+    }
+    let delivery: Delivery = lock.withLock {
+      if finished { return .none }
+      if forwarding, let forward { return .forward(forward) }
       if let waiter {
         self.waiter = nil
-        return waiter
+        return .resume(waiter)
       }
       if buffer.count - head >= capacity { dropOne() }
       buffer.append(event)
-      return nil
+      return .none
     }
-    waiting?.resume(returning: event)
+    switch delivery {
+    case .none: break
+    case .resume(let waiter): waiter.resume(returning: event)
+    case .forward(let forward): forward(event)
+    }
   }
 
   private func dropOne() {
@@ -100,6 +138,7 @@ final class SubscriberQueue: @unchecked Sendable {
   func finish() {
     let waiting: CheckedContinuation<ReceiverEventOrRawData?, Never>? = lock.withLock {
       finished = true
+      forwarding = false
       buffer.removeAll()
       head = 0
       let waiting = waiter

@@ -73,7 +73,14 @@ public struct ReceiverEventsWithRawData: AsyncSequence, Sendable {
 /// Cancelling it, or letting the last reference to it go, ends the subscription.
 public final class Subscription: Sendable {
   let core: SubscriptionCore
-  private let task: Task<Void, Never>
+  /// The task that feeds the handler; `nil` when the hub calls it directly.
+  private let task: Task<Void, Never>?
+
+  /// A subscription whose handler the hub calls itself (``GPSReceiver/subscribeOnReaderThread(rawData:sentences:_:)``).
+  init(direct core: SubscriptionCore) {
+    self.core = core
+    task = nil
+  }
 
   init(core: SubscriptionCore, handler: @escaping @Sendable (ReceiverEventOrRawData) -> Void) {
     self.core = core
@@ -87,7 +94,7 @@ public final class Subscription: Sendable {
   /// event already being delivered.
   public func cancel() {
     core.dispose()
-    task.cancel()
+    task?.cancel()
   }
 
   /// Events dropped so far because the handler fell behind.

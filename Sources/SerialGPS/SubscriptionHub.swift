@@ -9,6 +9,8 @@ final class SubscriptionHub: @unchecked Sendable {
     var subscribers: [UInt64: SubscriberQueue] = [:]
     /// The subscribers that asked for the bytes read from the device.
     var rawDataSubscribers: Set<UInt64> = []
+    /// The subscribers that asked for the sentences the reader framed.
+    var sentenceSubscribers: Set<UInt64> = []
     var nextID: UInt64 = 0
     var latestFix: Fix?
     var latestFixTime: DriverInstant = .origin
@@ -27,22 +29,18 @@ final class SubscriptionHub: @unchecked Sendable {
 
   /// Registers a subscriber's queue, preloaded with the current status and, if fresh enough,
   /// the latest fix. Returns `nil` once the hub is closed.
-  func add(_ queue: SubscriberQueue, rawData: Bool = false) -> UInt64? {
+  func add(_ queue: SubscriberQueue, rawData: Bool = false, sentences: Bool = false) -> UInt64? {
     let now = clock.now
     return state.withLock { state -> UInt64? in
       guard !state.closed else { return nil }
       // The queue is new and nobody waits on it yet, so pushing under the hub lock resumes
       // nothing; doing it here keeps the replay ahead of any live event.
       if let status = state.status { queue.push(.event(.status(status))) }
-      if let fix = state.latestFix {
-        let age = now - state.latestFixTime
-        if age <= replayExpiry {
-          queue.push(.event(.fix(FixUpdate(fix: fix, age: age, isReplay: true))))
-        }
-      }
+      if let replay = replay(of: state, at: now) { queue.push(.event(.fix(replay))) }
       state.nextID += 1
       state.subscribers[state.nextID] = queue
       if rawData { state.rawDataSubscribers.insert(state.nextID) }
+      if sentences { state.sentenceSubscribers.insert(state.nextID) }
       return state.nextID
     }
   }
@@ -51,12 +49,24 @@ final class SubscriptionHub: @unchecked Sendable {
     state.withLock { state in
       state.subscribers.removeValue(forKey: id)
       state.rawDataSubscribers.remove(id)
+      state.sentenceSubscribers.remove(id)
     }
   }
 
-  /// Whether any subscriber wants the bytes read from the device (the reader copies them only
-  /// then).
-  var wantsRawData: Bool { state.withLock { !$0.rawDataSubscribers.isEmpty } }
+  /// Whether any subscriber wants the bytes read from the device, and whether any wants the
+  /// framed sentences (the reader copies them only then), asked once per read.
+  var wants: (rawData: Bool, sentences: Bool) {
+    state.withLock { (!$0.rawDataSubscribers.isEmpty, !$0.sentenceSubscribers.isEmpty) }
+  }
+
+  /// Complete sentences, as framed by the reader, for the subscribers that asked for them.
+  func publish(sentences: [UInt8]) {
+    let queues = state.withLock { state in
+      state.sentenceSubscribers.compactMap { state.subscribers[$0] }
+    }
+    let event = ReceiverEventOrRawData.sentences(sentences)
+    for queue in queues { queue.push(event) }
+  }
 
   func publish(rawData: [UInt8]) {
     let queues = state.withLock { state in
@@ -102,9 +112,26 @@ final class SubscriptionHub: @unchecked Sendable {
     for queue in queues { queue.push(.event(.status(status))) }
   }
 
-  /// The latest fix, if any, and when it arrived.
-  var latest: (fix: Fix, receivedAt: DriverInstant)? {
-    state.withLock { state in state.latestFix.map { ($0, state.latestFixTime) } }
+  /// The latest fix with its age, whatever that age; `nil` before the first fix.
+  var latestFix: FixUpdate? {
+    let now = clock.now
+    return state.withLock { state in
+      state.latestFix.map { FixUpdate(fix: $0, age: now - state.latestFixTime, isReplay: true) }
+    }
+  }
+
+  /// What a new subscriber is replayed now: the latest fix with its age, while it is no older
+  /// than the replay expiry.
+  var replay: FixUpdate? {
+    let now = clock.now
+    return state.withLock { replay(of: $0, at: now) }
+  }
+
+  /// The one rule for replaying the latest fix (to a new subscription, or when asked).
+  private func replay(of state: State, at now: DriverInstant) -> FixUpdate? {
+    guard let fix = state.latestFix else { return nil }
+    let age = now - state.latestFixTime
+    return age <= replayExpiry ? FixUpdate(fix: fix, age: age, isReplay: true) : nil
   }
 
   /// Ends every subscription and refuses new ones.
@@ -114,6 +141,7 @@ final class SubscriptionHub: @unchecked Sendable {
       defer {
         state.subscribers.removeAll()
         state.rawDataSubscribers.removeAll()
+        state.sentenceSubscribers.removeAll()
       }
       return Array(state.subscribers.values)
     }

@@ -65,3 +65,74 @@ final class DescriptorGuard: @unchecked Sendable {
     }
   }
 }
+
+/// A polled tty end behind a ``DescriptorGuard``: what ``SerialPort`` and ``PseudoTerminal``
+/// share, so that their reads, writes and interrupts are one piece of code.
+protocol GuardedTerminal: Sendable {
+  var io: PolledIO { get }
+  var lifetime: DescriptorGuard { get }
+  /// The path its errors name.
+  var errorPath: String { get }
+}
+
+extension GuardedTerminal {
+  /// Runs `body` while the descriptors are guaranteed open; throws
+  /// ``SerialPortError/Reason/closed`` once closing has begun.
+  func withOpenDescriptors<T>(
+    _ operation: SerialPortError.Operation, _ body: () throws(SerialPortError) -> T
+  ) throws(SerialPortError) -> T {
+    guard lifetime.enter() else {
+      throw SerialPortError(device: errorPath, operation: operation, reason: .closed)
+    }
+    defer { lifetime.leave() }
+    return try body()
+  }
+
+  func guardedRead(
+    into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?
+  ) throws(SerialPortError) -> ReadResult {
+    try withOpenDescriptors(.read) { () throws(SerialPortError) in
+      do throws(IOFailure) {
+        return try io.read(into: buffer, deadline: deadline)
+      } catch {
+        throw error.serialPortError(device: errorPath, operation: .read, timeout: nil)
+      }
+    }
+  }
+
+  /// Writes every byte, waiting in `poll` for room until `timeout`; then runs `then` (a drain),
+  /// still inside the guard.
+  func guardedWrite(
+    _ bytes: UnsafeRawBufferPointer, timeout: Duration?,
+    then: () throws(SerialPortError) -> Void = {}
+  ) throws(SerialPortError) {
+    guard !bytes.isEmpty else { return }
+    let deadline = timeout.map { ContinuousClock.now.advanced(by: $0) }
+    try withOpenDescriptors(.write) { () throws(SerialPortError) in
+      do throws(IOFailure) {
+        try io.writeAll(bytes, deadline: deadline)
+      } catch {
+        throw error.serialPortError(
+          device: errorPath, operation: .write, timeout: timeout, total: bytes.count)
+      }
+      try then()
+    }
+  }
+
+  /// `bytes` as one buffer for `write`: in place when they are contiguous.
+  func withBuffer<Bytes: Sequence<UInt8>>(
+    _ bytes: Bytes, _ write: (UnsafeRawBufferPointer) throws(SerialPortError) -> Void
+  ) throws(SerialPortError) {
+    let written = bytes.withContiguousStorageIfAvailable { buffer in
+      Result { () throws(SerialPortError) in try write(UnsafeRawBufferPointer(buffer)) }
+    }
+    if let written { return try written.get() }
+    try withBuffer(Array(bytes), write)  // an array is contiguous
+  }
+
+  func guardedInterrupt() {
+    guard lifetime.enter() else { return }
+    defer { lifetime.leave() }
+    io.interruptSignal.signal()
+  }
+}

@@ -25,7 +25,7 @@ import POSIX
 ///
 /// Threading: as for ``SerialPort``, one reader and one writer at a time, ``interrupt()``
 /// and ``hangUp()`` from anywhere.
-public final class PseudoTerminal: Sendable {
+public final class PseudoTerminal: GuardedTerminal {
   /// The device side's path, `/dev/pts/N`.
   public let devicePath: String
   /// A symbolic link to ``devicePath``, when one was asked for; removed by ``hangUp()``.
@@ -89,15 +89,7 @@ public final class PseudoTerminal: Sendable {
     hangUp()
   }
 
-  func withOpenDescriptors<T>(
-    _ operation: SerialPortError.Operation, _ body: () throws(SerialPortError) -> T
-  ) throws(SerialPortError) -> T {
-    guard lifetime.enter() else {
-      throw SerialPortError(device: devicePath, operation: operation, reason: .closed)
-    }
-    defer { lifetime.leave() }
-    return try body()
-  }
+  var errorPath: String { devicePath }
 
   /// Whether ``hangUp()`` has been called.
   public var isHungUp: Bool { !lifetime.isOpen }
@@ -107,13 +99,7 @@ public final class PseudoTerminal: Sendable {
   public func read(
     into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?
   ) throws(SerialPortError) -> ReadResult {
-    try withOpenDescriptors(.read) { () throws(SerialPortError) in
-      do throws(IOFailure) {
-        return try io.read(into: buffer, deadline: deadline)
-      } catch {
-        throw error.serialPortError(device: devicePath, operation: .read, timeout: nil)
-      }
-    }
+    try guardedRead(into: buffer, deadline: deadline)
   }
 
   /// Reads what the port wrote, waiting at most `timeout` (nil: forever).
@@ -143,37 +129,18 @@ public final class PseudoTerminal: Sendable {
   public func write(_ bytes: UnsafeRawBufferPointer, timeout: Duration? = nil)
     throws(SerialPortError)
   {
-    guard !bytes.isEmpty else { return }
-    let deadline = timeout.map { ContinuousClock.now.advanced(by: $0) }
-    try withOpenDescriptors(.write) { () throws(SerialPortError) in
-      do throws(IOFailure) {
-        try io.writeAll(bytes, deadline: deadline)
-      } catch {
-        throw error.serialPortError(
-          device: devicePath, operation: .write, timeout: timeout, total: bytes.count)
-      }
-    }
+    try guardedWrite(bytes, timeout: timeout)
   }
 
   /// Sends every byte of `bytes` to the port.
   public func write<Bytes: Sequence<UInt8>>(_ bytes: Bytes, timeout: Duration? = nil)
     throws(SerialPortError)
   {
-    let written = bytes.withContiguousStorageIfAvailable { buffer in
-      Result { () throws(SerialPortError) in
-        try write(UnsafeRawBufferPointer(buffer), timeout: timeout)
-      }
-    }
-    if let written { return try written.get() }
-    try write(Array(bytes), timeout: timeout)
+    try withBuffer(bytes) { buffer throws(SerialPortError) in try write(buffer, timeout: timeout) }
   }
 
   /// Ends the current or next ``read(into:deadline:)`` with ``ReadResult/interrupted``.
-  public func interrupt() {
-    guard lifetime.enter() else { return }
-    defer { lifetime.leave() }
-    io.interruptSignal.signal()
-  }
+  public func interrupt() { guardedInterrupt() }
 
   /// The device side's settings as the port left them (the controller reads the device side's
   /// termios): its rate, whether it is raw.

@@ -19,13 +19,7 @@ extension SerialPort {
   public func read(
     into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?
   ) throws(SerialPortError) -> ReadResult {
-    try withOpenDescriptors(.read) { () throws(SerialPortError) in
-      do throws(IOFailure) {
-        return try io.read(into: buffer, deadline: deadline)
-      } catch {
-        throw error.serialPortError(device: path, operation: .read, timeout: nil)
-      }
-    }
+    try guardedRead(into: buffer, deadline: deadline)
   }
 
   /// Waits at most `timeout` (nil: forever) for data; see ``read(into:deadline:)``.
@@ -47,15 +41,7 @@ extension SerialPort {
   public func write(_ bytes: UnsafeRawBufferPointer, timeout: Duration? = nil)
     throws(SerialPortError)
   {
-    guard !bytes.isEmpty else { return }
-    let deadline = timeout.map { ContinuousClock.now.advanced(by: $0) }
-    try withOpenDescriptors(.write) { () throws(SerialPortError) in
-      do throws(IOFailure) {
-        try io.writeAll(bytes, deadline: deadline)
-      } catch {
-        throw error.serialPortError(
-          device: path, operation: .write, timeout: timeout, total: bytes.count)
-      }
+    try guardedWrite(bytes, timeout: timeout) { () throws(SerialPortError) in
       do throws(Errno) {
         try io.descriptor.drain()
       } catch {
@@ -68,12 +54,6 @@ extension SerialPort {
   public func write<Bytes: Sequence<UInt8>>(_ bytes: Bytes, timeout: Duration? = nil)
     throws(SerialPortError)
   {
-    let written = bytes.withContiguousStorageIfAvailable { buffer in
-      Result { () throws(SerialPortError) in
-        try write(UnsafeRawBufferPointer(buffer), timeout: timeout)
-      }
-    }
-    if let written { return try written.get() }
-    try write(Array(bytes), timeout: timeout)
+    try withBuffer(bytes) { buffer throws(SerialPortError) in try write(buffer, timeout: timeout) }
   }
 }

@@ -30,7 +30,7 @@ import POSIX
 ///
 /// Every call is a blocking system call: call them from threads you own, not from Swift
 /// concurrency's cooperative pool, where a blocked read would starve other tasks.
-public final class SerialPort: Sendable {
+public final class SerialPort: GuardedTerminal {
   /// The device path as given to ``open(path:baudRate:exclusive:)``.
   public let path: String
   /// Whether TIOCEXCL took: other opens fail with EBUSY. Root bypasses TIOCEXCL in the
@@ -209,17 +209,7 @@ public final class SerialPort: Sendable {
   /// Whether ``close()`` has been called.
   public var isClosed: Bool { !lifetime.isOpen }
 
-  /// Runs `body` while the descriptors are guaranteed open; throws ``SerialPortError/Reason/closed``
-  /// once ``close()`` has begun.
-  func withOpenDescriptors<T>(
-    _ operation: SerialPortError.Operation, _ body: () throws(SerialPortError) -> T
-  ) throws(SerialPortError) -> T {
-    guard lifetime.enter() else {
-      throw SerialPortError(device: path, operation: operation, reason: .closed)
-    }
-    defer { lifetime.leave() }
-    return try body()
-  }
+  var errorPath: String { path }
 
   /// Changes the rate of an open port (input and output). Bytes already queued at the old
   /// rate stay queued; call ``flushInput()`` to drop them.
@@ -274,11 +264,7 @@ public final class SerialPort: Sendable {
   /// read is waiting: an interrupt stays pending until a read consumes it, so a reader that
   /// checks a stop flag and then reads cannot miss it. Several interrupts before a read count
   /// as one. Does nothing once the port is closed. Callable from any thread.
-  public func interrupt() {
-    guard lifetime.enter() else { return }
-    defer { lifetime.leave() }
-    io.interruptSignal.signal()
-  }
+  public func interrupt() { guardedInterrupt() }
 
   /// Closes the port, restoring the settings it had before ``open(path:baudRate:exclusive:)``
   /// and clearing TIOCEXCL (which belongs to the tty and would otherwise outlive this

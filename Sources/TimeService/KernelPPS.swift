@@ -129,16 +129,16 @@ public final class KernelPPSSource: PPSSource, @unchecked Sendable {
 /// system time as it wakes, so the pulse's time carries the interrupt and scheduling latency
 /// (tens of microseconds on an idle board, more under load; kernel PPS is better).
 ///
-/// `TIOCMIWAIT` has no timeout: a wait ends only at the line's next change or when the port
-/// hangs up (the receiver unplugged), so ``PulseListener/stop()`` takes effect at the next
-/// pulse. The source works on its own duplicate of the port's descriptor, which it closes
-/// when it is released.
+/// `TIOCMIWAIT` has no timeout: a wait ends at the line's next change, when the port hangs up
+/// (the receiver unplugged), or when a signal interrupts it: ``PulseListener/stopAndWait()``
+/// sends one, so a line that never changes does not keep the thread. The source works on its
+/// own duplicate of the port's descriptor, which it closes when it is released.
 public final class CarrierDetectPPSSource: PPSSource, @unchecked Sendable {
   /// The serial port's path.
   public let name: String
   /// The edge that marks the second: assert when DCD is raised.
   public let edge: PPSEdge
-  private let waitForChange: () throws(Errno) -> (time: PosixTime, carrier: Bool)
+  private let waitForChange: () throws(Errno) -> (time: PosixTime, carrier: Bool)?
   private let release: () -> Void
   // Only the listener's thread touches it.
   private var sequence: UInt64 = 0
@@ -154,6 +154,12 @@ public final class CarrierDetectPPSSource: PPSSource, @unchecked Sendable {
     } catch {
       throw .carrierDetectUnsupported(path: path, error)
     }
+    self.init(ownDescriptor: own, path: path, edge: edge)
+  }
+
+  /// Listens to the DCD line of `descriptor`, a duplicate of a serial port's descriptor that
+  /// the source now owns and closes when it is released. `path` names it in messages.
+  public convenience init(ownDescriptor own: CInt, path: String, edge: PPSEdge = .assert) {
     self.init(
       path: path, edge: edge,
       waitForChange: { () throws(Errno) in try System.waitForCarrierChange(own) },
@@ -163,7 +169,7 @@ public final class CarrierDetectPPSSource: PPSSource, @unchecked Sendable {
   /// A source on a given wait (tests).
   init(
     path: String, edge: PPSEdge,
-    waitForChange: @escaping () throws(Errno) -> (time: PosixTime, carrier: Bool),
+    waitForChange: @escaping () throws(Errno) -> (time: PosixTime, carrier: Bool)?,
     release: @escaping () -> Void = {}
   ) {
     name = path
@@ -177,12 +183,13 @@ public final class CarrierDetectPPSSource: PPSSource, @unchecked Sendable {
   }
 
   /// Waits for the line to reach the edge's state (raised for assert, lowered for clear);
-  /// the timeout cannot be honoured.
+  /// the timeout cannot be honoured. `nil` when a signal interrupted the wait.
   public func nextPulse(timeout: Duration) throws(TimeServiceError) -> Pulse? {
     while true {
       let change: (time: PosixTime, carrier: Bool)
       do {
-        change = try waitForChange()
+        guard let changed = try waitForChange() else { return nil }
+        change = changed
       } catch {
         // A pty, or a driver without modem-status interrupts, refuses the request itself.
         if error == .invalidArgument || error == .notATerminal {

@@ -130,11 +130,17 @@ enum System {
     throw error
   }
 
-  /// Blocks until the carrier-detect line changes, then reads the lines.
+  /// Blocks until the carrier-detect line changes, then reads the lines. `nil` when a signal
+  /// ended the wait (the listener being stopped: TIOCMIWAIT has no timeout), like a timeout:
+  /// the caller loops anyway.
   static func waitForCarrierChange(_ descriptor: CInt) throws(Errno) -> (
     time: PosixTime, carrier: Bool
-  ) {
-    _ = try retrying { ctime_wait_modem_change(descriptor, CTIME_MODEM_LINE_CD) }
+  )? {
+    if ctime_wait_modem_change(descriptor, CTIME_MODEM_LINE_CD) != 0 {
+      let error = errno
+      if error == .interrupted { return nil }
+      throw error
+    }
     let time = PosixTime.now()
     let lines = try modemLines(descriptor)
     return (time, lines & CTIME_MODEM_LINE_CD != 0)
@@ -147,6 +153,6 @@ enum System {
   }
 
   static func duplicate(_ descriptor: CInt) throws(Errno) -> CInt {
-    try retrying { fcntl(descriptor, F_DUPFD_CLOEXEC, 0) }
+    try FileDescriptor(rawValue: descriptor).duplicate().rawValue
   }
 }

@@ -27,6 +27,9 @@ public struct TimeServiceConfiguration: Sendable, Hashable {
   /// The precision written to SHM and reported with PPS: gpsd's −20 (1 µs), or −10 (1 ms)
   /// for a pulse that crossed USB.
   public var pulsePrecision: Int32
+  /// Where the service takes pulses from while its receiver's port is open
+  /// (``TimeService/portOpened(line:carrierDetectDescriptor:)``).
+  public var pps: PPSOptions = .none
 
   public init(
     device: String, offset: Duration = .zero, trust: TimeTrustRules = TimeTrustRules(),
@@ -47,17 +50,73 @@ public struct TimeServiceConfiguration: Sendable, Hashable {
 
   /// Every output where gpsd would put it, for the receiver at `index` (0 for the first) of
   /// chipset `family`: chrony sockets `/run/chrony.clk.<tty>.sock` and `/run/chrony.<tty>.sock`
-  /// (`/tmp` when not root), SHM units 2·index and 2·index + 1 (2 more when not root).
+  /// (`/tmp` when not root), SHM units 2·index and 2·index + 1 (2 more when not root); PPS
+  /// as gpsd takes it: the kernel device tied to the tty, else the DCD line of a UART.
   public static func gpsdDefaults(
     device: String, receiverAt index: Int = 0, family: ChipsetFamily = .nmea,
     offset: Duration = .zero
   ) -> TimeServiceConfiguration {
     let units = NTPSharedMemory.units(forReceiverAt: index)
-    return TimeServiceConfiguration(
+    var configuration = TimeServiceConfiguration(
       device: device, offset: offset, pulseOrder: .of(family),
       chronySerialSocket: ChronySocket.serialTimePath(forDevice: device),
       chronyPulseSocket: ChronySocket.ppsPath(forDevice: device),
       ntpSerialUnit: units.serial, ntpPulseUnit: units.pulse)
+    configuration.pps = PPSOptions(findsKernelDevice: true, carrierDetect: true)
+    return configuration
+  }
+}
+
+/// Where a time service takes pulses from while its receiver's port is open.
+public struct PPSOptions: Sendable, Hashable {
+  /// A kernel PPS device given by name (`--pps /dev/pps0`: a `pps-gpio` overlay names no tty).
+  public var device: String?
+  /// Whether to look for the kernel PPS device tied to the receiver's tty through sysfs (the
+  /// PPS line discipline: `ldattach PPS /dev/ttyS0`).
+  public var findsKernelDevice: Bool
+  /// Whether to listen to the DCD line of a UART (`TIOCMIWAIT`) when there is no kernel
+  /// device, as gpsd does. A line that never changes costs one sleeping thread.
+  public var carrierDetect: Bool
+  /// How a kernel device that fails is tried again.
+  public var retry: PPSRetry
+  /// The edge that marks the second.
+  public var edge: PPSEdge
+
+  public init(
+    device: String? = nil, findsKernelDevice: Bool = false, carrierDetect: Bool = false,
+    retry: PPSRetry = PPSRetry(), edge: PPSEdge = .assert
+  ) {
+    self.device = device
+    self.findsKernelDevice = findsKernelDevice
+    self.carrierDetect = carrierDetect
+    self.retry = retry
+    self.edge = edge
+  }
+
+  /// No PPS (pulses only through ``TimeService/listen(to:failure:)``).
+  public static let none = PPSOptions()
+}
+
+/// The PPS source a time service listens to while its receiver's port is open.
+public enum PPSChoice: Sendable, Hashable {
+  /// A kernel PPS device (RFC 2783).
+  case kernel(device: String)
+  /// The DCD line of the receiver's own serial port, through `TIOCMIWAIT`.
+  case carrierDetect
+  /// None.
+  case none
+
+  /// The best source there is, in gpsd's order: a kernel device named by the user, else the
+  /// one the kernel ties to the tty (`found`, through sysfs), else the DCD line of a port with
+  /// modem lines and a line rate (`line` is `.uart`: a UART, also behind a USB bridge; never
+  /// `ttyACM` or a pty), else none. A pure function of what the caller found.
+  public static func choose(
+    named: String?, found: String?, line: LineTiming, carrierDetect: Bool
+  ) -> PPSChoice {
+    if let named { return .kernel(device: named) }
+    if let found { return .kernel(device: found) }
+    if carrierDetect, case .uart = line { return .carrierDetect }
+    return .none
   }
 }
 
@@ -148,18 +207,34 @@ public final class TimeService: Sendable {
   private let serial: Locked<SerialSide>
   private let pulses: Locked<PulseSide>
   private let labeller: Locked<PulseLabeller>
+  private let log: (@Sendable (String) -> Void)?
+
+  private struct PortSide {
+    /// Listening while the port is open.
+    var listener: PulseListener?
+    /// The port's driver refused TIOCMIWAIT once (a pty, a driver without modem-status
+    /// interrupts): it will again, so the line is not tried on later opens.
+    var carrierDetectRefused = false
+  }
+
+  private let port = Locked(PortSide())
 
   /// Opens the configured SHM units (the chrony sockets are connected at the first sample).
   ///
-  /// - Parameter reports: called for each published sample and pulse, on the thread that
-  ///   produced it, with no lock held: gpsd's `TOFF` and `PPS` for watchers that asked for
-  ///   `"pps":true`.
+  /// - Parameters:
+  ///   - reports: called for each published sample and pulse, on the thread that produced
+  ///     it, with no lock held: gpsd's `TOFF` and `PPS` for watchers that asked for
+  ///     `"pps":true`.
+  ///   - log: what people should know about the PPS source (which one is used, a failure
+  ///     once per outage, its return), one line each, without the device's name first.
   public init(
     _ configuration: TimeServiceConfiguration,
-    reports: (@Sendable (TimeReport) -> Void)? = nil
+    reports: (@Sendable (TimeReport) -> Void)? = nil,
+    log: (@Sendable (String) -> Void)? = nil
   ) throws(TimeServiceError) {
     self.configuration = configuration
     self.reports = reports
+    self.log = log
     var serialSide = SerialSide(trust: TimeTrust(rules: configuration.trust))
     var pulseSide = PulseSide()
     serialSide.chrony = configuration.chronySerialSocket.map { ChronySocket(path: $0) }
@@ -232,12 +307,83 @@ public final class TimeService: Sendable {
     PulseListener.start(source, pulse: { [self] in self.pulse($0) }, failure: failure)
   }
 
+  /// The receiver's port opened, on a line of `line`'s kind: starts listening to the PPS
+  /// source ``PPSChoice/choose(named:found:line:carrierDetect:)`` picks from
+  /// ``TimeServiceConfiguration/pps``, until ``receiverClosed()``. A kernel device that fails
+  /// is tried again with backoff; the DCD line listens on `carrierDetectDescriptor()`, a
+  /// duplicate of the port's descriptor that the source owns (`nil`: the port has none).
+  /// Call it on the reader's thread, before its first read.
+  public func portOpened(line: LineTiming, carrierDetectDescriptor: () -> CInt?) {
+    let options = configuration.pps
+    let found =
+      options.device == nil && options.findsKernelDevice
+      ? KernelPPSSource.device(forTTY: configuration.device) : nil
+    let refused = port.withLock { $0.carrierDetectRefused }
+    let choice = PPSChoice.choose(
+      named: options.device, found: found, line: line,
+      carrierDetect: options.carrierDetect && !refused)
+    let listener: PulseListener
+    switch choice {
+    case .none:
+      return
+    case .kernel(let device):
+      let edge = options.edge
+      log?("PPS from \(device)")
+      listener = PulseListener.start(
+        opening: { () throws(TimeServiceError) in try KernelPPSSource(path: device, edge: edge) },
+        retry: options.retry, pulse: { [self] in self.pulse($0) },
+        events: { [log] event in
+          switch event {
+          case .failed(let error, let wait):
+            let retrying =
+              wait.map {
+                "; trying again (after \($0), up to every \(options.retry.longest)) while the receiver is served"
+              } ?? ""
+            log?("PPS from \(device) failed: \(error)\(retrying)")
+          case .resumed:
+            log?("PPS from \(device) resumed")
+          }
+        })
+    case .carrierDetect:
+      guard let descriptor = carrierDetectDescriptor() else { return }
+      let source = CarrierDetectPPSSource(
+        ownDescriptor: descriptor, path: configuration.device, edge: options.edge)
+      log?("PPS from the carrier-detect (DCD) line of \(configuration.device)")
+      listener = PulseListener.start(
+        source, pulse: { [self] in self.pulse($0) },
+        failure: { [self] error in
+          if case .carrierDetectUnsupported = error {
+            self.port.withLock { $0.carrierDetectRefused = true }
+            self.log?("no PPS: \(error); serving serial time without PPS")
+          } else {
+            self.log?("PPS from the DCD line stopped: \(error)")
+          }
+        })
+    }
+    let previous = port.withLock { port -> PulseListener? in
+      defer { port.listener = listener }
+      return port.listener
+    }
+    previous?.stopAndWait()
+  }
+
   /// The receiver's port closed (or the receiver changed): trust starts over, and pulses are
-  /// dropped until it is established again.
+  /// dropped until it is established again. The PPS listener that ``portOpened(line:carrierDetectDescriptor:)``
+  /// started is stopped and its thread waited for (a few milliseconds), so that its
+  /// duplicate of the port's descriptor is closed before the port is.
   public func receiverClosed() {
     serial.withLock { $0.trust.reset() }
     labeller.withLock { $0.serialTrustLost() }
+    let listener = port.withLock { port -> PulseListener? in
+      defer { port.listener = nil }
+      return port.listener
+    }
+    listener?.stopAndWait()
   }
+
+  /// Whether a PPS source started by ``portOpened(line:carrierDetectDescriptor:)`` is being
+  /// listened to.
+  public var listensForPulses: Bool { port.withLock { $0.listener != nil } }
 
   /// The figures so far.
   public var statistics: TimeServiceStatistics {

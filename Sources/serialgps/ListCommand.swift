@@ -117,7 +117,7 @@ private func headline(_ device: SerialDevice) -> String {
   var text: String
   switch classification.kind {
   case .known:
-    text = "known receiver, chipset " + (classification.chipset?.rawValue ?? "unknown")
+    text = "known receiver, chipset " + (classification.chipset?.cliName ?? "unknown")
   case .possible:
     text = "possible receiver (generic USB-serial bridge; listened to, not written to)"
   case .other:
@@ -155,7 +155,7 @@ private func listJSON(_ devices: [SerialDevice]) -> String {
     if let interface = usb?.interfaceNumber { json.integer(interface) } else { json.null() }
     json.memberOrNull("driver", device.driver)
     json.memberOrNull("kind", device.classification.kind.rawValue)
-    json.memberOrNull("chipset", device.classification.chipset?.rawValue)
+    json.memberOrNull("chipset", device.classification.chipset?.cliName)
     json.memberOrNull("model", device.classification.model)
     json.memberOrNull("source", device.classification.source.rawValue)
     json.memberOrNull("sysPath", device.sysPath)

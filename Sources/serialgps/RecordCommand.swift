@@ -3,6 +3,7 @@ import Glibc
 import NMEA
 import POSIX
 import Replay
+import SerialGPS
 import SerialPort
 
 // `serialgps record DEVICE -o FILE [--duration S] [--baud N|auto] [--chipset …] [--name NAME]`:
@@ -104,40 +105,39 @@ struct RecordSession {
 
   func run(_ interruption: StopSignals) -> Int32 {
     let device = options.device
-    let port: SerialPort
+    let opened: SerialConnector.OpenedPort
+    var memory = BaudRateMemory()
     do {
-      port = try SerialPort.open(path: device, baudRate: options.baud ?? .b9600)
+      opened = try SerialConnector.openPort(
+        path: device,
+        baud: options.baud.map { .fixed($0) }
+          ?? .automatic(timePerRate: Autobaud.defaultTimePerRate),
+        memory: &memory
+      ) { port, searching in
+        interruption.onStop { _ in port.interrupt() }
+        if searching {
+          Output.error.line("serialgps record: listening to \(device) for its baud rate …")
+        }
+      }
+    } catch let error as SerialPortError where error.reason == .interrupted {
+      if interruption.isRequested { return 0 }
+      Output.error.line("serialgps record: \(error)")
+      return 2
     } catch {
       Output.error.line("serialgps record: \(error)")
       return 2
     }
+    let port = opened.port
     defer { port.close() }
-    interruption.onStop { _ in port.interrupt() }
-
-    var rate = options.baud ?? .b9600
-    // What the search heard at the rate it found: the receiver's first sentences, recorded.
-    var heard: [UInt8] = []
-    if options.baud == nil && !SerialGPSPaths.isUSBReceiverPort(device) {
-      Output.error.line("serialgps record: listening to \(device) for its baud rate …")
-      var memory = BaudRateMemory()
-      do throws(SerialPortError) {
-        let detection = try Autobaud.detect(
-          on: port, memory: &memory, recognises: { NMEAFramer.holdsChecksummedSentences($0) })
-        rate = detection.rate
-        heard = detection.heard
-      } catch  where error.isDisconnected || error.reason == .closed {
-        Output.error.line("serialgps record: \(error)")
-        return 2
-      } catch {
-        if interruption.isRequested { return 0 }
-        Output.error.line(
-          "serialgps record: heard no NMEA from \(device) at any rate (asleep, or not a GPS "
-            + "receiver); recording at 9600 baud. Pass --baud if you know the rate, or "
-            + "--chipset to wake it.")
-        try? port.setBaudRate(.b9600)
-        rate = .b9600
-      }
+    let rate = opened.rate
+    if opened.unrecognisedRates != nil {
+      Output.error.line(
+        "serialgps record: heard no NMEA from \(device) at any rate (asleep, or not a GPS "
+          + "receiver); recording at \(rate) baud. Pass --baud if you know the rate, or "
+          + "--chipset to wake it.")
     }
+    // What the search heard at the rate it found: the receiver's first sentences, recorded.
+    let heard = opened.heard
 
     let header = RecordingHeader(
       name: options.name ?? RecordingHeader.defaultName(forFile: options.output), device: device,
@@ -152,7 +152,7 @@ struct RecordSession {
     defer { writer.close() }
 
     let commands = options.chipset.map {
-      $0.commandSet(interface: SerialGPSPaths.isUSBReceiverPort(device) ? .usb : .uart)
+      $0.commandSet(interface: HostInterface(devicePath: device))
     }
     let until = options.duration.map { "for \($0)" } ?? "until Ctrl-C"
     Output.error.line(

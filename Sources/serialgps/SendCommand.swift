@@ -2,6 +2,7 @@ import Chipsets
 import Glibc
 import NMEA
 import POSIX
+import SerialGPS
 import SerialPort
 
 // `serialgps send DEVICE (standby|wake|RAW)`: writes a receiver's power commands, or one raw
@@ -124,32 +125,26 @@ struct SendSession {
       return 2
     }
 
-    let port: SerialPort
+    let opened: SerialConnector.OpenedPort
+    var memory = BaudRateMemory()
     do {
-      port = try SerialPort.open(path: device, baudRate: request.baud ?? .b9600)
+      opened = try SerialConnector.openPort(
+        path: device,
+        baud: request.baud.map { .fixed($0) }
+          ?? .automatic(timePerRate: Autobaud.defaultTimePerRate),
+        memory: &memory)
     } catch {
       Output.error.line("serialgps send: \(error)")
       return 2
     }
+    let port = opened.port
     defer { port.close() }
     var reader = AnswerReader(port: port)
-
-    var rate = request.baud ?? .b9600
-    if request.baud == nil {
-      var memory = BaudRateMemory()
-      do throws(SerialPortError) {
-        rate = try Autobaud.detect(
-          on: port, memory: &memory, recognises: { NMEAFramer.holdsChecksummedSentences($0) }
-        ).rate
-      } catch  where error.reason == .closed || error.isDisconnected {
-        Output.error.line("serialgps send: \(error)")
-        return 2
-      } catch {
-        try? port.setBaudRate(.b9600)
-        Output.standard.line(
-          "\(device): heard nothing at any rate (the receiver may be asleep); sending at "
-            + "9600 baud. Pass --baud if that is wrong.")
-      }
+    let rate = opened.rate
+    if opened.unrecognisedRates != nil {
+      Output.standard.line(
+        "\(device): heard nothing at any rate (the receiver may be asleep); sending at "
+          + "\(rate) baud. Pass --baud if that is wrong.")
     }
 
     var identification: ChipsetIdentification?
@@ -267,13 +262,8 @@ struct SendSession {
     }
   }
 
-  /// How the receiver is attached, from the device's real name: a u-blox receiver's own USB
-  /// port is a `ttyACM` device (also behind a `/dev/serial/by-id/` link).
-  var interface: HostInterface {
-    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-    let resolved = realpath(request.device, &buffer).map { String(cString: $0) }
-    return (resolved ?? request.device).contains(substring: "ttyACM") ? .usb : .uart
-  }
+  /// How the receiver is attached: a u-blox receiver's own USB port takes other commands.
+  var interface: HostInterface { HostInterface(devicePath: request.device) }
 
   /// Runs `step` through the one command runner (``CommandExchange``): written, its answer
   /// awaited, retried up to the attempts allowed (a standby only while the receiver still

@@ -86,9 +86,11 @@ struct ServeOptions: Equatable {
     Time options (docs/time.md):
       --time              serve GPS time to chrony and ntpd from every receiver: chrony's SOCK
                           refclock and NTP shared memory where gpsd puts them
-                          (/run/chrony.clk.TTY.sock, units 0 and 1 as root), and its PPS when
-                          the kernel has a PPS device for it. Each receiver stays powered for
-                          as long as serve runs: a time consumer never stops listening.
+                          (/run/chrony.clk.TTY.sock, units 0 and 1 as root), and its PPS:
+                          the kernel's PPS device for its tty, else the DCD line of a UART,
+                          as gpsd (a device that fails is tried again). Each receiver stays
+                          powered for as long as serve runs: a time consumer never stops
+                          listening.
                           Watchers whose ?WATCH asks for "pps":true get TOFF and PPS reports.
       --time-offset MS    the receiver's delay from the second to its first byte, subtracted
                           from serial time (default 0): set the median of the delay that the
@@ -97,7 +99,8 @@ struct ServeOptions: Equatable {
       --ntp-shm UNIT      NTP shared-memory unit for serial time, PPS on UNIT+1 (default 0,
                           or 2 when not root; two more per further receiver)
       --pps /dev/ppsN     kernel PPS device of the receiver (a pps-gpio overlay); default: the
-                          one the kernel ties to its tty, if any
+                          one the kernel ties to its tty, else the DCD line of a UART
+      --pps none          no PPS: serial time only (nothing listens to DCD)
 
     Stops on SIGTERM, SIGINT (Ctrl-C), SIGHUP or SIGQUIT, putting every receiver to standby
     first (and saying offline on its MQTT status); a second Ctrl-C while stopping quits at once
@@ -163,9 +166,15 @@ struct ServeOptions: Equatable {
           "--ntp-shm needs a unit from 0 to 99 (ntpd's 127.127.28.UNIT, chrony's SHM UNIT)")
         options.timeOptionsGiven.append(argument)
       case "--pps":
-        let path = try reader.value("--pps needs a kernel PPS device such as /dev/pps0")
+        let path = try reader.value("--pps needs a kernel PPS device such as /dev/pps0, or none")
+        if path == "none" {
+          options.timeSettings.pps = false
+          options.timeOptionsGiven.append("--pps none")
+          break
+        }
         guard path.hasPrefix("/") else {
-          throw UsageMessage("--pps \(path): give the device's path, such as /dev/pps0")
+          throw UsageMessage(
+            "--pps \(path): give the device's path, such as /dev/pps0, or none for no PPS")
         }
         options.timeSettings.ppsDevice = path
         options.timeOptionsGiven.append(argument)

@@ -167,7 +167,7 @@ func scenario(fixtures: String, source: HotplugSource) async {
           fields = [
             ("event", quoted(name)), ("path", quoted(device.path)),
             ("kind", quoted(device.classification.kind.rawValue)),
-            ("chipset", quoted(device.classification.chipset?.rawValue)),
+            ("chipset", quoted(device.classification.chipset?.cliName)),
             ("stablePath", quoted(device.stablePath)),
           ]
         case .enumerationComplete:

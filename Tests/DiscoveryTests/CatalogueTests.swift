@@ -1,3 +1,4 @@
+import Chipsets
 import Discovery
 import Foundation
 import Testing
@@ -30,13 +31,13 @@ struct CatalogueTests {
   @Test(
     "The receivers gpsd's rules name are known, with their family",
     arguments: [
-      (UInt16(0x0e8d), UInt16(0x3329), ReceiverChipset?.some(.mtk)),
+      (UInt16(0x0e8d), UInt16(0x3329), ChipsetFamily?.some(.mediatek)),
       (0x091e, 0x0003, nil),
       (0x1163, 0x0100, .nmea),
       (0x1163, 0x0200, .nmea),
       (0x067b, 0xaaa0, .sirf),
     ])
-  func knownReceivers(vendor: UInt16, product: UInt16, chipset: ReceiverChipset?) {
+  func knownReceivers(vendor: UInt16, product: UInt16, chipset: ChipsetFamily?) {
     let result = classify(vendor, product)
     #expect(result.kind == .known)
     #expect(result.chipset == chipset)
@@ -74,7 +75,7 @@ struct CatalogueTests {
 
     let uart = ReceiverCatalogue.classify(usb: nil, chipsetProperty: "MTK", ignoreProperty: nil)
     #expect(uart.kind == .known)
-    #expect(uart.chipset == .mtk)
+    #expect(uart.chipset == .mediatek)
 
     // The rule overrides the table's family.
     #expect(classify(0x1546, 0x01a8, chipset: "nmea").chipset == .nmea)
@@ -85,7 +86,7 @@ struct CatalogueTests {
         == Classification(
           kind: .known, chipset: nil, model: "QinHeng CH340 USB-serial bridge",
           source: .udevProperty))
-    #expect(classify(0x0e8d, 0x3329, chipset: "auto").chipset == .mtk)
+    #expect(classify(0x0e8d, 0x3329, chipset: "auto").chipset == .mediatek)
     // An empty value declares nothing.
     #expect(classify(0x1a86, 0x7523, chipset: "").kind == .possible)
   }
@@ -127,7 +128,7 @@ struct CatalogueTests {
     }
     var expected: [USBID: String] = [:]
     for entry in ReceiverCatalogue.receivers {
-      expected[entry.id] = entry.chipset?.rawValue ?? "auto"
+      expected[entry.id] = entry.chipset?.cliName ?? "auto"
     }
     #expect(declared == expected)
   }

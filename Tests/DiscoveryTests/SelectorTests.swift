@@ -1,10 +1,11 @@
+import Chipsets
 import Discovery
 import Testing
 
 /// Devices as discovery reports them, for the selector and tracker tests.
 enum Sample {
   static func device(
-    _ node: String, kind: ReceiverKind, chipset: ReceiverChipset? = nil, id: USBID? = nil,
+    _ node: String, kind: ReceiverKind, chipset: ChipsetFamily? = nil, id: USBID? = nil,
     serial: String? = nil, stable: String? = nil, links: [String] = [], sysPath: String? = nil
   ) -> SerialDevice {
     SerialDevice(
@@ -20,7 +21,7 @@ enum Sample {
     "/dev/ttyACM0", kind: .known, chipset: .ublox, id: USBID(vendor: 0x1546, product: 0x01a8),
     stable: "/dev/serial/by-id/usb-u-blox_AG_-_www.u-blox.com_u-blox_GNSS_receiver-if00")
   static let mediatek = device(
-    "/dev/ttyACM1", kind: .known, chipset: .mtk, id: USBID(vendor: 0x0e8d, product: 0x3329),
+    "/dev/ttyACM1", kind: .known, chipset: .mediatek, id: USBID(vendor: 0x0e8d, product: 0x3329),
     serial: "0000MT3329 A7", stable: "/dev/serial/by-id/usb-MTK_GPS_Receiver_0000MT3329_A7-if00")
   static let pl2303 = device(
     "/dev/ttyUSB0", kind: .possible, id: USBID(vendor: 0x067b, product: 0x2303),

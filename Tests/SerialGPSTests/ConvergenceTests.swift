@@ -92,6 +92,9 @@ func slowAcknowledgingConnector(
       #expect(sent == [AcknowledgedPowerCommands.wake, AcknowledgedPowerCommands.standby])
     }
     #expect(statistics.commandsFailed == 0)
+    // Nothing the policy did not expect (a debug build would have stopped; a release one
+    // counts).
+    #expect(statistics.unexpectedPolicyEvents == 0)
 
     // A subscriber after the burst is served at once: woken, and its first fix arrives.
     let log = EventLog(receiver.subscribe())

@@ -16,7 +16,7 @@ import Testing
   /// directory (the connector checks that it still exists before opening).
   static func device(
     _ pty: PseudoTerminal, sysPath: String, kind: ReceiverKind = .known,
-    chipset: ReceiverChipset? = .ublox, serial: String? = nil, driver: String = "cdc_acm"
+    chipset: ChipsetFamily? = .ublox, serial: String? = nil, driver: String = "cdc_acm"
   ) -> SerialDevice {
     SerialDevice(
       path: pty.devicePath, sysPath: sysPath, stablePath: nil,

@@ -168,6 +168,27 @@ import Testing
     }
   }
 
+  /// `replay` is what a new subscriber would be replayed (the hub's one rule: the latest fix
+  /// with its age, until the replay expiry); `latestFix` is that fix whatever its age.
+  @Test func replayAndLatestFixAnswerAsTheHubReplays() async throws {
+    let (receiver, connector, clock) = makeReceiver(replayExpiry: .seconds(10))
+    #expect(receiver.replay == nil)
+    #expect(receiver.latestFix == nil)
+    let first = EventLog(receiver.subscribe())
+    #expect(await eventually { connector.opens == 1 })
+    connector.latest!.feed(cycle(second: 1) + cycle(second: 2))
+    #expect(await eventually { first.fixes.count == 1 })
+    let fix = try #require(first.fixes.first?.fix)
+    clock.advance(by: .seconds(4))
+    #expect(receiver.replay == FixUpdate(fix: fix, age: .seconds(4), isReplay: true))
+    #expect(receiver.latestFix == FixUpdate(fix: fix, age: .seconds(4), isReplay: true))
+    clock.advance(by: .seconds(7))
+    #expect(receiver.replay == nil, "older than the replay expiry")
+    #expect(receiver.latestFix == FixUpdate(fix: fix, age: .seconds(11), isReplay: true))
+    first.stop()
+    await receiver.shutdown()
+  }
+
   @Test func holdPowersOnWithoutSubscribersAndEnds() async throws {
     let (receiver, connector, clock) = makeReceiver(linger: .zero)
     receiver.hold(for: .seconds(30))

@@ -173,8 +173,72 @@ extension DriverInstant {
   }
 
   @Test mutating func unbalancedDetachIsIgnored() {
+    policy.assertsOnUnexpectedEvents = false
     #expect(policy.handle(.detach, now: .zero) == [])
     #expect(policy.subscribers == 0)
+    #expect(policy.unexpectedEvents == 1)
+  }
+
+  /// What no state expects is ignored and counted, never acted upon: a debug build asserts
+  /// (off here, so that the counting a release build does is what runs).
+  @Test mutating func unexpectedEventsAreCountedAndChangeNothing() {
+    policy.assertsOnUnexpectedEvents = false
+    // Outcomes of operations that were never started.
+    #expect(policy.handle(.poweredOn, now: .zero) == [])
+    #expect(policy.handle(.powerOnFailed(reason: "no such device"), now: .zero) == [])
+    #expect(policy.handle(.poweredOff, now: .zero) == [])
+    #expect(policy.handle(.connectionLost(reason: "hang-up"), now: .zero) == [])
+    #expect(policy.state == .off)
+    #expect(policy.unexpectedEvents == 4)
+    // A power-off confirmed while the receiver is waking.
+    #expect(policy.handle(.attach, now: .zero) == [.status(.poweringOn), .powerOn])
+    #expect(policy.confirm(.powerOff, now: .zero) == [])
+    #expect(policy.state == .poweringOn(reconnectingAfter: nil))
+    #expect(policy.unexpectedEvents == 5)
+    // What is expected is not counted: a timer cancelled after it fired, news of a device
+    // while nobody waits for one, a hold already over.
+    #expect(policy.handle(.timerFired(99), now: .zero) == [])
+    #expect(policy.handle(.deviceAppeared, now: .zero) == [])
+    #expect(policy.handle(.hold(until: .zero), now: .seconds(1)) == [])
+    #expect(policy.unexpectedEvents == 5)
+  }
+
+  /// A connection lost while it is being closed anyway (a power-off or a discard is under
+  /// way) is the expected race between its reader and the close.
+  @Test mutating func aConnectionLostWhileClosingIsExpected() {
+    policy = PowerPolicy(configuration: .init(linger: .zero, backoff: policy.configuration.backoff))
+    _ = policy.handle(.attach, now: .zero)
+    _ = policy.handle(.poweredOn, now: .zero)
+    #expect(policy.handle(.detach, now: .zero) == [.powerOff])
+    #expect(policy.handle(.connectionLost(reason: "hang-up"), now: .zero) == [])
+    #expect(policy.unexpectedEvents == 0)
+  }
+
+  /// The failures ride in the states: the backoff grows per failed attempt, subscribers hear
+  /// a reason once, and a success clears them (`reconnected` only after a failure).
+  @Test mutating func failuresLiveInTheReconnectingStates() {
+    _ = policy.handle(.attach, now: .zero)
+    #expect(
+      policy.handle(.powerOnFailed(reason: "gone"), now: .zero) == [
+        .status(.disconnected(reason: "gone")), .armTimer(1, deadline: .milliseconds(500)),
+      ])
+    #expect(policy.state == .waitingToReconnect(.init(attempts: 1, reason: "gone"), timer: 1))
+    #expect(policy.handle(.timerFired(1), now: .seconds(1)) == [.powerOn])
+    #expect(policy.state == .poweringOn(reconnectingAfter: .init(attempts: 1, reason: "gone")))
+    // Fails alike: quiet, and twice the wait.
+    #expect(
+      policy.handle(.powerOnFailed(reason: "gone"), now: .seconds(1)) == [
+        .armTimer(2, deadline: .seconds(2))
+      ])
+    #expect(policy.handle(.deviceAppeared, now: .seconds(1)) == [.cancelTimer(2), .powerOn])
+    #expect(policy.handle(.poweredOn, now: .seconds(1)) == [.status(.reconnected)])
+    #expect(policy.state == .on)
+    // Lost later: counted afresh from one, and told again.
+    #expect(
+      policy.handle(.connectionLost(reason: "gone"), now: .seconds(9)) == [
+        .discardConnection, .status(.disconnected(reason: "gone")),
+        .armTimer(3, deadline: .milliseconds(9500)),
+      ])
   }
 }
 
@@ -188,7 +252,7 @@ extension DriverInstant {
   @Test mutating func aPowerOnStillWantedRuns() {
     #expect(policy.handle(.attach, now: .zero) == [.status(.poweringOn), .powerOn])
     #expect(policy.confirm(.powerOn, now: .zero) == [.powerOn])
-    #expect(policy.state == .poweringOn(reconnecting: false))
+    #expect(policy.state == .poweringOn(reconnectingAfter: nil))
   }
 
   @Test mutating func aPowerOnWhoseSubscribersLeftIsNotStarted() {
@@ -293,7 +357,7 @@ extension DriverInstant {
     #expect(policy.handle(.leftAwake, now: .zero) == [.putToStandby])
     #expect(policy.handle(.attach, now: .zero) == [])
     #expect(policy.confirm(.putToStandby, now: .zero) == [.status(.poweringOn), .powerOn])
-    #expect(policy.state == .poweringOn(reconnecting: false))
+    #expect(policy.state == .poweringOn(reconnectingAfter: nil))
   }
 
   @Test mutating func aSubscriberDuringTheStandbyWakesItAfterwards() {

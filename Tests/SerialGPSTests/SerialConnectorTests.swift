@@ -1,4 +1,7 @@
+import Chipsets
+import Discovery
 import Glibc
+import POSIX
 import SerialPort
 import Testing
 
@@ -19,9 +22,18 @@ import Testing
     try #require(descriptor >= 0)
     close(descriptor)
     try #require(symlink(device, link) == 0)
-    #expect(SerialConnector.guessInterface(link) == .usb)
+    #expect(HostInterface(devicePath: link) == .usb)
     #expect(SerialConnector(path: link).chipsetHint?.interface == .usb)
-    #expect(SerialConnector.guessInterface(directory + "/ttyUSB0") == .uart)
+    #expect(HostInterface(devicePath: directory + "/ttyUSB0") == .uart)
+    // A device udev reported: its kernel driver answers, the name is not looked at.
+    func reported(_ path: String, driver: String?) -> SerialDevice {
+      SerialDevice(
+        path: path, sysPath: "/sys/devices/x/tty/" + path, stablePath: nil, usb: nil,
+        driver: driver, classification: Classification(kind: .known, source: .catalogue))
+    }
+    #expect(HostInterface(reported(link, driver: "pl2303")) == .uart)
+    #expect(HostInterface(reported("/dev/pts/3", driver: "cdc_acm")) == .usb)
+    #expect(HostInterface(reported(device, driver: nil)) == .uart)
   }
 }
 
@@ -38,6 +50,96 @@ import Testing
     #expect(elapsed < .seconds(5), "took \(elapsed): it listened first")
     let serial = try #require(connection as? SerialConnection)
     #expect(serial.port.baudRate == .b4800)
+  }
+}
+
+/// The one baud search (`SerialConnector.openPort`) that the connectors, `record` and `send`
+/// open ports with.
+@Suite struct OpenPortTests {
+  @Test func aSilentPortStaysOpenAtTheRememberedRateWithTheRatesTried() throws {
+    let pty = try PseudoTerminal()
+    var memory = BaudRateMemory()
+    memory.remember(.b38400, for: pty.devicePath)
+    var searched: [Bool] = []
+    let opened = try SerialConnector.openPort(
+      path: pty.devicePath,
+      baud: .automatic(candidates: [.b4800, .b9600], timePerRate: .milliseconds(100)),
+      memory: &memory, opened: { _, searching in searched.append(searching) })
+    defer { opened.port.close() }
+    #expect(searched == [true])
+    #expect(opened.unrecognisedRates == [.b38400, .b4800, .b9600])
+    #expect(opened.detection == nil && opened.heard.isEmpty)
+    // Left where a receiver in standby can be woken: the rate that worked last time.
+    #expect(opened.rate == .b38400)
+    #expect(memory.rate(for: pty.devicePath) == .b38400)
+  }
+
+  @Test func theRateFoundIsRememberedAndWhatWasHeardKept() throws {
+    let pty = try PseudoTerminal()
+    // On a thread of its own: the search blocks the test's thread, and under load the
+    // cooperative pool may have no other to give a task.
+    let stop = Locked(false)
+    let talking = OwnThread.start(name: "talking") {
+      for second in 0..<200 where !stop.withLock({ $0 }) {
+        try? pty.write(Array(cycle(second: second % 60).utf8), timeout: .milliseconds(200))
+        usleep(50_000)
+      }
+    }
+    defer {
+      stop.withLock { $0 = true }
+      talking.joinBlocking()
+    }
+    var memory = BaudRateMemory()
+    let opened = try SerialConnector.openPort(
+      path: pty.devicePath, baud: .automatic(candidates: [.b19200], timePerRate: .seconds(5)),
+      memory: &memory)
+    defer { opened.port.close() }
+    #expect(opened.unrecognisedRates == nil)
+    #expect(opened.detection?.rate == .b19200)
+    #expect(opened.rate == .b19200)
+    #expect(memory.rate(for: pty.devicePath) == .b19200)
+    #expect(String(decoding: opened.heard, as: UTF8.self).contains("$GP"))
+  }
+
+  @Test func aRatelessPortOrAFixedRateIsNotSearched() throws {
+    let pty = try PseudoTerminal()
+    var memory = BaudRateMemory()
+    let start = ContinuousClock.now
+    for (baud, rateless, rate) in [
+      (SerialConnector.BaudSetting.automatic(timePerRate: .seconds(5)), true, BaudRate.b9600),
+      (.fixed(.b57600), false, .b57600),
+    ] {
+      var searched: [Bool] = []
+      let opened = try SerialConnector.openPort(
+        path: pty.devicePath, baud: baud, memory: &memory, ratelessPort: rateless,
+        opened: { _, searching in searched.append(searching) })
+      opened.port.close()
+      #expect(searched == [false])
+      #expect(opened.rate == rate)
+      #expect(opened.unrecognisedRates == nil && opened.detection == nil)
+    }
+    #expect(ContinuousClock.now - start < .seconds(4), "it listened")
+  }
+
+  @Test func whatOpenedThrowsClosesThePortAndIsThrown() throws {
+    struct Refused: Error {}
+    let pty = try PseudoTerminal()
+    var memory = BaudRateMemory()
+    var kept: SerialPort?
+    #expect(throws: Refused.self) {
+      _ = try SerialConnector.openPort(
+        path: pty.devicePath, baud: .automatic(timePerRate: .seconds(5)), memory: &memory,
+        opened: { port, _ in
+          kept = port
+          throw Refused()
+        })
+    }
+    let port = try #require(kept)
+    // Closed: reading it fails at once instead of waiting.
+    var byte: [UInt8] = [0]
+    #expect(throws: SerialPortError.self) {
+      _ = try byte.withUnsafeMutableBytes { try port.read(into: $0, timeout: .seconds(5)) }
+    }
   }
 }
 

@@ -214,4 +214,72 @@ struct TimeServiceReaderTests {
       if Self.timingChecked { #expect(error < .milliseconds(50), "\(error) after the first byte") }
     }
   }
+
+  /// A ``ScheduledConnection`` (a UART) whose port has modem lines: a pty's, which refuses
+  /// TIOCMIWAIT as a driver without modem-status interrupts does.
+  final class ModemLineConnection: ReceiverConnection, @unchecked Sendable {
+    let base: ScheduledConnection
+    let device: CInt
+    let duplicates = Locked<[CInt]>([])
+    init(base: ScheduledConnection, device: CInt) {
+      self.base = base
+      self.device = device
+    }
+    var lineTiming: LineTiming { base.lineTiming }
+    func carrierDetectDescriptor() -> CInt? {
+      let duplicate = fcntl(device, F_DUPFD_CLOEXEC, 0)
+      duplicates.withLock { $0.append(duplicate) }
+      return duplicate
+    }
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+      try base.read(into: buffer)
+    }
+    func write(_ bytes: [UInt8]) throws {}
+    func interrupt() { base.interrupt() }
+    func close() {}
+  }
+
+  struct ModemLineConnector: ReceiverConnector {
+    let connection: ModemLineConnection
+    var deviceName: String { "scheduled" }
+    func connect() async throws -> any ReceiverConnection { connection }
+  }
+
+  @Test("the reader starts the DCD source of a UART when the port opens and ends it when it closes")
+  func readerWiresCarrierDetect() async throws {
+    let pty = try PseudoTerminal()
+    let device = open(pty.devicePath, O_RDWR | O_NOCTTY | O_NONBLOCK)
+    try #require(device >= 0)
+    defer { close(device) }
+    let messages = Locked<[String]>([])
+    let samples = Locked(0)
+    var configuration = TimeServiceConfiguration(device: "scheduled")
+    configuration.pps = PPSOptions(carrierDetect: true)
+    let service = try TimeService(
+      configuration,
+      reports: { report in if case .serial = report { samples.withLock { $0 += 1 } } },
+      log: { line in messages.withLock { $0.append(line) } })
+    let connection = ModemLineConnection(base: ScheduledConnection(epochs: 5), device: device)
+    var options = GPSReceiver.Options()
+    options.linger = .zero
+    options.chipset = .family(.nmea)
+    let receiver = GPSReceiver(
+      connector: ModemLineConnector(connection: connection), options: options)
+    receiver.timeService = service
+    let subscription = receiver.subscribe { _ in }
+    // The port's driver refuses TIOCMIWAIT: said once, and serial time goes on.
+    #expect(await eventually { messages.withLock { $0.count } >= 2 })
+    #expect(await eventually(timeout: .seconds(15)) { samples.withLock { $0 } >= 1 })
+    subscription.cancel()
+    await receiver.shutdown()
+    #expect(
+      messages.withLock { $0 }.first == "PPS from the carrier-detect (DCD) line of scheduled")
+    #expect(messages.withLock { $0 }.last?.hasPrefix("no PPS: scheduled cannot report") == true)
+    #expect(messages.withLock { $0 }.count == 2)
+    // One duplicate of the port's descriptor was asked for, and the listener is gone with
+    // the port (that its source is released then: PPSWiringTests).
+    let duplicates = connection.duplicates.withLock { $0 }
+    #expect(duplicates.count == 1 && duplicates[0] >= 0)
+    #expect(!service.listensForPulses)
+  }
 }

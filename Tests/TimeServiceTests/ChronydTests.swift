@@ -61,6 +61,33 @@ final class Chronyd: @unchecked Sendable {
     self.process.withLock { $0 = nil }
   }
 
+  /// Kills chronyd with SIGKILL, as the OOM killer would: it cannot clean up, so its socket
+  /// files stay behind. Waits until it has gone.
+  func kill() async {
+    guard let process = process.withLock({ $0 }) else { return }
+    _ = Glibc.kill(process.processIdentifier, SIGKILL)
+    _ = try? await onThread { process.waitUntilExit() }
+    self.process.withLock { $0 = nil }
+  }
+
+  /// Starts chronyd again after ``kill()``: its old socket file is there until the new one
+  /// replaces it, so this waits until chronyc gets an answer.
+  func restart() async throws {
+    try await start()
+    for _ in 0..<200 {
+      if let chronyc = Tools.chronyc,
+        let run = try? await onThread({
+          try Tools.run(
+            chronyc, ["-n", "-c", "-h", self.directory.path + "/chronyd.sock", "tracking"])
+        }), run.status == 0
+      {
+        return
+      }
+      try await Task.sleep(for: .milliseconds(10))
+    }
+    Issue.record("chronyd did not answer after its restart: \(log)")
+  }
+
   var log: String {
     (try? String(contentsOfFile: directory.path + "/chronyd.log", encoding: .utf8)) ?? ""
   }

@@ -109,6 +109,20 @@ struct ServeTimeOptionsTests {
     #expect(time.ntpUnit == 4)
     #expect(time.ppsDevice == "/dev/pps1")
     #expect(time.family == .ublox)
+    // PPS is on by default (a kernel device, else DCD); --pps none turns it off for every
+    // receiver, and may be given with several.
+    #expect(time.pps && time.carrierDetect)
+    guard
+      case .options(let noPPS) = ServeOptions.parse([
+        "--time", "--pps", "none", "/dev/ttyS0", "/dev/ttyS1",
+      ])
+    else {
+      Issue.record("--pps none with two receivers did not parse")
+      return
+    }
+    let noPPSTime = try #require(try noPPS.configuration().get().time)
+    #expect(!noPPSTime.pps && noPPSTime.ppsDevice == nil)
+    #expect(complaint(["--pps", "none"]) == "--pps none is a time option: add --time")
     // Without --time: no time service.
     guard case .options(let plain) = ServeOptions.parse(["/dev/ttyAMA0"]) else {
       Issue.record("did not parse")

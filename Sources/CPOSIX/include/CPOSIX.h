@@ -63,6 +63,23 @@ int cposix_ignore_signal(int number);
 /// -1 with errno set when the number is not a signal.
 int cposix_signal_is_ignored(int number);
 
+// MARK: - Waking a thread out of a blocking call
+
+/// The signal that wakes a thread out of a call with neither a timeout nor a descriptor to
+/// poll (TIOCMIWAIT): SIGURG, ignored by default and sent by nothing else the package uses.
+int cposix_wake_signal(void);
+
+/// Installs a handler for `number` that does nothing, without SA_RESTART, so that a blocking
+/// call interrupted by it returns EINTR. Returns what sigaction returns.
+int cposix_install_wake_handler(int number);
+
+/// Unblocks `number` for the calling thread (its mask may have been inherited with every
+/// signal blocked). Returns 0 or an error number, as pthread_sigmask does.
+int cposix_unblock_signal_in_thread(int number);
+
+/// pthread_kill: sends `number` to `thread`. Returns 0 or an error number.
+int cposix_signal_thread(pthread_t thread, int number);
+
 // MARK: - Memory
 
 /// madvise(MADV_DONTNEED) on the executable's own code: every loadable segment of the main
