@@ -39,7 +39,7 @@ final class SteppedReceiver: @unchecked Sendable {
         let fix = hasFix.withLock { $0 }
         let port = pty.withLock { $0 }
         // Bounded: a pty nobody reads (serve reconnecting) must not block the receiver.
-        try? port.write(Self.epoch(milliseconds: due, fix: fix), timeout: .milliseconds(100))
+        try? port.write(simulatedEpoch(milliseconds: due, fix: fix), timeout: .milliseconds(100))
         written.withLock { $0[due] = (fix, plugs.withLock { $0 }) }
         due += 200
       }
@@ -62,24 +62,6 @@ final class SteppedReceiver: @unchecked Sendable {
     pty.withLock { $0 }.hangUp()
   }
 
-  /// GGA, GSA, RMC of the epoch due at `milliseconds` since 1970.
-  static func epoch(milliseconds: Int64, fix: Bool) -> [UInt8] {
-    var value = time_t(milliseconds / 1000)
-    var broken = tm()
-    gmtime_r(&value, &broken)
-    func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-    let fraction = String(milliseconds % 1000 + 1000).dropFirst()
-    let time = two(broken.tm_hour) + two(broken.tm_min) + two(broken.tm_sec) + "." + fraction
-    let date = two(broken.tm_mday) + two(broken.tm_mon + 1) + two(broken.tm_year % 100)
-    if fix {
-      return wire("GPGGA,\(time),4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
-        + wire("GPGSA,A,3,04,05,09,12,,,,,,,,,2.5,1.3,2.1")
-        + wire("GPRMC,\(time),A,4807.038,N,01131.000,E,0.0,0.0,\(date),,,A")
-    }
-    return wire("GPGGA,\(time),,,,,0,00,99.99,,,,,,")
-      + wire("GPGSA,A,1,,,,,,,,,,,,,99.99,99.99,99.99")
-      + wire("GPRMC,\(time),V,,,,,0.00,0.00,\(date),,,N")
-  }
 }
 
 /// `serialgps serve --time` keeps serving through what happens to a time server: chronyd

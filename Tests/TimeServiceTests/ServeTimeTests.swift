@@ -47,7 +47,7 @@ final class ClockedReceiver: @unchecked Sendable {
         let left = due - PosixTime.now()
         if left > .zero { sleepThread(for: left) }
         let cold = written < coldEpochs
-        let bytes = Self.epoch(cold ? second + 37 : second, fix: !cold)
+        let bytes = simulatedEpoch(milliseconds: (cold ? second + 37 : second) * 1000, fix: !cold)
         let late = PosixTime.now() - due
         // Bounded: once serve has gone nobody reads, and a full pty would block for ever.
         try? pty.write(bytes, timeout: .milliseconds(500))
@@ -63,23 +63,26 @@ final class ClockedReceiver: @unchecked Sendable {
     await thread?.join()
   }
 
-  /// GGA, GSA, RMC stamped `second`; without a fix as a receiver's RTC prints them.
-  static func epoch(_ second: Int64, fix: Bool) -> [UInt8] {
-    var value = time_t(second)
-    var broken = tm()
-    gmtime_r(&value, &broken)
-    func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-    let time = two(broken.tm_hour) + two(broken.tm_min) + two(broken.tm_sec) + ".000"
-    let date = two(broken.tm_mday) + two(broken.tm_mon + 1) + two(broken.tm_year % 100)
-    if fix {
-      return wire("GPGGA,\(time),4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
-        + wire("GPGSA,A,3,04,05,09,12,,,,,,,,,2.5,1.3,2.1")
-        + wire("GPRMC,\(time),A,4807.038,N,01131.000,E,0.0,0.0,\(date),,,A")
-    }
-    return wire("GPGGA,\(time),,,,,0,00,99.99,,,,,,")
-      + wire("GPGSA,A,1,,,,,,,,,,,,,99.99,99.99,99.99")
-      + wire("GPRMC,\(time),V,,,,,0.00,0.00,\(date),,,N")
+}
+
+/// GGA, GSA, RMC of the epoch due at `milliseconds` since 1970; without a fix as a receiver's
+/// RTC prints them.
+func simulatedEpoch(milliseconds: Int64, fix: Bool) -> [UInt8] {
+  var value = time_t(milliseconds / 1000)
+  var broken = tm()
+  gmtime_r(&value, &broken)
+  func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+  let fraction = String(milliseconds % 1000 + 1000).dropFirst()
+  let time = two(broken.tm_hour) + two(broken.tm_min) + two(broken.tm_sec) + "." + fraction
+  let date = two(broken.tm_mday) + two(broken.tm_mon + 1) + two(broken.tm_year % 100)
+  if fix {
+    return wire("GPGGA,\(time),4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
+      + wire("GPGSA,A,3,04,05,09,12,,,,,,,,,2.5,1.3,2.1")
+      + wire("GPRMC,\(time),A,4807.038,N,01131.000,E,0.0,0.0,\(date),,,A")
   }
+  return wire("GPGGA,\(time),,,,,0,00,99.99,,,,,,")
+    + wire("GPGSA,A,1,,,,,,,,,,,,,99.99,99.99,99.99")
+    + wire("GPRMC,\(time),V,,,,,0.00,0.00,\(date),,,N")
 }
 
 /// `serialgps serve --time` as users run it, against a real chronyd (docs/time.md).
