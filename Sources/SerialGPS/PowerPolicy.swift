@@ -317,7 +317,9 @@ struct PowerPolicy {
   }
 
   /// `previous`: the failures before this one, if it is a reconnection that failed.
-  private mutating func scheduleReconnect(reason: String, after previous: Failures?, now: DriverInstant)
+  private mutating func scheduleReconnect(
+    reason: String, after previous: Failures?, now: DriverInstant
+  )
     -> [Action]
   {
     // Tell subscribers once per distinct reason, not on every retry.
