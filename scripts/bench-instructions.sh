@@ -17,6 +17,12 @@ if [ -z "$bench" ]; then
   swift build --package-path "$root" -c release --product nmea-bench >/dev/null
   bench="$(swift build --package-path "$root" -c release --show-bin-path)/nmea-bench"
 fi
+# Valgrind 3.19 cannot read the DWARF 5 the toolchain writes ("Possibly corrupted debuginfo
+# file ... Giving up") and then counts nothing: count a stripped copy instead.
+stripped="$(mktemp)"
+trap 'rm -f "$stripped"' EXIT
+strip -o "$stripped" "$bench"
+bench="$stripped"
 
 collected() {
   valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bench" --sentences "$sentences" \
@@ -26,5 +32,10 @@ collected() {
 for stage in framer parse pipeline; do
   once="$(collected "$stage" 1)"
   twice="$(collected "$stage" 2)"
+  if [ -z "$once" ] || [ -z "$twice" ]; then
+    echo "valgrind counted nothing for $stage; run it by hand to see why:" >&2
+    echo "  valgrind --tool=callgrind --callgrind-out-file=/dev/null BENCH --sentences $sentences --only $stage --iterations 1" >&2
+    exit 1
+  fi
   echo "$stage: $(((twice - once) / sentences)) instructions/sentence ($((twice - once)) for $sentences sentences)"
 done
