@@ -304,15 +304,23 @@ struct FieldReader {
     return (value, position)
   }
 
+  /// The unsigned decimal integer that fills the field from `start` to its comma, of at most
+  /// `maximumDigits` digits; the reader moves past the comma.
+  @inline(__always)
+  mutating func unsignedDigits(from start: UnsafePointer<UInt8>, atMost maximumDigits: Int)
+    throws(NMEAParseError) -> Int
+  {
+    let (value, end) = Self.digits(from: start)
+    guard end.pointee == ASCII.comma, end - start <= maximumDigits else { throw fail() }
+    offset = end - base &+ 1
+    return value
+  }
+
   /// An unsigned decimal integer of at most 18 digits.
   @inline(__always)
   mutating func uint() throws(NMEAParseError) -> Int? {
     guard begin() else { return nil }
-    let start = base + offset
-    let (value, end) = Self.digits(from: start)
-    guard end.pointee == ASCII.comma, end - start <= 18 else { throw fail() }
-    offset = end - base &+ 1
-    return value
+    return try unsignedDigits(from: base + offset, atMost: 18)
   }
 
   /// An integer that may be negative (elevations, time zones): at most 18 characters, sign
@@ -342,10 +350,7 @@ struct FieldReader {
       offset &+= 2
       return Int(value)
     }
-    let (value, end) = Self.digits(from: start)
-    guard end.pointee == ASCII.comma, end - start <= 4 else { throw fail() }
-    offset = end - base &+ 1
-    return value
+    return try unsignedDigits(from: start, atMost: 4)
   }
 
   /// A decimal number, optionally signed, with or without a fraction.
