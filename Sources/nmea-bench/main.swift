@@ -211,6 +211,20 @@ struct Measurement {
   var median: Double { rates.isEmpty ? 0 : medianOf(rates) }
 }
 
+/// One timed pass of `stage` over `fresh` (a new framer or decoder, made before the clock
+/// starts), its rate added to `measurement`; nothing when `--only` names another stage.
+func measure<State>(
+  _ stage: String, only: String?, into measurement: inout Measurement,
+  fresh: @autoclosure () -> State, _ pass: (inout State) -> (count: Int, digest: Int)
+) {
+  guard only == nil || only == stage else { return }
+  var state = fresh()
+  let start = now()
+  let (count, digest) = pass(&state)
+  measurement.rates.append(Double(count) / (now() - start))
+  keep(digest)
+}
+
 /// The CPU model from /proc/cpuinfo, for the report.
 func cpuModel() -> String {
   let descriptor = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC)
@@ -321,31 +335,15 @@ let report:
       var parse = Measurement()
       var pipeline = Measurement()
       var framing = Measurement()
-      func timed(_ stage: String) -> Bool { options.only == nil || options.only == stage }
       for _ in 0..<options.iterations {
-        if timed("framer") {
-          var framerOnly = NMEAFramer()
-          let framerStart = now()
-          let (framed, framedDigest) = framerPass(bytes, chunk: options.chunk, framer: &framerOnly)
-          framing.rates.append(Double(framed) / (now() - framerStart))
-          keep(framedDigest)
+        measure("framer", only: options.only, into: &framing, fresh: NMEAFramer()) {
+          framerPass(bytes, chunk: options.chunk, framer: &$0)
         }
-
-        if timed("parse") {
-          var freshFramer = NMEAFramer()
-          let start = now()
-          let (count, digest) = parsePass(bytes, chunk: options.chunk, framer: &freshFramer)
-          parse.rates.append(Double(count) / (now() - start))
-          keep(digest)
+        measure("parse", only: options.only, into: &parse, fresh: NMEAFramer()) {
+          parsePass(bytes, chunk: options.chunk, framer: &$0)
         }
-
-        if timed("pipeline") {
-          var freshDecoder = NMEADecoder()
-          let pipelineStart = now()
-          let (pipelineCount, pipelineDigest) = pipelinePass(
-            bytes, chunk: options.chunk, decoder: &freshDecoder)
-          pipeline.rates.append(Double(pipelineCount) / (now() - pipelineStart))
-          keep(pipelineDigest)
+        measure("pipeline", only: options.only, into: &pipeline, fresh: NMEADecoder()) {
+          pipelinePass(bytes, chunk: options.chunk, decoder: &$0)
         }
       }
       _ = parsedSentences
