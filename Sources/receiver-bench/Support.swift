@@ -1,3 +1,4 @@
+import Chipsets
 import Glibc
 import POSIX
 import SerialGPS
@@ -14,6 +15,15 @@ func nanoseconds() -> Int64 {
 
 func sleep(milliseconds: Int) {
   sleepThread(for: .milliseconds(milliseconds))
+}
+
+/// The receiver every measurement drives: a `family` receiver on `device` at a fixed 9600
+/// baud, powered off as soon as its last subscription ends (linger 0).
+func benchReceiver(device: String, family: ChipsetFamily) -> GPSReceiver {
+  var options = GPSReceiver.Options()
+  options.chipset = .family(family)
+  options.linger = .zero
+  return GPSReceiver(device: device, baud: .fixed(.b9600), options: options)
 }
 
 /// `value` with `decimals` digits after the point (for figures, not for exact output).

@@ -118,10 +118,7 @@ struct LatencyResult {
 
 func measureFixLatency(epochs: Int) throws -> LatencyResult {
   let pty = try PseudoTerminal()
-  var options = GPSReceiver.Options()
-  options.chipset = .family(.nmea)
-  options.linger = .zero
-  let receiver = GPSReceiver(device: pty.devicePath, baud: .fixed(.b9600), options: options)
+  let receiver = benchReceiver(device: pty.devicePath, family: .nmea)
 
   // Arrival time of each fix, by its second of the day.
   let arrivals = Mailbox<[Int: Int64]>([:])
@@ -226,10 +223,7 @@ func answerMediaTekCommands(
 
 func measurePowerOn(cycles: Int) throws -> Distribution {
   let pty = try PseudoTerminal()
-  var options = GPSReceiver.Options()
-  options.chipset = .family(.mediatek)
-  options.linger = .zero
-  let receiver = GPSReceiver(device: pty.devicePath, baud: .fixed(.b9600), options: options)
+  let receiver = benchReceiver(device: pty.devicePath, family: .mediatek)
 
   // The receiver's side: notes when the first byte of a cycle arrives and acknowledges $PMTK
   // commands at once, as a MediaTek chip does.
@@ -291,10 +285,7 @@ struct FirstFix {
 
 func measureFirstFix(cycles: Int) throws -> [FirstFix] {
   let pty = try PseudoTerminal()
-  var options = GPSReceiver.Options()
-  options.chipset = .family(.nmea)
-  options.linger = .zero
-  let receiver = GPSReceiver(device: pty.devicePath, baud: .fixed(.b9600), options: options)
+  let receiver = benchReceiver(device: pty.devicePath, family: .nmea)
 
   // A receiver streaming at 1 Hz of wall time whether anyone listens or not.
   let written = Mailbox<[Int: Int64]>([:])
@@ -424,11 +415,7 @@ func measureBurst(clients: Int, spreadMilliseconds: Int) throws -> BurstFigures 
   }
   let simulated = try BurstReceiver()
   defer { simulated.stop() }
-  var options = GPSReceiver.Options()
-  options.chipset = .family(.mediatek)
-  options.linger = .zero
-  let receiver = GPSReceiver(
-    device: simulated.pty.devicePath, baud: .fixed(.b9600), options: options)
+  let receiver = benchReceiver(device: simulated.pty.devicePath, family: .mediatek)
 
   burst(receiver)
   let first = Mailbox<Int64?>(nil)
@@ -521,10 +508,7 @@ func runChild(device: String?) -> Never {
   }
   var receiver: GPSReceiver?
   if let device {
-    var options = GPSReceiver.Options()
-    options.chipset = .family(.nmea)
-    options.linger = .zero
-    receiver = GPSReceiver(device: device, baud: .fixed(.b9600), options: options)
+    receiver = benchReceiver(device: device, family: .nmea)
   }
   let fixes = Mailbox(0)
   var events: ReceiverEvents?
