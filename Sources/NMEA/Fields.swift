@@ -353,6 +353,22 @@ struct FieldReader {
     return try unsignedDigits(from: start, atMost: 4)
   }
 
+  /// Appends the decimal digits from `start` on to `value` (wrapping; callers bound the
+  /// count) and returns where the first other byte is.
+  @inline(__always)
+  static func accumulateDigits(
+    _ base: UnsafePointer<UInt8>, from start: Int, into value: inout UInt64
+  ) -> Int {
+    var position = start
+    var digit = base[position] &- ASCII.zero
+    while digit < 10 {
+      value = value &* 10 &+ UInt64(digit)
+      position &+= 1
+      digit = base[position] &- ASCII.zero
+    }
+    return position
+  }
+
   /// A decimal number, optionally signed, with or without a fraction.
   @inline(__always)
   mutating func decimal() throws(NMEAParseError) -> Double? {
@@ -395,23 +411,13 @@ struct FieldReader {
     if negative || first == ASCII.plus { position &+= 1 }
     let digitsStart = position
     var mantissa: UInt64 = 0
-    var digit = base[position] &- ASCII.zero
-    while digit < 10 {
-      mantissa = mantissa &* 10 &+ UInt64(digit)
-      position &+= 1
-      digit = base[position] &- ASCII.zero
-    }
+    position = accumulateDigits(base, from: position, into: &mantissa)
     var digits = position &- digitsStart
     var fractionDigits = 0
     if base[position] == ASCII.dot {
       position &+= 1
       let fractionStart = position
-      digit = base[position] &- ASCII.zero
-      while digit < 10 {
-        mantissa = mantissa &* 10 &+ UInt64(digit)
-        position &+= 1
-        digit = base[position] &- ASCII.zero
-      }
+      position = accumulateDigits(base, from: position, into: &mantissa)
       fractionDigits = position &- fractionStart
       digits &+= fractionDigits
       // A lone "." is not a number; "-." and "+." are (zero).
@@ -539,14 +545,8 @@ struct FieldReader {
   static func angle(
     _ base: UnsafePointer<UInt8>, from start: Int, isLongitude: Bool, index: Int
   ) throws(NMEAParseError) -> Coordinate {
-    var position = start
     var whole: UInt64 = 0
-    var digit = base[position] &- ASCII.zero
-    while digit < 10 {
-      whole = whole &* 10 &+ UInt64(digit)
-      position &+= 1
-      digit = base[position] &- ASCII.zero
-    }
+    var position = accumulateDigits(base, from: start, into: &whole)
     let wholeDigits = position &- start
     // At least d + mm.
     guard wholeDigits >= 3, wholeDigits <= 6 else { throw .badField(index: index) }
@@ -555,12 +555,7 @@ struct FieldReader {
     if base[position] == ASCII.dot {
       position &+= 1
       let fractionStart = position
-      digit = base[position] &- ASCII.zero
-      while digit < 10 {
-        fraction = fraction &* 10 &+ UInt64(digit)
-        position &+= 1
-        digit = base[position] &- ASCII.zero
-      }
+      position = accumulateDigits(base, from: position, into: &fraction)
       fractionDigits = position &- fractionStart
     }
     guard base[position] == ASCII.comma, fractionDigits <= 12 else {
