@@ -102,14 +102,15 @@ let package = Package(
 
     // Benchmarks. The malloc-counting shim is linked into the benchmark only.
     .target(name: "CMallocCounter"),
-    .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "CMallocCounter", "POSIX"]),
+    .executableTarget(
+      name: "nmea-bench", dependencies: ["NMEA", "GPSDProtocol", "CMallocCounter", "POSIX"]),
     // What an idle SerialPort reader costs and how fast a blocked reader wakes.
     .executableTarget(name: "serial-bench", dependencies: ["SerialPort", "POSIX"]),
     // The gated receiver's fix latency, power-on time, wake-ups and memory (no Foundation,
     // whose threads and pages would be counted).
     .executableTarget(
       name: "receiver-bench",
-      dependencies: ["SerialGPS", "SerialPort", "Chipsets", "NMEA", "POSIX"]),
+      dependencies: ["SerialGPS", "SerialPort", "Chipsets", "NMEA", "GPSDProtocol", "POSIX"]),
     // Many in-process replays published through an MQTT broker; driven by
     // scripts/bench-fleet.py beside serve on ptys and gpsd with gpspipe | mosquitto_pub.
     .executableTarget(

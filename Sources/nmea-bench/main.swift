@@ -8,6 +8,7 @@
 // CMallocCounter shim that is linked into this program only. See BENCHMARKS.md.
 
 import CMallocCounter
+import GPSDProtocol
 import Glibc
 import NMEA
 import POSIX
@@ -244,21 +245,10 @@ func cpuModel() -> String {
 
 // MARK: - Formatting without Foundation
 
+/// `value` with `decimals` digits after the point (GPSDProtocol's exact decimal text); "0"
+/// for NaN and the infinities (a stage that was not timed).
 func fixed(_ value: Double, _ decimals: Int) -> String {
-  guard value.isFinite else { return "0" }
-  var scale = 1.0
-  for _ in 0..<decimals { scale *= 10 }
-  let scaled = (abs(value) * scale).rounded()
-  guard scaled < 9e18 else { return String(Int(value)) }
-  let integer = Int(scaled)
-  let divisor = Int(scale)
-  var text = value < 0 && integer != 0 ? "-" : ""
-  text += String(integer / divisor)
-  if decimals > 0 {
-    let fraction = String(integer % divisor)
-    text += "." + String(repeating: "0", count: decimals - fraction.count) + fraction
-  }
-  return text
+  DecimalText.fixed(value, decimals: decimals) ?? "0"
 }
 
 func jsonString(_ text: String) -> String {

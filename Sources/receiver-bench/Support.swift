@@ -1,4 +1,5 @@
 import Chipsets
+import GPSDProtocol
 import Glibc
 import POSIX
 import SerialGPS
@@ -26,19 +27,10 @@ func benchReceiver(device: String, family: ChipsetFamily) -> GPSReceiver {
   return GPSReceiver(device: device, baud: .fixed(.b9600), options: options)
 }
 
-/// `value` with `decimals` digits after the point (for figures, not for exact output).
+/// `value` with `decimals` digits after the point (GPSDProtocol's exact decimal text); "nan"
+/// for NaN and the infinities.
 func format(_ value: Double, _ decimals: Int = 1) -> String {
-  guard value.isFinite else { return "nan" }
-  var scale: Int64 = 1
-  for _ in 0..<decimals { scale *= 10 }
-  let scaled = Int64((abs(value) * Double(scale)).rounded())
-  var text = value < 0 && scaled != 0 ? "-" : ""
-  text += String(scaled / scale)
-  if decimals > 0 {
-    let fraction = String(scaled % scale)
-    text += "." + String(repeating: "0", count: decimals - fraction.count) + fraction
-  }
-  return text
+  DecimalText.fixed(value, decimals: decimals) ?? "nan"
 }
 
 /// Order statistics of a sample, in microseconds.
