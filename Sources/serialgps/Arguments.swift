@@ -29,6 +29,27 @@ extension ParsedArguments {
   }
 }
 
+/// What a command reads its arguments with: its `--help` text and its parser.
+protocol CommandArguments: SendableMetatype {
+  associatedtype Options
+  static var help: String { get }
+  static func parse(_ arguments: [String]) -> ParsedArguments<Options>
+}
+
+extension Command {
+  /// A command whose arguments `Arguments` reads: `--help` and mistakes are answered as by
+  /// every command (``ParsedArguments/run(command:help:_:)``, under this command's `name`),
+  /// and the options go to `body`.
+  init<Arguments: CommandArguments>(
+    name: String, usage: String, summary: String, arguments: Arguments.Type,
+    _ body: @escaping @Sendable (Arguments.Options) async -> Int32
+  ) {
+    self.init(name: name, usage: usage, summary: summary) { words in
+      await Arguments.parse(words).run(command: name, help: Arguments.help, body)
+    }
+  }
+}
+
 /// A mistake on the command line, said in words the user can act on.
 struct UsageMessage: Error, Equatable {
   let text: String

@@ -7,14 +7,13 @@ import SerialGPS
 let followCommand = Command(
   name: "follow",
   usage: "follow --mqtt URL ID [--json] [--count N] [--consumer NAME]",
-  summary: "Print a remote receiver's fixes from an MQTT broker, powering it while it follows."
-) { arguments in
-  await FollowOptions.parse(arguments).run(command: "follow", help: FollowOptions.help) {
-    options in await Follow.run(options)
-  }
+  summary: "Print a remote receiver's fixes from an MQTT broker, powering it while it follows.",
+  arguments: FollowOptions.self
+) { options in
+  await Follow.run(options)
 }
 
-struct FollowOptions: Equatable {
+struct FollowOptions: Equatable, CommandArguments {
   var broker = BrokerOptions()
   var id: String?
   var json = false
