@@ -150,6 +150,11 @@ struct ArgumentReader {
       "--linger needs a number of seconds from 0 to 86400, such as 5 or 0.5")
   }
 
+  /// `--count N`: how many fixes to print before stopping, at least one.
+  mutating func fixCount() throws(UsageMessage) -> Int {
+    try number(in: 1...Int.max, "--count needs a number above 0")
+  }
+
   /// A number in `range`; `invalid` is the message otherwise.
   mutating func number<Number: LosslessStringConvertible & Comparable>(
     in range: ClosedRange<Number>, _ invalid: String

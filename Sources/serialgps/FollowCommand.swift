@@ -53,7 +53,7 @@ struct FollowOptions: Equatable, CommandArguments {
       case "--json":
         options.json = true
       case "--count":
-        options.count = try reader.number(in: 1...Int.max, "--count needs a number above 0")
+        options.count = try reader.fixCount()
       case "--consumer":
         let name = try reader.value("--consumer needs a name")
         guard FleetTopics.isValidName(name) else {

@@ -87,7 +87,7 @@ enum Watch: CommandArguments {
       case "--baud":
         options.baud = try reader.baud().map { .fixed($0) } ?? .automatic()
       case "--count":
-        options.count = try reader.number(in: 1...Int.max, "--count needs a number above 0")
+        options.count = try reader.fixCount()
       case "--linger":
         options.linger = try reader.linger()
       default:
