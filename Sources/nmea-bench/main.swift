@@ -115,21 +115,32 @@ func digest(_ sentence: Sentence) -> Int {
   }
 }
 
+/// Calls `body` with `stream` cut into pieces of `chunk` bytes (the last one shorter), in
+/// order, as reads from a port would deliver it.
+@inline(__always)
+func forEachChunk(
+  of stream: UnsafeRawBufferPointer, chunk: Int, _ body: (UnsafeRawBufferPointer) -> Void
+) {
+  var offset = 0
+  while offset < stream.count {
+    let end = min(offset + chunk, stream.count)
+    body(UnsafeRawBufferPointer(rebasing: stream[offset..<end]))
+    offset = end
+  }
+}
+
 /// The framer alone: sentences found and checksums validated, nothing parsed.
 func framerPass(_ stream: UnsafeRawBufferPointer, chunk: Int, framer: inout NMEAFramer) -> (
   Int, Int
 ) {
   var found = 0
   var sink = 0
-  var offset = 0
-  while offset < stream.count {
-    let end = min(offset + chunk, stream.count)
-    framer.feed(UnsafeRawBufferPointer(rebasing: stream[offset..<end])) { frame in
+  forEachChunk(of: stream, chunk: chunk) { bytes in
+    framer.feed(bytes) { frame in
       guard case .sentence(let raw) = frame else { return }
       found += 1
       sink &+= raw.bytes.count
     }
-    offset = end
   }
   return (found, sink)
 }
@@ -139,10 +150,8 @@ func parsePass(_ stream: UnsafeRawBufferPointer, chunk: Int, framer: inout NMEAF
 {
   var parsed = 0
   var sink = 0
-  var offset = 0
-  while offset < stream.count {
-    let end = min(offset + chunk, stream.count)
-    framer.feed(UnsafeRawBufferPointer(rebasing: stream[offset..<end])) { frame in
+  forEachChunk(of: stream, chunk: chunk) { bytes in
+    framer.feed(bytes) { frame in
       guard case .sentence(let raw) = frame else { return }
       do {
         let sentence = try Sentence(parsing: raw)
@@ -152,7 +161,6 @@ func parsePass(_ stream: UnsafeRawBufferPointer, chunk: Int, framer: inout NMEAF
         sink &+= 1
       }
     }
-    offset = end
   }
   return (parsed, sink)
 }
@@ -171,16 +179,11 @@ func pipelinePass(_ stream: UnsafeRawBufferPointer, chunk: Int, decoder: inout N
 ) {
   let before = decoder.statistics.framer.sentences
   var sink = 0
-  var offset = 0
   // Closure literals passed straight to the calls are non-escaping and capture `sink` in
   // place; a closure value or a local function used twice would box it on the heap, and the
   // benchmark would count its own allocation.
-  while offset < stream.count {
-    let end = min(offset + chunk, stream.count)
-    decoder.decode(UnsafeRawBufferPointer(rebasing: stream[offset..<end])) {
-      digestEpoch($0, into: &sink)
-    }
-    offset = end
+  forEachChunk(of: stream, chunk: chunk) { bytes in
+    decoder.decode(bytes) { digestEpoch($0, into: &sink) }
   }
   decoder.finish { digestEpoch($0, into: &sink) }
   return (decoder.statistics.framer.sentences - before, sink)
