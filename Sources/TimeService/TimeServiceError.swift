@@ -29,11 +29,13 @@ public enum TimeServiceError: Error, Sendable, Hashable, CustomStringConvertible
     case .sharedMemoryUnitOutOfRange(let unit):
       return "NTP shared memory unit \(unit) is out of range: use 0…255"
     case .sharedMemory(let unit, let error):
+      let removal =
+        "remove it with ipcrm -M \(hex(NTPSharedMemory.key(ofUnit: unit))) when nothing uses it"
       let hint =
         error == .permissionDenied
-        ? ": the segment belongs to another user (remove it with ipcrm -M \(hex(NTPSharedMemory.key(ofUnit: unit))) when nothing uses it, or run as its owner)"
+        ? ": the segment belongs to another user (\(removal), or run as its owner)"
         : error == .invalidArgument
-          ? ": a segment of another size holds the key (remove it with ipcrm -M \(hex(NTPSharedMemory.key(ofUnit: unit))) when nothing uses it)"
+          ? ": a segment of another size holds the key (\(removal))"
           : ""
       return "cannot attach NTP shared memory unit \(unit) (NTP\(unit)): \(error)\(hint)"
     case .ppsOpen(let path, let error):

@@ -84,6 +84,17 @@ struct SharedMemoryTests {
       TimeServiceError.sharedMemoryNeedsRoot(unit: 1).description
         == "NTP shared memory unit 1 is root's (ntpd makes units 0 and 1 mode 0600): run as root, or use unit 2 or above"
     )
+    // A segment that cannot be attached: how to remove it, by its key (0x4e545032 is NTP2).
+    let foreign = TimeServiceError.sharedMemory(unit: 2, .permissionDenied).description
+    #expect(foreign.hasPrefix("cannot attach NTP shared memory unit 2 (NTP2): "))
+    #expect(
+      foreign.hasSuffix(
+        ": the segment belongs to another user (remove it with ipcrm -M 0x4e545032 when nothing uses it, or run as its owner)"
+      ))
+    #expect(
+      TimeServiceError.sharedMemory(unit: 2, .invalidArgument).description.hasSuffix(
+        ": a segment of another size holds the key (remove it with ipcrm -M 0x4e545032 when nothing uses it)"
+      ))
   }
 
   /// gpsd's ntpshmmon reads the segment exactly as ntpd does and prints every new sample.
