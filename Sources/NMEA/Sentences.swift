@@ -192,29 +192,20 @@ public struct GSV: Sendable, Hashable, RandomAccessCollection {
   }
 
   public var satellitesInView: Int? {
-    get { presence & 1 != 0 ? storedSatellitesInView : nil }
-    set {
-      storedSatellitesInView = newValue ?? 0
-      presence = newValue == nil ? presence & ~1 : presence | 1
-    }
+    get { PresenceBits.value(storedSatellitesInView, in: presence, bit: 0) }
+    set { PresenceBits.set(newValue, in: &storedSatellitesInView, bits: &presence, bit: 0) }
   }
 
   /// NMEA 4.10 signal ID (for GPS: 1 L1 C/A, 5 L2C-M, 6 L2C-L, 7 L5-I, 8 L5-Q …).
   public var signalID: Int? {
-    get { presence & 2 != 0 ? storedSignalID : nil }
-    set {
-      storedSignalID = newValue ?? 0
-      presence = newValue == nil ? presence & ~2 : presence | 2
-    }
+    get { PresenceBits.value(storedSignalID, in: presence, bit: 1) }
+    set { PresenceBits.set(newValue, in: &storedSignalID, bits: &presence, bit: 1) }
   }
 
   /// A system ID after the signal ID (NMEA 4.10 numbering), as Quectel's `$PQGSV` writes it.
   public var systemID: Int? {
-    get { presence & 4 != 0 ? storedSystemID : nil }
-    set {
-      storedSystemID = newValue ?? 0
-      presence = newValue == nil ? presence & ~4 : presence | 4
-    }
+    get { PresenceBits.value(storedSystemID, in: presence, bit: 2) }
+    set { PresenceBits.set(newValue, in: &storedSystemID, bits: &presence, bit: 2) }
   }
 
   /// Adds a satellite (at most four); `absent` for an empty field.
@@ -433,13 +424,12 @@ public struct PUBXPosition: Sendable, Hashable {
 
   @inline(__always)
   func decimal(_ index: Int) -> Double? {
-    presence & (1 << index) != 0 ? decimals[index] : nil
+    PresenceBits.value(decimals[index], in: presence, bit: index)
   }
 
   @inline(__always)
   mutating func setDecimal(_ index: Int, _ value: Double?) {
-    decimals[index] = value ?? 0
-    presence = value == nil ? presence & ~(1 << index) : presence | (1 << index)
+    PresenceBits.set(value, in: &decimals[index], bits: &presence, bit: index)
   }
 
   /// Altitude above the WGS-84 ellipsoid, metres.
@@ -485,11 +475,8 @@ public struct PUBXPosition: Sendable, Hashable {
     set { setDecimal(9, newValue) }
   }
   public var satellitesUsed: Int? {
-    get { presence & (1 << 10) != 0 ? storedSatellitesUsed : nil }
-    set {
-      storedSatellitesUsed = newValue ?? 0
-      presence = newValue == nil ? presence & ~(1 << 10) : presence | (1 << 10)
-    }
+    get { PresenceBits.value(storedSatellitesUsed, in: presence, bit: 10) }
+    set { PresenceBits.set(newValue, in: &storedSatellitesUsed, bits: &presence, bit: 10) }
   }
 
   public static func == (lhs: PUBXPosition, rhs: PUBXPosition) -> Bool {

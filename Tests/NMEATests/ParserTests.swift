@@ -151,6 +151,21 @@ struct ParserTests {
         "$GAGSV,3,1,09,02,00,179,,04,09,321,,07,11,134,11,11,10,227,,7")
     else { Issue.record(); return }
     #expect(v410.talker == .ga && v410.count == 4 && v410.signalID == 7)
+    // The header's optional values can be cleared and set again, each on its own; equality
+    // follows the values.
+    var cleared = v410
+    cleared.signalID = nil
+    cleared.systemID = 5
+    #expect(cleared.signalID == nil && cleared.systemID == 5 && cleared.satellitesInView == 9)
+    cleared.systemID = nil
+    guard
+      case .gsv(let without) = try parse(
+        "$GAGSV,3,1,09,02,00,179,,04,09,321,,07,11,134,11,11,10,227,")
+    else { Issue.record(); return }
+    #expect(without.signalID == nil && cleared == without)
+    #expect(cleared.hashValue == without.hashValue)
+    cleared.satellitesInView = nil
+    #expect(cleared.satellitesInView == nil && cleared != without)
 
     guard case .gsv(let short) = try parse("$GLGSV,3,3,09,88,07,028,") else {
       Issue.record(); return
