@@ -242,6 +242,21 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
+def per_epoch(baud, truth, deliveries, watchers):
+    """Prints, per epoch, each server's error and how the epoch's first packets were written."""
+    print("second  " + "  ".join("%10s" % w.name for w in watchers)
+          + "   first packets: due→write lateness ms, write took ms, bytes", file=sys.stderr)
+    for second in sorted(truth):
+        errors = []
+        for watcher in watchers:
+            clock = watcher.toff.get(second)
+            errors.append("%10.3f" % ((clock[0] - truth[second]) * 1000) if clock else "%10s" % "-")
+        packets_text = "; ".join(
+            "%+.3f %.3f %d" % ((written - due) * 1000, (after - written) * 1000, count)
+            for due, written, after, count in deliveries.get(second, []))
+        print("%d  %s   %s" % (second, "  ".join(errors), packets_text), file=sys.stderr)
+
+
 def run(baud, pacing, args, binary, shim, scratch):
     master, slave = os.openpty()
     tty.setraw(slave)
@@ -275,6 +290,7 @@ def run(baud, pacing, args, binary, shim, scratch):
     truth = {}
     second = int(time.time()) + 1
     reads = []
+    deliveries = {}  # second: [(due, written, after the write, bytes)] of its first packets
     stats = {}
     try:
         for _ in range(args.epochs):
@@ -287,7 +303,10 @@ def run(baud, pacing, args, binary, shim, scratch):
                     time.sleep(left)
                 written = time.time()
                 os.write(master, piece)
+                after = time.time()
                 feed.sendall(piece)
+                if args.per_epoch and len(deliveries.setdefault(second, [])) < 4:
+                    deliveries[second].append((due, written, after, len(piece)))
                 if first:
                     # The first byte crossed the line 10/baud after the epoch started; the
                     # simulator's own lateness in writing its packet is added.
@@ -327,6 +346,8 @@ def run(baud, pacing, args, binary, shim, scratch):
             "max_ms": round(max(errors), 3) if errors else None,
             "real_nsec": sorted({nsec for _, nsec in watcher.toff.values()})[:3],
         }
+    if args.per_epoch:
+        per_epoch(baud, truth, deliveries, watchers)
     results["first_packet_bytes"] = sorted(reads)[len(reads) // 2] if reads else None
     results["chronyc_sourcestats"] = stats
     return results
@@ -341,6 +362,8 @@ def main():
     parser.add_argument("--pacing", default="fifo,usb")
     parser.add_argument("--no-chrony", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--per-epoch", action="store_true",
+                        help="print each epoch's error and its first packets' writes (stderr)")
     args = parser.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     binary = args.serialgps
