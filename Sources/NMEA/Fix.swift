@@ -179,11 +179,19 @@ public struct Epoch: Sendable, Hashable {
   /// first sentence, whatever its type: where the receiver began writing the epoch. The time
   /// service dates the epoch by the arrival of that byte. `nil` when the sentences did not come
   /// through a framer (``FixBuilder`` fed directly).
-  public var firstByteOffset: UInt64?
+  public var firstByteOffset: UInt64? {
+    get { storedFirstByteOffset == Self.noOffset ? nil : storedFirstByteOffset }
+    set { storedFirstByteOffset = newValue ?? Self.noOffset }
+  }
+  // Kept without an Optional's tag byte: an `Epoch` is copied several times per sentence's
+  // event, and the tag cost the decoder about 60 instructions a sentence (nmea-bench under
+  // callgrind, scripts/bench-instructions.sh).
+  var storedFirstByteOffset: UInt64
+  static let noOffset = UInt64.max
 
   public init(fix: Fix, satellites: SatelliteView? = nil, firstByteOffset: UInt64? = nil) {
     self.fix = fix
     self.satellites = satellites
-    self.firstByteOffset = firstByteOffset
+    self.storedFirstByteOffset = firstByteOffset ?? Self.noOffset
   }
 }

@@ -30,7 +30,9 @@ import SerialPort
 ///
 /// All members may be called from any thread or task. ``stop()`` (or releasing the object)
 /// unplugs the receiver and ends its threads.
-public final class ReceiverSimulator: ObservableSimulatedReceiver {
+public final class ReceiverSimulator: SimulatedReceiver, ObservableSimulatedReceiver,
+  @unchecked Sendable
+{
   /// How a simulator behaves.
   public struct Configuration: Sendable {
     /// Which chip it imitates.
@@ -86,6 +88,7 @@ public final class ReceiverSimulator: ObservableSimulatedReceiver {
   /// - Throws: ``SimulatorError`` when the pty or its link cannot be made.
   public init(recording: Recording, configuration: Configuration) throws(SimulatorError) {
     core = try SimulatorCore(recording: recording, configuration: configuration)
+    super.init(chip: core)
     core.start()
   }
 
@@ -114,47 +117,17 @@ public final class ReceiverSimulator: ObservableSimulatedReceiver {
   /// The recording streamed.
   public var recording: Recording { core.recording }
 
-  /// The current power state.
-  public var powerState: SimulatedPowerState { core.state { $0.model.power } }
   /// Whether the last burst of a recording that does not loop has been taken for writing
   /// (it may still be on its way).
   public var isPlaybackFinished: Bool { core.state { $0.playback.isFinished } }
   /// Whether the pty exists (not unplugged).
   public var isPluggedIn: Bool { core.state { $0.pty != nil } }
-  /// Counters since the simulator started.
-  public var counters: SimulatorCounters { core.state { $0.snapshotCounters() } }
-  /// What the host wrote, decoded, in order: the newest
-  /// ``Configuration/receivedLimit`` inputs.
-  public var received: [ReceivedInput] { core.state { $0.model.received } }
   /// Inputs forgotten from ``received`` because of its limit.
   public var receivedForgotten: Int { core.state { $0.model.receivedForgotten } }
-  /// The commands among ``received``.
-  public var receivedCommands: [ReceiverCommand] { received.compactMap(\.command) }
   /// What the host's bytes did to the simulator's framer (checksum errors, noise).
   public var inputStatistics: FramerStatistics { core.state { $0.model.inputStatistics } }
   /// How commands are treated now.
   public var responses: ResponseMode { core.state { $0.model.responses } }
-
-  /// Changes how commands are treated from now on.
-  public func setResponses(_ responses: ResponseMode) {
-    core.mutate { state, _ in state.model.responses = responses }
-  }
-
-  /// Changes how fast the recording plays from now on.
-  public func setPace(_ pace: Pace) {
-    core.mutate { state, _ in state.playback.pace = pace }
-  }
-
-  /// Forgets what has been received so far (counters stay).
-  public func clearReceived() {
-    core.mutate { state, _ in state.model.clearReceived() }
-  }
-
-  /// Cuts and restores power, or pulses the ON_OFF / FORCE_ON pin: the receiver boots (for
-  /// the wake delay) from any state, hibernate included, and runs.
-  public func powerCycle() {
-    core.mutate { state, now in state.model.powerCycle(at: now) }
-  }
 
   /// Unplugs the receiver: the pty's controller closes, so a port reading ``devicePath``
   /// sees a hang-up (its read throws ``SerialPortError/Reason/disconnected(_:)``), bytes it
@@ -228,8 +201,8 @@ public struct SimulatorError: Error, Sendable, Hashable, CustomStringConvertible
 
 /// The simulator's state and threads; the public object only wraps it, so that releasing
 /// the object stops the threads (which refer to this core, not to the object).
-final class SimulatorCore: @unchecked Sendable {
-  struct State {
+final class SimulatorCore: SimulatedChipCore, @unchecked Sendable {
+  struct State: SimulatedChipState {
     var model: ReceiverModel
     var playback: Playback
     /// Replies waiting for the writer, in order.

@@ -29,7 +29,9 @@ import SerialGPS
 /// receiver is in standby then anyway). After a wake the first epoch follows one interval
 /// later. ``Pace/asFastAsPossible`` hands out the next epoch whenever the reader has taken the
 /// previous one.
-public final class ReplayConnector: ReceiverConnector, ObservableSimulatedReceiver {
+public final class ReplayConnector: SimulatedReceiver, ReceiverConnector,
+  ObservableSimulatedReceiver, @unchecked Sendable
+{
   /// How a replay behaves.
   public struct Configuration: Sendable {
     /// Which chip it imitates; `nil` (the default): the chip the recording came from
@@ -100,6 +102,7 @@ public final class ReplayConnector: ReceiverConnector, ObservableSimulatedReceiv
       interface: configuration.interface)
     core = ReplayCore(
       recording: recording, configuration: configuration, clock: clock, deviceName: name)
+    super.init(chip: core)
   }
 
   /// A replay of the recording at `path` (a fixture, or a file from `serialgps record`).
@@ -132,42 +135,12 @@ public final class ReplayConnector: ReceiverConnector, ObservableSimulatedReceiv
   public var recording: Recording { core.recording }
   /// The chip imitated.
   public var profile: ReceiverProfile { core.profile }
-  /// The chip's power state.
-  public var powerState: SimulatedPowerState { core.state { $0.model.power } }
   /// Whether a connection is open.
   public var isConnected: Bool { core.state { $0.link != nil } }
   /// Whether the device is there (not unplugged with ``hangUp()``).
   public var isPluggedIn: Bool { core.state { $0.pluggedIn } }
-  /// Counters since the replay was made: epochs (bursts) and bytes handed to connections,
-  /// bytes lost while nobody had it open, replies, power transitions.
-  public var counters: SimulatorCounters { core.state { $0.snapshotCounters() } }
-  /// What the driver wrote, decoded, in order (the newest ``Configuration/receivedLimit``).
-  public var received: [ReceivedInput] { core.state { $0.model.received } }
-  /// The commands among ``received``.
-  public var receivedCommands: [ReceiverCommand] { received.compactMap(\.command) }
 
   // MARK: - What a test can do
-
-  /// Changes how commands are treated from now on.
-  public func setResponses(_ responses: ResponseMode) {
-    core.mutate { state, _ in state.model.responses = responses }
-  }
-
-  /// Changes how fast the recording plays from the next epoch on.
-  public func setPace(_ pace: Pace) {
-    core.mutate { state, _ in state.playback.pace = pace }
-  }
-
-  /// Forgets what has been received so far (counters stay).
-  public func clearReceived() {
-    core.mutate { state, _ in state.model.clearReceived() }
-  }
-
-  /// Cuts and restores power, or pulses the ON_OFF pin: the chip boots for the wake delay,
-  /// from any state, and runs.
-  public func powerCycle() {
-    core.mutate { state, now in state.model.powerCycle(at: now) }
-  }
 
   /// Unplugs the receiver: a blocked read throws (the driver reports `disconnected`), the
   /// chip loses power, and connecting fails until ``replug()``. Idempotent.
@@ -215,7 +188,7 @@ public struct ReplayError: Error, Sendable, Hashable, CustomStringConvertible {
 // MARK: - The machinery
 
 /// The replay's state behind one lock, and the task that wakes it when something comes due.
-final class ReplayCore: @unchecked Sendable {
+final class ReplayCore: SimulatedChipCore, @unchecked Sendable {
   /// The open connection's side of the state.
   struct Link {
     let id: Int
@@ -225,7 +198,7 @@ final class ReplayCore: @unchecked Sendable {
     var interrupted = false
   }
 
-  struct State {
+  struct State: SimulatedChipState {
     var model: ReceiverModel
     var playback: Playback
     /// When the next epoch is due; `nil` while the chip is not streaming or the recording is

@@ -119,17 +119,6 @@ extension GuardedTerminal {
     }
   }
 
-  /// `bytes` as one buffer for `write`: in place when they are contiguous.
-  func withBuffer<Bytes: Sequence<UInt8>>(
-    _ bytes: Bytes, _ write: (UnsafeRawBufferPointer) throws(SerialPortError) -> Void
-  ) throws(SerialPortError) {
-    let written = bytes.withContiguousStorageIfAvailable { buffer in
-      Result { () throws(SerialPortError) in try write(UnsafeRawBufferPointer(buffer)) }
-    }
-    if let written { return try written.get() }
-    try withBuffer(Array(bytes), write)  // an array is contiguous
-  }
-
   func guardedInterrupt() {
     guard lifetime.enter() else { return }
     defer { lifetime.leave() }

@@ -48,35 +48,37 @@ public struct DeviceOwnership: Hashable, Sendable {
   static func groupName(_ gid: gid_t) -> String? {
     var group = Glibc.group()
     var result: UnsafeMutablePointer<Glibc.group>? = nil
-    var capacity = 1024
-    while capacity <= 1 << 20 {
-      let status = withUnsafeTemporaryAllocation(of: CChar.self, capacity: capacity) { buffer in
-        let status = getgrgid_r(gid, &group, buffer.baseAddress!, buffer.count, &result)
-        return (status, result.flatMap { $0.pointee.gr_name.map { String(cString: $0) } })
-      }
-      if status.0 == ERANGE {
-        capacity *= 4
-        continue
-      }
-      return status.1
+    return nameFromDatabase { buffer, capacity in
+      let status = getgrgid_r(gid, &group, buffer, capacity, &result)
+      return (status, result.flatMap { $0.pointee.gr_name.map { String(cString: $0) } })
     }
-    return nil
   }
 
   static func userName(_ uid: uid_t) -> String? {
     var user = passwd()
     var result: UnsafeMutablePointer<passwd>? = nil
+    return nameFromDatabase { buffer, capacity in
+      let status = getpwuid_r(uid, &user, buffer, capacity, &result)
+      return (status, result.flatMap { $0.pointee.pw_name.map { String(cString: $0) } })
+    }
+  }
+
+  /// Runs a reentrant look-up in the user or group database (`getpwuid_r`, `getgrgid_r`) with
+  /// a scratch buffer that grows while the look-up says it is too small (ERANGE), up to
+  /// 1 MiB; the name it found, or nil.
+  private static func nameFromDatabase(
+    _ lookUp: (UnsafeMutablePointer<CChar>, Int) -> (status: CInt, name: String?)
+  ) -> String? {
     var capacity = 1024
     while capacity <= 1 << 20 {
-      let status = withUnsafeTemporaryAllocation(of: CChar.self, capacity: capacity) { buffer in
-        let status = getpwuid_r(uid, &user, buffer.baseAddress!, buffer.count, &result)
-        return (status, result.flatMap { $0.pointee.pw_name.map { String(cString: $0) } })
+      let answer = withUnsafeTemporaryAllocation(of: CChar.self, capacity: capacity) { buffer in
+        lookUp(buffer.baseAddress!, buffer.count)
       }
-      if status.0 == ERANGE {
+      if answer.status == ERANGE {
         capacity *= 4
         continue
       }
-      return status.1
+      return answer.name
     }
     return nil
   }

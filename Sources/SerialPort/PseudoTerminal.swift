@@ -25,7 +25,7 @@ import POSIX
 ///
 /// Threading: as for ``SerialPort``, one reader and one writer at a time, ``interrupt()``
 /// and ``hangUp()`` from anywhere.
-public final class PseudoTerminal: GuardedTerminal {
+public final class PseudoTerminal: GuardedTerminal, PolledTerminal {
   /// The device side's path, `/dev/pts/N`.
   public let devicePath: String
   /// A symbolic link to ``devicePath``, when one was asked for; removed by ``hangUp()``.
@@ -102,13 +102,6 @@ public final class PseudoTerminal: GuardedTerminal {
     try guardedRead(into: buffer, deadline: deadline)
   }
 
-  /// Reads what the port wrote, waiting at most `timeout` (nil: forever).
-  public func read(
-    into buffer: UnsafeMutableRawBufferPointer, timeout: Duration? = nil
-  ) throws(SerialPortError) -> ReadResult {
-    try read(into: buffer, deadline: timeout.map { ContinuousClock.now.advanced(by: $0) })
-  }
-
   /// Reads up to `maximumCount` bytes the port wrote, waiting at most `timeout`; empty when the
   /// timeout passed or ``interrupt()`` was called.
   public func read(upTo maximumCount: Int = 4096, timeout: Duration?) throws(SerialPortError)
@@ -130,13 +123,6 @@ public final class PseudoTerminal: GuardedTerminal {
     throws(SerialPortError)
   {
     try guardedWrite(bytes, timeout: timeout)
-  }
-
-  /// Sends every byte of `bytes` to the port.
-  public func write<Bytes: Sequence<UInt8>>(_ bytes: Bytes, timeout: Duration? = nil)
-    throws(SerialPortError)
-  {
-    try withBuffer(bytes) { buffer throws(SerialPortError) in try write(buffer, timeout: timeout) }
   }
 
   /// Ends the current or next ``read(into:deadline:)`` with ``ReadResult/interrupted``.

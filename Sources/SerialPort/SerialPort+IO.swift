@@ -22,13 +22,6 @@ extension SerialPort {
     try guardedRead(into: buffer, deadline: deadline)
   }
 
-  /// Waits at most `timeout` (nil: forever) for data; see ``read(into:deadline:)``.
-  public func read(
-    into buffer: UnsafeMutableRawBufferPointer, timeout: Duration? = nil
-  ) throws(SerialPortError) -> ReadResult {
-    try read(into: buffer, deadline: timeout.map { ContinuousClock.now.advanced(by: $0) })
-  }
-
   /// Writes every byte, then waits (`tcdrain`) until the driver has sent them on the line.
   ///
   /// When the driver's buffer is full the thread sleeps in `poll` for room, woken early only by
@@ -48,12 +41,5 @@ extension SerialPort {
         throw SerialPortError(device: path, operation: .drain, errno: error)
       }
     }
-  }
-
-  /// Writes every byte of `bytes`; see ``write(_:timeout:)-(UnsafeRawBufferPointer,_)``.
-  public func write<Bytes: Sequence<UInt8>>(_ bytes: Bytes, timeout: Duration? = nil)
-    throws(SerialPortError)
-  {
-    try withBuffer(bytes) { buffer throws(SerialPortError) in try write(buffer, timeout: timeout) }
   }
 }

@@ -30,7 +30,7 @@ import POSIX
 ///
 /// Every call is a blocking system call: call them from threads you own, not from Swift
 /// concurrency's cooperative pool, where a blocked read would starve other tasks.
-public final class SerialPort: GuardedTerminal {
+public final class SerialPort: GuardedTerminal, PolledTerminal {
   /// The device path as given to ``open(path:baudRate:exclusive:)``.
   public let path: String
   /// Whether TIOCEXCL took: other opens fail with EBUSY. Root bypasses TIOCEXCL in the

@@ -29,6 +29,27 @@ extension ParsedArguments {
   }
 }
 
+/// What a command reads its arguments with: its `--help` text and its parser.
+protocol CommandArguments: SendableMetatype {
+  associatedtype Options
+  static var help: String { get }
+  static func parse(_ arguments: [String]) -> ParsedArguments<Options>
+}
+
+extension Command {
+  /// A command whose arguments `Arguments` reads: `--help` and mistakes are answered as by
+  /// every command (``ParsedArguments/run(command:help:_:)``, under this command's `name`),
+  /// and the options go to `body`.
+  init<Arguments: CommandArguments>(
+    name: String, usage: String, summary: String, arguments: Arguments.Type,
+    _ body: @escaping @Sendable (Arguments.Options) async -> Int32
+  ) {
+    self.init(name: name, usage: usage, summary: summary) { words in
+      await Arguments.parse(words).run(command: name, help: Arguments.help, body)
+    }
+  }
+}
+
 /// A mistake on the command line, said in words the user can act on.
 struct UsageMessage: Error, Equatable {
   let text: String
@@ -127,6 +148,11 @@ struct ArgumentReader {
     try seconds(
       in: 0...86_400, allowingZero: true,
       "--linger needs a number of seconds from 0 to 86400, such as 5 or 0.5")
+  }
+
+  /// `--count N`: how many fixes to print before stopping, at least one.
+  mutating func fixCount() throws(UsageMessage) -> Int {
+    try number(in: 1...Int.max, "--count needs a number above 0")
   }
 
   /// A number in `range`; `invalid` is the message otherwise.

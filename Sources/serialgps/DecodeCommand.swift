@@ -7,14 +7,13 @@ import POSIX
 
 let decodeCommand = Command(
   name: "decode", usage: "decode [FILE|-] [--json [--device NAME]] [--stats]",
-  summary: "Decode a recording (or standard input) and print one line per fix."
-) { arguments in
-  await DecodeCommand.parse(arguments).run(command: "decode", help: DecodeCommand.help) {
-    DecodeCommand.decode($0)
-  }
+  summary: "Decode a recording (or standard input) and print one line per fix.",
+  arguments: DecodeCommand.self
+) {
+  DecodeCommand.decode($0)
 }
 
-enum DecodeCommand {
+enum DecodeCommand: CommandArguments {
   static let help = """
     usage: serialgps decode [FILE|-] [--json [--device NAME]] [--stats]
 

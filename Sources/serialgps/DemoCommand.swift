@@ -13,14 +13,13 @@ import SerialPort
 let demoCommand = Command(
   name: "demo",
   usage: "demo [--speed X] [--fixes N] [--recording FILE]",
-  summary: "The bundled demo: a recorded drive on a virtual receiver, watched through the driver."
-) { arguments in
-  await DemoOptions.parse(arguments).run(command: "demo", help: DemoOptions.help) { options in
-    await DemoSession(options: options).run()
-  }
+  summary: "The bundled demo: a recorded drive on a virtual receiver, watched through the driver.",
+  arguments: DemoOptions.self
+) { options in
+  await DemoSession(options: options).run()
 }
 
-struct DemoOptions: Equatable {
+struct DemoOptions: Equatable, CommandArguments {
   var speed: Double = 5
   var fixes = 15
   var recording: String?

@@ -7,14 +7,13 @@ import SerialGPS
 let followCommand = Command(
   name: "follow",
   usage: "follow --mqtt URL ID [--json] [--count N] [--consumer NAME]",
-  summary: "Print a remote receiver's fixes from an MQTT broker, powering it while it follows."
-) { arguments in
-  await FollowOptions.parse(arguments).run(command: "follow", help: FollowOptions.help) {
-    options in await Follow.run(options)
-  }
+  summary: "Print a remote receiver's fixes from an MQTT broker, powering it while it follows.",
+  arguments: FollowOptions.self
+) { options in
+  await Follow.run(options)
 }
 
-struct FollowOptions: Equatable {
+struct FollowOptions: Equatable, CommandArguments {
   var broker = BrokerOptions()
   var id: String?
   var json = false
@@ -54,7 +53,7 @@ struct FollowOptions: Equatable {
       case "--json":
         options.json = true
       case "--count":
-        options.count = try reader.number(in: 1...Int.max, "--count needs a number above 0")
+        options.count = try reader.fixCount()
       case "--consumer":
         let name = try reader.value("--consumer needs a name")
         guard FleetTopics.isValidName(name) else {

@@ -12,15 +12,14 @@ import Replay
 let gpxCommand = Command(
   name: "gpx",
   usage: "gpx FILE [-o track.gpx] [--gap S] [--name NAME]",
-  summary: "Write a GPX 1.1 track from a recording."
-) { arguments in
-  await GPXOptions.parse(arguments).run(command: "gpx", help: GPXOptions.help) { options in
-    GPXSession(options: options).run()
-  }
+  summary: "Write a GPX 1.1 track from a recording.",
+  arguments: GPXOptions.self
+) { options in
+  GPXSession(options: options).run()
 }
 
 /// What `serialgps gpx` was asked for.
-struct GPXOptions: Equatable {
+struct GPXOptions: Equatable, CommandArguments {
   var input: String
   /// `-` (the default): standard output.
   var output = "-"

@@ -5,15 +5,14 @@ import GPSDProtocol
 // other serial port. Text for people, `--json` (an array, one object per port) for scripts.
 let listCommand = Command(
   name: "list", usage: "list [--json] [--all]",
-  summary: "List GPS receivers (known, and possible ones on generic USB-serial bridges)."
-) { arguments in
-  await ListOptions.parse(arguments).run(command: "list", help: ListOptions.help) { options in
-    await listReceivers(options)
-  }
+  summary: "List GPS receivers (known, and possible ones on generic USB-serial bridges).",
+  arguments: ListOptions.self
+) { options in
+  await listReceivers(options)
 }
 
 /// What `serialgps list` was asked for.
-struct ListOptions: Equatable {
+struct ListOptions: Equatable, CommandArguments {
   var json = false
   /// Every serial port, not only the receivers.
   var all = false

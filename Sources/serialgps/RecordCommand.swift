@@ -15,16 +15,15 @@ let recordCommand = Command(
   usage:
     "record DEVICE -o FILE [--duration S] [--baud N|auto] [--chipset ublox|mtk|sirf|nmea] "
     + "[--name NAME]",
-  summary: "Record every byte a receiver sends, with a header, for replay and decode."
-) { arguments in
-  await RecordOptions.parse(arguments).run(command: "record", help: RecordOptions.help) { options in
-    let interruption = StopSignals()
-    return await onOwnThread { RecordSession(options: options).run(interruption) }
-  }
+  summary: "Record every byte a receiver sends, with a header, for replay and decode.",
+  arguments: RecordOptions.self
+) { options in
+  let interruption = StopSignals()
+  return await onOwnThread { RecordSession(options: options).run(interruption) }
 }
 
 /// What `serialgps record` was asked for.
-struct RecordOptions: Equatable {
+struct RecordOptions: Equatable, CommandArguments {
   var device: String
   var output: String
   var duration: Duration?

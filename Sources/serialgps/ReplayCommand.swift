@@ -9,15 +9,14 @@ import Replay
 let replayCommand = Command(
   name: "replay",
   usage: "replay FILE [--speed X | --fast] [--chipset ublox|mtk|sirf|nmea] [--loop] [--link PATH]",
-  summary: "Present a recording as a virtual receiver on a pty (prints the device to open)."
-) { arguments in
-  await ReplayOptions.parse(arguments).run(command: "replay", help: ReplayOptions.help) { options in
-    await ReplaySession(options: options).run()
-  }
+  summary: "Present a recording as a virtual receiver on a pty (prints the device to open).",
+  arguments: ReplayOptions.self
+) { options in
+  await ReplaySession(options: options).run()
 }
 
 /// What `serialgps replay` was asked for.
-struct ReplayOptions: Equatable {
+struct ReplayOptions: Equatable, CommandArguments {
   var path: String
   var pace: Pace = .realTime
   /// `nil`: the chip the recording came from.

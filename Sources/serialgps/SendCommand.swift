@@ -13,11 +13,14 @@ let sendCommand = Command(
   name: "send",
   usage: "send DEVICE (standby|wake|RAW) [--chipset ublox|mtk|sirf|nmea] [--baud N|auto] "
     + "[--timeout S]",
-  summary: "Send a receiver its standby or wake commands, or a raw command, and report its answer."
-) { arguments in
-  await SendRequest.parse(arguments).run(command: "send", help: sendHelp) { request in
-    await onOwnThread { SendSession(request: request).run() }
-  }
+  summary: "Send a receiver its standby or wake commands, or a raw command, and report its answer.",
+  arguments: SendRequest.self
+) { request in
+  await onOwnThread { SendSession(request: request).run() }
+}
+
+extension SendRequest: CommandArguments {
+  static var help: String { sendHelp }
 }
 
 private let sendHelp = """

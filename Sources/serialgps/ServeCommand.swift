@@ -20,14 +20,13 @@ let serveCommand = Command(
     + "[--time …] [DEVICE …]",
   summary:
     "Serve receivers to gpsd clients (port 2947) and an MQTT fleet, powered only while someone "
-    + "watches."
-) { arguments in
-  await ServeOptions.parse(arguments).run(command: "serve", help: ServeOptions.help) { options in
-    await ServeCommand.run(options)
-  }
+    + "watches.",
+  arguments: ServeOptions.self
+) { options in
+  await ServeCommand.run(options)
 }
 
-struct ServeOptions: Equatable {
+struct ServeOptions: Equatable, CommandArguments {
   var listen = "127.0.0.1:2947"
   var linger: Duration = .seconds(5)
   var maximumClients = 64

@@ -14,13 +14,14 @@ let watchCommand = Command(
   usage:
     "watch [DEVICE] [--chipset auto|\(ChipsetFamily.cliNames)] [--baud N|auto] [--count N] "
     + "[--json] [--linger SECONDS]",
-  summary: "Power a receiver on, print its fixes as they come, power it off on exit."
-) { arguments in
-  await Watch.run(arguments)
+  summary: "Power a receiver on, print its fixes as they come, power it off on exit.",
+  arguments: Watch.self
+) { options in
+  await Watch.run(options)
 }
 
 /// The `watch` subcommand: argument parsing, the event loop, output.
-enum Watch {
+enum Watch: CommandArguments {
   struct Options {
     var device: String?
     var chipset: ChipsetChoice = .automatic
@@ -86,7 +87,7 @@ enum Watch {
       case "--baud":
         options.baud = try reader.baud().map { .fixed($0) } ?? .automatic()
       case "--count":
-        options.count = try reader.number(in: 1...Int.max, "--count needs a number above 0")
+        options.count = try reader.fixCount()
       case "--linger":
         options.linger = try reader.linger()
       default:
@@ -97,13 +98,11 @@ enum Watch {
     }
   }
 
-  static func run(_ arguments: [String]) async -> Int32 {
-    await parse(arguments).run(command: "watch", help: help) { options in
-      if let device = options.device {
-        return await watch(device: device, options: options)
-      }
-      return await watchFirstReceiver(options: options)
+  static func run(_ options: Options) async -> Int32 {
+    if let device = options.device {
+      return await watch(device: device, options: options)
     }
+    return await watchFirstReceiver(options: options)
   }
 
   /// Without a DEVICE: the first receiver discovery finds (known ones first), followed across

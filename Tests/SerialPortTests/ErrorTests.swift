@@ -66,6 +66,18 @@ struct ErrorTests {
     }
   }
 
+  /// The owner and group of a real node are looked up by name in the user and group
+  /// databases (getpwuid_r, getgrgid_r).
+  @Test func inspectNamesTheOwnerAndGroupOfARealNode() throws {
+    let ownership = try #require(DeviceOwnership.inspect(path: "/dev/null"))
+    #expect(ownership.ownerID == 0)
+    #expect(ownership.ownerName == "root")
+    #expect(ownership.groupID == 0)
+    #expect(ownership.groupName == "root")
+    #expect(ownership.summary == "crw-rw-rw- root:root")
+    #expect(DeviceOwnership.inspect(path: "/nonexistent/serialgps-node") == nil)
+  }
+
   /// A user outside the device's group gets the group and both remedies.
   @Test func permissionMessageNamesGroupAndRemedies() {
     let ownership = DeviceOwnership(

@@ -61,15 +61,18 @@ struct PortTests {
     defer { port.close() }
     let outbound = pattern(1 << 20)
     let inbound = Array(pattern(3 << 19).reversed())
+    // One limit for every blocking step: a reader that gives up (or throws) leaves its writer
+    // with nobody to make room, so the writes carry it too and fail instead of hanging.
+    let limit = Duration.seconds(120)
 
-    let toController = Background { try pty.readExactly(outbound.count) }
-    let toPort = Background { try port.readExactly(inbound.count) }
-    try await onOwnThread { try port.write(outbound) }
-    try await onOwnThread { try pty.write(inbound) }
+    let toController = Background { try pty.readExactly(outbound.count, timeout: limit) }
+    let toPort = Background { try port.readExactly(inbound.count, timeout: limit) }
+    try await onOwnThread { try port.write(outbound, timeout: limit) }
+    try await onOwnThread { try pty.write(inbound, timeout: limit) }
 
-    let received = try #require(await toController.result(within: .seconds(120))).get()
+    let received = try #require(await toController.result(within: limit)).get()
     #expect(received == outbound)
-    let receivedByPort = try #require(await toPort.result(within: .seconds(120))).get()
+    let receivedByPort = try #require(await toPort.result(within: limit)).get()
     #expect(receivedByPort == inbound)
   }
 

@@ -1,0 +1,80 @@
+import Chipsets
+
+/// What a test looks at and changes on a simulated receiver, on a pty (``ReceiverSimulator``)
+/// or in-process (``ReplayConnector``): the simulated chip (``ReceiverModel``) and the
+/// recording it plays (``Playback``), which both keep behind their own lock. Written once
+/// here; what differs (plugging, connecting, threads) is each one's own.
+public class SimulatedReceiver: @unchecked Sendable {
+  // @unchecked (here and in the two subclasses): a class with subclasses cannot be checked;
+  // every stored property of the three is a constant of a Sendable type.
+  let chip: any SimulatedChipCore
+
+  init(chip: any SimulatedChipCore) { self.chip = chip }
+
+  /// The chip's power state now.
+  public var powerState: SimulatedPowerState { chip.readingModel { $0.power } }
+  /// Counters since the receiver was made: epochs (bursts) and their sentences and bytes
+  /// handed out, and those lost while nobody read; replies; power transitions; loops;
+  /// unplugs and replugs.
+  public var counters: SimulatorCounters { chip.snapshotCounters() }
+  /// What the driver wrote, decoded, in order: the newest `receivedLimit` inputs of the
+  /// configuration.
+  public var received: [ReceivedInput] { chip.readingModel { $0.received } }
+  /// The commands among ``received``.
+  public var receivedCommands: [ReceiverCommand] { received.compactMap(\.command) }
+
+  /// Changes how commands are treated from now on.
+  public func setResponses(_ responses: ResponseMode) {
+    chip.changingModel { model, _ in model.responses = responses }
+  }
+
+  /// Changes how fast the recording plays from the next epoch on.
+  public func setPace(_ pace: Pace) {
+    chip.changingPlayback { $0.pace = pace }
+  }
+
+  /// Forgets what has been received so far (counters stay).
+  public func clearReceived() {
+    chip.changingModel { model, _ in model.clearReceived() }
+  }
+
+  /// Cuts and restores power, or pulses the ON_OFF / FORCE_ON pin: the chip boots (for the
+  /// wake delay) from any state, hibernate included, and runs.
+  public func powerCycle() {
+    chip.changingModel { model, now in model.powerCycle(at: now) }
+  }
+}
+
+/// The state of a simulated receiver, as its core keeps it behind its lock.
+protocol SimulatedChipState {
+  var model: ReceiverModel { get set }
+  var playback: Playback { get set }
+  func snapshotCounters() -> SimulatorCounters
+}
+
+/// The lock and the state behind a ``SimulatedReceiver``: ``SimulatorCore`` (a pty and two
+/// threads) or ``ReplayCore`` (a connection and the driver's clock).
+protocol SimulatedChipCore: AnyObject, Sendable {
+  associatedtype State: SimulatedChipState
+  /// Reads the state under the lock.
+  func state<T>(_ body: (State) -> T) -> T
+  /// Changes the state under the lock, given the chip's time now, and follows what the change
+  /// did to the chip's power (streaming starts or stops).
+  func mutate(_ body: (inout State, Duration) -> Void)
+}
+
+extension SimulatedChipCore {
+  func readingModel<T>(_ body: (ReceiverModel) -> T) -> T {
+    state { body($0.model) }
+  }
+
+  func changingModel(_ body: (inout ReceiverModel, Duration) -> Void) {
+    mutate { state, now in body(&state.model, now) }
+  }
+
+  func changingPlayback(_ body: (inout Playback) -> Void) {
+    mutate { state, _ in body(&state.playback) }
+  }
+
+  func snapshotCounters() -> SimulatorCounters { state { $0.snapshotCounters() } }
+}
