@@ -3,6 +3,7 @@
 
     scripts/bench-time.py [--serialgps PATH] [--epochs N] [--baud 9600,115200]
                           [--pacing fifo,usb] [--no-chrony] [--json]
+                          [--per-epoch] [--serve-log PATH]
 
 A simulated receiver writes one epoch a second (GGA, GSA, three GSV, RMC, VTG: about 500
 bytes), its first byte `--delay` (100 ms) after the second it names. Its bytes cross a UART at
@@ -41,6 +42,11 @@ The same run feeds one chronyd (`chronyd -x`, refclocks `noselect`, poll 1 s): s
 (refid SGPS) and SHM unit 70 (SGSH), gpsd's SHM unit 0 (GPSD, where gpsd as root puts serial
 time); `chronyc sourcestats` at the end of each run gives chrony's own offset (the receiver's
 delay, 100 ms, plus the server's error) and standard deviation for each.
+
+--per-epoch prints, on standard error, each epoch's error for both servers beside the least
+lateness of the simulator's writes and how its first four packets were written (lateness,
+time the write took, bytes): an outlier the simulator caused shows there. --serve-log keeps
+serve's standard error.
 
 Default PATH: .build/release/serialgps, else .build/debug/serialgps. serve writes NTP SHM units
 70 and 71 (removed afterwards); gpsd, as root, takes units 0 and 1 as it always does: do not
