@@ -25,11 +25,19 @@ public protocol ReceiverConnection: AnyObject, Sendable {
   /// the carrier-detect line (a PPS on DCD; docs/time.md); the caller closes it before the
   /// reader stops. `nil` when the connection has no modem lines. By default `nil`.
   func carrierDetectDescriptor() -> CInt?
+  /// When the bytes the last ``read(into:)`` returned reached the system, if they were read
+  /// from the device before that call: bytes heard while the baud rate was searched for,
+  /// handed out first, dated by the search's read that brought them (`CLOCK_REALTIME`, the
+  /// time of the last byte returned). `nil` when the call read them itself: the reader then
+  /// takes the clock as it returns. Asked by the reader right after each read that returned
+  /// bytes, when the receiver has a time service. By default `nil`.
+  func timeOfBytesLastRead() -> PosixTime?
 }
 
 extension ReceiverConnection {
   public var lineTiming: LineTiming { .unpaced }
   public func carrierDetectDescriptor() -> CInt? { nil }
+  public func timeOfBytesLastRead() -> PosixTime? { nil }
 }
 
 /// Opens connections to one receiver, as many times as the power policy asks.

@@ -1,6 +1,7 @@
 import Chipsets
 import NMEA
 import POSIX
+import TimeService
 
 /// One connection's reading loop: bytes → decoder → hub, with the acknowledgements to the
 /// controller's command loop, what the receiver says about itself to ``ReceiverKnowledge``,
@@ -56,8 +57,12 @@ final class ConnectionReader: @unchecked Sendable {
       let count: Int
       do {
         count = try connection.read(into: buffer)
-        // The system time first, before anything else is done with the bytes (docs/time.md).
-        if count > 0 { timekeeping?.readReturned(count: count, at: .now()) }
+        // The system time first, before anything else is done with the bytes (docs/time.md);
+        // bytes heard during the baud search keep the time of the search's read.
+        if count > 0, timekeeping != nil {
+          let now = PosixTime.now()
+          timekeeping?.readReturned(count: count, at: connection.timeOfBytesLastRead() ?? now)
+        }
       } catch {
         if !stop.withLock({ $0 }) {
           core.inbox.post(

@@ -268,7 +268,9 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
     }
     guard let tried = opened.unrecognisedRates else {
       // What it said while being listened to is its first data: handed to the reader.
-      return SerialConnection(port: opened.port, interface: interface, heard: opened.heard)
+      return SerialConnection(
+        port: opened.port, interface: interface, heard: opened.heard,
+        heardReads: opened.heardReads)
     }
     opened.port.close()
     state.withLock { $0.following.reject(device) }

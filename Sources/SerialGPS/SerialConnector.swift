@@ -35,6 +35,22 @@ public struct SerialConnector: ReceiverConnector {
     public var rate: BaudRate { port.baudRate }
     /// Every byte received at the rate found: the receiver's first data, not to be lost.
     public var heard: [UInt8] { detection?.heard ?? [] }
+    /// The reads that brought ``heard``, in order, each with the system time
+    /// (`CLOCK_REALTIME`) taken as it returned: the time service dates the heard bytes by
+    /// them, as it dates the reader's own reads (docs/time.md).
+    public let heardReads: [HeardRead]
+  }
+
+  /// One read of the baud search: how many bytes it brought and when it returned.
+  public struct HeardRead: Sendable, Hashable {
+    public var count: Int
+    /// `CLOCK_REALTIME` as the read returned.
+    public var time: PosixTime
+
+    public init(count: Int, time: PosixTime) {
+      self.count = count
+      self.time = time
+    }
   }
 
   public let path: String
@@ -90,7 +106,8 @@ public struct SerialConnector: ReceiverConnector {
     let opened = try await Self.openPort(
       path: path, baud: baud, memory: memory, ratelessPort: interface == .usb)
     // The sentences that decided the rate are the receiver's first: not lost.
-    return SerialConnection(port: opened.port, interface: interface, heard: opened.heard)
+    return SerialConnection(
+      port: opened.port, interface: interface, heard: opened.heard, heardReads: opened.heardReads)
   }
 
   /// Opens a receiver's port as `baud` says and leaves it open: at a fixed rate, or at the
@@ -129,18 +146,24 @@ public struct SerialConnector: ReceiverConnector {
         port.close()
         throw error
       }
-      return OpenedPort(port: port, detection: nil, unrecognisedRates: nil)
+      return OpenedPort(port: port, detection: nil, unrecognisedRates: nil, heardReads: [])
     }
     do {
       try opened(port, true)
+      // The search's reads are timed as the reader's are: the clock as soon as each returns.
+      var readTimes: [PosixTime] = []
       let detection = try Autobaud.detect(
         on: port, candidates: candidates, timePerRate: timePerRate, memory: &memory,
+        readReturned: { _ in readTimes.append(.now()) },
         recognises: { NMEAFramer.holdsChecksummedSentences($0) })
-      return OpenedPort(port: port, detection: detection, unrecognisedRates: nil)
+      let heardReads = zip(detection.heardReads, readTimes.suffix(detection.heardReads.count))
+        .map { HeardRead(count: $0, time: $1) }
+      return OpenedPort(
+        port: port, detection: detection, unrecognisedRates: nil, heardReads: heardReads)
     } catch let error as SerialPortError {
       // `detect` put the port back at the rate it was opened at.
       if case .nothingRecognised(let tried, _) = error.reason {
-        return OpenedPort(port: port, detection: nil, unrecognisedRates: tried)
+        return OpenedPort(port: port, detection: nil, unrecognisedRates: tried, heardReads: [])
       }
       port.close()
       throw error
@@ -186,24 +209,63 @@ public struct SerialConnector: ReceiverConnector {
 final class SerialConnection: ReceiverConnection {
   let port: SerialPort
   let interface: HostInterface
-  /// Bytes already read from the port (while listening for its rate), handed out first.
-  private let pending: Locked<[UInt8]>
+  /// Bytes already read from the port (while listening for its rate), handed out first, with
+  /// the reads that brought them.
+  private let pending: Locked<Pending>
 
-  /// - Parameter interface: by default told by the port's path.
-  init(port: SerialPort, interface: HostInterface? = nil, heard: [UInt8] = []) {
-    self.port = port
-    self.interface = interface ?? HostInterface(devicePath: port.path)
-    pending = Locked(heard)
+  private struct Pending {
+    var bytes: [UInt8]
+    /// In order, adding up to `bytes` (or empty: the bytes are not dated).
+    var reads: [SerialConnector.HeardRead]
+    /// Bytes of `reads[0]` already handed out.
+    var handedOut = 0
+    /// When the bytes the last ``read(into:)`` handed out arrived, if they were pending.
+    var lastTime: PosixTime?
   }
+
+  /// - Parameters:
+  ///   - interface: by default told by the port's path.
+  ///   - heard: bytes read while the rate was searched for, handed out first.
+  ///   - heardReads: the reads that brought `heard`, with their times (adding up to it), or
+  ///     none.
+  init(
+    port: SerialPort, interface: HostInterface? = nil, heard: [UInt8] = [],
+    heardReads: [SerialConnector.HeardRead] = []
+  ) {
+    precondition(
+      heardReads.isEmpty || heardReads.reduce(0, { $0 + $1.count }) == heard.count,
+      "the heard reads bring every heard byte")
+    let interface = interface ?? HostInterface(devicePath: port.path)
+    self.port = port
+    self.interface = interface
+    pending = Locked(Pending(bytes: heard, reads: heardReads))
+    heardTiming = heardReads.isEmpty ? .unpaced : Self.lineTiming(of: port, interface: interface)
+  }
+
+  /// The line the heard bytes came over (the port is at its final rate once they are heard).
+  private let heardTiming: LineTiming
 
   func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
     let taken = pending.withLock { pending -> Int in
-      let count = min(buffer.count, pending.count)
+      pending.lastTime = nil
+      var count = min(buffer.count, pending.bytes.count)
       guard count > 0 else { return 0 }
-      pending.withUnsafeBytes {
+      if let read = pending.reads.first {
+        // One heard read at a time, each handed out with the time its last byte came.
+        count = min(count, read.count - pending.handedOut)
+        pending.lastTime = LineTiming.arrival(
+          ofByteAt: pending.handedOut + count - 1, inReadOf: read.count, returnedAt: read.time,
+          timing: heardTiming)
+        pending.handedOut += count
+        if pending.handedOut == read.count {
+          pending.reads.removeFirst()
+          pending.handedOut = 0
+        }
+      }
+      pending.bytes.withUnsafeBytes {
         buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[..<count]))
       }
-      pending.removeFirst(count)
+      pending.bytes.removeFirst(count)
       return count
     }
     if taken > 0 { return taken }
@@ -211,6 +273,11 @@ final class SerialConnection: ReceiverConnection {
     case .received(let count): return count
     case .timedOut, .interrupted: return 0
     }
+  }
+
+  /// The bytes heard during the baud search are dated by the search's reads.
+  func timeOfBytesLastRead() -> PosixTime? {
+    pending.withLock { $0.lastTime }
   }
 
   func write(_ bytes: [UInt8]) throws {
@@ -223,7 +290,9 @@ final class SerialConnection: ReceiverConnection {
 
   /// A pty has no modem lines and no line rate; `ttyACM` is the receiver's own USB, whose
   /// rate setting the device ignores. Everything else is a UART at the port's rate.
-  var lineTiming: LineTiming {
+  var lineTiming: LineTiming { Self.lineTiming(of: port, interface: interface) }
+
+  private static func lineTiming(of port: SerialPort, interface: HostInterface) -> LineTiming {
     guard port.supportsModemLines, interface != .usb else {
       return .unpaced
     }

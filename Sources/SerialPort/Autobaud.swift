@@ -37,6 +37,17 @@ public enum Autobaud {
     /// Every byte received at ``rate`` while listening, in order: already the receiver's data,
     /// for a caller that must not lose it (a recording). At most what `timePerRate` brings.
     public let heard: [UInt8]
+    /// How many bytes each read at ``rate`` brought, in order (they add up to `heard`): the
+    /// last `heardReads.count` calls of `readReturned`, for a caller that dates each read.
+    public let heardReads: [Int]
+
+    public init(rate: BaudRate, triedRates: [BaudRate], heard: [UInt8], heardReads: [Int]) {
+      precondition(heardReads.reduce(0, +) == heard.count, "the reads bring every heard byte")
+      self.rate = rate
+      self.triedRates = triedRates
+      self.heard = heard
+      self.heardReads = heardReads
+    }
   }
 
   /// Opens `path`, finds its rate, closes it again (restoring its settings), and remembers the
@@ -74,10 +85,14 @@ public enum Autobaud {
 
   /// Finds the rate of an open port and leaves the port at it. On failure the port is put back
   /// at the rate it had. Must be called from the port's reader (it reads).
+  ///
+  /// - Parameter readReturned: called with the count as soon as a read returns bytes, at any
+  ///   rate, before they are looked at: a caller that dates bytes by their read (the time
+  ///   service) takes its clock here, as the reader does after each of its reads.
   public static func detect(
     on port: SerialPort, candidates: [BaudRate] = defaultCandidates,
     timePerRate: Duration = defaultTimePerRate, memory: inout BaudRateMemory,
-    recognises: ([UInt8]) -> Bool
+    readReturned: (_ count: Int) -> Void = { _ in }, recognises: ([UInt8]) -> Bool
   ) throws(SerialPortError) -> Detection {
     let originalRate = port.baudRate
     var tried: [BaudRate] = []
@@ -86,6 +101,7 @@ public enum Autobaud {
     received.reserveCapacity(window + chunk.count)
     // All of it, not only the window `recognises` is shown: bounded by time × rate.
     var heard: [UInt8] = []
+    var heardReads: [Int] = []
 
     for rate in memory.searchOrder(for: port.path, candidates: candidates) {
       do {
@@ -97,6 +113,7 @@ public enum Autobaud {
       tried.append(rate)
       received.removeAll(keepingCapacity: true)
       heard.removeAll(keepingCapacity: true)
+      heardReads.removeAll(keepingCapacity: true)
       let deadline = ContinuousClock.now.advanced(by: timePerRate)
 
       listening: while true {
@@ -105,12 +122,15 @@ public enum Autobaud {
         }
         switch try result.get() {
         case .received(let count):
+          readReturned(count)
           received.append(contentsOf: chunk[..<count])
           heard.append(contentsOf: chunk[..<count])
+          heardReads.append(count)
           if received.count > window { received.removeFirst(received.count - window) }
           if recognises(received) {
             memory.remember(rate, for: port.path)
-            return Detection(rate: rate, triedRates: tried, heard: heard)
+            return Detection(
+              rate: rate, triedRates: tried, heard: heard, heardReads: heardReads)
           }
         case .timedOut:
           break listening

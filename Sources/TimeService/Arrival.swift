@@ -31,9 +31,15 @@ public enum LineTiming: Sendable, Hashable {
     timing: LineTiming
   ) -> PosixTime {
     precondition(index >= 0 && index < count, "byte \(index) is not in a read of \(count)")
-    guard case .uart(let baud) = timing, baud > 0 else { return readTime }
-    let bitsAfter = Int64(count - 1 - index) * 10
-    return readTime - .nanoseconds((bitsAfter * 1_000_000_000 + Int64(baud) / 2) / Int64(baud))
+    return readTime - timing.lineTime(ofBytes: count - 1 - index)
+  }
+
+  /// How long `bytes` characters take on the line (zero without a line rate), to the
+  /// nanosecond.
+  func lineTime(ofBytes bytes: Int) -> Duration {
+    guard case .uart(let baud) = self, baud > 0 else { return .zero }
+    let bits = Int64(bytes) * 10
+    return .nanoseconds((bits * 1_000_000_000 + Int64(baud) / 2) / Int64(baud))
   }
 }
 
@@ -41,12 +47,14 @@ public enum LineTiming: Sendable, Hashable {
 ///
 /// This is what the reader supplies for each epoch (see ``ReadTimeline``): the system time
 /// (`CLOCK_REALTIME`) of the byte that began the epoch's first sentence (its `$`), dated back
-/// from the read that returned it by ``LineTiming/arrival(ofByteAt:inReadOf:returnedAt:timing:)``.
+/// from the read that returned it by ``LineTiming/arrival(ofByteAt:inReadOf:returnedAt:timing:)``,
+/// or from a later read of the same stream when that gives an earlier time
+/// (``ReadTimeline/arrival(ofByteAt:)``).
 public struct ArrivalTime: Sendable, Hashable {
   /// The system time at which the byte arrived.
   public var time: PosixTime
-  /// How far it was dated back from the read's own time (zero for the last byte of a read and
-  /// for ``LineTiming/unpaced`` lines).
+  /// How far it was dated back from the time of the read that carried it (zero for the last
+  /// byte of a read that no later read dates earlier, and for ``LineTiming/unpaced`` lines).
   public var backdating: Duration
 
   public init(time: PosixTime, backdating: Duration = .zero) {
@@ -98,16 +106,28 @@ public struct ReadTimeline: Sendable {
 
   /// When the byte at `offset` of the stream arrived; `nil` when it has not been read yet or
   /// was read longer ago than the reads remembered.
+  ///
+  /// On a UART every read from the one that carried the byte to the newest bounds its arrival:
+  /// a read's last byte arrived before the read returned, and the byte at `offset` at least one
+  /// character time per byte between them before that, since a line carries no byte faster
+  /// than its rate. A pause on the line only makes a bound later, never earlier, so the
+  /// earliest bound is the arrival. It matters when the read that carried the byte returned
+  /// late: the first bytes after a silence (an epoch's first sentence) wake a reader that has
+  /// slept for most of a second, and that wake-up can take milliseconds (a CPU coming out of
+  /// idle, a virtual CPU the host has to schedule), while the reads that follow in the same
+  /// burst return at once. Without a line rate each byte is dated by the read that carried it.
   public func arrival(ofByteAt offset: UInt64) -> ArrivalTime? {
     guard offset < streamOffset else { return nil }
     var slot = newest
+    var earliest: PosixTime?
     for _ in 0..<stored {
       let read = reads[slot]
+      // Bounded by this read's last byte, `read.end - 1 - offset` characters after this one.
+      let bound = read.time - timing.lineTime(ofBytes: Int(read.end - 1 - offset))
+      if case .uart = timing, earliest.map({ bound < $0 }) ?? true { earliest = bound }
       let start = read.end - UInt64(read.count)
       if offset >= start {
-        let arrived = LineTiming.arrival(
-          ofByteAt: Int(offset - start), inReadOf: read.count, returnedAt: read.time,
-          timing: timing)
+        let arrived = earliest ?? bound
         return ArrivalTime(time: arrived, backdating: read.time - arrived)
       }
       slot = (slot - 1 + reads.count) % reads.count

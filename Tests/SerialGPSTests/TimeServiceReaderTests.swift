@@ -282,4 +282,102 @@ struct TimeServiceReaderTests {
     #expect(duplicates.count == 1 && duplicates[0] >= 0)
     #expect(!service.listensForPulses)
   }
+
+  // MARK: - Bytes heard during the baud search
+
+  @Test("the baud search times each read as it returns, and hands the times on with the bytes")
+  func baudSearchTimesItsReads() throws {
+    let pty = try PseudoTerminal()
+    let halves = Self.epoch(1_796_169_600)  // a GGA, then a GSA and an RMC
+    let sentences = halves.first + halves.rest
+    let written = Locked<[PosixTime]>([])
+    // One sentence, then two more 200 ms later: the search recognises the rate only at its
+    // second read (it waits for two sentences), so a time taken when the search ends would
+    // date the first read 200 ms late.
+    let writer = OwnThread.start(name: "test-writer") {
+      sleepThread(for: .milliseconds(200))
+      for half in [halves.first, halves.rest] {
+        written.withLock { $0.append(.now()) }
+        try? pty.write(half, timeout: .milliseconds(200))
+        sleepThread(for: .milliseconds(200))
+      }
+    }
+    defer { writer.joinBlocking() }
+    var memory = BaudRateMemory()
+    let opened = try SerialConnector.openPort(
+      path: pty.devicePath, baud: .automatic(candidates: [.b9600], timePerRate: .seconds(5)),
+      memory: &memory)
+    defer { opened.port.close() }
+    let returned = PosixTime.now()
+    let writes = written.withLock { $0 }
+    try #require(writes.count == 2 && opened.detection?.rate == .b9600)
+    #expect(opened.heard == sentences)
+    #expect(opened.heardReads.map(\.count).reduce(0, +) == sentences.count)
+    let first = try #require(opened.heardReads.first)
+    #expect(first.count == halves.first.count)
+    #expect(first.time >= writes[0] && first.time <= returned)
+    if Self.timingChecked {
+      #expect(first.time - writes[0] < .milliseconds(100), "read \(first.time - writes[0]) late")
+    }
+    #expect(opened.heardReads.last!.time >= writes[1])
+
+    // The connection hands each heard read out on its own, with its time; then reads the port.
+    let connection = SerialConnection(
+      port: opened.port, heard: opened.heard, heardReads: opened.heardReads)
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+    defer { buffer.deallocate() }
+    for read in opened.heardReads {
+      #expect(try connection.read(into: buffer) == read.count)
+      #expect(connection.timeOfBytesLastRead() == read.time)
+    }
+    try pty.write(halves.first, timeout: .milliseconds(200))
+    #expect(try connection.read(into: buffer) == halves.first.count)
+    #expect(connection.timeOfBytesLastRead() == nil)
+  }
+
+  /// A connector that gives one connection, made beforehand.
+  struct GivenConnector: ReceiverConnector {
+    let connection: any ReceiverConnection
+    var deviceName: String { "heard" }
+    func connect() async throws -> any ReceiverConnection { connection }
+  }
+
+  @Test("epochs heard during the baud search are dated by the search's reads, not the reader's")
+  func heardEpochsKeepTheirReadTimes() async throws {
+    let pty = try PseudoTerminal()
+    let port = try SerialPort.open(path: pty.devicePath, baudRate: .b9600)
+    // Five epochs heard during a search, one read each, 100 ms into its second, the last a
+    // few seconds ago; the reader gets them all at its first reads, now.
+    let last = PosixTime.now().seconds - 3
+    var heard: [UInt8] = []
+    var reads: [SerialConnector.HeardRead] = []
+    for second in (last - 4)...last {
+      let (first, rest) = Self.epoch(second)
+      heard += first + rest
+      reads.append(
+        .init(
+          count: first.count + rest.count,
+          time: PosixTime(seconds: second, nanoseconds: 100_000_000)))
+    }
+    let connection = SerialConnection(port: port, heard: heard, heardReads: reads)
+    let (service, samples) = try Self.service(device: pty.devicePath)
+    var options = GPSReceiver.Options()
+    options.linger = .zero
+    options.chipset = .family(.nmea)
+    let receiver = GPSReceiver(connector: GivenConnector(connection: connection), options: options)
+    receiver.timeService = service
+    let subscription = receiver.subscribe { _ in }
+    // Trust takes three steady epochs (rule 9): dated by the first reads of the reader, all
+    // within a millisecond, their offsets would differ by a second each and start trust over.
+    #expect(await eventually(timeout: .seconds(10)) { samples.withLock { $0.count } >= 2 })
+    subscription.cancel()
+    await receiver.shutdown()
+    let collected = samples.withLock { $0 }
+    #expect(collected.count >= 2, "\(service.statistics)")
+    for sample in collected {
+      // A pty has no line rate: the epoch's first byte is dated by the read that brought it.
+      #expect(
+        sample.arrival == PosixTime(seconds: sample.receiverTime.seconds, nanoseconds: 100_000_000))
+    }
+  }
 }

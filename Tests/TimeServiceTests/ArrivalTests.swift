@@ -79,4 +79,39 @@ struct ArrivalTests {
     #expect(timeline.streamOffset == 0)
     #expect(timeline.arrival(ofByteAt: 0) == nil)
   }
+
+  /// The outlier of the 9600 baud benchmark: the read that carries an epoch's first bytes
+  /// wakes a reader that slept for most of a second and can return milliseconds after its last
+  /// byte arrived; the next read of the same burst returns at once, and a byte cannot have
+  /// arrived later than that read's bytes less their character times.
+  @Test func aLateReadIsDatedByTheReadsAfterIt() {
+    let characters = { (n: Int64) in Duration.nanoseconds((n * 10 * 1_000_000_000 + 4800) / 9600) }
+    let start = posix(200, ms: 100)  // the first byte's stop bit
+    var timeline = ReadTimeline(timing: .uart(baud: 9600))
+    // Bytes 0…15: their last arrived at start + 15 characters, the read returned 2.6 ms later.
+    timeline.recordRead(count: 16, at: start + characters(15) + .microseconds(2600))
+    #expect(timeline.arrival(ofByteAt: 0)?.time == start + .microseconds(2600))
+    // Bytes 16…31, read as the 32nd byte arrived: byte 0 came 31 characters before it.
+    timeline.recordRead(count: 16, at: start + characters(31))
+    // A later read that came late too (bytes 32…47, 4 ms after) bounds nothing earlier.
+    timeline.recordRead(count: 16, at: start + characters(47) + .milliseconds(4))
+    let first = timeline.arrival(ofByteAt: 0)
+    #expect(first?.time == start)
+    // Dated back from the read that carried it by 15 characters and the 2.6 ms.
+    #expect(first?.backdating == characters(15) + .microseconds(2600))
+    // Every byte of the late read gains the same: byte 15 arrived 15 characters after byte 0.
+    #expect(timeline.arrival(ofByteAt: 15)?.time == start + characters(15))
+    // The prompt read's first byte is dated by that read, as before.
+    #expect(timeline.arrival(ofByteAt: 16)?.time == start + characters(16))
+  }
+
+  /// A later read can only bound a byte when the line has a rate: without one (a pty, native
+  /// USB) bytes may come together in any burst, and each is dated by its own read.
+  @Test func unpacedBytesAreDatedByTheirOwnRead() {
+    var timeline = ReadTimeline(timing: .unpaced)
+    timeline.recordRead(count: 16, at: posix(300, ms: 5))
+    timeline.recordRead(count: 16, at: posix(300, ms: 1))  // the clock stepped back
+    #expect(timeline.arrival(ofByteAt: 0)?.time == posix(300, ms: 5))
+    #expect(timeline.arrival(ofByteAt: 0)?.backdating == .zero)
+  }
 }
