@@ -1,5 +1,6 @@
 import CTimeShims
 import Glibc
+import POSIX
 import SerialPort
 
 /// Which edge of the pulse marks the second.
@@ -22,7 +23,9 @@ public final class KernelPPSSource: PPSSource, @unchecked Sendable {
   public let name: String
   /// The edge that marks the second.
   public let edge: PPSEdge
-  private let descriptor: CInt
+  // Closed when the source is released, and only then: also when `init` throws after
+  // storing it, since a class whose properties are all set is deinitialised on a throw.
+  private let descriptor: OwnedDescriptor
   // Only the listener's thread touches it.
   private var lastSequence: UInt32?
 
@@ -44,17 +47,8 @@ public final class KernelPPSSource: PPSSource, @unchecked Sendable {
         throw .ppsOpen(path: path, error)
       }
     }
-    descriptor = opened
-    do {
-      try Self.configure(descriptor, path: path, edge: edge, writable: writable)
-    } catch {
-      System.close(descriptor)
-      throw error
-    }
-  }
-
-  deinit {
-    System.close(descriptor)
+    descriptor = OwnedDescriptor(FileDescriptor(rawValue: opened))
+    try Self.configure(descriptor.rawValue, path: path, edge: edge, writable: writable)
   }
 
   private static func configure(
@@ -86,7 +80,9 @@ public final class KernelPPSSource: PPSSource, @unchecked Sendable {
   public func nextPulse(timeout: Duration) throws(TimeServiceError) -> Pulse? {
     let data: pps_fdata
     do {
-      guard let fetched = try System.ppsFetch(descriptor, timeout: timeout) else { return nil }
+      guard let fetched = try System.ppsFetch(descriptor.rawValue, timeout: timeout) else {
+        return nil
+      }
       data = fetched
     } catch {
       throw .ppsFailed(path: name, operation: "PPS_FETCH", error)

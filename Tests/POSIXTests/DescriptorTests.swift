@@ -73,6 +73,63 @@ struct DescriptorTests {
     try writer.close()
   }
 
+  /// Whether the write end of the pipe `readEnd` reads from is closed: end of file, rather
+  /// than EAGAIN (the read end is non-blocking, so a write end left open cannot hang the test).
+  private func writeEndIsClosed(_ readEnd: FileDescriptor) throws -> Bool {
+    try #require(fcntl(readEnd.rawValue, F_SETFL, O_NONBLOCK) == 0)
+    var byte: UInt8 = 0
+    do throws(Errno) {
+      let count = try withUnsafeMutableBytes(of: &byte) { raw throws(Errno) in
+        try readEnd.read(into: raw)
+      }
+      return count == 0
+    } catch {
+      if error == .wouldBlock { return false }
+      throw error
+    }
+  }
+
+  private final class Holder {
+    let owned: OwnedDescriptor
+    init(_ descriptor: FileDescriptor, failing: Bool) throws {
+      owned = OwnedDescriptor(descriptor)
+      if failing { throw Errno.invalidArgument }
+    }
+  }
+
+  @Test(
+    "an OwnedDescriptor closes its descriptor: when closed, when dropped, and when its holder's init throws"
+  )
+  func ownedDescriptor() throws {
+    let (closedEnd, closedWriter) = try FileDescriptor.pipe()
+    defer { try? closedEnd.close() }
+    let owned = OwnedDescriptor(closedWriter)
+    #expect(owned.rawValue == closedWriter.rawValue)
+    #expect(try !writeEndIsClosed(closedEnd))
+    try owned.close()  // consumed: a second close does not compile
+    #expect(try writeEndIsClosed(closedEnd))
+
+    let (droppedEnd, droppedWriter) = try FileDescriptor.pipe()
+    defer { try? droppedEnd.close() }
+    do { _ = OwnedDescriptor(droppedWriter) }
+    #expect(try writeEndIsClosed(droppedEnd))
+
+    // A class whose stored properties are all set is deinitialised when its init throws: the
+    // descriptor it took is closed then, once, and the init must not close it itself.
+    let (heldEnd, heldWriter) = try FileDescriptor.pipe()
+    defer { try? heldEnd.close() }
+    #expect(throws: Errno.invalidArgument) { _ = try Holder(heldWriter, failing: true) }
+    #expect(try writeEndIsClosed(heldEnd))
+
+    let (keptEnd, keptWriter) = try FileDescriptor.pipe()
+    defer { try? keptEnd.close() }
+    var holder: Holder? = try Holder(keptWriter, failing: false)
+    #expect(try !writeEndIsClosed(keptEnd))
+    holder = nil
+    #expect(holder == nil)
+    #expect(try writeEndIsClosed(keptEnd))
+  }
+
   @Test("contents(of:) reads a whole /proc file; a missing file is ENOENT")
   func contents() throws {
     let status = String(

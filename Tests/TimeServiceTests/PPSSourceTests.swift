@@ -71,6 +71,46 @@ struct PPSSourceTests {
     )
   }
 
+  /// A device that turns out not to be a PPS device is closed once. A second close of the
+  /// same number closes whatever another thread opened under it in between (a tty, a socket,
+  /// libudev's monitor, which then aborts in its own close): here a thread keeps opening and
+  /// using pipes, each time most likely under the number the source just gave back, and none
+  /// of its descriptors may vanish under it.
+  @Test func aRefusedKernelDeviceNeverClosesAnotherThreadsDescriptor() throws {
+    let stopped = Locked(false)
+    let lost = Locked<[Errno]>([])
+    let rounds = Locked(0)
+    let neighbour = OwnThread.start(name: "test-pipes") {
+      while !stopped.withLock({ $0 }) {
+        guard let (readEnd, writeEnd) = try? FileDescriptor.pipe() else { continue }
+        var byte: UInt8 = 0x2A
+        do throws(Errno) {
+          _ = try withUnsafeBytes(of: &byte) { raw throws(Errno) in try writeEnd.write(raw) }
+          _ = try withUnsafeMutableBytes(of: &byte) { raw throws(Errno) in
+            try readEnd.read(into: raw)
+          }
+          try writeEnd.close()
+          try readEnd.close()
+        } catch {
+          // A descriptor of ours was closed by someone else: stop before closing anything
+          // more, which could be another test's.
+          lost.withLock { $0.append(error) }
+          stopped.withLock { $0 = true }
+        }
+        rounds.withLock { $0 += 1 }
+      }
+    }
+    for _ in 0..<5000 where !stopped.withLock({ $0 }) {
+      #expect(throws: TimeServiceError.notPPSDevice(path: "/dev/null")) {
+        _ = try KernelPPSSource(path: "/dev/null")
+      }
+    }
+    stopped.withLock { $0 = true }
+    neighbour.joinBlocking()
+    #expect(rounds.withLock { $0 } > 0)
+    #expect(lost.withLock { $0 } == [], "descriptors closed under another thread")
+  }
+
   /// /sys/class/pps/ppsN/path names the tty a PPS line discipline was attached to; a
   /// pps-gpio device names none.
   @Test func findsTheKernelDeviceOfATTY() throws {
