@@ -17,15 +17,11 @@ public struct SocketError: Error, Sendable, Hashable, CustomStringConvertible {
   var isWouldBlock: Bool { code == EAGAIN || code == EWOULDBLOCK }
 }
 
-/// Closes a descriptor once; never retried (on Linux the descriptor is gone even on EINTR).
-@inline(__always)
-func closeDescriptor(_ descriptor: Int32) {
-  try? FileDescriptor(rawValue: descriptor).close()
-}
-
-/// A bound, listening, non-blocking TCP socket.
+/// A bound, listening, non-blocking TCP socket, closed by ``close()`` or else when it goes
+/// away.
 final class ListeningSocket {
   let descriptor: Int32
+  private var owned: OwnedDescriptor?
   /// The address actually bound (the port the kernel chose for port 0).
   let address: ListenAddress
 
@@ -36,6 +32,8 @@ final class ListeningSocket {
       Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
         | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard descriptor >= 0 else { throw SocketError("socket") }
+    // Closed by its owner going away when a step below throws.
+    let owned = OwnedDescriptor(FileDescriptor(rawValue: descriptor))
     var yes: Int32 = 1
     _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
     if address.isIPv6 {
@@ -47,14 +45,10 @@ final class ListeningSocket {
       bind(descriptor, pointer, length)
     }
     guard bound == 0 else {
-      let error = SocketError("bind \(address)")
-      closeDescriptor(descriptor)
-      throw error
+      throw SocketError("bind \(address)")
     }
     guard listen(descriptor, backlog) == 0 else {
-      let error = SocketError("listen \(address)")
-      closeDescriptor(descriptor)
-      throw error
+      throw SocketError("listen \(address)")
     }
     var storage = sockaddr_storage()
     var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -66,6 +60,7 @@ final class ListeningSocket {
     var actual = address
     if named == 0 { actual.port = ListenAddress.port(of: storage) }
     self.descriptor = descriptor
+    self.owned = consume owned
     self.address = actual
   }
 
@@ -82,7 +77,8 @@ final class ListeningSocket {
     }
   }
 
-  func close() { closeDescriptor(descriptor) }
+  /// Closes it now; later calls do nothing.
+  func close() { owned = nil }
 }
 
 /// One accepted client connection's descriptor, non-blocking.
@@ -126,7 +122,8 @@ struct ClientSocket {
     }
   }
 
-  func close() { closeDescriptor(descriptor) }
+  /// Closes it once: the event loop calls this when it drops the connection, and only then.
+  func close() { try? FileDescriptor(rawValue: descriptor).close() }
 
   /// Closes after reading what the client has already sent: closing with unread input makes
   /// the kernel reset the connection, and the client may then never see the `ERROR` written

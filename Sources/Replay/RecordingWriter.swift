@@ -111,7 +111,8 @@ public final class RecordingWriter {
   public let path: String
   /// Bytes written so far, header included.
   public private(set) var bytesWritten = 0
-  private var descriptor: Int32
+  // Closed by `close()`, or else when the writer goes away.
+  private var file: OwnedDescriptor?
   private var failure: RecordingWriteError?
 
   /// Creates the file at `path` (replacing one that exists) and writes `header` into it, if
@@ -119,26 +120,23 @@ public final class RecordingWriter {
   public init(creating path: String, header: RecordingHeader? = nil) throws(RecordingWriteError) {
     self.path = path
     do {
-      descriptor = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC).rawValue
+      file = OwnedDescriptor(
+        try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC))
     } catch {
       throw RecordingWriteError(path: path, operation: .create, errno: error)
     }
     if let header { try append(Array(header.text.utf8)) }
   }
 
-  deinit {
-    if descriptor >= 0 { try? FileDescriptor(rawValue: descriptor).close() }
-  }
-
   /// Appends `bytes` to the file.
   public func append(_ bytes: some Collection<UInt8>) throws(RecordingWriteError) {
     if let failure { throw failure }
-    guard descriptor >= 0 else {
+    guard let descriptor = file?.descriptor else {
       throw RecordingWriteError(path: path, operation: .write, errno: .badFileDescriptor)
     }
     let array = Array(bytes)
     do {
-      try FileDescriptor(rawValue: descriptor).writeAll(array)
+      try descriptor.writeAll(array)
     } catch {
       let failure = RecordingWriteError(path: path, operation: .write, errno: error)
       self.failure = failure
@@ -149,7 +147,7 @@ public final class RecordingWriter {
 
   /// Flushes the file to the disk and closes it. Later calls do nothing.
   public func finish() throws(RecordingWriteError) {
-    guard descriptor >= 0 else { return }
+    guard let descriptor = file?.rawValue else { return }
     // EINVAL: a file that cannot be synced (a pipe, /dev/stdout) has nothing to flush.
     let synced = fsync(descriptor) == 0 || errno == EINVAL
     let syncError = Errno(rawValue: errno)
@@ -160,9 +158,7 @@ public final class RecordingWriter {
 
   /// Closes the file without flushing it to the disk. Later calls do nothing.
   public func close() {
-    guard descriptor >= 0 else { return }
-    try? FileDescriptor(rawValue: descriptor).close()
-    descriptor = -1
+    file = nil
   }
 }
 

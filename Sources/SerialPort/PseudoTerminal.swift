@@ -69,8 +69,9 @@ public final class PseudoTerminal: GuardedTerminal, PolledTerminal {
       do throws(Errno) {
         try Self.link(symlink, to: devicePath)
       } catch {
-        Glibc.close(controller)
-        Glibc.close(device)
+        // Nothing is stored yet, so no deinit runs to close them again.
+        try? FileDescriptor(rawValue: controller).close()
+        try? FileDescriptor(rawValue: device).close()
         interruptSignal.close()
         closeSignal.close()
         throw SerialPortError(device: symlink, operation: .open, errno: error)

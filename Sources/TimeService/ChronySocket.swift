@@ -1,5 +1,6 @@
 import CTimeShims
 import Glibc
+import POSIX
 import SerialPort
 
 /// Sends samples to chrony's SOCK refclock: `struct sock_sample` datagrams to the Unix socket
@@ -16,7 +17,8 @@ public final class ChronySocket {
   /// The socket's path.
   public let path: String
 
-  private var descriptor: CInt = -1
+  // Closed when it is replaced, set to nil, or the writer goes away.
+  private var socket: OwnedDescriptor?
 
   /// Samples delivered to chrony.
   public private(set) var sent = 0
@@ -30,10 +32,6 @@ public final class ChronySocket {
   /// A writer for the socket at `path`. Nothing is opened until the first sample.
   public init(path: String) {
     self.path = path
-  }
-
-  deinit {
-    if descriptor >= 0 { System.close(descriptor) }
   }
 
   /// gpsd's path for a receiver's serial time: `/run/chrony.clk.<tty>.sock` when running as
@@ -93,9 +91,14 @@ public final class ChronySocket {
     // A socket connected to an earlier chronyd is refused once that chronyd has gone: connect
     // again, to whoever listens at the path now, and try once more.
     for attempt in 0..<2 {
-      if descriptor < 0 {
+      let descriptor: CInt
+      if let open = socket?.rawValue {
+        descriptor = open
+      } else {
         do {
-          descriptor = try System.connectedDatagramSocket(to: path)
+          let connected = try System.connectedDatagramSocket(to: path)
+          descriptor = connected.rawValue
+          socket = consume connected
         } catch {
           // No socket file (chronyd not started), or nobody bound to it (chronyd gone).
           if error == .noSuchFileOrDirectory || error == Errno(rawValue: ECONNREFUSED) {
@@ -109,8 +112,7 @@ public final class ChronySocket {
         return .sent
       } catch {
         if error == .wouldBlock { return .failed(error) }  // chronyd's queue is full
-        System.close(descriptor)
-        descriptor = -1
+        socket = nil  // closes it
         if attempt == 1 || !Self.meansPeerGone(error) { return .failed(error) }
       }
     }

@@ -136,6 +136,8 @@ public final class CarrierDetectPPSSource: PPSSource, @unchecked Sendable {
   public let edge: PPSEdge
   private let waitForChange: () throws(Errno) -> (time: PosixTime, carrier: Bool)?
   private let release: () -> Void
+  // The duplicate this source closes: after `release`, when the source goes away.
+  private let owned: OwnedDescriptor?
   // Only the listener's thread touches it.
   private var sequence: UInt64 = 0
 
@@ -159,19 +161,22 @@ public final class CarrierDetectPPSSource: PPSSource, @unchecked Sendable {
     self.init(
       path: path, edge: edge,
       waitForChange: { () throws(Errno) in try System.waitForCarrierChange(own) },
-      release: { System.close(own) })
+      owned: OwnedDescriptor(FileDescriptor(rawValue: own)))
   }
 
-  /// A source on a given wait (tests).
+  /// A source on a given wait (tests), which runs `release` and then closes `owned` when it
+  /// goes away.
   init(
     path: String, edge: PPSEdge,
     waitForChange: @escaping () throws(Errno) -> (time: PosixTime, carrier: Bool)?,
-    release: @escaping () -> Void = {}
+    release: @escaping () -> Void = {},
+    owned: consuming OwnedDescriptor? = nil
   ) {
     name = path
     self.edge = edge
     self.waitForChange = waitForChange
     self.release = release
+    self.owned = owned
   }
 
   deinit {

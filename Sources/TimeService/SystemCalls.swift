@@ -32,11 +32,6 @@ enum System {
     try retrying { Glibc.open(path, flags | O_CLOEXEC) }
   }
 
-  /// Closes once: on Linux the descriptor is gone even when close reports EINTR.
-  static func close(_ descriptor: CInt) {
-    _ = Glibc.close(descriptor)
-  }
-
   /// The contents of a small file (a sysfs attribute), or `nil` when it cannot be read.
   static func readSmallFile(_ path: String) -> String? {
     guard let bytes = try? FileDescriptor.contents(of: path) else { return nil }
@@ -66,8 +61,9 @@ enum System {
 
   // MARK: Unix datagram sockets
 
-  /// A close-on-exec, non-blocking Unix datagram socket connected to `path`.
-  static func connectedDatagramSocket(to path: String) throws(Errno) -> CInt {
+  /// A close-on-exec, non-blocking Unix datagram socket connected to `path`; closed here when
+  /// the connection fails.
+  static func connectedDatagramSocket(to path: String) throws(Errno) -> OwnedDescriptor {
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     let bytes = Array(path.utf8)
@@ -82,19 +78,16 @@ enum System {
       CInt(SOCK_DGRAM.rawValue) | CInt(SOCK_CLOEXEC.rawValue)
         | CInt(SOCK_NONBLOCK.rawValue), 0)
     guard descriptor >= 0 else { throw errno }
-    do {
-      _ = try retrying {
-        withUnsafePointer(to: &address) {
-          $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-          }
+    // Closed by its owner going away when `connect` throws.
+    let socket = OwnedDescriptor(FileDescriptor(rawValue: descriptor))
+    _ = try retrying {
+      withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
         }
       }
-    } catch {
-      close(descriptor)
-      throw error
     }
-    return descriptor
+    return socket
   }
 
   /// Sends one datagram without blocking and without SIGPIPE.

@@ -231,13 +231,8 @@ func measure<State>(
 
 /// The CPU model from /proc/cpuinfo, for the report.
 func cpuModel() -> String {
-  let descriptor = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC)
-  guard descriptor >= 0 else { return "unknown" }
-  defer { close(descriptor) }
-  var buffer = [UInt8](repeating: 0, count: 8192)
-  let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-  guard count > 0 else { return "unknown" }
-  let text = String(decoding: buffer[0..<count], as: UTF8.self)
+  guard let bytes = try? FileDescriptor.contents(of: "/proc/cpuinfo") else { return "unknown" }
+  let text = String(decoding: bytes, as: UTF8.self)
   for line in text.split(separator: "\n") where line.hasPrefix("model name") {
     if let colon = line.firstIndex(of: ":") {
       return String(line[line.index(after: colon)...].drop(while: { $0 == " " }))

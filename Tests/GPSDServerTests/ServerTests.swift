@@ -404,4 +404,22 @@ import Testing
     }
     Task { await first.shutdown() }
   }
+
+  /// A socket whose bind fails is closed there, once: none is left open, and none closed
+  /// twice (a debug build stops at OwnedDescriptor's assertion).
+  @Test func aFailedBindClosesItsSocket() throws {
+    let first = try ListeningSocket(address: .loopback(port: 0))
+    defer { first.close() }
+    func openDescriptors() -> Int {
+      (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.count ?? 0
+    }
+    let before = openDescriptors()
+    for _ in 0..<1000 {
+      #expect(throws: SocketError.self) {
+        _ = try ListeningSocket(address: .loopback(port: first.address.port))
+      }
+    }
+    // Other tests open descriptors meanwhile, but not hundreds.
+    #expect(openDescriptors() - before < 200)
+  }
 }

@@ -79,6 +79,18 @@ struct ChronySocketTests {
   }
 
   /// chronyd restarting binds a new socket at the same path: the next sample reaches it.
+  /// Each sample that finds no chronyd makes a socket whose connect fails: that socket is
+  /// closed there, once.
+  @Test func aFailedConnectClosesItsSocketOnce() throws {
+    let directory = try ScratchDirectory("sock")
+    defer { directory.remove() }
+    let chrony = ChronySocket(path: directory.path + "/absent.sock")
+    let now = PosixTime.now()
+    expectEachDescriptorClosedOnce {
+      #expect(chrony.send(real: now, clock: now) == .noListener)
+    }
+  }
+
   @Test func reconnectsToARestartedChrony() throws {
     let directory = try ScratchDirectory("sock")
     defer { directory.remove() }

@@ -77,38 +77,24 @@ struct PPSSourceTests {
   /// using pipes, each time most likely under the number the source just gave back, and none
   /// of its descriptors may vanish under it.
   @Test func aRefusedKernelDeviceNeverClosesAnotherThreadsDescriptor() throws {
-    let stopped = Locked(false)
-    let lost = Locked<[Errno]>([])
-    let rounds = Locked(0)
-    let neighbour = OwnThread.start(name: "test-pipes") {
-      while !stopped.withLock({ $0 }) {
-        guard let (readEnd, writeEnd) = try? FileDescriptor.pipe() else { continue }
-        var byte: UInt8 = 0x2A
-        do throws(Errno) {
-          _ = try withUnsafeBytes(of: &byte) { raw throws(Errno) in try writeEnd.write(raw) }
-          _ = try withUnsafeMutableBytes(of: &byte) { raw throws(Errno) in
-            try readEnd.read(into: raw)
-          }
-          try writeEnd.close()
-          try readEnd.close()
-        } catch {
-          // A descriptor of ours was closed by someone else: stop before closing anything
-          // more, which could be another test's.
-          lost.withLock { $0.append(error) }
-          stopped.withLock { $0 = true }
-        }
-        rounds.withLock { $0 += 1 }
-      }
-    }
-    for _ in 0..<5000 where !stopped.withLock({ $0 }) {
+    expectEachDescriptorClosedOnce {
       #expect(throws: TimeServiceError.notPPSDevice(path: "/dev/null")) {
         _ = try KernelPPSSource(path: "/dev/null")
       }
     }
-    stopped.withLock { $0 = true }
-    neighbour.joinBlocking()
-    #expect(rounds.withLock { $0 } > 0)
-    #expect(lost.withLock { $0 } == [], "descriptors closed under another thread")
+  }
+
+  /// A carrier-detect source owns the duplicate it made of the port's descriptor: released,
+  /// it closes that once, and never the port's own.
+  @Test func aCarrierDetectSourceClosesItsDuplicateOnce() throws {
+    let pty = try PseudoTerminal()
+    let device = open(pty.devicePath, O_RDWR | O_NOCTTY | O_NONBLOCK)
+    try #require(device >= 0)
+    defer { close(device) }
+    expectEachDescriptorClosedOnce(rounds: 2000) {
+      _ = try? CarrierDetectPPSSource(descriptor: device, path: pty.devicePath)
+    }
+    #expect(fcntl(device, F_GETFD) >= 0, "the port's own descriptor is still open")
   }
 
   /// /sys/class/pps/ppsN/path names the tty a PPS line discipline was attached to; a
