@@ -80,6 +80,8 @@ final class EventLoop: @unchecked Sendable {
   /// Set when `accept` failed (no descriptor left): the listener is not polled until then.
   private var acceptPausedUntil: ContinuousClock.Instant?
   private var acceptFailureLogged = false
+  private var lastAcceptFailureLog: ContinuousClock.Instant?
+  private var acceptFailuresNotLogged = 0
 
   init(
     configuration: GPSDServer.Configuration, clock: any DriverClock, listener: ListeningSocket?,
@@ -264,13 +266,7 @@ final class EventLoop: @unchecked Sendable {
         // readable, so polling it again at once would spin (and log) until a descriptor is
         // free. Paused until a client leaves or a second has passed; said once.
         acceptPausedUntil = .now + .seconds(1)
-        if !acceptFailureLogged {
-          acceptFailureLogged = true
-          log(
-            "serialgps serve: cannot accept clients: \(error); waiting for a client to leave "
-              + "(raise the process's descriptor limit, ulimit -n or LimitNOFILE=, or lower "
-              + "--max-clients)")
-        }
+        noteAcceptFailure(error)
         return
       }
       guard let descriptor else { return }
@@ -291,6 +287,29 @@ final class EventLoop: @unchecked Sendable {
       }
       perform(state.clientConnected(id))
     }
+  }
+
+  /// Says that the server cannot accept clients: once each time it runs out, and, when it
+  /// runs out again and again (a burst of connections queued behind the descriptor limit
+  /// frees and takes descriptors in turns, more often the slower the machine), at most once
+  /// every 10 seconds with the count of the times in between.
+  private func noteAcceptFailure(_ error: any Error) {
+    guard !acceptFailureLogged else { return }
+    acceptFailureLogged = true
+    let now = ContinuousClock.now
+    if let last = lastAcceptFailureLog, now - last < .seconds(10) {
+      acceptFailuresNotLogged += 1
+      return
+    }
+    lastAcceptFailureLog = now
+    let since =
+      acceptFailuresNotLogged == 0
+      ? "" : " (ran out \(acceptFailuresNotLogged) more times since the last message)"
+    acceptFailuresNotLogged = 0
+    log(
+      "serialgps serve: cannot accept clients: \(error)\(since); waiting for a client to leave "
+        + "(raise the process's descriptor limit, ulimit -n or LimitNOFILE=, or lower "
+        + "--max-clients)")
   }
 
   /// Makes room for a newcomer when every slot is taken: closes the client that has gone

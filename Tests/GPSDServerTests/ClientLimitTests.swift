@@ -243,6 +243,7 @@ import Testing
     let port = try #require(UInt16(text[range.upperBound...].prefix { $0.isNumber }))
 
     // More connections than descriptors: the kernel queues them, the server cannot take them.
+    let began = ContinuousClock.now
     var clients: [TestClient] = []
     for _ in 0..<60 { clients.append(try TestClient(port: port)) }
     #expect(await eventually { logged().contains("cannot accept clients") })
@@ -254,10 +255,13 @@ import Testing
       try await onOwnThread { late.readReport(timeout: .seconds(30))?.className } == "VERSION")
     process.terminate()
     try await onOwnThread { process.waitUntilExit() }
+    let elapsed = ContinuousClock.now - began
     let failures = logged().components(separatedBy: "\n").filter { $0.contains("cannot accept") }
-    // Once per time it ran out (twice here at most: after the first clients leave, those
-    // queued behind take the freed descriptors and it runs out again); not once per poll.
-    #expect((1...4).contains(failures.count), "\(failures.count) lines")
+    // Said when it first ran out; after the first clients leave, those queued behind take the
+    // freed descriptors and it runs out again, as often as the machine is slow: those times
+    // are counted into a message at most every 10 s, never one per poll or per time.
+    let allowed = 1 + Int((elapsed / .seconds(10)).rounded(.down))
+    #expect((1...allowed).contains(failures.count), "\(failures.count) lines in \(elapsed)")
   }
 
   /// A client that has just connected is not closed for a newcomer: in a burst of
