@@ -264,7 +264,8 @@ final class EventLoop: @unchecked Sendable {
       } catch {
         // EMFILE and the like: the pending connection stays queued and the listener stays
         // readable, so polling it again at once would spin (and log) until a descriptor is
-        // free. Paused until a client leaves or a second has passed; said once.
+        // free. Paused until a client leaves or a second has passed; said once (see
+        // noteAcceptFailure).
         acceptPausedUntil = .now + .seconds(1)
         noteAcceptFailure(error)
         return
