@@ -126,3 +126,152 @@ final class SubscriptionCore: @unchecked Sendable {
 
   deinit { dispose() }
 }
+
+/// One subscriber's mailbox: a bounded buffer where the newest event wins.
+///
+/// The reader never waits for a subscriber: when the buffer is full, the oldest fix or
+/// satellite view is dropped (status changes are kept while any position event can go
+/// instead) and the drop is counted.
+///
+/// Made with a `forward` handler, the queue buffers nothing once ``startForwarding()`` has
+/// run: each event is handed to the handler on the thread that pushed it, outside the lock.
+/// Until then (while the hub preloads the replay under its own lock) events wait in the
+/// buffer, so the replay still comes first.
+final class SubscriberQueue: @unchecked Sendable {
+  typealias Forward = @Sendable (ReceiverEventOrRawData) -> Void
+
+  let capacity: Int
+  private let forward: Forward?
+  private var forwarding = false
+  private let lock = Lock()
+  private var buffer: [ReceiverEventOrRawData] = []
+  private var head = 0
+  private var waiter: CheckedContinuation<ReceiverEventOrRawData?, Never>?
+  private var finished = false
+  private var droppedCount = 0
+
+  init(capacity: Int, forward: Forward? = nil) {
+    self.capacity = max(1, capacity)
+    self.forward = forward
+    buffer.reserveCapacity(self.capacity)
+  }
+
+  /// Hands what waits to the handler, in order, then every later event as it is pushed. Each
+  /// batch is taken under the lock and delivered outside it; events pushed meanwhile join the
+  /// next batch, so none overtakes an earlier one.
+  func startForwarding() {
+    guard let forward else { return }
+    while true {
+      let batch: [ReceiverEventOrRawData] = lock.withLock {
+        let waiting = Array(buffer[head...])
+        buffer.removeAll(keepingCapacity: true)
+        head = 0
+        if waiting.isEmpty { forwarding = !finished }
+        return waiting
+      }
+      if batch.isEmpty { return }
+      for event in batch { forward(event) }
+    }
+  }
+
+  /// Events dropped because the subscriber was slower than the receiver.
+  var dropped: Int { lock.withLock { droppedCount } }
+
+  /// Adds an event; wakes the subscriber if it is waiting.
+  func push(_ event: ReceiverEventOrRawData) {
+    enum Delivery {
+      case none
+      case resume(CheckedContinuation<ReceiverEventOrRawData?, Never>)
+      case forward(Forward)
+    }
+    let delivery: Delivery = lock.withLock {
+      if finished { return .none }
+      if forwarding, let forward { return .forward(forward) }
+      if let waiter {
+        self.waiter = nil
+        return .resume(waiter)
+      }
+      if buffer.count - head >= capacity { dropOne() }
+      buffer.append(event)
+      return .none
+    }
+    switch delivery {
+    case .none: break
+    case .resume(let waiter): waiter.resume(returning: event)
+    case .forward(let forward): forward(event)
+    }
+  }
+
+  private func dropOne() {
+    droppedCount += 1
+    // Prefer dropping a position or satellite event over a status change.
+    let victim =
+      buffer[head...].firstIndex { event in
+        if case .event(.status) = event { return false }
+        return true
+      } ?? head
+    buffer.remove(at: victim)
+    compact()
+  }
+
+  private func compact() {
+    if head == buffer.count {
+      buffer.removeAll(keepingCapacity: true)
+      head = 0
+    } else if head > 64 && head * 2 > buffer.count {
+      buffer.removeFirst(head)
+      head = 0
+    }
+  }
+
+  /// The next event, waiting for one; `nil` once finished (or when the task is cancelled).
+  func next() async -> ReceiverEventOrRawData? {
+    if let ready = takeReady() { return ready.event }
+    return await withTaskCancellationHandler {
+      await withCheckedContinuation {
+        (continuation: CheckedContinuation<ReceiverEventOrRawData?, Never>) in
+        let resumeWith: ReceiverEventOrRawData?? = lock.withLock {
+          if head < buffer.count {
+            let event = buffer[head]
+            head += 1
+            compact()
+            return .some(event)
+          }
+          if finished || Task.isCancelled { return .some(nil) }
+          waiter = continuation
+          return nil
+        }
+        if let resumeWith { continuation.resume(returning: resumeWith) }
+      }
+    } onCancel: {
+      finish()
+    }
+  }
+
+  private func takeReady() -> (event: ReceiverEventOrRawData?, ())? {
+    lock.withLock {
+      if head < buffer.count {
+        let event = buffer[head]
+        head += 1
+        compact()
+        return (event, ())
+      }
+      return finished ? (nil, ()) : nil
+    }
+  }
+
+  /// Ends the queue: a waiting subscriber gets `nil`; later pushes are ignored. Events
+  /// already buffered are discarded.
+  func finish() {
+    let waiting: CheckedContinuation<ReceiverEventOrRawData?, Never>? = lock.withLock {
+      finished = true
+      forwarding = false
+      buffer.removeAll()
+      head = 0
+      let waiting = waiter
+      waiter = nil
+      return waiting
+    }
+    waiting?.resume(returning: nil)
+  }
+}
