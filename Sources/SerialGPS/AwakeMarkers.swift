@@ -55,11 +55,26 @@ public struct AwakeMarkers: Sendable, Hashable {
   }
 
   /// Notes that this process has woken the receiver.
+  ///
+  /// Written whole under another name and renamed into place: a marker that exists always
+  /// names its process. Created and then written in place, a process killed between the two
+  /// (the very case markers are for) left an empty marker, which names no process and so is
+  /// never taken as left awake.
   func markAwake(_ identity: String) {
     guard Self.prepare(directory) else { return }
+    let marker = path(for: identity)
+    let partial = "\(marker).\(getpid()).partial"
     let text = Array("\(getpid())\n".utf8)
-    try? FileDescriptor.withOpened(path(for: identity), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC) {
-      descriptor throws(Errno) in try descriptor.writeAll(text)
+    do {
+      try FileDescriptor.withOpened(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC) {
+        descriptor throws(Errno) in try descriptor.writeAll(text)
+      }
+      guard rename(partial, marker) == 0 else {
+        unlink(partial)
+        return
+      }
+    } catch {
+      unlink(partial)
     }
   }
 

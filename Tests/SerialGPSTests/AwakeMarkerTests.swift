@@ -69,6 +69,25 @@ import Testing
     #expect(markers.owner(of: "serial 8") == getppid())
   }
 
+  /// A marker is put in place whole (written under another name, then renamed), never
+  /// created empty and written after: a process killed in between would leave a marker that
+  /// names no process, which the next one cannot take as left awake. Shown by a hard link to
+  /// the previous marker: rewritten in place, the link would read the new PID too.
+  @Test func aMarkerIsReplacedWholeNeverWrittenInPlace() throws {
+    let directory = try makeDirectory()
+    let markers = AwakeMarkers(directory: directory)
+    try writeMarker(markers, "serial 9", pid: 999_999)
+    let witness = directory + "/previous"
+    #expect(link(markers.path(for: "serial 9"), witness) == 0)
+    markers.markAwake("serial 9")
+    #expect(markers.owner(of: "serial 9") == getpid())
+    #expect(try String(contentsOfFile: witness, encoding: .utf8) == "999999\n")
+    let names = try FileManager.default.contentsOfDirectory(atPath: directory)
+    #expect(
+      names.sorted()
+        == [(markers.path(for: "serial 9") as NSString).lastPathComponent, "previous"].sorted())
+  }
+
   @Test func aPowerOnMarksTheReceiverAndTheStandbyClearsIt() async throws {
     let markers = AwakeMarkers(directory: try makeDirectory())
     let connector = slowAcknowledgingConnector(delay: .milliseconds(5), markerIdentity: "usb 1-4")
