@@ -11,11 +11,11 @@ import Testing
 @Suite struct ClientLimitTests {
   // MARK: - The inbox
 
-  private func report(_ device: DeviceID, _ byte: UInt8) -> EventLoop.Message {
+  private func report(_ device: DeviceID, _ byte: UInt8) -> ServerMessage {
     .receiver(device, generation: 1, .rawData([byte]))
   }
 
-  private func rawByte(_ message: EventLoop.Message) -> UInt8? {
+  private func rawByte(_ message: ServerMessage) -> UInt8? {
     if case .receiver(_, _, .rawData(let bytes)) = message { return bytes.first }
     return nil
   }
