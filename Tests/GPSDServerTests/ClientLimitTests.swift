@@ -5,7 +5,7 @@ import Testing
 
 @testable import GPSDServer
 
-/// What one client, or a crowd of them, may cost the server (issue 14, item 3): the inbox
+/// What one client, or a crowd of them, may cost the server: the inbox
 /// between the receivers and the server thread is bounded, client sockets have a small send
 /// buffer, and idle clients that do not watch give their slot to a newcomer.
 @Suite struct ClientLimitTests {
