@@ -36,6 +36,7 @@ package struct Backoff: Sendable, Hashable {
     let full = delay(attempt: attempt)
     let milliseconds = max(
       1, full.components.seconds * 1000 + full.components.attoseconds / 1_000_000_000_000_000)
-    return .milliseconds(Int64.random(in: (milliseconds / 2)...milliseconds, using: &random))
+    let lowest = max(1, milliseconds / 2)
+    return .milliseconds(Int64.random(in: lowest...milliseconds, using: &random))
   }
 }

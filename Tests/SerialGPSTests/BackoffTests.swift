@@ -15,10 +15,10 @@ import Testing
     #expect(backoff.delay(attempt: 0) == .milliseconds(500))
   }
 
-  /// A generator that returns the given values in turn, so a draw is known.
-  struct Sequence: RandomNumberGenerator {
-    var values: [UInt64]
-    mutating func next() -> UInt64 { values.isEmpty ? 0 : values.removeFirst() }
+  /// A generator whose every value makes `random(in:)` draw the lowest of its range (1: the
+  /// high word of 1 × the range's size is 0, and the low word, the size, is not rejected).
+  struct Lowest: RandomNumberGenerator {
+    mutating func next() -> UInt64 { 1 }
   }
 
   @Test func jitterStaysInTheUpperHalf() {
@@ -31,10 +31,10 @@ import Testing
       }
     }
     // The smallest draw is half the delay: with the generator's lowest value.
-    var lowest = Sequence(values: [0, 0, 0, 0])
+    var lowest = Lowest()
     #expect(backoff.delay(attempt: 1, jitteredBy: &lowest) == .milliseconds(250))
     // Never zero, however small the delay.
-    var tiny = Sequence(values: [0])
+    var tiny = Lowest()
     #expect(
       Backoff(initial: .microseconds(10), maximum: .seconds(1)).delay(
         attempt: 1, jitteredBy: &tiny) == .milliseconds(1))
