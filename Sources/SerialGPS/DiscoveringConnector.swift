@@ -20,7 +20,7 @@ import TimeService
 /// unplug reported by udev ends the open connection even when the kernel reports no hang-up
 /// on the port, so subscribers are told `disconnected` and the receiver is powered on again
 /// for them when it (or, with `.first`, another receiver) appears.
-public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable {
+public final class DiscoveringConnector: ReceiverConnector, Sendable {
   typealias Following = FollowingState<FollowedConnection, SerialPort>
 
   /// Whether hotplug events are being followed.

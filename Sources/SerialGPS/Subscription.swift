@@ -104,7 +104,7 @@ public final class Subscription: Sendable {
 }
 
 /// What a subscription holds: its queue and the way back to detach it, exactly once.
-final class SubscriptionCore: @unchecked Sendable {
+final class SubscriptionCore: Sendable {
   let queue: SubscriberQueue
   private let onDispose: @Sendable () -> Void
   private let disposed = Locked(false)
