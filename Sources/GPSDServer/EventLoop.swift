@@ -404,7 +404,9 @@ final class EventLoop {
     case .added(let device):
       addDiscovered(device)
     case .removed(let device):
-      discovered(device.sysPath)?.slot.hotplug?.send(event)
+      // Not passed to its receiver: the server shuts it down, and the shutdown sends the
+      // standby commands first in case the device is still there, which a connector that
+      // ended the connection on hearing of the unplug would skip.
       removeDiscovered(sysPath: device.sysPath, reason: "unplugged")
     case .changed(let device):
       guard let (id, slot) = discovered(device.sysPath) else {

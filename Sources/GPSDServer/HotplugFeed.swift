@@ -7,7 +7,7 @@ import POSIX
 /// that follows discovery itself (`FollowingState`), which decides what may be written to it.
 ///
 /// The connector's stream starts as discovery's does, with the device present and
-/// `.enumerationComplete`; the server's thread then sends what happens to that device. A
+/// `.enumerationComplete`; the server's thread then sends what changes about that device. A
 /// stream ends when its receiver stops watching (it is shut down when the server releases it).
 final class HotplugFeed: Sendable {
   private struct State {
@@ -38,7 +38,7 @@ final class HotplugFeed: Sendable {
     return stream
   }
 
-  /// Passes on an event of the device (`.changed`, `.removed`) to every stream.
+  /// Passes on an event of the device (`.changed`) to every stream.
   func send(_ event: HotplugEvent) {
     let streams = state.withLock { state -> [AsyncStream<HotplugEvent>.Continuation] in
       switch event {
