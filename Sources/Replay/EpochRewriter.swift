@@ -140,7 +140,7 @@ enum EpochRewriter {
     }
 
     func framed() -> [UInt8] {
-      NMEAChecksum.frame(([address] + fields).joined(separator: ",")) + [0x0D, 0x0A]
+      NMEAChecksum.frame(([address] + fields).joined(separator: ","))
     }
   }
 
