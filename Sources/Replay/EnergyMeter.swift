@@ -22,6 +22,14 @@ public struct EnergyMeter: Sendable, Hashable {
     entries[state] = 1
   }
 
+  /// Starts the meter again in `state` at its start time: for a meter made before its
+  /// owner knew the first state.
+  mutating func restart(in state: EnergyState) {
+    guard closedTime.isEmpty else { return enter(state, at: since) }
+    self.state = state
+    entries = [state: 1]
+  }
+
   /// The receiver is in `new` from `now` on. Times earlier than the last change count as
   /// that change's time (the meter never runs backwards).
   public mutating func enter(_ new: EnergyState, at now: Duration) {

@@ -239,7 +239,7 @@ public struct ReceiverPhysics: Sendable {
     }
     meter = EnergyMeter(currents: configuration.figures.currents, state: .off, at: start)
     if Self.isNavigating(power) { beginStart(at: start) }
-    meter.enter(energyState, at: start)
+    meter.restart(in: energyState)
   }
 
   // MARK: - Reading
@@ -538,10 +538,11 @@ extension UTCTimestamp {
     whole +=
       nanoseconds >= 0 ? nanoseconds / 1_000_000_000 : (nanoseconds - 999_999_999) / 1_000_000_000
     nanoseconds = ((nanoseconds % 1_000_000_000) + 1_000_000_000) % 1_000_000_000
-    return UTCTimestamp(secondsSinceUnixEpoch: whole, nanoseconds: UInt32(nanoseconds))
+    return UTCTimestamp(unixSeconds: whole, nanoseconds: UInt32(nanoseconds))
   }
 
-  init(secondsSinceUnixEpoch whole: Int64, nanoseconds: UInt32) {
+  /// The UTC time `whole` seconds (and `nanoseconds`) after the Unix epoch.
+  public init(unixSeconds whole: Int64, nanoseconds: UInt32) {
     let days = Int(whole >= 0 ? whole / 86_400 : (whole - 86_399) / 86_400)
     let ofDay = whole - Int64(days) * 86_400
     self.init(
@@ -561,7 +562,7 @@ extension UTCTimestamp {
     let rounded = (nanos + step / 2) / step * step
     let dayStart = secondsSinceUnixEpoch - secondsSinceUnixEpoch % 86_400
     return UTCTimestamp(
-      secondsSinceUnixEpoch: dayStart + rounded / 1_000_000_000,
+      unixSeconds: dayStart + rounded / 1_000_000_000,
       nanoseconds: UInt32(rounded % 1_000_000_000))
   }
 }

@@ -2,6 +2,8 @@ import Chipsets
 import Foundation
 import NMEA
 import Replay
+import SerialGPS
+import SerialPort
 import Testing
 
 /// The physics of the receiver model, driven with plain times: starts, no-fix epochs, the
@@ -478,4 +480,73 @@ enum UBXTestBytes {
   static func u16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)] }
   static func u32(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(value >> (8 * $0) & 0xFF) } }
   static func i32(_ value: Int32) -> [UInt8] { u32(UInt32(bitPattern: value)) }
+}
+
+/// The physics under the real gated receiver, in-process on a virtual clock and on a pty:
+/// what the driver sees is what the model says.
+@Suite struct PhysicsThroughTheDriverTests {
+  @Test("in-process: a hot start's no-fix epoch, then fixes whose accuracy converges; the charge")
+  func inProcessHotStartAndCharge() async throws {
+    let clock = ManualClock()
+    let physics = PhysicsConfiguration(figures: .ubloxM8, initialKnowledge: .ephemeris(age: .zero))
+    let replay = ReplayConnector(
+      recording: try loadFixture("ublox-m8-drive"),
+      configuration: .init(profile: .ublox(.m8), interface: .usb, physics: physics), clock: clock)
+    let receiver = GPSReceiver(connector: replay, options: receiverOptions(), clock: clock)
+    // A buffer for all of them: twenty epochs come due in one advance.
+    let log = EventLog(receiver.subscribe(bufferSize: 100))
+    defer { log.stop() }
+    #expect(await replay.waitForCommand(matching: isGNSSStart) != nil)
+    clock.advance(by: .seconds(20))
+    #expect(await eventually { log.fixes.count >= 19 })
+    let fixes = log.fixes
+    // The chip was running from the start (a hot start at 0 s, fix due at 1 s): the first
+    // epoch (1 s) carries the fix; GST's estimate falls from 25 m towards 3 m.
+    #expect(fixes.first?.mode == .threeD)
+    let accuracies = fixes.compactMap(\.horizontalAccuracy)
+    #expect(accuracies.count == fixes.count)
+    #expect(abs(accuracies[0] - 25) < 0.2)
+    #expect(accuracies.last! < 5)
+    // The epoch times are the simulator's UTC, one second apart.
+    let times = fixes.compactMap(\.timestamp?.unixTime)
+    #expect(zip(times, times.dropFirst()).allSatisfy { abs($1 - $0 - 1) < 1e-6 })
+    let energy = try #require(replay.energy)
+    #expect(energy.time(in: .acquisition) == .seconds(1))
+    #expect(energy.time(in: .tracking) == .seconds(19))
+    #expect(abs(energy.milliampHours - (32 * 1 + 29 * 19) / 3600.0) < 1e-12)
+    #expect(replay.starts.map(\.kind) == [.hot])
+    await receiver.shutdown()
+  }
+
+  @Test("on a pty: a cold start's epochs without time, then without a fix, then fixes")
+  func ptyColdStart() async throws {
+    let physics = PhysicsConfiguration(
+      figures: .mediatekMT3339, timeScale: 10, initialKnowledge: .nothing)
+    let simulator = try ReceiverSimulator(
+      recording: try loadFixture("mtk-cold-start"),
+      configuration: .init(
+        profile: .mediatek, pace: .recorded(speed: 10), physics: physics))
+    defer { simulator.stop() }
+    let port = try await openPort(simulator)
+    defer { port.close() }
+    let listener = PortListener(port, keepingBytes: true)
+    func fixes() -> [Fix] {
+      var decoder = NMEADecoder()
+      var fixes: [Fix] = []
+      decoder.decode(listener.receivedBytes) {
+        if case .epoch(let epoch) = $0 { fixes.append(epoch.fix) }
+      }
+      return fixes
+    }
+    #expect(await eventually(timeout: .seconds(30)) { fixes().contains { $0.position != nil } })
+    await listener.stop()
+    let fixes = fixes()
+    // 35 s of cold start at ×10: 3.5 s; time decoded after 0.6 s (6 epochs of 0.1 s).
+    let firstFix = try #require(fixes.firstIndex { $0.position != nil })
+    #expect((33...36).contains(firstFix), "\(firstFix)")
+    #expect(fixes.prefix(5).allSatisfy { $0.time == nil })
+    #expect(fixes[8..<firstFix].allSatisfy { $0.time != nil && $0.mode == .noFix })
+    #expect(simulator.starts.first?.kind == .cold)
+    #expect(simulator.energy?.time(in: .acquisition) ?? .zero >= .milliseconds(3400))
+  }
 }
