@@ -249,8 +249,10 @@ struct ReplaySession {
     }
 
     let interruption = StopSignals()
+    // With physics the receiver plays the recording's fix epochs and makes the others itself.
+    let played = physics != nil ? recording.fixEpochs : recording
     var progress = ReplayProgress(
-      total: recording.bursts.count, family: profile.family,
+      total: played.bursts.count, family: profile.family,
       terminal: isatty(2) == 1)
     func finish() {
       _ = writeEnergy()
@@ -288,7 +290,7 @@ struct ReplaySession {
     progress.clear()
     Output.error.line(
       "serialgps replay: stopped after \(Self.sent(simulator.counters)) of "
-        + "\(recording.bursts.count); the device is gone.")
+        + "\(played.bursts.count); the device is gone.")
     finish()
     return 0
   }
