@@ -71,6 +71,9 @@ public struct ReceiverModel {
   public private(set) var acknowledgesAiding = false
   /// The level of each pin the host drives (all low at the start).
   public private(set) var pinLevels: [ReceiverPin: Bool] = [:]
+  /// The u-blox navigation messages the host switched on (RAM layer), sent with each epoch
+  /// when physics is modelled.
+  public private(set) var ubxNavigationOutput: Set<UBXNavigationMessage> = []
 
   /// Which of the wake-up sources of `UBX-RXM-PMREQ` can end a backup.
   public struct BackupWakeSources: Sendable, Hashable {
@@ -148,8 +151,16 @@ public struct ReceiverModel {
   /// modelled error after).
   public mutating func epoch(_ burst: ArraySlice<UInt8>, at now: Duration) -> [UInt8] {
     guard physics != nil else { return Array(burst) }
-    return physics!.render(
+    var bytes = physics!.render(
       burst, at: now, style: EpochStyle(profile), addsErrorEstimate: errorEstimateSwitchedOn)
+    if case .ublox = profile, !ubxNavigationOutput.isEmpty {
+      let horizontal = physics!.horizontalError(at: now)
+      let vertical = horizontal.map { physics!.figures.verticalErrorRatio * $0 / 2.0.squareRoot() }
+      bytes += UBXEpochEncoder.frames(
+        for: bytes, messages: ubxNavigationOutput, horizontalError: horizontal,
+        verticalError: vertical)
+    }
+    return bytes
   }
 
   /// The energy meter read at `now`; `nil` without physics.
@@ -513,6 +524,13 @@ public struct ReceiverModel {
       if responses == .rejecting { return ubxAnswer(.cfgMsg, accepted: false) }
       messageRates[message] = rates
       if message == UBXMessageID(0xF0, 0x07) { gstSwitchedOn = rates.contains { $0 > 0 } }
+      if let navigation = UBXNavigationMessage(message) {
+        if rates.contains(where: { $0 > 0 }) {
+          ubxNavigationOutput.insert(navigation)
+        } else {
+          ubxNavigationOutput.remove(navigation)
+        }
+      }
       return ubxAnswer(.cfgMsg, accepted: true)
 
     case .ubxSetConfiguration(let layers, let values):
@@ -593,6 +611,13 @@ public struct ReceiverModel {
       if gstKeys.contains(value.key) { gstSwitchedOn = value.value > 0 }
       if value.key == Self.powerModeKey { physics?.powerSave = value.value == 2 }
       if value.key == Self.acknowledgeAidingKey { acknowledgesAiding = value.value != 0 }
+      if let navigation = UBXNavigationMessage(outputKey: value.key) {
+        if value.value > 0 {
+          ubxNavigationOutput.insert(navigation)
+        } else {
+          ubxNavigationOutput.remove(navigation)
+        }
+      }
     }
   }
 
@@ -661,6 +686,9 @@ public struct ReceiverModel {
     }
     keys.insert(powerModeKey)
     keys.insert(acknowledgeAidingKey)
+    for message in UBXNavigationMessage.allCases {
+      for offset in 0...4 { keys.insert(message.firstOutputKey + UInt32(offset)) }
+    }
     return keys
   }()
 

@@ -607,3 +607,72 @@ enum UBXTestBytes {
     #expect(simulator.energy?.time(in: .acquisition) ?? .zero >= .milliseconds(3400))
   }
 }
+
+/// u-blox navigation messages switched on by the host, encoded from the epoch's own NMEA.
+@Suite struct UBXNavigationOutputTests {
+  func frames(_ bytes: [UInt8]) -> [(UBXMessageID, [UInt8])] {
+    var framer = NMEAFramer()
+    var found: [(UBXMessageID, [UInt8])] = []
+    framer.feed(bytes) {
+      if case .ubx(let view) = $0 { found.append((UBXMessageID(view), Array(view.payload))) }
+    }
+    return found
+  }
+
+  func i32(_ p: [UInt8], _ i: Int) -> Int32 {
+    Int32(
+      bitPattern: UInt32(p[i]) | UInt32(p[i + 1]) << 8 | UInt32(p[i + 2]) << 16 | UInt32(p[i + 3])
+        << 24)
+  }
+  func u32(_ p: [UInt8], _ i: Int) -> UInt32 { UInt32(bitPattern: i32(p, i)) }
+
+  @Test("CFG-MSG (M8) and CFG-VALSET (M10) switch NAV-PVT/DOP/SAT/EOE on; PVT carries the epoch")
+  func navigationMessagesFollowTheNMEA() throws {
+    for (profile, figures) in [
+      (ReceiverProfile.ublox(.m8), ReceiverFigures.ubloxM8), (.ublox(.m10), .ubloxM10),
+    ] {
+      let recording = try loadFixture("ublox-m8-drive")
+      var model = ReceiverModel(
+        profile: profile,
+        physics: PhysicsConfiguration(figures: figures, initialKnowledge: .ephemeris(age: .zero)),
+        recordingStart: recording.firstTimestamp)
+      var playback = Playback(recording: recording.fixEpochs)
+      let epoch1 = model.epoch(recording.bytes(of: playback.next()!.burst), at: .seconds(1))
+      #expect(frames(epoch1).isEmpty)  // nothing switched on, and the recording's own left out
+      let ids: [UInt8] = [0x07, 0x04, 0x35, 0x61]
+      for id in ids {
+        let command: [UInt8]
+        if profile == .ublox(.m8) {
+          command = try UBX.frame(.cfgMsg, payload: [0x01, id, 1])
+        } else {
+          let key = UBXNavigationMessage(UBXMessageID(0x01, id))!.firstOutputKey + 1  // UART1
+          command = try UBX.frame(.cfgValset, payload: [0, 1, 0, 0] + UBXTestBytes.u32(key) + [1])
+        }
+        #expect(decodedAcks(model.receive(command, at: .seconds(1.5))) == 1)
+      }
+      let bytes = model.epoch(recording.bytes(of: playback.next()!.burst), at: .seconds(2))
+      let found = frames(bytes)
+      #expect(found.map(\.0) == ids.map { UBXMessageID(0x01, $0) })
+      var decoder = NMEADecoder()
+      var fix = Fix()
+      decoder.decode(bytes) { if case .epoch(let e) = $0 { fix = e.fix } }
+      decoder.finish { if case .epoch(let e) = $0 { fix = e.fix } }
+      let pvt = found[0].1
+      #expect(pvt.count == 92)
+      #expect(pvt[20] == 3)  // 3D
+      #expect(abs(Double(i32(pvt, 24)) / 1e7 - fix.longitude!) < 1e-7)
+      #expect(abs(Double(i32(pvt, 28)) / 1e7 - fix.latitude!) < 1e-7)
+      #expect(Int(pvt[10]) == Int(fix.time!.second))
+      // hAcc: the model's error, which GST reports too.
+      let hAcc = Double(u32(pvt, 40)) / 1000
+      #expect(abs(hAcc - fix.horizontalAccuracy!) < 0.2, "\(hAcc) \(fix.horizontalAccuracy!)")
+      // EOE and PVT carry the same time of week.
+      #expect(found[3].1 == Array(pvt[0..<4]))
+      #expect(Int(found[2].1[5]) == (found[2].1.count - 8) / 12)  // NAV-SAT: numSvs blocks
+    }
+  }
+
+  func decodedAcks(_ replies: [[UInt8]]) -> Int {
+    replies.flatMap(frames).filter { $0.0 == UBXMessageID(0x05, 0x01) }.count
+  }
+}
