@@ -187,6 +187,9 @@ extension FleetTopics {
 
 /// One receiver published: its connection, its ``DemandGate``, its subscription. Everything
 /// but `statistics` and the stop waiters is owned by the network thread.
+///
+/// `@unchecked Sendable`: its mutable state is the network thread's alone (reached through
+/// ``NetworkThread/post(_:)``); what other threads read is behind `shared` and `stopped`.
 final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
   let receiver: GPSReceiver
   let topics: FleetTopics
@@ -394,6 +397,9 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
 }
 
 /// One connection that only checks the broker accepts us, then leaves.
+///
+/// `@unchecked Sendable`: its client is touched on the network thread only; the result is an
+/// ``Outcome``.
 private final class BrokerProbe: MQTTClientDelegate, @unchecked Sendable {
   private let client: MQTTClient
   private let thread: NetworkThread

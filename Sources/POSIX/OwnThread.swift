@@ -9,6 +9,9 @@ import Glibc
 /// Its end can be awaited (``join()``) or waited for (``joinBlocking()``, after which the
 /// thread is gone from `/proc/self/task`). A thread nobody joins is detached when its
 /// `OwnThread` goes away, so it never lingers as a zombie.
+///
+/// `@unchecked Sendable`: its state is behind `lock`, a pthread mutex the compiler cannot see
+/// guards it.
 package final class OwnThread: @unchecked Sendable {
   private enum Reaping { case notYet, inProgress, done }
 
