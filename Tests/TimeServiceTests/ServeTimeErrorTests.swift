@@ -86,6 +86,41 @@ struct ServeTimeErrorTests {
     return (serve.terminationStatus, output(), serve.processIdentifier)
   }
 
+  /// Starts chronyd and a 1 Hz receiver, runs `body`, and removes both whatever it did.
+  static func withChronyd(_ body: (Chronyd, ClockedReceiver) async throws -> Void)
+    async throws
+  {
+    let chronyd = try Chronyd(unit: freeSharedMemoryUnit())
+    let receiver = try ClockedReceiver(delay: .milliseconds(200), coldEpochs: 0)
+    do {
+      try await chronyd.start()
+      receiver.start()
+      try await body(chronyd, receiver)
+    } catch {
+      await receiver.stop()
+      await chronyd.remove()
+      throw error
+    }
+    await receiver.stop()
+    await chronyd.remove()
+  }
+
+  /// serve --time to `chronyd` from `receiver` with `--ntp-shm unit --pps none`, until chronyd
+  /// holds two samples from the socket (at most 15 s).
+  static func serve(to chronyd: Chronyd, from receiver: ClockedReceiver, unit: Int) async throws
+    -> (status: Int32?, output: String, process: Int32)
+  {
+    try await serve(
+      [
+        "--listen", "none", "--time", "--chrony-socket", chronyd.socketPath, "--ntp-shm",
+        String(unit), "--pps", "none", "--baud", "9600", "--chipset", "nmea",
+        receiver.pty.devicePath,
+      ], for: 15,
+      until: { _ in
+        (try? ChronydTests.offsets(chronydSourcestats(chronyd))["SOCK"]?.samples ?? 0) ?? 0 >= 2
+      })
+  }
+
   @Test("a chrony socket path that cannot work is an error at start, exit 2")
   func unusableChronySocketPaths() async throws {
     let directory = try ScratchDirectory("chrony-paths")
@@ -192,23 +227,16 @@ struct ServeTimeErrorTests {
     "an NTP unit another writer holds is refused, the free one named, and chrony still gets samples; --pps none makes no PPS unit"
   )
   func aHeldSharedMemoryUnit() async throws {
-    let chronyd = try Chronyd(unit: freeSharedMemoryUnit())
-    let receiver = try ClockedReceiver(delay: .milliseconds(200), coldEpochs: 0)
-    do {
-      // chronyd (a reader) makes and attaches its SHM unit, then a writer beside it.
-      try await chronyd.start()
+    try await Self.withChronyd { chronyd, receiver in
+      // chronyd (a reader) made and attached its SHM unit; now a writer beside it.
       let holder = try await SegmentHolder(unit: chronyd.unit, size: 0)
-      receiver.start()
-      let run = try await Self.serve(
-        [
-          "--listen", "none", "--time", "--chrony-socket", chronyd.socketPath,
-          "--ntp-shm", String(chronyd.unit), "--pps", "none", "--baud", "9600", "--chipset",
-          "nmea", receiver.pty.devicePath,
-        ], for: 15,
-        until: { _ in
-          (try? ChronydTests.offsets(chronydSourcestats(chronyd))["SOCK"]?.samples ?? 0) ?? 0
-            >= 2
-        })
+      let run: (status: Int32?, output: String, process: Int32)
+      do {
+        run = try await Self.serve(to: chronyd, from: receiver, unit: chronyd.unit)
+      } catch {
+        await holder.stop()
+        throw error
+      }
       await holder.stop()
       #expect(
         run.output.contains(
@@ -223,48 +251,23 @@ struct ServeTimeErrorTests {
         #expect(status.creator != run.process, "a PPS unit made for --pps none")
       }
       #expect(run.output.contains("no PPS"), "\(run.output)")
-    } catch {
-      await receiver.stop()
-      await chronyd.remove()
-      throw error
     }
-    await receiver.stop()
-    await chronyd.remove()
   }
 
   @Test("a segment of the wrong size costs the SHM output only: chrony still gets samples")
   func aSegmentOfTheWrongSize() async throws {
-    let chronyd = try Chronyd(unit: freeSharedMemoryUnit())
-    let unit = freeSharedMemoryUnit()
-    let receiver = try ClockedReceiver(delay: .milliseconds(200), coldEpochs: 0)
-    do {
-      try await chronyd.start()
+    try await Self.withChronyd { chronyd, receiver in
+      let unit = freeSharedMemoryUnit()
       let holder = try await SegmentHolder(unit: unit, size: 16)
       await holder.stop()  // the segment stays, nobody attached
       defer { removeSharedMemorySegment(unit) }
-      receiver.start()
-      let run = try await Self.serve(
-        [
-          "--listen", "none", "--time", "--chrony-socket", chronyd.socketPath,
-          "--ntp-shm", String(unit), "--pps", "none", "--baud", "9600", "--chipset", "nmea",
-          receiver.pty.devicePath,
-        ], for: 15,
-        until: { _ in
-          (try? ChronydTests.offsets(chronydSourcestats(chronyd))["SOCK"]?.samples ?? 0) ?? 0
-            >= 2
-        })
+      let run = try await Self.serve(to: chronyd, from: receiver, unit: unit)
       #expect(
         run.output.contains("NTP shared memory unit \(unit) (NTP\(unit)) is a segment of 16 bytes"),
         "\(run.output)")
       let samples = ChronydTests.offsets(try chronydSourcestats(chronyd))["SOCK"]?.samples ?? 0
       #expect(samples >= 2, "the chrony socket went without samples: \(run.output)")
-    } catch {
-      await receiver.stop()
-      await chronyd.remove()
-      throw error
     }
-    await receiver.stop()
-    await chronyd.remove()
   }
 }
 
