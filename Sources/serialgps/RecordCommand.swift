@@ -122,7 +122,9 @@ struct RecordSession {
     if let family = options.chipset {
       baud = SerialConnector.baud(baud, wakingWith: family, path: device, memory: memory)
     }
-    let wakesAtGuessedRate = options.baud == nil && options.chipset?.hasCommands == true
+    let wakesAtGuessedRate =
+      options.baud == nil && options.chipset?.hasCommands == true
+      && HostInterface(devicePath: device) != .usb
     do {
       opened = try SerialConnector.openPort(path: device, baud: baud, memory: &memory) {
         port, searching in
