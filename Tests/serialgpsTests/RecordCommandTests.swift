@@ -27,9 +27,10 @@ struct RecordCommandTests {
       "record", simulator.devicePath, "-o", output, "--duration", "2", "--chipset", "mtk",
     ])
     #expect(await record.exitStatus() == 0)
-    // Two seconds of recording and the wake-up; the search alone took 18 s at 9 rates.
+    // Two seconds of recording and the wake-up; the search alone took 18 s at 9 rates (a
+    // loose bound: the full test run on two shared cores took 10.8 s to start and stop it).
     let took = ContinuousClock.now - started
-    #expect(took < .seconds(10), "took \(took): \(record.standardError)")
+    #expect(took < .seconds(16), "took \(took): \(record.standardError)")
     #expect(!record.standardError.contains("for its baud rate"), "\(record.standardError)")
     #expect(!record.standardError.contains("pass --chipset"), "\(record.standardError)")
     #expect(!record.standardError.contains("heard no NMEA"), "\(record.standardError)")
