@@ -136,7 +136,8 @@ public final class GPSDServer: Sendable {
   /// - Parameter clock: times the receivers' linger and replay expiry (tests pass a
   ///   `ManualClock`).
   /// - Throws: ``GPSDServerError`` when the address is remote without ``Configuration/allowRemote``
-  ///   or cannot be bound.
+  ///   or cannot be bound, or when ``TimeOptions/chronySocket`` names a path that cannot be
+  ///   chronyd's socket (``ChronySocket/check(path:)``).
   public init(
     configuration: Configuration = Configuration(), devices: Devices,
     clock: any DriverClock = SystemClock()
@@ -147,6 +148,14 @@ public final class GPSDServer: Sendable {
         "listening on \(address) would let other machines connect: the gpsd protocol has no "
           + "authentication and any watcher keeps the receivers powered; pass --allow-remote "
           + "to do it anyway, or listen on 127.0.0.1")
+    }
+    // A chrony socket that cannot work is said now, not counted in a report ten minutes on.
+    if let path = configuration.time?.chronySocket {
+      switch ChronySocket.check(path: path) {
+      case .usable: break
+      case .notYet(let warning): configuration.log?("serialgps serve: \(warning)")
+      case .unusable(let problem): throw GPSDServerError(problem)
+      }
     }
     let listener: ListeningSocket?
     let wakeup: EventSignal
