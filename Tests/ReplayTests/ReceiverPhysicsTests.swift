@@ -533,9 +533,11 @@ enum UBXTestBytes {
       connector: replay, options: receiverOptions(linger: .zero), clock: clock)
     let first = EventLog(receiver.subscribe(bufferSize: 100))
     #expect(await replay.waitUntil { !$0.received.isEmpty })
-    clock.advance(by: .milliseconds(200))  // the driver's settle time; the chip boots 100 ms
+    // The driver's settle time (the chip boots in 100 ms), then its output commands.
     #expect(
-      await replay.waitForCommand { if case .mtkSetNMEAOutput = $0 { true } else { false } } != nil)
+      await advance(clock, upTo: .seconds(1)) {
+        replay.receivedCommands.contains { if case .mtkSetNMEAOutput = $0 { true } else { false } }
+      })
     clock.advance(to: .origin + .milliseconds(5100))  // epochs at 1.1 … 5.1 s
     #expect(await eventually { first.fixes.count >= 4 })
     #expect(first.fixes.first?.position != nil)  // hot: the first epoch has the fix
@@ -546,14 +548,13 @@ enum UBXTestBytes {
     let second = EventLog(receiver.subscribe(bufferSize: 100))
     defer { second.stop() }
     #expect(await replay.waitUntil { $0.powerState == .booting })
-    clock.advance(by: .milliseconds(200))
+    // The settle time, then the output commands; the hot start's first epoch at +1.1 s.
     #expect(
-      await eventually {
+      await advance(clock, upTo: .seconds(1)) {
         replay.receivedCommands.filter { if case .mtkSetNMEAOutput = $0 { true } else { false } }
           .count == 2
       })
-    clock.advance(by: .milliseconds(1900))  // epochs at +1.1 s and +2.1 s
-    #expect(await eventually { second.fixes.count >= 1 })
+    #expect(await advance(clock, upTo: .seconds(3)) { second.fixes.count >= 1 })
     #expect(second.fixes.first?.position != nil)
     // Two hot starts (the ephemeris from before the simulation is an hour old: valid).
     #expect(replay.starts.map(\.kind) == [.hot, .hot])
@@ -563,7 +564,7 @@ enum UBXTestBytes {
     #expect(standby > .seconds(3599) && standby < .seconds(3600))
     // About 2 × 1.1 s of acquisition at 25 mA, 5 s of tracking at 20 mA, an hour at 0.2 mA.
     #expect(energy.milliampHours > 0.2 && energy.milliampHours < 0.26, "\(energy)")
-    await receiver.shutdown()
+    #expect(await shutDown(receiver, advancing: clock))
   }
 
   @Test("on a pty: a cold start's epochs without time, then without a fix, then fixes")

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import NMEA
 import Replay
+import SerialGPS
 import SerialPort
 import Testing
 
@@ -46,6 +47,53 @@ func eventually(timeout: Duration = .seconds(15), _ condition: () -> Bool) async
     try? await Task.sleep(for: .milliseconds(5))
   }
   return condition()
+}
+
+/// Advances `clock` a `step` at a time, up to `limit` of virtual time, until `condition` holds.
+///
+/// The driver arms its next timer only after the event a test waits for (the settle time
+/// after the bytes that woke the chip, say): one jump made before that timer exists passes it
+/// by and the timer then waits for a time that never comes. Steps cannot miss it; each waits a
+/// moment of real time first so the driver's threads can arm what they arm.
+func advance(
+  _ clock: ManualClock, by step: Duration = .milliseconds(100), upTo limit: Duration,
+  until condition: () -> Bool
+) async -> Bool {
+  var advanced = Duration.zero
+  let deadline = ContinuousClock.now + .seconds(30)
+  while true {
+    try? await Task.sleep(for: .milliseconds(5))
+    if condition() { return true }
+    guard advanced < limit, ContinuousClock.now < deadline else { return false }
+    clock.advance(by: step)
+    advanced += step
+  }
+}
+
+/// Shuts `receiver` down while stepping `clock`, so that a standby command waiting for its
+/// answer on the virtual clock fails the test instead of hanging it. False when the shutdown
+/// had not returned after 30 s.
+func shutDown(_ receiver: GPSReceiver, advancing clock: ManualClock) async -> Bool {
+  let finished = Flag()
+  Task {
+    await receiver.shutdown()
+    finished.set()
+  }
+  let deadline = ContinuousClock.now + .seconds(30)
+  while !finished.isSet {
+    guard ContinuousClock.now < deadline else { return false }
+    try? await Task.sleep(for: .milliseconds(5))
+    clock.advance(by: .milliseconds(100))
+  }
+  return true
+}
+
+/// A flag one task sets and another polls.
+final class Flag: @unchecked Sendable {  // its one Bool is read and written under `lock`
+  private let lock = NSLock()
+  private var value = false
+  var isSet: Bool { lock.withLock { value } }
+  func set() { lock.withLock { value = true } }
 }
 
 /// Starts a simulator for a fixture.
