@@ -22,15 +22,13 @@ struct RecordCommandTests {
     defer { simulator.stop() }
     let directory = try TemporaryDirectory()
     let output = directory.file("mtk.nmea")
-    let started = ContinuousClock.now
     let record = try CLIProcess([
       "record", simulator.devicePath, "-o", output, "--duration", "2", "--chipset", "mtk",
     ])
     #expect(await record.exitStatus() == 0)
-    // Two seconds of recording and the wake-up; the search alone took 18 s at 9 rates (a
-    // loose bound: the full test run on two shared cores took 10.8 s to start and stop it).
-    let took = ContinuousClock.now - started
-    #expect(took < .seconds(16), "took \(took): \(record.standardError)")
+    // No search: it says "listening to … for its baud rate" when it searches (18 s at 9 rates
+    // for a receiver in standby). Said, not timed: the full test run on two shared cores has
+    // taken 18 s to start and stop this command without any search.
     #expect(!record.standardError.contains("for its baud rate"), "\(record.standardError)")
     #expect(!record.standardError.contains("pass --chipset"), "\(record.standardError)")
     #expect(!record.standardError.contains("heard no NMEA"), "\(record.standardError)")
