@@ -211,8 +211,10 @@ import Testing
         Self.device(bridge, sysPath: sys, kind: .possible, chipset: nil, driver: "pl2303")))
     sink.yield(.enumerationComplete)
     let opening = Task { try await connector.connect(wakingWith: .nmea) }
+    // Fed until the connection is open (cancelled below), not for a fixed few seconds: on
+    // loaded cores the search may start listening after a short feed has ended.
     let feeding = Task.detached {
-      for second in 0..<40 {
+      for second in 0..<600 {
         if Task.isCancelled { return }
         try? bridge.write(Array(cycle(second: second % 60).utf8), timeout: .milliseconds(200))
         try? await Task.sleep(for: .milliseconds(100))
