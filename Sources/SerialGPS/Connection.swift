@@ -1,4 +1,5 @@
 import Chipsets
+import SerialPort
 import TimeService
 
 /// An open byte stream to a receiver: a serial port, or an in-process replay.
@@ -62,6 +63,11 @@ public protocol ReceiverConnector: Sendable {
   /// receiver stays attached, and never the tty path alone (another receiver may get it).
   /// `nil`: not marked. By default ``receiverIdentity``.
   var markerIdentity: String? { get }
+  /// The process that owns the device now, if another one does
+  /// (``SerialPort/SerialPort/owner(of:lockDirectory:)``), found without opening it: a
+  /// receiver left awake by a killed process is not put to standby while someone owns it.
+  /// By default `nil`.
+  var deviceOwner: DeviceOwner? { get }
   /// Starts watching for the device to (re)appear; `appeared` is called each time it does,
   /// so the receiver retries at once instead of after its backoff. Called once, when the
   /// receiver starts.
@@ -77,6 +83,7 @@ extension ReceiverConnector {
   public var chipsetHint: ChipsetHint? { nil }
   public var receiverIdentity: String? { nil }
   public var markerIdentity: String? { receiverIdentity }
+  public var deviceOwner: DeviceOwner? { nil }
   public func startWatching(appeared: @escaping @Sendable () -> Void) {}
   public func stopWatching() {}
 }

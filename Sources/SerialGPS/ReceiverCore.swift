@@ -53,7 +53,7 @@ final class ReceiverCore: @unchecked Sendable {
     // Evidence that a killed process left this receiver awake: put it to standby now, before
     // anyone asks (and only then: without it nothing is opened until there is demand).
     if let markers = options.awakeMarkers, let identity = connector.markerIdentity,
-      markers.wasLeftAwake(identity)
+      markers.wasLeftAwake(identity, deviceOwner: { connector.deviceOwner })
     {
       inbox.post(.policy(.leftAwake))
       startControllerIfNeeded()

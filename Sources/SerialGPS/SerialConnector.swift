@@ -88,6 +88,9 @@ public struct SerialConnector: ReceiverConnector {
     return "tty \(node) \(status.st_ctim.tv_sec).\(status.st_ctim.tv_nsec)"
   }
 
+  /// The process that owns the device now (its lock file or `flock`), if any.
+  public var deviceOwner: DeviceOwner? { SerialPort.owner(of: path) }
+
   public func connect() async throws -> any ReceiverConnection {
     try await connect(wakingWith: .nmea)
   }
