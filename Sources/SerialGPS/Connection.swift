@@ -11,6 +11,17 @@ public protocol ReceiverConnection: AnyObject, Sendable {
   /// Blocks until bytes arrive and returns how many were stored; returns 0 when woken by
   /// ``interrupt()``. Throws when the device is gone or unreadable.
   func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+  /// Whether the bytes behind what the reader has read wait in a queue it can look into
+  /// (``read(into:waitingAtMost:)``), as a serial port's do in the kernel while the reader
+  /// falls behind: then an epoch with newer ones queued behind it is told from a live one and
+  /// goes out as late (docs/receiver.md, "Late fixes"). False (the default) for sources that
+  /// hand out whatever is due at once, such as a replay on a virtual clock: every epoch is live.
+  var queuesBehindReader: Bool { get }
+  /// Reads like ``read(into:)`` but waits at most `timeout` (zero: takes only what is waiting
+  /// already) and returns 0 when nothing came or ``interrupt()`` was called. Only called when
+  /// ``queuesBehindReader``; by default 0.
+  func read(into buffer: UnsafeMutableRawBufferPointer, waitingAtMost timeout: Duration) throws
+    -> Int
   /// Writes every byte (waiting for the line to drain).
   func write(_ bytes: [UInt8]) throws
   /// Wakes a blocked ``read(into:)``, which then returns 0.
@@ -36,6 +47,10 @@ public protocol ReceiverConnection: AnyObject, Sendable {
 }
 
 extension ReceiverConnection {
+  public var queuesBehindReader: Bool { false }
+  public func read(into buffer: UnsafeMutableRawBufferPointer, waitingAtMost timeout: Duration)
+    throws -> Int
+  { 0 }
   public var lineTiming: LineTiming { .unpaced }
   public func carrierDetectDescriptor() -> CInt? { nil }
   public func timeOfBytesLastRead() -> PosixTime? { nil }

@@ -457,9 +457,22 @@ final class FollowedConnection: ReceiverConnection {
   }
 
   func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    try guarded { try base.read(into: buffer) }
+  }
+
+  var queuesBehindReader: Bool { base.queuesBehindReader }
+
+  func read(into buffer: UnsafeMutableRawBufferPointer, waitingAtMost timeout: Duration) throws
+    -> Int
+  {
+    try guarded { try base.read(into: buffer, waitingAtMost: timeout) }
+  }
+
+  /// A read of the base connection that ends once udev says the device is gone.
+  private func guarded(_ read: () throws -> Int) throws -> Int {
     do {
       try checkEnded()
-      let count = try base.read(into: buffer)
+      let count = try read()
       if count == 0 { try checkEnded() }
       return count
     } catch {

@@ -81,12 +81,14 @@ final class ReceiverCore: @unchecked Sendable {
   // MARK: - Requests from any thread
 
   func makeSubscription(
-    bufferSize: Int?, rawData: Bool = false, sentences: Bool = false,
+    bufferSize: Int?, rawData: Bool = false, sentences: Bool = false, lateFixes: Bool = false,
     forward: SubscriberQueue.Forward? = nil, lifetime: ReceiverLifetime
   ) -> SubscriptionCore {
     let queue = SubscriberQueue(
       capacity: bufferSize ?? options.subscriberBufferSize, forward: forward)
-    guard let id = hub.add(queue, rawData: rawData, sentences: sentences) else {
+    guard
+      let id = hub.add(queue, rawData: rawData, sentences: sentences, lateFixes: lateFixes)
+    else {
       queue.finish()
       return SubscriptionCore(queue: queue) {}
     }

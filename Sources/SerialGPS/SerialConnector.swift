@@ -249,6 +249,20 @@ final class SerialConnection: ReceiverConnection {
   private let heardTiming: LineTiming
 
   func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    try read(into: buffer, timeout: nil)
+  }
+
+  /// The kernel queues what the receiver sends while the reader is behind.
+  var queuesBehindReader: Bool { true }
+
+  func read(into buffer: UnsafeMutableRawBufferPointer, waitingAtMost timeout: Duration) throws
+    -> Int
+  {
+    try read(into: buffer, timeout: timeout)
+  }
+
+  /// The heard bytes first, then the port, waiting at most `timeout` (nil: until bytes come).
+  private func read(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration?) throws -> Int {
     let taken = pending.withLock { pending -> Int in
       pending.lastTime = nil
       var count = min(buffer.count, pending.bytes.count)
@@ -272,7 +286,7 @@ final class SerialConnection: ReceiverConnection {
       return count
     }
     if taken > 0 { return taken }
-    switch try port.read(into: buffer, timeout: nil) {
+    switch try port.read(into: buffer, timeout: timeout) {
     case .received(let count): return count
     case .timedOut, .interrupted: return 0
     }
