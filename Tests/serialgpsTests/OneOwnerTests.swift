@@ -24,21 +24,6 @@ struct OneOwnerTests {
     text.split(separator: "\n").filter { $0.contains(word) }.count
   }
 
-  /// As `LeftAwakeTests` does: a pty's device side keeps TIOCEXCL after its holder is killed
-  /// (the simulator holds it open), where a real tty forgets it with its last descriptor.
-  func releaseExclusivity(_ path: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    process.arguments = [
-      "-c",
-      "import fcntl, os, sys, termios; fd = os.open(sys.argv[1], os.O_RDWR | os.O_NOCTTY "
-        + "| os.O_NONBLOCK); fcntl.ioctl(fd, termios.TIOCNXCL); os.close(fd)",
-      path,
-    ]
-    try? process.run()
-    process.waitUntilExit()
-  }
-
   @Test func theSecondOpenerFailsAtOnceNamingTheFirst() async throws {
     let markers = try TemporaryDirectory()
     let environment = ["SERIALGPS_RUNTIME_DIR": markers.path]
@@ -85,7 +70,7 @@ struct OneOwnerTests {
     // Killed outright, the first leaves its lock file naming a dead process: stale, taken over.
     first.signal(SIGKILL)
     _ = await first.exitStatus(timeout: .seconds(30))
-    releaseExclusivity(device)
+    LeftAwakeTests().releaseExclusivity(device)  // the pty keeps TIOCEXCL, a tty would not
     #expect(FileManager.default.contents(atPath: lock) == Data(String(format: "%10d\n", pid).utf8))
     let third = try CLIProcess(watchArguments + ["--count", "2"], environment: environment)
     #expect(await third.exitStatus(timeout: .seconds(30)) == 0, "\(third.standardError)")
