@@ -19,7 +19,7 @@ DEB_CHECK_PACKAGES := $(DEB_PACKAGES) lintian systemd udev man-db
 # The version's one home is Sources/serialgps/Version.swift (docs/packaging.md).
 VERSION := $(shell scripts/version.sh)
 
-.PHONY: all deps test-deps build run test test-unit test-tsan fuzz-smoke fuzz bench format lint clean \
+.PHONY: all deps test-deps build run test test-unit docs-check test-tsan fuzz-smoke fuzz bench format lint clean \
 	fixtures fixtures-check goldens static deb deb-check footprint
 
 all: build
@@ -39,11 +39,16 @@ run: deps
 	SWIFT=$(SWIFT) scripts/run.sh
 
 # Everything CI checks.
-test: test-deps fixtures-check test-unit test-tsan fuzz-smoke deb-check
+test: test-deps fixtures-check test-unit docs-check test-tsan fuzz-smoke deb-check
 
 test-unit:
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# Every Swift block of README.md and docs/ built in an outside package that depends on this one
+# by path, as a user's would (scripts/check-doc-snippets.py says how a block names what it needs).
+docs-check: deps
+	SWIFT=$(SWIFT) scripts/check-doc-snippets.py --keep .build/doc-snippets
 
 # The concurrency-heavy suites again under ThreadSanitizer, in a build directory of their own.
 TSAN_SUITES := SerialGPSTests|SerialPortTests|ReplayTests|GPSDServerTests|TimeServiceTests|FleetTests|POSIXTests
