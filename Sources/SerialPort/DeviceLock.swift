@@ -53,7 +53,7 @@ enum DeviceLock {
   /// The lock file of the device at `path`, links resolved: `/dev/` cut off and every other
   /// `/` turned into `_`, as picocom and lockdev name them (`LCK..ttyUSB0`, `LCK..pts_3`).
   static func lockFile(for path: String, in directory: String) -> String {
-    let node = resolvedPath(path) ?? path
+    let node = linksResolved(path)
     var name = Substring(node)
     if name.hasPrefix("/dev/") {
       name = name.dropFirst(5)
@@ -61,6 +61,39 @@ enum DeviceLock {
       name = name[name.index(after: slash)...]
     }
     return directory + "/LCK.." + name.map { $0 == "/" ? "_" : String($0) }.joined()
+  }
+
+  /// `path` with its symbolic links followed (`/dev/serial/by-id/…` → `/dev/ttyACM0`), by
+  /// `lstat` and `readlink`, not `realpath`: umockdev's `realpath()` corrupts memory for the
+  /// nodes it stands in for with ptys. At most 16 links; the path itself when it is none.
+  static func linksResolved(_ path: String) -> String {
+    var current = path
+    for _ in 0..<16 {
+      var status = stat()
+      guard lstat(current, &status) == 0, status.st_mode & S_IFMT == S_IFLNK else { break }
+      var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+      let length = readlink(current, &target, target.count - 1)
+      guard length > 0 else { break }
+      let link = String(
+        decoding: target[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+      if link.hasPrefix("/") {
+        current = link
+      } else if let slash = current.lastIndex(of: "/") {
+        current = String(current[...slash]) + link
+      } else {
+        current = link
+      }
+    }
+    // `/dev/serial/by-id/../../ttyACM0` → `/dev/ttyACM0`.
+    var components: [Substring] = []
+    for component in current.split(separator: "/") where component != "." {
+      if component == ".." {
+        if !components.isEmpty { components.removeLast() }
+      } else {
+        components.append(component)
+      }
+    }
+    return (current.hasPrefix("/") ? "/" : "") + components.joined(separator: "/")
   }
 
   /// The process a lock file names, if it exists and names one: ASCII (HDB, spaces allowed) or

@@ -199,3 +199,25 @@ struct DeviceLockTests {
     #expect(!FileManager.default.fileExists(atPath: Self.lockFile(pty)))
   }
 }
+
+extension DeviceLockTests {
+  /// A link (a `/dev/serial/by-id/…` name, the simulator's `gps0`) locks the device it names:
+  /// one lock file for every name of the device.
+  @Test func aLinkLocksTheDeviceItNames() throws {
+    let pty = try PseudoTerminal()
+    var template = Array("/tmp/serialgps-link-XXXXXX".utf8CString)
+    let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    try FileManager.default.createDirectory(
+      atPath: directory + "/by-id", withIntermediateDirectories: true)
+    let relative = directory + "/by-id/receiver"
+    try FileManager.default.createSymbolicLink(
+      atPath: relative, withDestinationPath: "../../.." + pty.devicePath)
+    let absolute = directory + "/gps0"
+    try FileManager.default.createSymbolicLink(atPath: absolute, withDestinationPath: relative)
+    let port = try SerialPort.open(path: absolute, baudRate: .b9600)
+    defer { port.close() }
+    #expect(port.lockFile == Self.lockFile(pty))
+    #expect(SerialPort.owner(of: pty.devicePath)?.processID == getpid())
+  }
+}
