@@ -24,6 +24,9 @@ import TimeService
 /// it goes out as late (to the subscriptions that asked, ``SubscriptionHub/publish(lateFix:age:)``)
 /// and is counted; the newest goes out live once nothing newer waits. A reader that keeps up
 /// pays one read that returns at once per epoch.
+///
+/// `@unchecked Sendable`: its state belongs to its reader thread (see above), started and joined by
+/// the controller; the compiler cannot know that.
 final class ConnectionReader: @unchecked Sendable {
   let connection: any ReceiverConnection
   let generation: Int

@@ -27,7 +27,7 @@ import TimeService
 /// connector does not open it again; it looks at the lock (without opening the device) every
 /// ``ownerPollInterval`` and, once the device is free, tells the receiver, which takes it at
 /// once rather than after its backoff.
-public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable {
+public final class DiscoveringConnector: ReceiverConnector, Sendable {
   typealias Following = FollowingState<FollowedConnection, SerialPort>
 
   /// Whether hotplug events are being followed.
@@ -78,9 +78,10 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
     self.init(selector: selector, baud: baud, events: { discovery.events(includingPresent: true) })
   }
 
-  /// A connector fed from any sequence of hotplug events (tests replay scripted ones). The
-  /// sequence must start with the devices present and `.enumerationComplete`.
-  init<Events: AsyncSequence & Sendable>(
+  /// A connector fed from any sequence of hotplug events (tests replay scripted ones; the
+  /// gpsd server feeds each receiver it found its device's). The sequence must start with the
+  /// devices present and `.enumerationComplete`.
+  package init<Events: AsyncSequence & Sendable>(
     selector: ReceiverSelector, baud: SerialConnector.BaudSetting,
     ownerPollInterval: Duration = .seconds(1), events: @escaping @Sendable () -> Events
   ) where Events.Element == HotplugEvent {
