@@ -70,19 +70,23 @@ import Testing
       recorder.all.dropFirst(3).first.flatMap { Self.seconds($0.update.fix) })
     let newest = try #require(Self.seconds(first.update.fix))
     #expect(newest - stalledAt >= 8, "the first fix after the stall is \(newest - stalledAt) s on")
-    let burst = afterStall.filter { $0.at < first.at + .milliseconds(150) }
-    #expect(burst.count <= 1, "\(burst.map(\.update.fix.time))")
+    // None of the epochs queued during the stall went out live, and what followed the newest
+    // came in the receiver's order. (Told by the receiver's times, not by how fast they came:
+    // on a loaded machine the next epoch may follow the newest within milliseconds.)
+    let liveTimes = recorder.all.compactMap { Self.seconds($0.update.fix) }
+    #expect(!liveTimes.contains { $0 > stalledAt && $0 < newest }, "\(liveTimes)")
+    let liveAfter = afterStall.compactMap { Self.seconds($0.update.fix) }
+    #expect(liveAfter == liveAfter.sorted())
 
     // The queued ones went out as late, only to the subscription that asked, oldest first,
     // each older than the live fix that followed. (On a loaded machine the reader may fall a
     // period behind at other times too: those are late as well, and counted.)
     let late = withLate.fixes.filter(\.isLate)
     #expect(receiver.statistics.lateFixes == late.count)
-    let queued = late.compactMap { Self.seconds($0.fix) }.filter { $0 > stalledAt }
+    let queued = late.compactMap { Self.seconds($0.fix) }.filter { $0 > stalledAt && $0 < newest }
     #expect(
       queued.count >= 8, "\(queued.map { $0 - stalledAt }) late, newest \(newest - stalledAt)")
     #expect(queued == queued.sorted())
-    #expect(queued.allSatisfy { $0 < newest })
     #expect(late.allSatisfy { $0.age >= .seconds(1) }, "at least one receiver period old")
     #expect(recorder.all.allSatisfy { !$0.update.isLate })
     // The latest fix is the newest, not a late one.
