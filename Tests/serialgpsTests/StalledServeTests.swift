@@ -59,7 +59,7 @@ struct StalledServeTests {
       "serve", simulator.devicePath, "--chipset", "nmea", "--baud", "9600", "--listen",
       "127.0.0.1:0", "--linger", "0",
     ])
-    defer { serve.signal(SIGKILL) }
+    defer { if serve.process.isRunning { serve.signal(SIGKILL) } }
     let signals = ServeSignalTests()
     let port = try #require(await signals.listeningPort(serve), "\(serve.standardError)")
     let client = Client(try signals.watch(port: port))
@@ -84,5 +84,8 @@ struct StalledServeTests {
     #expect(!after.contains { $0 > stopped && $0 < first }, "\(after.map { $0 - stopped })")
     #expect(after == after.sorted())
     #expect(after.count >= 3, "streaming goes on")
+    // Ended as a user ends it: standby, port closed, lock file removed.
+    serve.signal(SIGTERM)
+    #expect(await serve.exitStatus(timeout: .seconds(30)) == 0, "\(serve.standardError)")
   }
 }
