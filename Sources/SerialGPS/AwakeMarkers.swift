@@ -1,5 +1,6 @@
 import Glibc
 import POSIX
+import SerialPort
 
 /// Where a process notes the receivers it has woken, so that the next one can put to standby a
 /// receiver left awake by a process that was killed outright (SIGKILL, a crash): the only ends
@@ -13,6 +14,13 @@ import POSIX
 /// subscriber, opens the receiver, sends the standby steps and closes it; a subscriber arriving
 /// meanwhile simply wins (the receiver is wanted awake). Without such a marker nothing is
 /// opened until there is demand.
+///
+/// The markers agree with the device's lock (``SerialPort/SerialPort/owner(of:lockDirectory:)``):
+/// the process that woke a receiver owns its device until it has put it to standby, so a
+/// marker naming a live process is that owner's, and a device that some live process owns now
+/// (another program, or a SerialGPS process that marks nothing) is not left awake whatever
+/// an old marker says: it is its owner's to put to sleep, and the marker stays for when the
+/// device is free again.
 public struct AwakeMarkers: Sendable, Hashable {
   /// The directory holding the markers.
   public let directory: String
@@ -90,9 +98,10 @@ public struct AwakeMarkers: Sendable, Hashable {
     return pid_t(text)
   }
 
-  /// Whether the receiver was left awake by a process that no longer runs.
-  func wasLeftAwake(_ identity: String) -> Bool {
+  /// Whether the receiver was left awake by a process that no longer runs, and nobody owns its
+  /// device now (`deviceOwner`, asked only when such a marker exists).
+  func wasLeftAwake(_ identity: String, deviceOwner: () -> DeviceOwner? = { nil }) -> Bool {
     guard let owner = owner(of: identity), owner > 0, owner != getpid() else { return false }
-    return kill(owner, 0) != 0 && errno == ESRCH
+    return !Processes.exists(owner) && deviceOwner() == nil
   }
 }

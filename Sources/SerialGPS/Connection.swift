@@ -1,4 +1,5 @@
 import Chipsets
+import SerialPort
 import TimeService
 
 /// An open byte stream to a receiver: a serial port, or an in-process replay.
@@ -10,6 +11,17 @@ public protocol ReceiverConnection: AnyObject, Sendable {
   /// Blocks until bytes arrive and returns how many were stored; returns 0 when woken by
   /// ``interrupt()``. Throws when the device is gone or unreadable.
   func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+  /// Whether the bytes behind what the reader has read wait in a queue it can look into
+  /// (``read(into:waitingAtMost:)``), as a serial port's do in the kernel while the reader
+  /// falls behind: then an epoch with newer ones queued behind it is told from a live one and
+  /// goes out as late (docs/receiver.md, "Late fixes"). False (the default) for sources that
+  /// hand out whatever is due at once, such as a replay on a virtual clock: every epoch is live.
+  var queuesBehindReader: Bool { get }
+  /// Reads like ``read(into:)`` but waits at most `timeout` (zero: takes only what is waiting
+  /// already) and returns 0 when nothing came or ``interrupt()`` was called. Only called when
+  /// ``queuesBehindReader``; by default 0.
+  func read(into buffer: UnsafeMutableRawBufferPointer, waitingAtMost timeout: Duration) throws
+    -> Int
   /// Writes every byte (waiting for the line to drain).
   func write(_ bytes: [UInt8]) throws
   /// Wakes a blocked ``read(into:)``, which then returns 0.
@@ -35,6 +47,10 @@ public protocol ReceiverConnection: AnyObject, Sendable {
 }
 
 extension ReceiverConnection {
+  public var queuesBehindReader: Bool { false }
+  public func read(into buffer: UnsafeMutableRawBufferPointer, waitingAtMost timeout: Duration)
+    throws -> Int
+  { 0 }
   public var lineTiming: LineTiming { .unpaced }
   public func carrierDetectDescriptor() -> CInt? { nil }
   public func timeOfBytesLastRead() -> PosixTime? { nil }
@@ -62,6 +78,11 @@ public protocol ReceiverConnector: Sendable {
   /// receiver stays attached, and never the tty path alone (another receiver may get it).
   /// `nil`: not marked. By default ``receiverIdentity``.
   var markerIdentity: String? { get }
+  /// The process that owns the device now, if another one does
+  /// (``SerialPort/SerialPort/owner(of:lockDirectory:)``), found without opening it: a
+  /// receiver left awake by a killed process is not put to standby while someone owns it.
+  /// By default `nil`.
+  var deviceOwner: DeviceOwner? { get }
   /// Starts watching for the device to (re)appear; `appeared` is called each time it does,
   /// so the receiver retries at once instead of after its backoff. Called once, when the
   /// receiver starts.
@@ -77,6 +98,7 @@ extension ReceiverConnector {
   public var chipsetHint: ChipsetHint? { nil }
   public var receiverIdentity: String? { nil }
   public var markerIdentity: String? { receiverIdentity }
+  public var deviceOwner: DeviceOwner? { nil }
   public func startWatching(appeared: @escaping @Sendable () -> Void) {}
   public func stopWatching() {}
 }

@@ -13,6 +13,18 @@ import TimeService
 /// it hands on goes through types safe from any thread (the hub, the mailbox, the locked
 /// counters and knowledge); a read error reaches the controller as an event in its inbox.
 ///
+/// **Late epochs.** A reader that fell behind (a stopped process, a loaded board) finds the
+/// receiver's epochs queued in the kernel, and would hand out seconds-old fixes as live ones
+/// in a burst. So on a connection whose bytes queue behind the reader
+/// (``ReceiverConnection/queuesBehindReader``), an epoch is held until the reader has looked at
+/// what was already waiting behind it: a read that returns at once (after a large read, one
+/// that waits up to ``catchUpGrace``, since the kernel refills the tty's buffer from its own
+/// queue a moment later). If that completes a newer epoch, or a newer one came in the same
+/// read, the held one was queued behind a newer epoch, so older than the receiver's period:
+/// it goes out as late (to the subscriptions that asked, ``SubscriptionHub/publish(lateFix:age:)``)
+/// and is counted; the newest goes out live once nothing newer waits. A reader that keeps up
+/// pays one read that returns at once per epoch.
+///
 /// `@unchecked Sendable`: its state belongs to its reader thread (see above), started and joined by
 /// the controller; the compiler cannot know that.
 final class ConnectionReader: @unchecked Sendable {
@@ -30,6 +42,22 @@ final class ConnectionReader: @unchecked Sendable {
   var timekeeping: ReaderTimekeeping?
   /// The framed sentences for subscribers that asked for them.
   var passThrough = SentencePassThrough()
+  /// Whether epochs are held until what waits behind them is known (the connection queues).
+  let judgesLateness: Bool
+  /// The newest epoch read, held until the reader knows whether a newer one waits behind it.
+  var held: Epoch?
+  /// Whether a newer epoch in the read that completed `held` shows it queued. Not when the
+  /// decoder, not knowing the cycle's last sentence yet, completed it at the next epoch's first
+  /// sentence, at the start of the read: its own bytes came in earlier reads.
+  var heldQueuedWithRead = true
+  /// Epochs completed in the current read so far.
+  var epochsThisRead = 0
+
+  /// A read of at least this many bytes came from a queue (the tty's is 4 KiB): the reader is
+  /// behind, and what follows is looked for a little longer.
+  static let largeRead = 2048
+  /// How long the look behind a large read waits for the kernel to hand over more of its queue.
+  static let catchUpGrace = Duration.milliseconds(20)
 
   init(
     connection: any ReceiverConnection, generation: Int, stop: Locked<Bool>, core: ReceiverCore,
@@ -47,6 +75,7 @@ final class ConnectionReader: @unchecked Sendable {
     timekeeping = core.timeService.withLock { $0 }.map {
       ReaderTimekeeping(service: $0, connection: connection)
     }
+    judgesLateness = connection.queuesBehindReader
   }
 
   /// The cycle knowledge last shared with the core.
@@ -56,10 +85,18 @@ final class ConnectionReader: @unchecked Sendable {
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
     defer { buffer.deallocate() }
     var fixes = 0
+    var lastReadWasLarge = false
     while !stop.withLock({ $0 }) {
       let count: Int
       do {
-        count = try connection.read(into: buffer)
+        if held != nil {
+          // Looks behind the held epoch: only what is waiting already (or, behind a large
+          // read, comes within the grace).
+          count = try connection.read(
+            into: buffer, waitingAtMost: lastReadWasLarge ? Self.catchUpGrace : .zero)
+        } else {
+          count = try connection.read(into: buffer)
+        }
         // The system time first, before anything else is done with the bytes (docs/time.md);
         // bytes heard during the baud search keep the time of the search's read.
         if count > 0, timekeeping != nil {
@@ -67,13 +104,21 @@ final class ConnectionReader: @unchecked Sendable {
           timekeeping?.readReturned(count: count, at: connection.timeOfBytesLastRead() ?? now)
         }
       } catch {
+        releaseHeld()
         if !stop.withLock({ $0 }) {
           core.inbox.post(
             .readerFailed(generation: generation, reason: String(describing: error)))
         }
         break
       }
-      if count == 0 { continue }  // interrupted: check whether to stop
+      if count == 0 {
+        // Nothing newer waited behind the held epoch: it is live. Or interrupted: check
+        // whether to stop.
+        releaseHeld()
+        continue
+      }
+      lastReadWasLarge = count >= Self.largeRead
+      epochsThisRead = 0
       core.acknowledgements.heard()
       let wants = core.hub.wants
       // Before decoding, so that a chunk reaches subscribers ahead of the fixes it completes.
@@ -100,7 +145,54 @@ final class ConnectionReader: @unchecked Sendable {
         core.knowledge.cycle.withLock { $0 = knownCycle }
       }
     }
+    releaseHeld()
     timekeeping?.connectionClosed()
+  }
+
+  /// Publishes an epoch as the live one: its status, its fix (after its sentences) and its
+  /// satellites.
+  private func publishLive(_ epoch: Epoch) {
+    publish(epoch.fix.mode == .noFix ? .noFix : .streaming)
+    passThrough.flush(to: core.hub)  // the epoch's sentences ahead of its fix
+    core.hub.publish(fix: epoch.fix)
+    if let satellites = epoch.satellites { core.hub.publish(satellites: satellites) }
+  }
+
+  /// The held epoch, if any, goes out live: nothing newer waited behind it.
+  private func releaseHeld() {
+    guard let epoch = held else { return }
+    held = nil
+    publishLive(epoch)
+  }
+
+  /// The held epoch has a newer one behind it, `newer`: it goes out late, at least as old as
+  /// the receiver's time between the two. One the decoder completed late itself, at the start
+  /// of this read, goes out live.
+  private func supersedeHeld(by newer: Epoch) {
+    guard let epoch = held else { return }
+    guard heldQueuedWithRead || epochsThisRead == 0 else { return releaseHeld() }
+    held = nil
+    core.counters.withLock { $0.lateFixes += 1 }
+    core.hub.publish(
+      lateFix: epoch.fix, age: Self.receiverTime(from: epoch.fix, to: newer.fix) ?? .zero)
+  }
+
+  /// How much later `later` was taken than `earlier`, by the receiver's own clock: the date
+  /// and time when both have them, else the time of day (across midnight too); `nil` without
+  /// times, or when the times go backwards.
+  static func receiverTime(from earlier: Fix, to later: Fix) -> Duration? {
+    guard let start = earlier.time, let end = later.time else { return nil }
+    func nanoseconds(_ time: UTCTime) -> Int64 {
+      (Int64(time.hour) * 3600 + Int64(time.minute) * 60 + Int64(time.second)) * 1_000_000_000
+        + Int64(time.nanoseconds)
+    }
+    var span = nanoseconds(end) - nanoseconds(start)
+    if let from = earlier.date, let to = later.date {
+      span += Int64(to.daysSinceUnixEpoch - from.daysSinceUnixEpoch) * 86_400 * 1_000_000_000
+    } else if span < 0 {
+      span += 86_400 * 1_000_000_000
+    }
+    return span >= 0 ? .nanoseconds(span) : nil
   }
 
   private func handle(_ event: DecoderEvent, fixes: inout Int) {
@@ -114,10 +206,14 @@ final class ConnectionReader: @unchecked Sendable {
       if identificationBudget > 0 { observe { $0.observe(sentence) } }
     case .epoch(let epoch):
       fixes += 1
-      publish(epoch.fix.mode == .noFix ? .noFix : .streaming)
-      passThrough.flush(to: core.hub)  // the epoch's sentences ahead of its fix
-      core.hub.publish(fix: epoch.fix)
-      if let satellites = epoch.satellites { core.hub.publish(satellites: satellites) }
+      guard judgesLateness else {
+        publishLive(epoch)
+        return
+      }
+      supersedeHeld(by: epoch)
+      held = epoch
+      heldQueuedWithRead = epochsThisRead > 0 || knownCycle?.isLearned == true
+      epochsThisRead += 1
     case .ubx(let frame):
       if let acknowledgement = ReceiverAcknowledgement(frame) {
         core.acknowledgements.deliver(acknowledgement)

@@ -20,6 +20,13 @@ import TimeService
 /// unplug reported by udev ends the open connection even when the kernel reports no hang-up
 /// on the port, so subscribers are told `disconnected` and the receiver is powered on again
 /// for them when it (or, with `.first`, another receiver) appears.
+///
+/// A receiver another process owns (``SerialPort/open(path:baudRate:exclusive:lockDirectory:)``:
+/// its `flock` or lock file) is waited for, not fought over: the open fails with
+/// ``DeviceInUse``, which names the owner, and until the owner lets the device go the
+/// connector does not open it again; it looks at the lock (without opening the device) every
+/// ``ownerPollInterval`` and, once the device is free, tells the receiver, which takes it at
+/// once rather than after its backoff.
 public final class DiscoveringConnector: ReceiverConnector, Sendable {
   typealias Following = FollowingState<FollowedConnection, SerialPort>
 
@@ -43,6 +50,8 @@ public final class DiscoveringConnector: ReceiverConnector, Sendable {
     var watching = Watching.no
     /// Opens waiting for the devices present to be listed.
     var enumerationWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The task waiting for another process to let the device go.
+    var ownerWatch: Task<Void, Never>?
   }
 
   public let selector: ReceiverSelector
@@ -52,6 +61,9 @@ public final class DiscoveringConnector: ReceiverConnector, Sendable {
   private let baudMemory = Locked(BaudRateMemory())
   /// Subscribes to hotplug events and feeds them to the connector, on a task of its own.
   private let subscribe: @Sendable (DiscoveringConnector) -> Task<Void, Never>
+  /// How often a device another process owns is looked at (its lock, never the device) to
+  /// see whether it is free.
+  public let ownerPollInterval: Duration
 
   /// - Parameters:
   ///   - selector: which receiver to use.
@@ -71,10 +83,11 @@ public final class DiscoveringConnector: ReceiverConnector, Sendable {
   /// devices present and `.enumerationComplete`.
   package init<Events: AsyncSequence & Sendable>(
     selector: ReceiverSelector, baud: SerialConnector.BaudSetting,
-    events: @escaping @Sendable () -> Events
+    ownerPollInterval: Duration = .seconds(1), events: @escaping @Sendable () -> Events
   ) where Events.Element == HotplugEvent {
     self.selector = selector
     self.baud = baud
+    self.ownerPollInterval = ownerPollInterval
     state = Locked(State(following: Following(selector: selector)))
     subscribe = { connector in connector.watch(events()) }
   }
@@ -118,6 +131,11 @@ public final class DiscoveringConnector: ReceiverConnector, Sendable {
     }
   }
 
+  /// The process that owns the device in use now (its lock file or `flock`), if any.
+  public var deviceOwner: DeviceOwner? {
+    state.withLock { $0.following.attached?.device.path }.flatMap { SerialPort.owner(of: $0) }
+  }
+
   /// The sysfs path of the hardware behind a tty: `…/1-4/1-4:1.0` for
   /// `…/1-4/1-4:1.0/ttyUSB0/tty/ttyUSB0`, so that the node name a replug gets does not count.
   static func portPath(of sysPath: String) -> String {
@@ -145,6 +163,17 @@ public final class DiscoveringConnector: ReceiverConnector, Sendable {
     public let device: String
     public let why: String
     public var description: String { "\(device) \(why)" }
+  }
+
+  /// Another process owns the device (the port's refusal names it): the connector waits for it
+  /// to be free and then takes it.
+  public struct DeviceInUse: Error, CustomStringConvertible {
+    /// The port's refusal, ``SerialPort/SerialPortError/Reason/inUse(by:)``.
+    public let refusal: SerialPortError
+    public let owner: DeviceOwner
+    public var description: String {
+      "\(refusal) Waiting for it to be free; it is taken as soon as it is."
+    }
   }
 
   /// A generic USB-serial bridge that the user did not name sent no NMEA: it is left alone
@@ -179,6 +208,14 @@ public final class DiscoveringConnector: ReceiverConnector, Sendable {
     }
     do {
       return try await open(device, mayWrite: mayWrite, attachment: attachment, family: family)
+    } catch let error as SerialPortError {
+      guard case .inUse(let owner) = error.reason else {
+        run(state.withLock { $0.following.openFailed(error, attachment: attachment) })
+        throw error
+      }
+      let inUse = DeviceInUse(refusal: error, owner: owner)
+      run(state.withLock { $0.following.ownedElsewhere(inUse, attachment: attachment) })
+      throw inUse
     } catch {
       run(state.withLock { $0.following.openFailed(error, attachment: attachment) })
       throw error
@@ -302,14 +339,16 @@ public final class DiscoveringConnector: ReceiverConnector, Sendable {
   }
 
   public func stopWatching() {
-    let (watching, waiters) = state.withLock { state in
+    let (watching, waiters, ownerWatch) = state.withLock { state in
       defer {
         state.watching = .no
         state.enumerationWaiters = []
+        state.ownerWatch = nil
       }
-      return (state.watching, state.enumerationWaiters)
+      return (state.watching, state.enumerationWaiters, state.ownerWatch)
     }
     if case .yes(_, let task) = watching { task.cancel() }
+    ownerWatch?.cancel()
     for waiter in waiters { waiter.resume() }
   }
 
@@ -347,8 +386,35 @@ public final class DiscoveringConnector: ReceiverConnector, Sendable {
         for waiter in waiters { waiter.resume() }
       case .announce:
         state.withLock { $0.watching.appeared }?()
+      case .awaitOwner(let path, let attachment):
+        awaitOwner(of: path, attachment: attachment)
       }
     }
+  }
+
+  /// Looks at the lock of the device at `path` every ``ownerPollInterval`` until nobody holds
+  /// it (then the receiver is told) or it is no longer the one waited for (unplugged, another
+  /// attached, watching stopped). The lock file and `/proc/locks` are read; the device is not
+  /// opened, so the owner is not disturbed.
+  private func awaitOwner(of path: String, attachment: Int) {
+    let interval = ownerPollInterval
+    let task = DriverExecutor.task { [weak self] in
+      while true {
+        do { try await SystemClock().sleep(for: interval) } catch { return }
+        guard let self,
+          self.state.withLock({ $0.following.awaitsOwner(attachment: attachment) })
+        else { return }
+        if SerialPort.owner(of: path) == nil {
+          self.run(self.state.withLock { $0.following.ownerLeft(attachment: attachment) })
+          return
+        }
+      }
+    }
+    let previous = state.withLock { state in
+      defer { state.ownerWatch = task }
+      return state.ownerWatch
+    }
+    previous?.cancel()
   }
 
   /// The first open waits for the devices already present to be listed.
@@ -392,9 +458,22 @@ final class FollowedConnection: ReceiverConnection {
   }
 
   func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    try guarded { try base.read(into: buffer) }
+  }
+
+  var queuesBehindReader: Bool { base.queuesBehindReader }
+
+  func read(into buffer: UnsafeMutableRawBufferPointer, waitingAtMost timeout: Duration) throws
+    -> Int
+  {
+    try guarded { try base.read(into: buffer, waitingAtMost: timeout) }
+  }
+
+  /// A read of the base connection that ends once udev says the device is gone.
+  private func guarded(_ read: () throws -> Int) throws -> Int {
     do {
       try checkEnded()
-      let count = try base.read(into: buffer)
+      let count = try read()
       if count == 0 { try checkEnded() }
       return count
     } catch {

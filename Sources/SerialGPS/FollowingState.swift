@@ -63,6 +63,9 @@ struct FollowingState<Connection: AnyObject, Port: AnyObject> {
     case interrupt(Port)
     /// The devices present are listed (or discovery ended): opens waiting for that go on.
     case releaseWaiters
+    /// Another process owns the device of `attachment` (at `path`): watch, without opening
+    /// it, for the owner to let it go, then report ``ownerLeft(attachment:)``.
+    case awaitOwner(path: String, attachment: Int)
   }
 
   /// What an open is to do.
@@ -84,6 +87,9 @@ struct FollowingState<Connection: AnyObject, Port: AnyObject> {
   /// Ports (sysfs paths) on which valid NMEA was heard since they were plugged in: possible
   /// receivers that proved themselves.
   private var heard: Set<String> = []
+  /// The attached device is another process's (its open was refused so): opens fail at once
+  /// with that refusal, not touching the device, until the owner lets it go.
+  private var ownedElsewhere: (attachment: Int, refusal: any Error)?
   /// Hotplug events handled so far (for tests that must know one was seen).
   private(set) var eventsHandled = 0
   /// Steps that came in a phase that does not expect them (a bug in the connector): ignored,
@@ -201,6 +207,9 @@ struct FollowingState<Connection: AnyObject, Port: AnyObject> {
     let error: any Error
     if case .ended(let failure) = listing {
       error = failure
+    } else if let attached, let owned = ownedElsewhere, owned.attachment == attached.number {
+      // Waiting for the owner: no fight over the device, and the same news again.
+      error = owned.refusal
     } else if let attached {
       phase = .opening(attachment: attached.number, listening: nil, attachedMeanwhile: false)
       return .open(attached.device, mayWrite: mayWrite, attachment: attached.number)
@@ -276,6 +285,30 @@ struct FollowingState<Connection: AnyObject, Port: AnyObject> {
     return attachedMeanwhile && attached != nil ? [.announce] : []
   }
 
+  /// The open of `attachment` was refused because another process owns the device: like
+  /// ``openFailed(_:attachment:)``, and the device is left alone (opens fail at once with
+  /// `refusal`) until ``ownerLeft(attachment:)``.
+  mutating func ownedElsewhere(_ refusal: any Error, attachment: Int) -> [Action] {
+    var actions = openFailed(refusal, attachment: attachment)
+    guard let attached, attached.number == attachment else { return actions }
+    let watching = ownedElsewhere?.attachment == attachment
+    ownedElsewhere = (attachment, refusal)
+    if !watching { actions.append(.awaitOwner(path: attached.device.path, attachment: attachment)) }
+    return actions
+  }
+
+  /// Whether the device of `attachment` is still attached and waited for.
+  func awaitsOwner(attachment: Int) -> Bool {
+    ownedElsewhere?.attachment == attachment && attached?.number == attachment
+  }
+
+  /// The owner of `attachment`'s device let it go: the receiver is told, to take it now.
+  mutating func ownerLeft(attachment: Int) -> [Action] {
+    guard awaitsOwner(attachment: attachment) else { return [] }
+    ownedElsewhere = nil
+    return [.announce]
+  }
+
   // MARK: The connection
 
   /// The reads of `connection` failed with `error` (unplugged, hung up).
@@ -320,6 +353,7 @@ struct FollowingState<Connection: AnyObject, Port: AnyObject> {
       case .detach(let device):
         attached = nil
         detached = device
+        ownedElsewhere = nil
       }
     }
     return (didAttach, detached)
@@ -345,6 +379,8 @@ extension FollowingState.Action: Equatable {
     case (.announce, .announce), (.releaseWaiters, .releaseWaiters): return true
     case (.end(let a, let whyA), .end(let b, let whyB)): return a === b && whyA == whyB
     case (.interrupt(let a), .interrupt(let b)): return a === b
+    case (.awaitOwner(let pathA, let a), .awaitOwner(let pathB, let b)):
+      return pathA == pathB && a == b
     default: return false
     }
   }

@@ -67,9 +67,17 @@ public final class GPSReceiver: Sendable {
 
   /// Subscribes to fixes, satellite views and status changes. The first subscriber powers the
   /// receiver on. See ``ReceiverEvents`` for what ends a subscription.
-  public func subscribe(bufferSize: Int? = nil) -> ReceiverEvents {
+  ///
+  /// `includingLateFixes`: also the fixes the reader found queued behind newer ones after it
+  /// fell behind, flagged ``FixUpdate/isLate`` (docs/receiver.md, "Late fixes"); without it
+  /// (the default) only the newest of them arrives, live.
+  public func subscribe(bufferSize: Int? = nil, includingLateFixes: Bool = false)
+    -> ReceiverEvents
+  {
     ReceiverEvents(
-      core: core.makeSubscription(bufferSize: bufferSize, rawData: false, lifetime: lifetime))
+      core: core.makeSubscription(
+        bufferSize: bufferSize, rawData: false, lateFixes: includingLateFixes,
+        lifetime: lifetime))
   }
 
   /// Subscribes with a callback, for code that is not async. The handler runs on a task, one
@@ -172,8 +180,11 @@ public struct ReceiverStatistics: Sendable, Hashable {
   public var connectionsLost = 0
   /// Failed attempts to open the device.
   public var failedOpens = 0
-  /// Fixes published.
+  /// Fixes published (late ones included).
   public var fixes = 0
+  /// Fixes read late: queued behind a newer one after the reader fell behind (a stopped
+  /// process, a loaded board), sent only to subscriptions that asked for them.
+  public var lateFixes = 0
   /// Events dropped by subscribers that fell behind (current subscribers).
   public var droppedEvents = 0
   /// Commands written, and those that failed after their retries.

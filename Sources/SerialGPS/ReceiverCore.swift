@@ -53,7 +53,7 @@ final class ReceiverCore: Sendable {
     // Evidence that a killed process left this receiver awake: put it to standby now, before
     // anyone asks (and only then: without it nothing is opened until there is demand).
     if let markers = options.awakeMarkers, let identity = connector.markerIdentity,
-      markers.wasLeftAwake(identity)
+      markers.wasLeftAwake(identity, deviceOwner: { connector.deviceOwner })
     {
       inbox.post(.policy(.leftAwake))
       startControllerIfNeeded()
@@ -81,12 +81,14 @@ final class ReceiverCore: Sendable {
   // MARK: - Requests from any thread
 
   func makeSubscription(
-    bufferSize: Int?, rawData: Bool = false, sentences: Bool = false,
+    bufferSize: Int?, rawData: Bool = false, sentences: Bool = false, lateFixes: Bool = false,
     forward: SubscriberQueue.Forward? = nil, lifetime: ReceiverLifetime
   ) -> SubscriptionCore {
     let queue = SubscriberQueue(
       capacity: bufferSize ?? options.subscriberBufferSize, forward: forward)
-    guard let id = hub.add(queue, rawData: rawData, sentences: sentences) else {
+    guard
+      let id = hub.add(queue, rawData: rawData, sentences: sentences, lateFixes: lateFixes)
+    else {
       queue.finish()
       return SubscriptionCore(queue: queue) {}
     }

@@ -18,6 +18,12 @@ public struct FixUpdate: Sendable, Hashable {
   public var age: Duration
   /// True when the fix is the latest one replayed to a new subscriber, not a new one.
   public var isReplay: Bool
+  /// True when the fix was read late: the reader had fallen behind and found it queued behind
+  /// a newer one, so it is older than the receiver's period (``age`` is at least the
+  /// receiver's time between the two). Only subscriptions that ask for late fixes get these
+  /// (``GPSReceiver/subscribe(bufferSize:includingLateFixes:)``); the newest goes to everyone
+  /// as live (docs/receiver.md, "Late fixes").
+  public var isLate: Bool
   /// When the fix arrived from the receiver, on the clock of the receiver that delivered it
   /// (the `clock:` it was made with, ``SystemClock`` by default; all of a process's
   /// `SystemClock`s read the same time). For a report relayed from elsewhere, its arrival
@@ -25,11 +31,14 @@ public struct FixUpdate: Sendable, Hashable {
   public var arrival: DriverInstant
 
   /// An update of `fix` that arrived at `arrival` and was `age` old when delivered.
-  public init(fix: Fix, age: Duration, isReplay: Bool, arrival: DriverInstant) {
+  public init(
+    fix: Fix, age: Duration, isReplay: Bool, arrival: DriverInstant, isLate: Bool = false
+  ) {
     self.fix = fix
     self.age = age
     self.isReplay = isReplay
     self.arrival = arrival
+    self.isLate = isLate
   }
 
   /// How old the fix is at `now`, an instant of the clock of the receiver that delivered it:

@@ -88,6 +88,9 @@ public struct SerialConnector: ReceiverConnector {
     return "tty \(node) \(status.st_ctim.tv_sec).\(status.st_ctim.tv_nsec)"
   }
 
+  /// The process that owns the device now (its lock file or `flock`), if any.
+  public var deviceOwner: DeviceOwner? { SerialPort.owner(of: path) }
+
   public func connect() async throws -> any ReceiverConnection {
     try await connect(wakingWith: .nmea)
   }
@@ -255,6 +258,20 @@ final class SerialConnection: ReceiverConnection {
   private let heardTiming: LineTiming
 
   func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    try read(into: buffer, timeout: nil)
+  }
+
+  /// The kernel queues what the receiver sends while the reader is behind.
+  var queuesBehindReader: Bool { true }
+
+  func read(into buffer: UnsafeMutableRawBufferPointer, waitingAtMost timeout: Duration) throws
+    -> Int
+  {
+    try read(into: buffer, timeout: timeout)
+  }
+
+  /// The heard bytes first, then the port, waiting at most `timeout` (nil: until bytes come).
+  private func read(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration?) throws -> Int {
     let taken = pending.withLock { pending -> Int in
       pending.lastTime = nil
       var count = min(buffer.count, pending.bytes.count)
@@ -278,7 +295,7 @@ final class SerialConnection: ReceiverConnection {
       return count
     }
     if taken > 0 { return taken }
-    switch try port.read(into: buffer, timeout: nil) {
+    switch try port.read(into: buffer, timeout: timeout) {
     case .received(let count): return count
     case .timedOut, .interrupted: return 0
     }

@@ -11,6 +11,8 @@ final class SubscriptionHub: Sendable {
     var rawDataSubscribers: Set<UInt64> = []
     /// The subscribers that asked for the sentences the reader framed.
     var sentenceSubscribers: Set<UInt64> = []
+    /// The subscribers that asked for fixes read late.
+    var lateFixSubscribers: Set<UInt64> = []
     var nextID: UInt64 = 0
     var latestFix: Fix?
     var latestFixTime: DriverInstant = .origin
@@ -29,7 +31,10 @@ final class SubscriptionHub: Sendable {
 
   /// Registers a subscriber's queue, preloaded with the current status and, if fresh enough,
   /// the latest fix. Returns `nil` once the hub is closed.
-  func add(_ queue: SubscriberQueue, rawData: Bool = false, sentences: Bool = false) -> UInt64? {
+  func add(
+    _ queue: SubscriberQueue, rawData: Bool = false, sentences: Bool = false,
+    lateFixes: Bool = false
+  ) -> UInt64? {
     let now = clock.now
     return state.withLock { state -> UInt64? in
       guard !state.closed else { return nil }
@@ -41,6 +46,7 @@ final class SubscriptionHub: Sendable {
       state.subscribers[state.nextID] = queue
       if rawData { state.rawDataSubscribers.insert(state.nextID) }
       if sentences { state.sentenceSubscribers.insert(state.nextID) }
+      if lateFixes { state.lateFixSubscribers.insert(state.nextID) }
       return state.nextID
     }
   }
@@ -50,6 +56,7 @@ final class SubscriptionHub: Sendable {
       state.subscribers.removeValue(forKey: id)
       state.rawDataSubscribers.remove(id)
       state.sentenceSubscribers.remove(id)
+      state.lateFixSubscribers.remove(id)
     }
   }
 
@@ -93,6 +100,19 @@ final class SubscriptionHub: Sendable {
     }
     let event = ReceiverEventOrRawData.event(
       .fix(FixUpdate(fix: fix, age: age, isReplay: isReplay, arrival: arrival)))
+    for queue in queues { queue.push(event) }
+  }
+
+  /// A fix read late (queued behind a newer one), `age` old at least, for the subscribers that
+  /// asked for such fixes. Not remembered: the newer one is the latest.
+  func publish(lateFix fix: Fix, age: Duration) {
+    let arrival = clock.now - age
+    let queues = state.withLock { state in
+      state.lateFixSubscribers.compactMap { state.subscribers[$0] }
+    }
+    guard !queues.isEmpty else { return }
+    let event = ReceiverEventOrRawData.event(
+      .fix(FixUpdate(fix: fix, age: age, isReplay: false, arrival: arrival, isLate: true)))
     for queue in queues { queue.push(event) }
   }
 
@@ -146,6 +166,7 @@ final class SubscriptionHub: Sendable {
         state.subscribers.removeAll()
         state.rawDataSubscribers.removeAll()
         state.sentenceSubscribers.removeAll()
+        state.lateFixSubscribers.removeAll()
       }
       return Array(state.subscribers.values)
     }

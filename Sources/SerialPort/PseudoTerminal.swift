@@ -3,7 +3,7 @@ import Glibc
 import POSIX
 
 /// A pseudo-terminal pair standing in for a receiver: ``devicePath`` (`/dev/pts/N`) is opened
-/// with ``SerialPort/open(path:baudRate:exclusive:)`` as if it were the receiver's tty, and
+/// with ``SerialPort/open(path:baudRate:exclusive:lockDirectory:)`` as if it were the receiver's tty, and
 /// this object plays the receiver on the controller side, reading what the port writes and
 /// writing what the receiver would send.
 ///

@@ -2,7 +2,8 @@ import CSerialShims
 import Glibc
 import POSIX
 
-/// A tty opened for a GPS receiver: raw 8N1 at a chosen rate, exclusive, read through `poll`.
+/// A tty opened for a GPS receiver: raw 8N1 at a chosen rate, owned by this process alone, read
+/// through `poll`.
 ///
 /// ```swift
 /// let port = try SerialPort.open(path: "/dev/ttyACM0", baudRate: 9600)
@@ -31,12 +32,31 @@ import POSIX
 /// Every call is a blocking system call: call them from threads you own, not from Swift
 /// concurrency's cooperative pool, where a blocked read would starve other tasks.
 public final class SerialPort: GuardedTerminal, PolledTerminal {
-  /// The device path as given to ``open(path:baudRate:exclusive:)``.
+  /// The device path as given to ``open(path:baudRate:exclusive:lockDirectory:)``.
   public let path: String
   /// Whether TIOCEXCL took: other opens fail with EBUSY. Root bypasses TIOCEXCL in the
-  /// kernel, but ``open(path:baudRate:exclusive:)`` checks for it (TIOCGEXCL) and refuses
-  /// anyway. False where the driver does not support it (umockdev, some USB bridges).
+  /// kernel, but ``open(path:baudRate:exclusive:lockDirectory:)`` checks for it (TIOCGEXCL)
+  /// and refuses anyway. False where the driver does not support it (umockdev, some USB
+  /// bridges); the `flock` and the lock file still keep the device this process's.
   public let isExclusive: Bool
+  /// The lock file naming this process (`/run/lock/LCK..ttyUSB0`), removed by ``close()``;
+  /// `nil` when none was written (not exclusive, or the lock directory is missing or not
+  /// writable).
+  public let lockFile: String?
+
+  /// Where ``open(path:baudRate:exclusive:lockDirectory:)`` puts lock files unless told
+  /// otherwise: `/run/lock`, else `/var/lock`; `nil` when neither exists.
+  public static var standardLockDirectory: String? { DeviceLock.standardDirectory }
+
+  /// The process that owns the device at `path` now, found without opening it: a lock file
+  /// in `lockDirectory` naming a live process, else a `flock` on the device node
+  /// (`/proc/locks`). `nil` when neither shows one; a program that holds the device with
+  /// TIOCEXCL alone is seen only by an open.
+  public static func owner(
+    of path: String, lockDirectory: String? = SerialPort.standardLockDirectory
+  ) -> DeviceOwner? {
+    DeviceLock.owner(of: path, lockDirectory: lockDirectory)
+  }
   /// Whether the line has modem control (DTR/RTS). False on ptys, which refuse it with ENOTTY.
   public let supportsModemLines: Bool
 
@@ -47,9 +67,10 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
 
   private init(
     path: String, io: PolledIO, savedSettings: TerminalSettings, baudRate: BaudRate,
-    isExclusive: Bool, supportsModemLines: Bool
+    isExclusive: Bool, lockFile: String?, supportsModemLines: Bool
   ) {
     self.path = path
+    self.lockFile = lockFile
     self.io = io
     self.lifetime = DescriptorGuard(closeSignal: io.closeSignal)
     self.savedSettings = savedSettings
@@ -66,23 +87,34 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
   ///
   /// The tty is opened `O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC` (it never becomes the
   /// controlling terminal, never blocks in open waiting for carrier, and does not leak into
-  /// child processes). Then, in order: its settings are saved (restored by ``close()``);
-  /// TIOCEXCL is set when `exclusive`; the line is made raw 8N1 with the receiver enabled,
-  /// carrier ignored and no flow control; the rate is set and read back; DTR and RTS are
-  /// raised where the line has them (some receivers draw power from them); stale input is
-  /// discarded.
+  /// child processes). Then, in order: the device is claimed for this process when
+  /// `exclusive` (below); its settings are saved (restored by ``close()``); TIOCEXCL is set
+  /// when `exclusive`; the line is made raw 8N1 with the receiver enabled, carrier ignored and
+  /// no flow control; the rate is set and read back; DTR and RTS are raised where the line has
+  /// them (some receivers draw power from them); stale input is discarded.
   ///
-  /// A tty another program holds exclusively is refused with ``SerialPortError/Reason/busy``
-  /// even when the kernel would let this process in (root bypasses TIOCEXCL): two readers on
-  /// one tty each get part of the bytes.
+  /// **One owner.** Two programs on one receiver each get part of its bytes, and one's standby
+  /// powers off the other's receiver. So the open takes an exclusive `flock` on its descriptor
+  /// (which root does not bypass) and writes the lock file serial programs agree on,
+  /// `LCK..ttyUSB0` in `lockDirectory` with this process's PID, before it touches anything;
+  /// ``close()`` removes it. A device another process owns (its `flock`, a lock file naming a
+  /// live process, or TIOCEXCL, which root bypasses but this open checks) is refused at once,
+  /// before any of the owner's settings is touched, with
+  /// ``SerialPortError/Reason/inUse(by:)`` naming the owner's PID and command, or
+  /// ``SerialPortError/Reason/busy`` when it cannot be named. A lock file naming a process
+  /// that no longer exists is stale and taken over. Without `exclusive` nothing is claimed but
+  /// another's claim is still refused.
   ///
+  /// - Parameter lockDirectory: where lock files are (``standardLockDirectory`` by default);
+  ///   `nil`, or a directory that is missing or not writable: the `flock` alone.
   /// - Throws: ``SerialPortError`` naming `path`: ``SerialPortError/Reason/missing``,
-  ///   ``SerialPortError/Reason/permissionDenied(_:)``, ``SerialPortError/Reason/busy``,
-  ///   ``SerialPortError/Reason/notATerminal``,
+  ///   ``SerialPortError/Reason/permissionDenied(_:)``, ``SerialPortError/Reason/inUse(by:)``,
+  ///   ``SerialPortError/Reason/busy``, ``SerialPortError/Reason/notATerminal``,
   ///   ``SerialPortError/Reason/unsupportedBaudRate(_:)``,
   ///   ``SerialPortError/Reason/disconnected(_:)`` and others.
   public static func open(
-    path: String, baudRate: BaudRate, exclusive: Bool = true
+    path: String, baudRate: BaudRate, exclusive: Bool = true,
+    lockDirectory: String? = SerialPort.standardLockDirectory
   ) throws(SerialPortError) -> SerialPort {
     func failure(_ operation: SerialPortError.Operation, _ errno: Errno) -> SerialPortError {
       SerialPortError(device: path, operation: operation, errno: errno)
@@ -116,10 +148,12 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
 
     var saved: TerminalSettings? = nil
     var setExclusive = false
+    var lockFile: String? = nil
     func abandon(_ error: SerialPortError) -> SerialPortError {
       if let saved { try? tty.setAttributes(saved.attributes) }
       if setExclusive { _ = cserial_clear_exclusive(tty.rawValue) }
-      try? tty.close()
+      if let lockFile { DeviceLock.releaseLockFile(lockFile) }
+      try? tty.close()  // lets the flock go
       interruptSignal.close()
       closeSignal.close()
       return error
@@ -130,8 +164,27 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
     // the bytes, so root is refused too, before anything of the other program's is touched.
     var heldExclusively: CInt = 0
     if cserial_get_exclusive(tty.rawValue, &heldExclusively) == 0, heldExclusively != 0 {
+      let owner = DeviceLock.owner(of: path, lockDirectory: lockDirectory)
       throw abandon(
-        SerialPortError(device: path, operation: .open, reason: .busy, errno: .deviceBusy))
+        SerialPortError(
+          device: path, operation: .open, reason: owner.map { .inUse(by: $0) } ?? .busy,
+          errno: .deviceBusy))
+    }
+
+    // The flock before anything is set: of two opens racing, exactly one gets it (TIOCEXCL
+    // is set only after the settings are saved, so both could pass the check above).
+    do {
+      try DeviceLock.lockDescriptor(
+        tty, path: path, lockDirectory: lockDirectory, claiming: exclusive)
+    } catch {
+      throw abandon(error)
+    }
+
+    do {
+      lockFile = try DeviceLock.claimLockFile(
+        for: path, in: lockDirectory, claiming: exclusive)
+    } catch {
+      throw abandon(error)
     }
 
     do {
@@ -175,7 +228,7 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
       descriptor: tty, interruptSignal: interruptSignal, closeSignal: closeSignal)
     return SerialPort(
       path: path, io: io, savedSettings: original, baudRate: baudRate,
-      isExclusive: isExclusive, supportsModemLines: supportsModemLines)
+      isExclusive: isExclusive, lockFile: lockFile, supportsModemLines: supportsModemLines)
   }
 
   /// tcsetattr reports success when any one change took, so read the settings back and check
@@ -266,9 +319,10 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
   /// as one. Does nothing once the port is closed. Callable from any thread.
   public func interrupt() { guardedInterrupt() }
 
-  /// Closes the port, restoring the settings it had before ``open(path:baudRate:exclusive:)``
-  /// and clearing TIOCEXCL (which belongs to the tty and would otherwise outlive this
-  /// descriptor while anyone else holds the tty open).
+  /// Closes the port, restoring the settings it had before
+  /// ``open(path:baudRate:exclusive:lockDirectory:)``, clearing TIOCEXCL (which belongs to the
+  /// tty and would otherwise outlive this descriptor while anyone else holds the tty open),
+  /// removing the lock file and, with the descriptor, letting the `flock` go.
   ///
   /// Reads and writes in flight on other threads are woken and throw
   /// ``SerialPortError/Reason/closed``; this waits for them to return before closing the
@@ -280,9 +334,13 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
     let io = io
     let saved = savedSettings
     let isExclusive = isExclusive
+    let lockFile = lockFile
     lifetime.close {
       try? io.descriptor.setAttributes(saved.attributes)
       if isExclusive { _ = cserial_clear_exclusive(io.descriptor.rawValue) }
+      // The lock file before the flock: a lock file is never left naming this process after
+      // the device is free.
+      if let lockFile { DeviceLock.releaseLockFile(lockFile) }
       try? io.descriptor.close()
       io.interruptSignal.close()
     }

@@ -62,8 +62,12 @@ public struct SerialPortError: Error, Hashable, Sendable, CustomStringConvertibl
     case missing
     /// EACCES or EPERM. Carries who owns the node, when `stat` could tell.
     case permissionDenied(DeviceOwnership?)
-    /// EBUSY: another program holds the port exclusively (TIOCEXCL) or the driver is busy.
+    /// EBUSY: another program holds the port exclusively (TIOCEXCL) or the driver is busy,
+    /// and which program is not known.
     case busy
+    /// Another process owns the device: its `flock`, or a lock file naming it, or TIOCEXCL
+    /// with a lock file naming it (``SerialPort/open(path:baudRate:exclusive:lockDirectory:)``).
+    case inUse(by: DeviceOwner)
     /// The device went away: hang-up, POLLERR, EIO, ENXIO or ENODEV. The port is unusable
     /// from now on; close it and open the device again once it is back.
     case disconnected(DisconnectCause)
@@ -159,6 +163,17 @@ public struct SerialPortError: Error, Hashable, Sendable, CustomStringConvertibl
       return "\(device) is in use by another program that holds it exclusively. Find it with "
         + "`fuser -v \(device)` (gpsd and ModemManager often hold GPS ports) and stop it, e.g. "
         + "`sudo systemctl stop gpsd.socket gpsd`."
+
+    case .inUse(let owner):
+      let how = owner.lockFile.map { "its lock file \($0) names it" } ?? "it holds its lock"
+      if owner.isThisProcess {
+        return "\(device) is already open in this process (\(owner.processID)): one receiver "
+          + "serves one reader; share the open receiver's subscriptions instead of opening it "
+          + "again."
+      }
+      return "\(device) is in use by \(owner) (\(how)). A receiver has one owner at a time: "
+        + "stop that program (`kill \(owner.processID)`) or, if it is `serialgps serve`, read "
+        + "the receiver through it as a gpsd client (`gpspipe -w`)."
 
     case .disconnected(let cause):
       if operation == .open {

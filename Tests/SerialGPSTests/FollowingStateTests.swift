@@ -106,6 +106,62 @@ import Testing
     #expect(machine.attached?.device == other)
   }
 
+  struct Owned: Error, CustomStringConvertible {
+    var description: String { "in use by process 42" }
+  }
+
+  /// A device another process owns is waited for: one watch of its owner, retries fail at
+  /// once with the same refusal (nothing is opened), and the owner's leaving is announced.
+  @Test func aDeviceAnotherProcessOwnsIsWaitedForNotOpened() {
+    var machine = Machine(selector: .first)
+    _ = machine.handle(.added(receiver))
+    _ = machine.handle(.enumerationComplete)
+    machine.openRequested()
+    guard case .open(_, _, let attachment) = machine.beginOpen() else {
+      Issue.record("nothing to open")
+      return
+    }
+    do {
+      let result = machine.ownedElsewhere(Owned(), attachment: attachment)
+      #expect(result == [.awaitOwner(path: "/dev/ttyACM0", attachment: attachment)])
+    }
+    #expect(machine.awaitsOwner(attachment: attachment))
+    for _ in 0..<2 {
+      machine.openRequested()
+      guard case .fail(let error) = machine.beginOpen() else {
+        Issue.record("opened a device another process owns")
+        return
+      }
+      #expect(error is Owned)
+    }
+    do {
+      let result = machine.ownerLeft(attachment: attachment)
+      #expect(result == [.announce])
+    }
+    do {
+      let result = machine.ownerLeft(attachment: attachment)
+      #expect(result == [], "told once")
+    }
+    machine.openRequested()
+    guard case .open(let device, _, let again) = machine.beginOpen() else {
+      Issue.record("the freed device is not opened")
+      return
+    }
+    #expect(device == receiver && again == attachment)
+    // Refused again, then unplugged: the wait ends with the attachment.
+    do {
+      let result = machine.ownedElsewhere(Owned(), attachment: attachment)
+      #expect(result == [.awaitOwner(path: "/dev/ttyACM0", attachment: attachment)])
+    }
+    _ = machine.handle(.removed(receiver))
+    #expect(!machine.awaitsOwner(attachment: attachment))
+    do {
+      let result = machine.ownerLeft(attachment: attachment)
+      #expect(result == [])
+    }
+    #expect(machine.unexpectedEvents == 0)
+  }
+
   @Test func aRuleThatExcludesTheDeviceEndsTheConnectionSayingSo() throws {
     var machine = Machine(selector: .first)
     _ = machine.handle(.added(receiver))

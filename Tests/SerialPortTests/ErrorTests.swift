@@ -184,9 +184,10 @@ struct ErrorTests {
     #expect(throws: Never.self) { try third.get().close() }
   }
 
-  /// Root gets past TIOCEXCL in the kernel; the port checks TIOCGEXCL and refuses anyway,
-  /// whether or not it asks for exclusivity itself, and leaves the holder's flag alone.
-  @Test func anExclusivePortIsBusyEvenForRoot() throws {
+  /// Root gets past TIOCEXCL in the kernel; the port checks TIOCGEXCL (and the holder's lock)
+  /// and refuses anyway, naming the holder, whether or not it asks for exclusivity itself, and
+  /// leaves the holder's flag alone.
+  @Test func anExclusivePortIsRefusedEvenForRoot() throws {
     let pty = try PseudoTerminal()
     let holder = try SerialPort.open(path: pty.devicePath, baudRate: 4800)
     defer { holder.close() }
@@ -197,7 +198,8 @@ struct ErrorTests {
         intruder.close()
         Issue.record("opened a port another holds exclusively (exclusive: \(exclusive))")
       } catch {
-        #expect(error.reason == .busy)
+        #expect(error.reason == .inUse(by: try #require(SerialPort.owner(of: pty.devicePath))))
+        #expect(SerialPort.owner(of: pty.devicePath)?.processID == getpid())
       }
     }
     // The holder's settings and exclusivity are untouched.

@@ -47,8 +47,19 @@ struct WatchDecodeAgreementTests {
 
     #expect(watched.count == Self.epochs)
     #expect(decoded.count >= Self.epochs)
-    for (index, (live, file)) in zip(watched, decoded).enumerated() {
-      #expect(live == file, "epoch \(index + 1): watch\n\(live)\ndecode\n\(file)")
+    // Line for line, in order. Watch may skip an epoch: one the reader found queued behind a
+    // newer one (a loaded machine that cannot read within the simulator's 50 ms) is late, and
+    // watch prints live fixes only (docs/receiver.md, "Late fixes").
+    var next = decoded.startIndex
+    for (index, live) in watched.enumerated() {
+      guard let match = decoded[next...].firstIndex(of: live) else {
+        let expected = next < decoded.endIndex ? decoded[next] : "(no more)"
+        Issue.record(
+          "watch's line \(index + 1) is not among decode's from \(next + 1) on:\n\(live)\ndecode: \(expected)"
+        )
+        break
+      }
+      next = match + 1
     }
     // What the comparison covers.
     let modes = Set(

@@ -1,0 +1,120 @@
+import Glibc
+
+// Advisory locks, and the few path operations a lock file needs, as typed wrappers: the value
+// or the errno, EINTR retried where retrying is correct.
+
+/// What an advisory lock (`flock(2)`) excludes.
+package enum FileLockKind: Sendable {
+  /// Others may hold shared locks too; an exclusive one waits or fails.
+  case shared
+  /// Nobody else holds any lock on the file.
+  case exclusive
+}
+
+extension FileDescriptor {
+  /// `flock(2)` on this descriptor's open file description: two descriptors from separate
+  /// `open` calls (in one process or two) conflict, duplicates of one (`dup`, `fork`) share it.
+  /// Root is not exempt. Released by ``unlock()`` or when the last descriptor of the open file
+  /// closes, so a process that dies lets it go.
+  ///
+  /// - Parameter waiting: wait for the lock (EINTR retried); otherwise fail at once.
+  /// - Returns: false when another open file holds a conflicting lock and `waiting` is false.
+  /// - Throws: other errors (ENOLCK, EINVAL where the file system has no such locks).
+  package func lock(_ kind: FileLockKind, waiting: Bool = false) throws(Errno) -> Bool {
+    var operation = kind == .exclusive ? LOCK_EX : LOCK_SH
+    if !waiting { operation |= LOCK_NB }
+    do {
+      _ = try retryingOnInterrupt { flock(rawValue, operation) }
+      return true
+    } catch  where error == .wouldBlock {
+      return false
+    }
+  }
+
+  /// Lets go of this open file's `flock`.
+  package func unlock() throws(Errno) {
+    _ = try retryingOnInterrupt { flock(rawValue, LOCK_UN) }
+  }
+}
+
+/// Path operations (`link`, `rename`, `unlink`, `stat`): the value or the errno.
+package enum FileSystem {
+  /// A second name for an existing file; EEXIST when `newPath` exists (never replaced), which
+  /// makes it the atomic "create if absent" for a file written whole under another name.
+  package static func link(_ existingPath: String, _ newPath: String) throws(Errno) {
+    _ = try valueOrErrno(Glibc.link(existingPath, newPath))
+  }
+
+  /// Renames `from` to `to`, atomically replacing what `to` named.
+  package static func rename(_ from: String, _ to: String) throws(Errno) {
+    _ = try valueOrErrno(Glibc.rename(from, to))
+  }
+
+  /// Removes the name `path`.
+  package static func unlink(_ path: String) throws(Errno) {
+    _ = try valueOrErrno(Glibc.unlink(path))
+  }
+
+  /// `stat(2)`, links followed.
+  package static func status(_ path: String) throws(Errno) -> stat {
+    var status = stat()
+    _ = try valueOrErrno(stat(path, &status))
+    return status
+  }
+}
+
+/// What the kernel says about other processes.
+package enum Processes {
+  /// Whether a process with this id exists (`kill(pid, 0)`): EPERM means it does, only not
+  /// ours to signal; ESRCH that it does not. Ids at or below zero name no one process.
+  package static func exists(_ pid: pid_t) -> Bool {
+    guard pid > 0 else { return false }
+    return kill(pid, 0) == 0 || Errno.current != Errno(rawValue: ESRCH)
+  }
+
+  /// The command line of process `pid` as a person reads it: `/proc/PID/cmdline`'s arguments
+  /// joined by spaces, the program by its file name (`serialgps serve /dev/ttyUSB0`), cut to
+  /// `limit` characters; else its name (`/proc/PID/comm`); `nil` when neither can be read (the
+  /// process is gone, or `/proc` hides it).
+  package static func commandLine(of pid: pid_t, limit: Int = 120) -> String? {
+    if let bytes = try? FileDescriptor.contents(of: "/proc/\(pid)/cmdline"), !bytes.isEmpty {
+      var arguments = bytes.split(separator: 0, omittingEmptySubsequences: false).map {
+        String(decoding: $0, as: UTF8.self)
+      }
+      if arguments.last == "" { arguments.removeLast() }
+      if let program = arguments.first, let slash = program.lastIndex(of: "/") {
+        arguments[0] = String(program[program.index(after: slash)...])
+      }
+      let line = arguments.joined(separator: " ")
+      return line.count > limit ? String(line.prefix(limit - 1)) + "…" : line
+    }
+    guard let bytes = try? FileDescriptor.contents(of: "/proc/\(pid)/comm") else { return nil }
+    let name = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first.map(String.init)
+    return name?.isEmpty == false ? name : nil
+  }
+
+  /// The process holding a `flock` on the file `device`/`inode` (as `stat` gives them), from
+  /// `/proc/locks`; `nil` when none does or the table cannot be read. Waiters (`->` lines) are
+  /// not holders.
+  package static func flockHolder(device: dev_t, inode: ino_t) -> pid_t? {
+    guard let bytes = try? FileDescriptor.contents(of: "/proc/locks") else { return nil }
+    // "1: FLOCK  ADVISORY  WRITE 25063 00:1a:4 0 EOF": major and minor in hex, inode decimal.
+    let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff)
+    let minor = (device & 0xff) | ((device >> 12) & ~0xff)
+    let file = hex2(major) + ":" + hex2(minor) + ":" + String(inode)
+    for line in bytes.split(separator: UInt8(ascii: "\n")) {
+      let fields = line.split(separator: UInt8(ascii: " "))
+      guard fields.count >= 6, fields[1].elementsEqual("FLOCK".utf8),
+        fields[5].elementsEqual(file.utf8),
+        let pid = pid_t(String(decoding: fields[4], as: UTF8.self))
+      else { continue }
+      return pid
+    }
+    return nil
+  }
+
+  private static func hex2(_ value: dev_t) -> String {
+    let digits = String(value, radix: 16)
+    return digits.count < 2 ? "0" + digits : digits
+  }
+}
