@@ -102,11 +102,17 @@ public struct ChipsetIdentifier: Sendable {
     var hardware: String?
   }
 
-  var details: [ChipsetFamily: Details] = [:]
-  var protocolVersion: UbloxProtocolVersion?
-  var otherVendor: String?
-  var evidence: [String] = []
+  var details: [ChipsetFamily: Details] = [:] { didSet { revision &+= 1 } }
+  var protocolVersion: UbloxProtocolVersion? { didSet { revision &+= 1 } }
+  var otherVendor: String? {
+    didSet { if otherVendor != oldValue { revision &+= 1 } }
+  }
+  var evidence: [String] = [] { didSet { revision &+= 1 } }
   static let evidenceLimit = 24
+
+  /// Changes whenever something is learned, so that a caller feeding every sentence asks for
+  /// ``identification`` (which builds a value) only when it may have changed.
+  public private(set) var revision = 0
 
   public init() {}
 
@@ -330,9 +336,8 @@ public struct ChipsetIdentifier: Sendable {
   mutating func raise(
     _ family: ChipsetFamily, _ level: IdentificationConfidence, _ what: String
   ) {
-    var current = details[family] ?? Details()
-    if level > current.level { current.level = level }
-    details[family] = current
+    let current = details[family]?.level ?? .none
+    if level > current { details[family, default: Details()].level = level }
     note(family, what)
   }
 

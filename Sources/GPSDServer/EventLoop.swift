@@ -210,6 +210,8 @@ final class EventLoop: @unchecked Sendable {
         case .event(.status(.disconnected(let reason))),
           .event(.status(.commandFailed(let reason))):
           log("serialgps serve: \(slot.path): \(reason)")
+        case .event(.status(.commandsWithheld(let withheld))):
+          log("serialgps serve: \(slot.path): \(withheld)")
         case .event(.status(.reconnected)):
           log("serialgps serve: \(slot.path): back")
         default:

@@ -21,8 +21,15 @@ final class ConnectionReader: @unchecked Sendable {
   var decoder: NMEADecoder
   var status: ReceiverStatus?
   var identifier = ChipsetIdentifier()
-  /// Identification stops once sure, or after this many sentences: banners come early.
+  /// Identification stops after this many sentences and frames, or a little after it is sure
+  /// (``detailsBudget``, for the rest of a banner): banners come early.
   var identificationBudget = 2000
+  /// What is left of the budget once the family is sure: the model and firmware lines of a
+  /// banner follow the line that names the maker.
+  static let detailsBudget = 64
+  /// The family the identification names with confidence enough for commands, handed to a
+  /// probe waiting for it (``AcknowledgementMailbox``) after each read.
+  var identified: ChipsetFamily?
   /// Read times and epochs for the time service, when the receiver has one.
   var timekeeping: ReaderTimekeeping?
   /// The framed sentences for subscribers that asked for them.
@@ -66,7 +73,7 @@ final class ConnectionReader: @unchecked Sendable {
       } catch {
         if !stop.withLock({ $0 }) {
           core.inbox.post(
-            .readerFailed(generation: generation, reason: String(describing: error)))
+            .readerFailed(generation: generation, reason: FailureReason(error)))
         }
         break
       }
@@ -92,6 +99,7 @@ final class ConnectionReader: @unchecked Sendable {
         $0.decoder = statistics
         $0.fixes += fixes
       }
+      if let identified { core.acknowledgements.deliver(.identified(identified)) }
       if decoder.cycleKnowledge != knownCycle {
         knownCycle = decoder.cycleKnowledge
         core.knowledge.cycle.withLock { $0 = knownCycle }
@@ -127,17 +135,26 @@ final class ConnectionReader: @unchecked Sendable {
     }
   }
 
-  /// Feeds the chipset identifier until it is sure, and shares what it learns.
+  /// Feeds the chipset identifier until its budget is spent, and shares what it learns.
   private func observe(_ body: (inout ChipsetIdentifier) -> Void) {
     identificationBudget -= 1
-    let before = identifier.identification
+    let before = identifier.revision
     body(&identifier)
+    guard identifier.revision != before else { return }
     let after = identifier.identification
-    guard after != before else { return }
-    if after.confidence >= .medium {
-      core.knowledge.identification.withLock { $0 = after }
+    // Weak hints too: the app may read them, and a withheld command names them; only a sure
+    // identification chooses commands (``ReceiverKnowledge/commandSet()``). What an earlier
+    // connection to this receiver learned stands until this one knows as much.
+    if after.confidence > .none || after.vendor != nil {
+      core.knowledge.identification.withLock { known in
+        if after.confidence >= known?.confidence ?? .none { known = after }
+      }
     }
-    if after.confidence == .high { identificationBudget = 0 }
+    let family = after.familyForCommands()
+    if family.hasCommands, identified == nil {
+      identified = family
+      identificationBudget = min(identificationBudget, Self.detailsBudget)
+    }
   }
 
   private func publish(_ newStatus: ReceiverStatus) {
