@@ -86,11 +86,18 @@ final class ConnectionReader: @unchecked Sendable {
       }
       fixes = 0
       let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-      if wants.sentences {
-        decoder.decode(chunk, observingFrames: { passThrough.observe($0) }) { event in
+      if wants.sentences || identificationBudget > 0 {
+        // What the receiver says about itself is read from the frames as they arrived.
+        decoder.decode(
+          chunk,
+          observingFrames: { frame in
+            if wants.sentences { passThrough.observe(frame) }
+            if identificationBudget > 0 { observe { $0.observe(frame) } }
+          }
+        ) { event in
           handle(event, fixes: &fixes)
         }
-        passThrough.flush(to: core.hub)
+        if wants.sentences { passThrough.flush(to: core.hub) }
       } else {
         decoder.decode(chunk) { event in handle(event, fixes: &fixes) }
       }
@@ -116,7 +123,6 @@ final class ConnectionReader: @unchecked Sendable {
       if let acknowledgement = ReceiverAcknowledgement(sentence) {
         core.acknowledgements.deliver(acknowledgement)
       }
-      if identificationBudget > 0 { observe { $0.observe(sentence) } }
     case .epoch(let epoch):
       fixes += 1
       publish(epoch.fix.mode == .noFix ? .noFix : .streaming)
@@ -127,10 +133,7 @@ final class ConnectionReader: @unchecked Sendable {
       if let acknowledgement = ReceiverAcknowledgement(frame) {
         core.acknowledgements.deliver(acknowledgement)
       }
-      if identificationBudget > 0 { observe { $0.observe(frame) } }
-    case .sirf(let frame):
-      if identificationBudget > 0 { observe { $0.observe(frame) } }
-    case .parseError:
+    case .sirf, .parseError:
       break
     }
   }
