@@ -8,12 +8,17 @@ public enum AcknowledgementExpectation: Sendable, Hashable, CustomStringConverti
   case ubx(UBXMessageID)
   /// `$PMTK001,<command>,<flag>`.
   case mtk(command: Int)
+  /// The receiver naming its chipset: the answer to a poll that only one family answers
+  /// (``ChipsetProbe``), recognised by the caller's ``ChipsetIdentifier`` and handed on as
+  /// ``ReceiverAcknowledgement/identified(_:)``.
+  case identification
 
   public var description: String {
     switch self {
     case .none: return "no acknowledgement"
     case .ubx(let id): return "UBX-ACK-ACK/NAK for \(id)"
     case .mtk(let command): return "$PMTK001,\(command),<flag>"
+    case .identification: return "an answer that names the chipset"
     }
   }
 }
@@ -25,6 +30,10 @@ public enum ReceiverAcknowledgement: Sendable, Hashable, CustomStringConvertible
   /// `$PMTK001,<command>,<flag>`: flag 3 is success; 0 invalid command, 1 unsupported
   /// command, 2 valid but failed.
   case mtk(command: Int, result: MTKAckResult)
+  /// The receiver said what it is (its `UBX-MON-VER`, its `$PMTK705` …): the family its
+  /// identification now names. Made by whoever identifies (``ChipsetIdentifier``), never
+  /// from one frame here.
+  case identified(ChipsetFamily)
 
   /// Recognises `UBX-ACK-ACK` and `UBX-ACK-NAK`; `nil` for any other frame or a malformed
   /// payload.
@@ -47,6 +56,7 @@ public enum ReceiverAcknowledgement: Sendable, Hashable, CustomStringConvertible
     switch self {
     case .ubx(_, let accepted): return accepted
     case .mtk(_, let result): return result == .succeeded
+    case .identified: return true
     }
   }
 
@@ -63,6 +73,8 @@ public enum ReceiverAcknowledgement: Sendable, Hashable, CustomStringConvertible
         return "the receiver does not support $PMTK\(pad3(command)) (unsupported command)"
       case .failed: return "the receiver accepted $PMTK\(pad3(command)) but could not carry it out"
       }
+    case .identified:
+      return nil
     }
   }
 
@@ -70,6 +82,7 @@ public enum ReceiverAcknowledgement: Sendable, Hashable, CustomStringConvertible
     switch self {
     case .ubx(let id, let accepted): return "\(accepted ? "UBX-ACK-ACK" : "UBX-ACK-NAK") \(id)"
     case .mtk(let command, let result): return "$PMTK001,\(command),\(result.rawValue)"
+    case .identified(let family): return "identified as \(family.displayName)"
     }
   }
 }
@@ -116,6 +129,8 @@ public struct CommandStep: Sendable, Hashable, CustomStringConvertible {
       return accepted
     case (.mtk(let expected), .mtk(let command, let result)) where expected == command:
       return result == .succeeded
+    case (.identification, .identified(let family)):
+      return family.hasCommands
     default:
       return nil
     }

@@ -102,11 +102,18 @@ public struct ChipsetIdentifier: Sendable {
     var hardware: String?
   }
 
-  var details: [ChipsetFamily: Details] = [:]
-  var protocolVersion: UbloxProtocolVersion?
-  var otherVendor: String?
-  var evidence: [String] = []
+  var details: [ChipsetFamily: Details] = [:] { didSet { revision &+= 1 } }
+  var protocolVersion: UbloxProtocolVersion? { didSet { revision &+= 1 } }
+  var otherVendor: String? {
+    didSet { if otherVendor != oldValue { revision &+= 1 } }
+  }
+  var evidence: [String] = [] { didSet { revision &+= 1 } }
+  var habits = FormatHabits()
   static let evidenceLimit = 24
+
+  /// Changes whenever something is learned, so that a caller feeding every sentence asks for
+  /// ``identification`` (which builds a value) only when it may have changed.
+  public private(set) var revision = 0
 
   public init() {}
 
@@ -121,14 +128,19 @@ public struct ChipsetIdentifier: Sendable {
     }
   }
 
-  /// Observes a raw sentence. Only proprietary (`$P…`) and `TXT` sentences can tell a
-  /// chipset apart, so only those are parsed.
+  /// Observes a raw sentence. Proprietary (`$P…`) and `TXT` sentences are parsed; GGA and
+  /// RMC are read for the way their fields are written (``FormatHabits``), which gives a hint
+  /// at most.
   public mutating func observe(_ raw: RawSentence) {
     let bytes = raw.bytes
     guard bytes.count >= 6 else { return }
     let proprietary = bytes[1] == 0x50  // P
     let text = bytes[3] == 0x54 && bytes[4] == 0x58 && bytes[5] == 0x54  // TXT
-    guard proprietary || text else { return }
+    if !proprietary && !text {
+      guard let hint = habits.observe(bytes) else { return }
+      raise(hint.family, .low, hint.evidence)
+      return
+    }
     guard let sentence = try? Sentence(parsing: raw) else { return }
     observe(sentence)
   }
@@ -330,9 +342,8 @@ public struct ChipsetIdentifier: Sendable {
   mutating func raise(
     _ family: ChipsetFamily, _ level: IdentificationConfidence, _ what: String
   ) {
-    var current = details[family] ?? Details()
-    if level > current.level { current.level = level }
-    details[family] = current
+    let current = details[family]?.level ?? .none
+    if level > current { details[family, default: Details()].level = level }
     note(family, what)
   }
 
@@ -346,5 +357,104 @@ public struct ChipsetIdentifier: Sendable {
     let line = "\(family.displayName): \(what)"
     guard evidence.count < Self.evidenceLimit, !evidence.contains(line) else { return }
     evidence.append(line)
+  }
+}
+
+/// How a receiver writes its GGA and RMC: firmware families keep their own habits, which a
+/// hint (never enough to write to a receiver) can be read from.
+///
+/// MediaTek firmware writes `hhmmss.sss`, `ddmm.mmmm`, HDOP with two decimals, and either the
+/// satellite count unpadded (`,1,4,1.31,`) or `0000,0000` in the DGPS fields (gpsd captures
+/// mt3339, bt-q818, mtk-3329, quectel-L70, tr737A+). SiRF firmware writes `hhmmss.sss`,
+/// `ddmm.mmmm`, HDOP with one decimal, the count padded, an empty DGPS age and station
+/// `0000` (bu353s4, gpslim236, nd-1005, nokia-ld-4w, sirfstarv-nmea); SkyTraq's Venus 6
+/// writes GGA the same way but RMC's speed with one decimal (`000.0`, bn-9015), which rules
+/// SiRF out. Only epochs with a fix count. These are habits, not rules: u-blox receivers set
+/// to their compatibility format write SiRF's (nl402u, nl2008u, identified by their banners
+/// first), and some MediaTek modules ship with SiRF's (the LOCOSYS LS20031 data sheet shows
+/// `…,1,08,1.1,63.8,M,15.2,M,,0000`). So the result is ``IdentificationConfidence/low``, a
+/// hint for what to advise; u-blox has no such habit of its own (SkyTraq's Venus 6 copies
+/// its GGA, RMC, GSA and VTG byte for byte: venus634lp).
+struct FormatHabits: Sendable {
+  var mediatek = 0
+  var sirf = 0
+  /// RMCs whose speed has one decimal: not SiRF.
+  var oneDecimalSpeeds = 0
+  var hinted: ChipsetFamily?
+  /// Epochs of one style, and none of the other, before a hint is given.
+  static let epochsNeeded = 3
+
+  /// Reads a GGA or RMC (`$` through the last field); returns the hint the first time the
+  /// habits name a family.
+  mutating func observe(_ bytes: UnsafeBufferPointer<UInt8>) -> (
+    family: ChipsetFamily, evidence: String
+  )? {
+    guard hinted == nil, bytes.count > 7 else { return nil }
+    let gga = bytes[3] == 0x47 && bytes[4] == 0x47 && bytes[5] == 0x41  // GGA
+    let rmc = bytes[3] == 0x52 && bytes[4] == 0x4D && bytes[5] == 0x43  // RMC
+    guard gga || rmc else { return nil }
+    return withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: 16) { storage in
+      var count = 0
+      var start = 7
+      for index in 7..<bytes.count where bytes[index] == 0x2C && count < 15 {
+        storage[count] = start..<index
+        count += 1
+        start = index + 1
+      }
+      storage[count] = start..<bytes.count
+      count += 1
+      return observe(bytes, fields: UnsafeBufferPointer(rebasing: storage[0..<count]), rmc: rmc)
+    }
+  }
+
+  private mutating func observe(
+    _ bytes: UnsafeBufferPointer<UInt8>, fields: UnsafeBufferPointer<Range<Int>>, rmc: Bool
+  ) -> (family: ChipsetFamily, evidence: String)? {
+    if rmc {
+      // $GPRMC,time,status,lat,N,lon,E,speed,…
+      if fields.count > 6, Self.decimals(bytes, fields[6]) == 1 { oneDecimalSpeeds += 1 }
+      return nil
+    }
+    // $GPGGA,time,lat,N,lon,E,quality,satellites,hdop,alt,M,sep,M,age,station
+    guard fields.count >= 14, !fields[1].isEmpty, !fields[5].isEmpty,
+      !(fields[5].count == 1 && bytes[fields[5].lowerBound] == 0x30)
+    else { return nil }
+    guard Self.shape(bytes, fields[0], whole: 6, decimals: 3),
+      Self.shape(bytes, fields[1], whole: 4, decimals: 4)
+    else { return nil }
+    let hdop = Self.decimals(bytes, fields[7])
+    let zeros = { (range: Range<Int>) in
+      range.count == 4 && range.allSatisfy { bytes[$0] == 0x30 }
+    }
+    if hdop == 2 && (fields[6].count == 1 || (zeros(fields[12]) && zeros(fields[13]))) {
+      mediatek += 1
+    } else if hdop == 1 && fields[6].count == 2 && fields[12].isEmpty && zeros(fields[13]) {
+      sirf += 1
+    }
+    if mediatek >= Self.epochsNeeded && sirf == 0 {
+      hinted = .mediatek
+      return (.mediatek, "GGA written as MediaTek firmware writes it")
+    }
+    if sirf >= Self.epochsNeeded && mediatek == 0 && oneDecimalSpeeds == 0 {
+      hinted = .sirf
+      return (.sirf, "GGA written as SiRF firmware writes it")
+    }
+    return nil
+  }
+
+  /// Whether the field is `whole` digits, a point and `decimals` digits.
+  static func shape(
+    _ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, whole: Int, decimals: Int
+  ) -> Bool {
+    guard range.count == whole + 1 + decimals, bytes[range.lowerBound + whole] == 0x2E else {
+      return false
+    }
+    return range.allSatisfy { $0 == range.lowerBound + whole || (0x30...0x39).contains(bytes[$0]) }
+  }
+
+  /// How many digits follow the point; `nil` without one.
+  static func decimals(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Int? {
+    guard let point = range.first(where: { bytes[$0] == 0x2E }) else { return nil }
+    return range.upperBound - point - 1
   }
 }

@@ -210,8 +210,9 @@ public struct UbloxCommandSet: ReceiverCommandSet {
     }
   }
 
-  /// `UBX-MON-VER` poll (no payload). Only for a receiver already known to be u-blox: the
-  /// driver identifies receivers by listening, never by writing.
+  /// `UBX-MON-VER` poll (no payload). Only for a receiver already known to be u-blox, or one
+  /// the user asked to be probed (``ChipsetProbe``): otherwise the driver identifies
+  /// receivers by listening, never by writing.
   public static let versionQuery = CommandStep(
     bytes: UBX.unchecked(.monVer, payload: []), summary: "UBX-MON-VER poll")
 

@@ -124,7 +124,7 @@ struct ConsumerGate {
       demandPublished = false
       nextDeadline = nil
       lost = true
-      actions.append(.deliverStatus(.disconnected(reason: reason.description)))
+      actions.append(.deliverStatus(.disconnected(reason: reason.failureReason)))
 
     case .message(let topic, let payload, let retained):
       guard !stopped else { return [] }
@@ -234,10 +234,25 @@ struct ConsumerGate {
     case .noFix: return .noFix
     case .standby: return .poweredOff
     case .disconnected:
-      return .disconnected(reason: "the receiver \(topics.id) is not connected to its board")
+      return .disconnected(
+        reason: FailureReason(
+          .notAttached, "the receiver \(topics.id) is not connected to its board"))
     case .offline:
       return .disconnected(
-        reason: "the board publishing \(topics.id) is offline (stopped, or lost power or network)")
+        reason: FailureReason(
+          .unreachable,
+          "the board publishing \(topics.id) is offline (stopped, or lost power or network)"))
+    }
+  }
+}
+
+extension FleetError: FailureReasonConvertible {
+  /// What a remote receiver's subscribers are told when the broker cannot be used.
+  public var failureReason: FailureReason {
+    switch kind {
+    case .configuration: return FailureReason(.other, description)
+    case .refused: return FailureReason(.permissionDenied, description)
+    case .unreachable: return FailureReason(.unreachable, description)
     }
   }
 }

@@ -458,7 +458,7 @@ struct DemandGate {
     // The bridge's own subscription keeps the receiver on, so a power-off seen through it is
     // a status replayed from before the subscription (or the receiver's shutdown, after which
     // the bridge publishes its own final status).
-    case .poweredOff, .reconnected, .commandFailed: return nil
+    case .poweredOff, .reconnected, .commandFailed, .commandsWithheld: return nil
     }
   }
 

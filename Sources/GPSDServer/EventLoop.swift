@@ -164,6 +164,8 @@ final class EventLoop {
         case .event(.status(.disconnected(let reason))),
           .event(.status(.commandFailed(let reason))):
           log("\(slot.path): \(reason)")
+        case .event(.status(.commandsWithheld(let withheld))):
+          log("\(slot.path): \(withheld)")
         case .event(.status(.reconnected)):
           log("\(slot.path): back")
         default:

@@ -455,7 +455,7 @@ struct ServerState {
     case .poweredOff:
       devices[index].activated = nil
       return []
-    case .poweringOn, .reconnected, .commandFailed:
+    case .poweringOn, .reconnected, .commandFailed, .commandsWithheld:
       return []
     }
   }

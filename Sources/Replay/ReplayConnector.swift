@@ -192,6 +192,15 @@ public struct ReplayError: Error, Sendable, Hashable, CustomStringConvertible {
   }
 }
 
+extension ReplayError: FailureReasonConvertible {
+  public var failureReason: FailureReason {
+    switch reason {
+    case .unplugged: return FailureReason(.unplugged, description)
+    case .busy: return FailureReason(.busy, description)
+    }
+  }
+}
+
 // MARK: - The machinery
 
 /// The replay's state behind one lock, and the task that wakes it when something comes due.

@@ -31,16 +31,21 @@ public struct AwakeMarkers: Sendable, Hashable {
   }
 
   /// `/run/serialgps` when it is (or can be made) writable, else `$XDG_RUNTIME_DIR/serialgps`;
-  /// `nil` when neither is: then nothing is marked.
+  /// `nil` when neither is: then nothing is marked, and nothing fails. The default of
+  /// ``GPSReceiver/Options/awakeMarkers``. The shared directory comes first, so that processes
+  /// of different users (a service as root, an app) find one another's markers where they
+  /// can.
   public static func standard() -> AwakeMarkers? {
     var candidates = ["/run/serialgps"]
     if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !runtime.isEmpty {
       candidates.append(runtime + "/serialgps")
     }
-    for directory in candidates where prepare(directory) {
-      return AwakeMarkers(directory: directory)
-    }
-    return nil
+    return firstWritable(of: candidates)
+  }
+
+  /// Markers in the first of `candidates` that is (or can be made) writable.
+  static func firstWritable(of candidates: [String]) -> AwakeMarkers? {
+    candidates.first(where: { prepare($0) }).map(AwakeMarkers.init(directory:))
   }
 
   /// Makes `directory` if needed; whether this process may write in it.

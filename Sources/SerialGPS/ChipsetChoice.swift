@@ -7,15 +7,24 @@ public enum ChipsetChoice: Sendable {
   /// streams. Until then nothing is written: a port not known to hold a GPS receiver is only
   /// opened and closed.
   case automatic
+  /// As ``automatic``, and when that names no chipset, ask the receiver: at power-on the
+  /// driver writes polls that one family answers and the others ignore (u-blox `UBX-MON-VER`,
+  /// MediaTek `$PMTK605`) and waits for an answer, retrying as for a command. This writes to
+  /// the device before anything names its chipset: use it only for a device you named and
+  /// know to be a GPS receiver. A receiver that answers neither (SiRF, a generic one) is
+  /// treated as generic NMEA and not asked again.
+  case probe
   /// The user named the chipset family.
   case family(ChipsetFamily)
   /// A command set of the caller's own.
   case custom(any ReceiverCommandSet)
 
-  /// Parses the CLI spelling: `auto`, `nmea`, `ublox`, `mtk`, `sirf`.
+  /// Parses the CLI spelling: `auto`, `probe`, `nmea`, `ublox`, `mtk`, `sirf`.
   public init?(cliName: String) {
     if cliName == "auto" || cliName == "automatic" {
       self = .automatic
+    } else if cliName == "probe" {
+      self = .probe
     } else if let family = ChipsetFamily(cliName: cliName) {
       self = .family(family)
     } else {

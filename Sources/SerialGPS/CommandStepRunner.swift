@@ -20,50 +20,20 @@ struct CommandStepRunner: Sendable {
   /// Runs each step through the one command runner (``CommandExchange``): write, wait for
   /// the acknowledgement when it has one, retry a bounded number of times, then settle. A
   /// command that fails is reported and the next one is still sent: the receiver may well be
-  /// streaming anyway.
+  /// streaming anyway. `family`: the chipset the steps were chosen for, which a failure
+  /// names when the receiver ignored them while it kept talking.
   ///
   /// Wake-up steps are abandoned once a shutdown is asked for: the standby follows at once.
   /// Standby steps are never cut short, and never retried into a receiver that has gone quiet
   /// (a byte would wake it again).
   func send(
-    _ steps: [CommandStep], to connection: any ReceiverConnection, abandonOnShutdown: Bool = false
+    _ steps: [CommandStep], to connection: any ReceiverConnection, family: ChipsetFamily,
+    abandonOnShutdown: Bool = false
   ) async {
     for step in steps {
-      var exchange = CommandExchange<DriverInstant>(
-        step: step, attempts: attempts, timeout: timeout,
-        retry: abandonOnShutdown ? .always : .whileReceiverTalks)
-      var action = exchange.start()
-      var outcome: CommandOutcome?
-      while outcome == nil {
-        switch action {
-        case .write(let bytes):
-          if abandonOnShutdown && shutdownRequested.withLock({ $0 }) { return }
-          if step.acknowledgement != .none { acknowledgements.expect(step) }
-          do {
-            try connection.write(bytes)
-            counters.withLock { $0.commandsSent += 1 }
-          } catch {
-            // The connection is failing: the reader reports the loss as `disconnected`; the
-            // remaining steps would fail alike.
-            return
-          }
-          action = exchange.written(now: clock.now)
-        case .wait(let deadline):
-          let result = await acknowledgements.wait(
-            until: deadline, clock: clock, abandonable: abandonOnShutdown)
-          switch result {
-          case .answer(let answer):
-            // A stray answer (another command's) leaves the deadline as it was.
-            action = exchange.answered(answer, now: clock.now) ?? .wait(until: deadline)
-          case .timedOut(let heard):
-            if abandonOnShutdown && shutdownRequested.withLock({ $0 }) { return }
-            action = exchange.timedOut(heard: heard, now: clock.now)
-          }
-        case .finished(let finished):
-          outcome = finished
-        }
-      }
-      if let failure = outcome.flatMap({ Self.failure(of: $0, step: step, exchange: exchange) }) {
+      guard let ran = await run(step, on: connection, abandonOnShutdown: abandonOnShutdown)
+      else { return }
+      if let failure = Self.failure(of: ran, step: step, family: family) {
         counters.withLock { $0.commandsFailed += 1 }
         hub.publish(status: .commandFailed(reason: failure))
       }
@@ -73,23 +43,89 @@ struct CommandStepRunner: Sendable {
     }
   }
 
+  /// How one step's exchange ended.
+  struct Ran {
+    var outcome: CommandOutcome
+    var exchange: CommandExchange<DriverInstant>
+    /// Whether the receiver sent anything during the last wait.
+    var heard: Bool
+  }
+
+  /// Runs one step's exchange (without its settle time) and returns how it ended; `nil` when
+  /// it was abandoned for a shutdown or the write failed (the reader then reports the loss).
+  func run(
+    _ step: CommandStep, on connection: any ReceiverConnection, abandonOnShutdown: Bool
+  ) async -> Ran? {
+    var heard = false
+    var exchange = CommandExchange<DriverInstant>(
+      step: step, attempts: attempts, timeout: timeout,
+      retry: abandonOnShutdown ? .always : .whileReceiverTalks)
+    var action = exchange.start()
+    while true {
+      switch action {
+      case .write(let bytes):
+        if abandonOnShutdown && shutdownRequested.withLock({ $0 }) { return nil }
+        if step.acknowledgement != .none { acknowledgements.expect(step) }
+        do {
+          try connection.write(bytes)
+          counters.withLock { $0.commandsSent += 1 }
+        } catch {
+          // The connection is failing: the reader reports the loss as `disconnected`; the
+          // remaining steps would fail alike.
+          return nil
+        }
+        action = exchange.written(now: clock.now)
+      case .wait(let deadline):
+        let result = await acknowledgements.wait(
+          until: deadline, clock: clock, abandonable: abandonOnShutdown)
+        switch result {
+        case .answer(let answer):
+          // A stray answer (another command's) leaves the deadline as it was.
+          action = exchange.answered(answer, now: clock.now) ?? .wait(until: deadline)
+        case .timedOut(let heardSince):
+          if abandonOnShutdown && shutdownRequested.withLock({ $0 }) { return nil }
+          heard = heardSince
+          action = exchange.timedOut(heard: heardSince, now: clock.now)
+        }
+      case .finished(let outcome):
+        return Ran(outcome: outcome, exchange: exchange, heard: heard)
+      }
+    }
+  }
+
   /// What subscribers are told of a step that did not succeed; `nil` when it did.
-  static func failure(
-    of outcome: CommandOutcome, step: CommandStep, exchange: CommandExchange<DriverInstant>
-  ) -> String? {
-    switch outcome {
+  static func failure(of ran: Ran, step: CommandStep, family: ChipsetFamily) -> FailureReason? {
+    let exchange = ran.exchange
+    switch ran.outcome {
     case .sent, .acknowledged:
       return nil
     case .rejected(let answer, let attempt, _):
       let why = answer.failureReason ?? "\(answer)"
-      return "\(step.summary): \(why) (\(attempt) of \(exchange.attempts) attempts)"
+      return FailureReason(
+        .rejected, "\(step.summary): \(why) (\(attempt) of \(exchange.attempts) attempts)")
     case .unanswered(let written, let quiet):
       let why = "no acknowledgement within \(exchange.timeout)"
       if quiet {
-        return "\(step.summary): \(why); not retried, the receiver fell silent "
-          + "(\(written) of \(exchange.attempts) attempts)"
+        return FailureReason(
+          .noAnswer,
+          "\(step.summary): \(why); not retried, the receiver fell silent "
+            + "(\(written) of \(exchange.attempts) attempts)")
       }
-      return "\(step.summary): \(why) (\(written) of \(exchange.attempts) attempts)"
+      guard ran.heard, written >= exchange.attempts, family.hasCommands else {
+        let silence =
+          ran.heard
+          ? "" : "; the receiver sent nothing (asleep, unpowered, or at another baud rate?)"
+        return FailureReason(
+          .noAnswer,
+          "\(step.summary): \(why) (\(written) of \(exchange.attempts) attempts)\(silence)")
+      }
+      // It kept sending and ignored every attempt: it does not speak this command language.
+      return FailureReason(
+        .wrongChipset,
+        "\(step.summary): \(why), \(written) attempts, while the receiver kept sending: it is "
+          + "most likely not a \(family.displayName) receiver. Name its chipset (chipset: "
+          + ".family(…), --chipset ublox|mtk|sirf|nmea), or leave it to be identified "
+          + "(chipset: .automatic or .probe)")
     }
   }
 }

@@ -36,8 +36,15 @@ final class ConnectionReader: @unchecked Sendable {
   var decoder: NMEADecoder
   var status: ReceiverStatus?
   var identifier = ChipsetIdentifier()
-  /// Identification stops once sure, or after this many sentences: banners come early.
+  /// Identification stops after this many sentences and frames, or a little after it is sure
+  /// (``detailsBudget``, for the rest of a banner): banners come early.
   var identificationBudget = 2000
+  /// What is left of the budget once the family is sure: the model and firmware lines of a
+  /// banner follow the line that names the maker.
+  static let detailsBudget = 64
+  /// The family the identification names with confidence enough for commands, handed to a
+  /// probe waiting for it (``AcknowledgementMailbox``) after each read.
+  var identified: ChipsetFamily?
   /// Read times and epochs for the time service, when the receiver has one.
   var timekeeping: ReaderTimekeeping?
   /// The framed sentences for subscribers that asked for them.
@@ -107,7 +114,7 @@ final class ConnectionReader: @unchecked Sendable {
         releaseHeld()
         if !stop.withLock({ $0 }) {
           core.inbox.post(
-            .readerFailed(generation: generation, reason: String(describing: error)))
+            .readerFailed(generation: generation, reason: FailureReason(error)))
         }
         break
       }
@@ -127,11 +134,18 @@ final class ConnectionReader: @unchecked Sendable {
       }
       fixes = 0
       let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-      if wants.sentences {
-        decoder.decode(chunk, observingFrames: { passThrough.observe($0) }) { event in
+      if wants.sentences || identificationBudget > 0 {
+        // What the receiver says about itself is read from the frames as they arrived.
+        decoder.decode(
+          chunk,
+          observingFrames: { frame in
+            if wants.sentences { passThrough.observe(frame) }
+            if identificationBudget > 0 { observe { $0.observe(frame) } }
+          }
+        ) { event in
           handle(event, fixes: &fixes)
         }
-        passThrough.flush(to: core.hub)
+        if wants.sentences { passThrough.flush(to: core.hub) }
       } else {
         decoder.decode(chunk) { event in handle(event, fixes: &fixes) }
       }
@@ -140,6 +154,7 @@ final class ConnectionReader: @unchecked Sendable {
         $0.decoder = statistics
         $0.fixes += fixes
       }
+      if let identified { core.acknowledgements.deliver(.identified(identified)) }
       if decoder.cycleKnowledge != knownCycle {
         knownCycle = decoder.cycleKnowledge
         core.knowledge.cycle.withLock { $0 = knownCycle }
@@ -203,7 +218,6 @@ final class ConnectionReader: @unchecked Sendable {
       if let acknowledgement = ReceiverAcknowledgement(sentence) {
         core.acknowledgements.deliver(acknowledgement)
       }
-      if identificationBudget > 0 { observe { $0.observe(sentence) } }
     case .epoch(let epoch):
       fixes += 1
       guard judgesLateness else {
@@ -218,25 +232,31 @@ final class ConnectionReader: @unchecked Sendable {
       if let acknowledgement = ReceiverAcknowledgement(frame) {
         core.acknowledgements.deliver(acknowledgement)
       }
-      if identificationBudget > 0 { observe { $0.observe(frame) } }
-    case .sirf(let frame):
-      if identificationBudget > 0 { observe { $0.observe(frame) } }
-    case .parseError:
+    case .sirf, .parseError:
       break
     }
   }
 
-  /// Feeds the chipset identifier until it is sure, and shares what it learns.
+  /// Feeds the chipset identifier until its budget is spent, and shares what it learns.
   private func observe(_ body: (inout ChipsetIdentifier) -> Void) {
     identificationBudget -= 1
-    let before = identifier.identification
+    let before = identifier.revision
     body(&identifier)
+    guard identifier.revision != before else { return }
     let after = identifier.identification
-    guard after != before else { return }
-    if after.confidence >= .medium {
-      core.knowledge.identification.withLock { $0 = after }
+    // Weak hints too: the app may read them, and a withheld command names them; only a sure
+    // identification chooses commands (``ReceiverKnowledge/commandSet()``). What an earlier
+    // connection to this receiver learned stands until this one knows as much.
+    if after.confidence > .none || after.vendor != nil {
+      core.knowledge.identification.withLock { known in
+        if after.confidence >= known?.confidence ?? .none { known = after }
+      }
     }
-    if after.confidence == .high { identificationBudget = 0 }
+    let family = after.familyForCommands()
+    if family.hasCommands, identified == nil {
+      identified = family
+      identificationBudget = min(identificationBudget, Self.detailsBudget)
+    }
   }
 
   private func publish(_ newStatus: ReceiverStatus) {

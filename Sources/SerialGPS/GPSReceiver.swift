@@ -41,10 +41,12 @@ public final class GPSReceiver: Sendable {
     /// How long to wait for a command's acknowledgement, and how often to retry it.
     public var acknowledgementTimeout: Duration = .seconds(1)
     public var commandAttempts = 3
-    /// Where woken receivers are noted, so that one left awake by a process killed outright
-    /// is put to standby by the next process that opens it (``AwakeMarkers``). `nil` (the
-    /// default for the library): not noted. `serialgps` uses ``AwakeMarkers/standard()``.
-    public var awakeMarkers: AwakeMarkers?
+    /// Where woken receivers are noted, so that one left awake by a process that ended
+    /// without ``GPSReceiver/shutdown()`` (killed outright, or an app that simply exited) is
+    /// put to standby by the next process that opens it (``AwakeMarkers``). By default
+    /// ``AwakeMarkers/standard()``: `/run/serialgps` or `$XDG_RUNTIME_DIR/serialgps`, whichever
+    /// is writable, and `nil` (nothing noted) when neither is. `nil` turns it off.
+    public var awakeMarkers: AwakeMarkers? = AwakeMarkers.standard()
 
     public init() {}
   }
@@ -156,6 +158,31 @@ public final class GPSReceiver: Sendable {
   /// Counters since the receiver was created.
   public var statistics: ReceiverStatistics { core.statistics }
 
+  /// What the receiver has said about itself: its chipset family and, where it named them,
+  /// maker, model and firmware (``ChipsetIdentification``), however sure (a weak hint has
+  /// `confidence: .low` and chooses no commands). `nil` until something it sent named a maker,
+  /// and again once the connector reaches another receiver. Asking powers nothing.
+  public var identification: ChipsetIdentification? {
+    core.knowledge.identification.withLock { $0 }
+  }
+
+  /// The family whose commands wake the receiver and put it to standby now: the `chipset`
+  /// option, else what the connector knows (USB IDs, a udev property), else what the receiver
+  /// said about itself; ``ChipsetFamily/nmea`` (no commands: it is only opened and closed)
+  /// while none of these names one.
+  public var commandFamily: ChipsetFamily { core.knowledge.commandSet().family }
+
+  /// Why no power commands would go to the receiver at `moment`, for want of knowing its
+  /// chipset (what ``ReceiverStatus/commandsWithheld(_:)`` tells subscribers); `nil` when it
+  /// has commands, or when the `chipset` option chose to send none. For a caller whose
+  /// subscription has ended by the time the receiver powers off (after ``shutdown()``: was it
+  /// put to standby?).
+  public func commandsWithheld(at moment: CommandsWithheld.Moment = .powerOff)
+    -> CommandsWithheld?
+  {
+    core.knowledge.withheld(moment)
+  }
+
   /// The time service the reader feeds (docs/time.md): every read's system time and every
   /// epoch with the arrival of its first byte, on the reader thread; told when the port
   /// closes. `nil` (the default): no time service, and the reader does nothing of the kind.
@@ -190,6 +217,9 @@ public struct ReceiverStatistics: Sendable, Hashable {
   /// Commands written, and those that failed after their retries.
   public var commandsSent = 0
   public var commandsFailed = 0
+  /// Power-ons and power-offs that sent no commands because nothing named the receiver's
+  /// chipset (``ReceiverStatus/commandsWithheld(_:)``): a receiver left running, or not woken.
+  public var powerCommandsWithheld = 0
   /// What the decoder accepted and rejected over all connections.
   public var decoder = DecoderStatistics()
   /// Events the power policy did not expect in its state: a bug, ignored (a debug build

@@ -27,7 +27,7 @@ struct PowerPolicy {
     /// How many, for the backoff.
     var attempts: Int
     /// The last one told to subscribers, so that a retry that fails alike stays quiet.
-    var reason: String
+    var reason: FailureReason
   }
 
   enum State: Equatable {
@@ -55,8 +55,8 @@ struct PowerPolicy {
     case hold(until: DriverInstant)
     case timerFired(TimerID)
     case poweredOn
-    case powerOnFailed(reason: String)
-    case connectionLost(reason: String)
+    case powerOnFailed(reason: FailureReason)
+    case connectionLost(reason: FailureReason)
     case poweredOff
     /// The device (re)appeared, for example on hotplug: try now rather than after the backoff.
     case deviceAppeared
@@ -303,7 +303,7 @@ struct PowerPolicy {
 
   /// `previous`: the failures before this one, if it is a reconnection that failed.
   private mutating func scheduleReconnect(
-    reason: String, after previous: Failures?, now: DriverInstant
+    reason: FailureReason, after previous: Failures?, now: DriverInstant
   )
     -> [Action]
   {

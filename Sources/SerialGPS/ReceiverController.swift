@@ -16,7 +16,7 @@ final class ReceiverController: @unchecked Sendable {
   enum Event: Sendable {
     case policy(PowerPolicy.Event)
     /// The reader of connection `generation` stopped on an error.
-    case readerFailed(generation: Int, reason: String)
+    case readerFailed(generation: Int, reason: FailureReason)
     /// Resumed once every event before it has been handled (for tests and shutdown paths).
     case barrier(CheckedContinuation<Void, Never>)
   }
@@ -162,23 +162,50 @@ final class ReceiverController: @unchecked Sendable {
       opened = try await connector.connect(wakingWith: core.knowledge.commandSet().family)
     } catch {
       core.counters.withLock { $0.failedOpens += 1 }
-      return .powerOnFailed(reason: String(describing: error))
+      return .powerOnFailed(reason: FailureReason(error))
     }
     // Chosen once the port is open (a connector that follows a receiver knows which one, and
     // its chipset, only now) and before the reader starts: what the receiver says about
     // itself on this connection (a banner among the bytes heard while its rate was found)
     // must not turn into wake-up commands for a receiver that is already streaming. It
     // chooses the standby at power-off and the next power-on.
-    let set = core.knowledge.commandSet()
+    var set = core.knowledge.commandSet()
+    let probing = core.knowledge.shouldProbe
+    // Told before the reader starts, so that `streaming` (if it comes) follows it.
+    if !probing { tellIfWithheld(.powerOn) }
     generation += 1
     connection = opened
     core.counters.withLock { $0.powerOns += 1 }
     startReader(on: opened, generation: generation)
-    await commands.send(set.powerOnSteps, to: opened, abandonOnShutdown: true)
+    if probing {
+      // The user asked for it: the receiver's answer chooses this power-on's commands too.
+      await probe(opened)
+      set = core.knowledge.commandSet()
+      tellIfWithheld(.powerOn)
+    }
+    await commands.send(
+      set.powerOnSteps, to: opened, family: set.family, abandonOnShutdown: true)
     if let markers = options.awakeMarkers, let identity = connector.markerIdentity {
       markers.markAwake(identity)
     }
     return .poweredOn
+  }
+
+  /// Asks the receiver what it is (``ChipsetProbe``) through the one command runner: the
+  /// exchange ends when the reader's identification names a family.
+  private func probe(_ connection: any ReceiverConnection) async {
+    let ran = await commands.run(ChipsetProbe.step, on: connection, abandonOnShutdown: true)
+    guard let ran, !ran.outcome.succeeded else { return }
+    // Unanswered (identified meanwhile by what it sent, or not at all).
+    core.knowledge.noteProbeUnanswered()
+  }
+
+  /// Tells subscribers (and counts) that no power commands go to the receiver, when that is
+  /// for want of knowing its chipset.
+  private func tellIfWithheld(_ moment: CommandsWithheld.Moment) {
+    guard let withheld = core.knowledge.withheld(moment) else { return }
+    core.counters.withLock { $0.powerCommandsWithheld += 1 }
+    core.hub.publish(status: .commandsWithheld(withheld))
   }
 
   /// The standby exchange for a receiver that a killed process left awake: open, send the
@@ -199,7 +226,11 @@ final class ReceiverController: @unchecked Sendable {
   private func powerOff(sendCommands: Bool) async {
     guard let current = connection else { return }
     // The identification may have arrived while streaming: the standby commands use it.
-    if sendCommands { await commands.send(core.knowledge.commandSet().powerOffSteps, to: current) }
+    if sendCommands {
+      let set = core.knowledge.commandSet()
+      tellIfWithheld(.powerOff)
+      await commands.send(set.powerOffSteps, to: current, family: set.family)
+    }
     readerStop?.withLock { $0 = true }
     current.interrupt()
     await reader?.join()

@@ -55,12 +55,19 @@ public enum ReceiverStatus: Sendable, Hashable, CustomStringConvertible {
   /// Data arrives but the receiver has no position fix (yet).
   case noFix
   /// The receiver went away (unplugged, read error) or could not be opened; the reason says
-  /// which and what to do. While subscribers remain the driver retries with backoff.
-  case disconnected(reason: String)
+  /// which (``FailureReason/kind``) and what to do. While subscribers remain the driver
+  /// retries with backoff.
+  case disconnected(reason: FailureReason)
   /// The receiver is back after a disconnection and has been powered on again.
   case reconnected
   /// A command was not acknowledged (NAK or timeout) after its retries; data may still flow.
-  case commandFailed(reason: String)
+  /// Unanswered while the receiver kept talking, the kind is
+  /// ``FailureReason/Kind/wrongChipset``.
+  case commandFailed(reason: FailureReason)
+  /// The driver sends this receiver no power commands, because nothing names its chipset:
+  /// at power-on (a receiver in standby is not woken) and again at power-off (it is left
+  /// running). Says what to set so that it does.
+  case commandsWithheld(CommandsWithheld)
   /// The last subscription ended (and the linger passed): the receiver has been sent its
   /// standby commands and the port closed.
   case poweredOff
@@ -73,6 +80,7 @@ public enum ReceiverStatus: Sendable, Hashable, CustomStringConvertible {
     case .disconnected(let reason): return "disconnected: \(reason)"
     case .reconnected: return "reconnected"
     case .commandFailed(let reason): return "command failed: \(reason)"
+    case .commandsWithheld(let withheld): return withheld.description
     case .poweredOff: return "powered off"
     }
   }

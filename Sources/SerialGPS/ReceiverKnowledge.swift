@@ -15,8 +15,12 @@ import POSIX
 final class ReceiverKnowledge: @unchecked Sendable {
   private let connector: any ReceiverConnector
   private let chipset: ChipsetChoice
-  /// What the receiver has said about itself.
+  /// What the receiver has said about itself, however sure (a weak hint names a family
+  /// without being enough to write to it: ``ChipsetIdentification/familyForCommands(minimum:)``).
   let identification = Locked<ChipsetIdentification?>(nil)
+  /// The receiver was asked (``ChipsetChoice/probe``) and answered neither poll: it is not
+  /// asked again until the connector reaches another receiver.
+  private let probeUnanswered = Locked(false)
   /// Which sentence ends the receiver's cycle.
   let cycle = Locked<CycleKnowledge?>(nil)
   /// The receiver that ``identification`` and ``cycle`` describe. Controller task only.
@@ -35,6 +39,38 @@ final class ReceiverKnowledge: @unchecked Sendable {
     receiverIdentity = identity
     identification.withLock { $0 = nil }
     cycle.withLock { $0 = nil }
+    probeUnanswered.withLock { $0 = false }
+  }
+
+  /// Whether to ask the receiver what it is before waking it: the user chose
+  /// ``ChipsetChoice/probe`` and nothing else names its chipset yet. Controller task only.
+  var shouldProbe: Bool {
+    guard case .probe = chipset, !probeUnanswered.withLock({ $0 }),
+      connector.chipsetHint?.family == nil
+    else {
+      return false
+    }
+    return commandSet().family == .nmea
+  }
+
+  /// The probe went unanswered (no identification came of it). Controller task only.
+  func noteProbeUnanswered() {
+    let unanswered = commandSet().family == .nmea
+    probeUnanswered.withLock { $0 = unanswered }
+  }
+
+  /// Why no power commands go to this receiver at `moment`, when that is for want of knowing
+  /// its chipset; `nil` when it has commands, or when the user chose to send none
+  /// (``ChipsetChoice/family(_:)`` with ``ChipsetFamily/nmea``, a command set of their own).
+  func withheld(_ moment: CommandsWithheld.Moment) -> CommandsWithheld? {
+    switch chipset {
+    case .family, .custom: return nil
+    case .automatic, .probe: break
+    }
+    guard commandSet().family == .nmea else { return nil }
+    return CommandsWithheld(
+      moment: moment, identification: identification.withLock { $0 },
+      probed: probeUnanswered.withLock { $0 })
   }
 
   /// The commands for this receiver: the user's choice, else what the connector knows, else
@@ -49,7 +85,7 @@ final class ReceiverKnowledge: @unchecked Sendable {
       return set
     case .family(let family):
       return family.commandSet(interface: interface, identification: identified)
-    case .automatic:
+    case .automatic, .probe:
       if let family = hint?.family {
         return family.commandSet(interface: interface, identification: identified)
       }

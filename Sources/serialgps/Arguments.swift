@@ -1,4 +1,5 @@
 import Chipsets
+import SerialGPS
 import SerialPort
 
 /// What a command made of its arguments.
@@ -116,6 +117,15 @@ struct ArgumentReader {
         "unknown chipset '\(name)'; use \(ChipsetFamily.cliNames)\(allowingAuto ? " or auto" : "")")
     }
     return family
+  }
+
+  /// `--chipset auto|probe|NAME`, for the commands that drive a receiver (`watch`).
+  mutating func chipsetChoice() throws(UsageMessage) -> ChipsetChoice {
+    let name = try value("--chipset needs a name", allowingEmpty: true)
+    guard let choice = ChipsetChoice(cliName: name) else {
+      throw UsageMessage("unknown chipset '\(name)'; use \(ChipsetFamily.cliNames), auto or probe")
+    }
+    return choice
   }
 
   /// `--baud N|auto`: a rate the port can be set to; `nil` for `auto` (listen for it).

@@ -12,7 +12,7 @@ import SerialPort
 let watchCommand = Command(
   name: "watch",
   usage:
-    "watch [DEVICE] [--chipset auto|\(ChipsetFamily.cliNames)] [--baud N|auto] [--count N] "
+    "watch [DEVICE] [--chipset auto|probe|\(ChipsetFamily.cliNames)] [--baud N|auto] [--count N] "
     + "[--json] [--linger SECONDS]",
   summary: "Power a receiver on, print its fixes as they come, power it off on exit.",
   arguments: Watch.self
@@ -50,9 +50,12 @@ enum Watch: CommandArguments {
     say). Status changes (powering on, streaming, no fix, disconnected …) go to standard error.
 
     options:
-      --chipset NAME     auto (default), ublox, mtk, sirf or nmea: which commands wake the
-                         receiver and put it to standby. auto decides from the USB IDs or from
-                         what the receiver says; nmea sends nothing.
+      --chipset NAME     auto (default), probe, ublox, mtk, sirf or nmea: which commands wake
+                         the receiver and put it to standby. auto decides from the USB IDs or
+                         from what the receiver says, and sends nothing until one of them names
+                         the chipset; probe does the same, and when nothing names it asks the
+                         receiver (writes a u-blox UBX-MON-VER poll and a MediaTek $PMTK605
+                         query to DEVICE); nmea sends nothing.
       --baud N|auto      the serial rate (4800 … 921600), or auto (default): a receiver
                          woken with commands opens at the rate remembered, else its
                          chipset's factory rate (SiRF 4800, others 9600); one sending by
@@ -83,7 +86,7 @@ enum Watch: CommandArguments {
       case "--json":
         options.json = true
       case "--chipset":
-        options.chipset = try reader.chipset(allowingAuto: true).map { .family($0) } ?? .automatic
+        options.chipset = try reader.chipsetChoice()
       case "--baud":
         options.baud = try reader.baud().map { .fixed($0) } ?? .automatic()
       case "--count":
@@ -200,7 +203,13 @@ enum Watch: CommandArguments {
     // Powers off now if the linger is not over, and returns once the standby commands were
     // sent and the port closed. Their failures no longer reach the ended subscription.
     let failedBefore = receiver.statistics.commandsFailed
+    let withheldBefore = receiver.statistics.powerCommandsWithheld
     await receiver.shutdown()
+    if receiver.statistics.powerCommandsWithheld > withheldBefore,
+      let withheld = receiver.commandsWithheld(at: .powerOff)
+    {
+      Output.error.line("serialgps watch: \(device): \(withheld)")
+    }
     let failed = receiver.statistics.commandsFailed - failedBefore
     if failed > 0 {
       Output.error.line(
@@ -246,7 +255,7 @@ enum Watch: CommandArguments {
         case .streaming, .noFix, .reconnected:
           heardFrom = true
         case .disconnected(let reason) where !heardFrom:
-          return .cannotOpen(reason: reason)
+          return .cannotOpen(reason: reason.message)
         default:
           break
         }

@@ -163,4 +163,33 @@ struct IdentificationTests {
     #expect(identifier.identification.evidence.count <= ChipsetIdentifier.evidenceLimit)
     #expect(identifier.identification.family == .mediatek)
   }
+
+  @Test("how GGA is written hints at MediaTek or SiRF, never more, and only when consistent")
+  func formatHabits() {
+    let mediatek = (1...3).map {
+      "GPGGA,10212\($0).000,5129.0623,N,00632.2911,E,1,4,1.31,29.7,M,47.4,M,,"
+    }
+    let hinted = identify(sentences(mediatek[0], mediatek[1], mediatek[2]))
+    #expect(hinted.family == .mediatek)
+    #expect(hinted.confidence == .low)
+    #expect(hinted.familyForCommands() == .nmea)  // a hint chooses no commands
+    #expect(identify(sentences(mediatek[0], mediatek[1])).confidence == .none)  // too few
+    let sirf = (1...3).map {
+      "GPGGA,03071\($0).000,3747.0873,S,17518.8938,E,1,08,1.1,59.9,M,23.7,M,,0000"
+    }
+    #expect(identify(sentences(sirf[0], sirf[1], sirf[2])).family == .sirf)
+    // SkyTraq writes GGA as SiRF does, and RMC's speed with one decimal: no hint.
+    let skytraq = "GPRMC,170958.972,A,5200.8499,N,00421.7860,E,000.0,000.0,120610,,,A"
+    #expect(identify(sentences(skytraq, sirf[0], sirf[1], sirf[2])).confidence == .none)
+    // Both styles seen: no hint. Epochs without a fix do not count.
+    #expect(identify(sentences(mediatek[0], sirf[0], mediatek[1], mediatek[2])).confidence == .none)
+    let noFix = "GPGGA,102121.000,5129.0623,N,00632.2911,E,0,4,1.31,29.7,M,47.4,M,,"
+    #expect(identify(sentences(noFix, noFix, noFix)).confidence == .none)
+    // u-blox's own format names nothing (SkyTraq's Venus 6 copies it).
+    let ublox = "GPGGA,143252.00,4002.10513,N,07531.20562,W,1,07,1.72,183.8,M,-34.4,M,,"
+    #expect(identify(sentences(ublox, ublox, ublox, ublox)).confidence == .none)
+    // A banner outranks the habit.
+    let banner = "GPTXT,01,01,02,u-blox ag - www.u-blox.com"
+    #expect(identify(sentences(sirf[0], sirf[1], sirf[2], banner)).family == .ublox)
+  }
 }

@@ -68,23 +68,36 @@ struct Framed {
   }
 }
 
-/// gpsd's captures in the shared corpus.
+/// gpsd's captures in the shared corpus: `shared/corpus/gpsd` (NMEA) and
+/// `shared/corpus/gpsd-ubx` (u-blox binary), next to the package or one level further up
+/// (git worktrees kept in `<root>/wt/<name>`).
 enum Corpus {
-  static let directory = "/work/shared/corpus/gpsd"
+  static let root: URL? = {
+    let package = URL(fileURLWithPath: #filePath)
+      .deletingLastPathComponent()  // ChipsetsTests
+      .deletingLastPathComponent()  // Tests
+      .deletingLastPathComponent()  // the package
+    return ["../shared/corpus", "../../shared/corpus"]
+      .map { package.appendingPathComponent($0).standardized }
+      .first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("gpsd").path) }
+  }()
 
-  static var isPresent: Bool { FileManager.default.fileExists(atPath: directory) }
+  static var directory: String { (root?.appendingPathComponent("gpsd").path) ?? "" }
+  static var ubxDirectory: String { (root?.appendingPathComponent("gpsd-ubx").path) ?? "" }
+
+  static var isPresent: Bool { root != nil }
 
   /// Run corpus tests when the captures are there, and always under CI (where a missing
   /// corpus must fail, not skip).
   static var shouldRun: Bool { isPresent || ProcessInfo.processInfo.environment["CI"] == "true" }
 
-  static func logs() throws -> [String] {
+  static func logs(in directory: String = directory) throws -> [String] {
     try FileManager.default.contentsOfDirectory(atPath: directory)
       .filter { $0.hasSuffix(".log") }.sorted()
   }
 
   /// A capture's bytes without its `#` comment header.
-  static func bytes(_ name: String) throws -> [UInt8] {
+  static func bytes(_ name: String, in directory: String = directory) throws -> [UInt8] {
     let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))
     var bytes = [UInt8](data)
     while bytes.first == 0x23 {  // '#': drop the header line through LF
@@ -92,5 +105,12 @@ enum Corpus {
       bytes.removeSubrange(...lf)
     }
     return bytes
+  }
+
+  /// A capture's header lines (`# Chipset: …`).
+  static func header(_ name: String, in directory: String = directory) throws -> String {
+    let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))
+    let text = String(decoding: data.prefix(4096), as: UTF8.self)
+    return text.split(separator: "\n").prefix { $0.hasPrefix("#") }.joined(separator: "\n")
   }
 }

@@ -250,7 +250,8 @@ final class FollowBench: @unchecked Sendable {
         var fields = [("status", quoted(statusName(status)))]
         switch status {
         case .disconnected(let reason), .commandFailed(let reason):
-          fields.append(("reason", quoted(reason)))
+          fields.append(("reason", quoted(reason.message)))
+          fields.append(("kind", quoted(reason.kind.rawValue)))
         default: break
         }
         emit(fields)
@@ -281,6 +282,7 @@ func statusName(_ status: ReceiverStatus) -> String {
   case .disconnected: return "disconnected"
   case .reconnected: return "reconnected"
   case .commandFailed: return "commandFailed"
+  case .commandsWithheld: return "commandsWithheld"
   case .poweredOff: return "poweredOff"
   }
 }

@@ -67,7 +67,7 @@ struct ConsumerGateTests {
       "lost mqtt://127.0.0.1:1883: the connection was lost", kind: .unreachable)
     #expect(
       gate.handle(.connectionLost(reason, wasConnected: true), now: .seconds(1)) == [
-        .deliverStatus(.disconnected(reason: reason.description))
+        .deliverStatus(.disconnected(reason: FailureReason(.unreachable, reason.description)))
       ])
     #expect(gate.nextDeadline == nil)
     #expect(
@@ -130,7 +130,9 @@ struct ConsumerGateTests {
         now: .zero) == [
           .deliverStatus(
             .disconnected(
-              reason: "the board publishing board-1 is offline (stopped, or lost power or network)")
+              reason: FailureReason(
+                .unreachable,
+                "the board publishing board-1 is offline (stopped, or lost power or network)"))
           )
         ])
     #expect(

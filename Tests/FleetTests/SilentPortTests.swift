@@ -63,7 +63,7 @@ struct SilentPortTests {
     options.consumer = "silent-test"
     let remote = try RemoteReceiver(broker: broker, id: "board-1", options: options)
     let events = remote.subscribe()
-    var reason: String?
+    var reason: FailureReason?
     for await event in events {
       if case .status(.disconnected(let why)) = event {
         reason = why
@@ -71,7 +71,8 @@ struct SilentPortTests {
       }
     }
     events.cancel()
-    #expect(reason == text)
+    #expect(reason?.message == text)
+    #expect(reason?.kind == .unreachable)
     await remote.shutdown()
   }
 }

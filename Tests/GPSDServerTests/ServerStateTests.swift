@@ -355,7 +355,8 @@ import Testing
     #expect(active.first?["activated"] as? String == "2026-11-30T07:57:58.000Z")
     #expect(active.first?["driver"] as? String == "NMEA0183")
     #expect(Self.classes(h.event(1, .status(.noFix)), to: 1).isEmpty, "once per activation")
-    let gone = Self.lines(h.event(1, .status(.disconnected(reason: "unplugged"))), to: 1)
+    let gone = Self.lines(
+      h.event(1, .status(.disconnected(reason: FailureReason(.unplugged, "unplugged")))), to: 1)
     #expect(gone == [#"{"class":"DEVICE","path":"/dev/ttyACM0","activated":0}"#])
     #expect(Self.classes(h.event(1, .status(.reconnected)), to: 1).isEmpty)
     #expect(Self.classes(h.event(1, .status(.streaming)), to: 1) == ["DEVICE"])

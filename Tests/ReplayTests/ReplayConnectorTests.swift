@@ -305,7 +305,8 @@ struct ReplayConnectorTests {
     let reason = log.statuses.compactMap {
       if case .disconnected(let reason) = $0 { return reason } else { return nil }
     }.first
-    #expect(reason?.contains("replay:sirf-4800 is unplugged") == true)
+    #expect(reason?.kind == .unplugged)
+    #expect(reason?.message.contains("replay:sirf-4800 is unplugged") == true)
     #expect(replay.powerState == .off)
 
     // Back in: the driver is told it appeared and reconnects without waiting for its backoff

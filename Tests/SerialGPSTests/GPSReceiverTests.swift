@@ -39,7 +39,12 @@ import Testing
     #expect(first.fix.time == UTCTime(hour: 12, minute: 0, second: 1))
     #expect(first.fix.mode == .threeD)
     #expect(first.isReplay == false)
-    #expect(log.statuses.prefix(2) == [.poweringOn, .streaming])
+    // Nothing names the memory receiver's chipset: the app is told before the stream.
+    #expect(
+      log.statuses.prefix(3) == [
+        .poweringOn, .commandsWithheld(CommandsWithheld(moment: .powerOn, identification: nil)),
+        .streaming,
+      ])
     log.stop()
     await receiver.shutdown()
     #expect(connector.latest!.isClosed)

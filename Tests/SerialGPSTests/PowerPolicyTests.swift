@@ -97,9 +97,10 @@ extension DriverInstant {
   @Test mutating func lostConnectionRetriesWithGrowingBackoffWhileSubscribed() {
     _ = policy.handle(.attach, now: .zero)
     _ = policy.handle(.poweredOn, now: .zero)
-    let lost = policy.handle(.connectionLost(reason: "unplugged"), now: .seconds(1))
+    let lost = policy.handle(
+      .connectionLost(reason: FailureReason(.other, "unplugged")), now: .seconds(1))
     #expect(lost.first == .discardConnection)
-    #expect(lost.contains(.status(.disconnected(reason: "unplugged"))))
+    #expect(lost.contains(.status(.disconnected(reason: FailureReason(.other, "unplugged")))))
     guard case .armTimer(let first, let firstDeadline) = lost.last else {
       Issue.record("no reconnect timer in \(lost)")
       return
@@ -107,7 +108,8 @@ extension DriverInstant {
     #expect(firstDeadline == .seconds(1) + .milliseconds(500))
     #expect(policy.handle(.timerFired(first), now: firstDeadline) == [.powerOn])
     // Still missing: the same reason is not repeated, the delay doubles.
-    let again = policy.handle(.powerOnFailed(reason: "unplugged"), now: firstDeadline)
+    let again = policy.handle(
+      .powerOnFailed(reason: FailureReason(.other, "unplugged")), now: firstDeadline)
     guard case .armTimer(let second, let secondDeadline) = again.last, again.count == 1 else {
       Issue.record("expected only a timer, got \(again)")
       return
@@ -120,7 +122,7 @@ extension DriverInstant {
   @Test mutating func lastSubscriberLeavingWhileReconnectingStopsTrying() {
     _ = policy.handle(.attach, now: .zero)
     _ = policy.handle(.poweredOn, now: .zero)
-    let lost = policy.handle(.connectionLost(reason: "gone"), now: .zero)
+    let lost = policy.handle(.connectionLost(reason: FailureReason(.other, "gone")), now: .zero)
     guard case .armTimer(let timer, _) = lost.last else { return }
     #expect(policy.handle(.detach, now: .zero) == [.cancelTimer(timer), .status(.poweredOff)])
     #expect(policy.state == .off)
@@ -128,7 +130,7 @@ extension DriverInstant {
 
   @Test mutating func hotplugRetriesAtOnce() {
     _ = policy.handle(.attach, now: .zero)
-    let failed = policy.handle(.powerOnFailed(reason: "missing"), now: .zero)
+    let failed = policy.handle(.powerOnFailed(reason: FailureReason(.other, "missing")), now: .zero)
     guard case .armTimer(let timer, _) = failed.last else { return }
     #expect(policy.handle(.deviceAppeared, now: .zero) == [.cancelTimer(timer), .powerOn])
   }
@@ -177,9 +179,12 @@ extension DriverInstant {
     policy.assertsOnUnexpectedEvents = false
     // Outcomes of operations that were never started.
     #expect(policy.handle(.poweredOn, now: .zero) == [])
-    #expect(policy.handle(.powerOnFailed(reason: "no such device"), now: .zero) == [])
+    #expect(
+      policy.handle(.powerOnFailed(reason: FailureReason(.other, "no such device")), now: .zero)
+        == [])
     #expect(policy.handle(.poweredOff, now: .zero) == [])
-    #expect(policy.handle(.connectionLost(reason: "hang-up"), now: .zero) == [])
+    #expect(
+      policy.handle(.connectionLost(reason: FailureReason(.other, "hang-up")), now: .zero) == [])
     #expect(policy.state == .off)
     #expect(policy.unexpectedEvents == 4)
     // A power-off confirmed while the receiver is waking.
@@ -202,7 +207,8 @@ extension DriverInstant {
     _ = policy.handle(.attach, now: .zero)
     _ = policy.handle(.poweredOn, now: .zero)
     #expect(policy.handle(.detach, now: .zero) == [.powerOff])
-    #expect(policy.handle(.connectionLost(reason: "hang-up"), now: .zero) == [])
+    #expect(
+      policy.handle(.connectionLost(reason: FailureReason(.other, "hang-up")), now: .zero) == [])
     #expect(policy.unexpectedEvents == 0)
   }
 
@@ -211,15 +217,21 @@ extension DriverInstant {
   @Test mutating func failuresLiveInTheReconnectingStates() {
     _ = policy.handle(.attach, now: .zero)
     #expect(
-      policy.handle(.powerOnFailed(reason: "gone"), now: .zero) == [
-        .status(.disconnected(reason: "gone")), .armTimer(1, deadline: .milliseconds(500)),
+      policy.handle(.powerOnFailed(reason: FailureReason(.other, "gone")), now: .zero) == [
+        .status(.disconnected(reason: FailureReason(.other, "gone"))),
+        .armTimer(1, deadline: .milliseconds(500)),
       ])
-    #expect(policy.state == .waitingToReconnect(.init(attempts: 1, reason: "gone"), timer: 1))
+    #expect(
+      policy.state
+        == .waitingToReconnect(.init(attempts: 1, reason: FailureReason(.other, "gone")), timer: 1))
     #expect(policy.handle(.timerFired(1), now: .seconds(1)) == [.powerOn])
-    #expect(policy.state == .poweringOn(reconnectingAfter: .init(attempts: 1, reason: "gone")))
+    #expect(
+      policy.state
+        == .poweringOn(reconnectingAfter: .init(attempts: 1, reason: FailureReason(.other, "gone")))
+    )
     // Fails alike: quiet, and twice the wait.
     #expect(
-      policy.handle(.powerOnFailed(reason: "gone"), now: .seconds(1)) == [
+      policy.handle(.powerOnFailed(reason: FailureReason(.other, "gone")), now: .seconds(1)) == [
         .armTimer(2, deadline: .seconds(2))
       ])
     #expect(policy.handle(.deviceAppeared, now: .seconds(1)) == [.cancelTimer(2), .powerOn])
@@ -227,8 +239,8 @@ extension DriverInstant {
     #expect(policy.state == .on)
     // Lost later: counted afresh from one, and told again.
     #expect(
-      policy.handle(.connectionLost(reason: "gone"), now: .seconds(9)) == [
-        .discardConnection, .status(.disconnected(reason: "gone")),
+      policy.handle(.connectionLost(reason: FailureReason(.other, "gone")), now: .seconds(9)) == [
+        .discardConnection, .status(.disconnected(reason: FailureReason(.other, "gone"))),
         .armTimer(3, deadline: .milliseconds(9500)),
       ])
   }
@@ -310,7 +322,7 @@ extension DriverInstant {
   @Test mutating func aReconnectNobodyWantsAnyMoreIsNotStarted() {
     _ = policy.handle(.attach, now: .zero)
     _ = policy.handle(.poweredOn, now: .zero)
-    let lost = policy.handle(.connectionLost(reason: "gone"), now: .zero)
+    let lost = policy.handle(.connectionLost(reason: FailureReason(.other, "gone")), now: .zero)
     guard case .armTimer(let timer, _) = lost.last else {
       Issue.record("no reconnect timer in \(lost)")
       return

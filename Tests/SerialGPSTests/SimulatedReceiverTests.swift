@@ -178,9 +178,13 @@ import Testing
     let reason = log.statuses.compactMap {
       if case .commandFailed(let reason) = $0 { reason } else { nil }
     }.first
-    #expect(reason?.contains("$PMTK314") == true)
-    #expect(reason?.contains("no acknowledgement") == true)
-    #expect(reason?.contains("3 of 3") == true)
+    // It kept streaming and ignored every attempt: the chipset is named as the likely cause.
+    #expect(reason?.kind == .wrongChipset, "\(reason?.message ?? "none")")
+    #expect(reason?.message.contains("$PMTK314") == true)
+    #expect(reason?.message.contains("no acknowledgement") == true)
+    #expect(reason?.message.contains("3 attempts") == true)
+    #expect(reason?.message.contains("not a MediaTek/Quectel receiver") == true)
+    #expect(reason?.message.contains("--chipset") == true)
     #expect(await eventually(timeout: .seconds(20)) { log.fixes.count >= 2 })
 
     log.stop()
@@ -217,8 +221,9 @@ import Testing
     let reason = log.statuses.compactMap {
       if case .commandFailed(let reason) = $0 { reason } else { nil }
     }.first
-    #expect(reason?.contains(expected) == true, "\(reason ?? "none")")
-    #expect(reason?.contains("3 of 3") == true)
+    #expect(reason?.kind == .rejected)
+    #expect(reason?.message.contains(expected) == true, "\(reason?.message ?? "none")")
+    #expect(reason?.message.contains("3 of 3") == true)
     // Every attempt reached the chip and was rejected.
     #expect(await simulator.waitUntil { $0.counters.rejections >= 3 })
     #expect(await eventually(timeout: .seconds(20)) { log.fixes.count >= 1 })

@@ -116,7 +116,20 @@ struct WatchArgumentTests {
         Issue.record("serve accepted \(mistake)")
         continue
       }
-      #expect(complaint(["d"] + mistake) == served, "\(mistake)")
+      // watch takes one name more than serve: it may probe the one device it is given.
+      let expected =
+        mistake.first == "--chipset"
+        ? served.replacingOccurrences(of: " or auto", with: ", auto or probe") : served
+      #expect(complaint(["d"] + mistake) == expected, "\(mistake)")
+    }
+    #expect(
+      complaint(["d", "--chipset", "garmin"])
+        == "unknown chipset 'garmin'; use nmea|ublox|mtk|sirf, auto or probe")
+    guard case .options(let options) = Watch.parse(["d", "--chipset", "probe"]),
+      case .probe = options.chipset
+    else {
+      Issue.record("--chipset probe not taken")
+      return
     }
   }
 }
