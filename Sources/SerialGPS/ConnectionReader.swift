@@ -122,7 +122,7 @@ final class ConnectionReader: @unchecked Sendable {
       if identificationBudget > 0 { observe { $0.observe(frame) } }
     case .sirf(let frame):
       if identificationBudget > 0 { observe { $0.observe(frame) } }
-    case .parseError:
+    case .parseError, .ubxMessage, .ubxRejected:
       break
     }
   }
