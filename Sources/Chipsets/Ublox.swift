@@ -70,17 +70,21 @@ public struct UbloxOptions: Sendable, Hashable {
   public var port: UbloxPort
   public var powerOffMode: UbloxPowerOffMode
   public var sentences: NMEASelection
+  /// The UBX messages switched on at power-on; none by default.
+  public var binaryMessages: UBXMessageSelection
 
   /// `powerOffMode` defaults to ``UbloxPowerOffMode/gnssStop`` on USB and
   /// ``UbloxPowerOffMode/backup`` on UART.
   public init(
     generation: UbloxGeneration = .m8AndOlder, port: UbloxPort = .uart1,
-    powerOffMode: UbloxPowerOffMode? = nil, sentences: NMEASelection = .standard
+    powerOffMode: UbloxPowerOffMode? = nil, sentences: NMEASelection = .standard,
+    binaryMessages: UBXMessageSelection = .none
   ) {
     self.generation = generation
     self.port = port
     self.powerOffMode = powerOffMode ?? (port == .usb ? .gnssStop : .backup)
     self.sentences = sentences
+    self.binaryMessages = binaryMessages
   }
 }
 
@@ -88,7 +92,8 @@ public struct UbloxOptions: Sendable, Hashable {
 ///
 /// Power on: after backup, a burst of `0xFF` wakes the receiver (every byte is one falling
 /// edge on RX, and `0xFF` can start neither a UBX nor an NMEA frame), then a settle time;
-/// the sentences are selected (acknowledged, which proves the receiver is awake); last,
+/// the sentences are selected, then the UBX messages (``UbloxOptions/binaryMessages``; each
+/// acknowledged, which proves the receiver is awake); last,
 /// `UBX-CFG-RST` reset mode 0x09 starts GNSS with `navBbrMask` 0x0000 (hot start, nothing
 /// cleared); it does no harm on a receiver already running and also recovers one a previous
 /// session left stopped.
@@ -122,6 +127,7 @@ public struct UbloxCommandSet: ReceiverCommandSet {
           settleMilliseconds: Self.wakeSettleMilliseconds))
     }
     steps += selectionSteps
+    steps += binarySelectionSteps
     steps.append(Self.gnssStart)
     return steps
   }
