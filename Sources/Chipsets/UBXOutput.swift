@@ -130,20 +130,8 @@ extension UbloxCommandSet {
         Self.messageOutputKey(message, port: options.port).map { (message, $0) }
       }
       guard !keyed.isEmpty else { return [] }
-      // version 0, layers RAM only (bit 0), reserved U1[2], then key U4 / value U1 pairs.
-      var payload: [UInt8] = [0x00, 0x01, 0x00, 0x00]
-      for (_, key) in keyed {
-        payload += UBX.littleEndian(key)
-        payload.append(1)
-      }
       let names = keyed.map { $0.0.rawValue.replacingDash() }.joined(separator: ",")
-      let port = options.port == .usb ? "USB" : "UART1"
-      return [
-        CommandStep(
-          bytes: UBX.unchecked(.cfgValset, payload: payload),
-          summary: "UBX-CFG-VALSET CFG-MSGOUT-UBX_{\(names)}_\(port) = 1 (RAM)",
-          acknowledgement: .ubx(.cfgValset))
-      ]
+      return [Self.enableInRAM(keyed.map(\.1), summary: "CFG-MSGOUT-UBX_{\(names)}_\(portName)")]
     }
   }
 

@@ -58,21 +58,21 @@ public struct UBXMonRF: UBXDecodable {
   public static let messageID: UInt8 = 0x38
   static var role: CycleRole { .none }
 
-  public let blocks: Blocks
+  public let blocks: UBXBlocks<RFBlock>
 
   public init(validating payload: UnsafeRawBufferPointer) throws(UBXRejection) {
     let p = UBXBytes(payload)
     try p.require(4)
     guard p.u1(0) == 0 else { throw .unknownVersion }
     let count = Int(p.u1(1))
-    try p.require(header: 4, blocks: count, of: 24)
-    blocks = Blocks(
-      payload: UnsafeRawBufferPointer(rebasing: payload[4..<(4 + count * 24)]), count: count)
+    blocks = try UBXBlocks(payload, header: 4, count: count)
   }
 
   /// One RF front end's block.
-  public struct Element {
+  public struct RFBlock: UBXBlock {
+    public static let size = 24
     let p: UBXBytes
+    public init(block bytes: UnsafeRawBufferPointer) { p = UBXBytes(bytes) }
     /// 0 for L1, 1 for L2 or L5.
     public var blockID: UInt8 { p.u1(0) }
     public var jamming: UBXJammingState { UBXJammingState(rawValue: p.u1(1) & 0x03)! }
@@ -87,17 +87,6 @@ public struct UBXMonRF: UBXDecodable {
     public var jammingIndicator: Int { Int(p.u1(16)) }
   }
 
-  public struct Blocks: RandomAccessCollection {
-    let payload: UnsafeRawBufferPointer
-    public let count: Int
-    public var startIndex: Int { 0 }
-    public var endIndex: Int { count }
-    public subscript(index: Int) -> Element {
-      precondition(index >= 0 && index < count, "MON-RF block index out of range")
-      return Element(
-        p: UBXBytes(UnsafeRawBufferPointer(rebasing: payload[(index * 24)..<(index * 24 + 24)])))
-    }
-  }
 }
 
 // B5 62 0A 09 3C 00

@@ -4,6 +4,39 @@
 // messages are valid only while their payload is. Layouts: UBX-13003221 (M8), UBX-18010854
 // (F9), GPS.G6-SW-10018 (u-blox 6).
 
+/// One repeated block of a UBX message (a satellite, a signal, an RF block), read in place.
+public protocol UBXBlock {
+  /// The block's size in bytes.
+  static var size: Int { get }
+  /// The block over exactly `size` bytes of the payload.
+  init(block bytes: UnsafeRawBufferPointer)
+}
+
+/// A message's repeated blocks, in the receiver's order, read in place from the payload:
+/// valid only while the payload is.
+public struct UBXBlocks<Element: UBXBlock>: RandomAccessCollection {
+  let payload: UnsafeRawBufferPointer
+  public let count: Int
+
+  /// `count` blocks after `header` bytes of `payload`, or ``UBXRejection/blockCountMismatch``
+  /// when the payload is too short for them.
+  init(_ payload: UnsafeRawBufferPointer, header: Int, count: Int) throws(UBXRejection) {
+    try UBXBytes(payload).require(header: header, blocks: count, of: Element.size)
+    self.payload = UnsafeRawBufferPointer(
+      rebasing: payload[header..<(header + count * Element.size)])
+    self.count = count
+  }
+
+  public var startIndex: Int { 0 }
+  public var endIndex: Int { count }
+
+  public subscript(index: Int) -> Element {
+    precondition(index >= 0 && index < count, "UBX block index out of range")
+    let start = index * Element.size
+    return Element(block: UnsafeRawBufferPointer(rebasing: payload[start..<(start + Element.size)]))
+  }
+}
+
 /// One satellite of NAV-SAT, NAV-SVINFO, or one signal of NAV-SIG, as a ``Satellite`` of a
 /// ``SatelliteView`` carries it: gpsd's PRN from u-blox's `gnssId` and `svId`.
 extension Satellite {
@@ -41,22 +74,22 @@ public struct UBXNavSat: UBXEpochMessage {
 
   public var iTOW: UInt32
   /// The satellites, read in place from the payload.
-  public let satellites: Blocks
+  public let satellites: UBXBlocks<SatelliteBlock>
 
   public init(validating payload: UnsafeRawBufferPointer) throws(UBXRejection) {
     let p = UBXBytes(payload)
     try p.require(8)
     guard p.u1(4) == 1 else { throw .unknownVersion }
     let count = Int(p.u1(5))
-    try p.require(header: 8, blocks: count, of: 12)
     iTOW = p.u4(0)
-    satellites = Blocks(
-      payload: UnsafeRawBufferPointer(rebasing: payload[8..<(8 + count * 12)]), count: count)
+    satellites = try UBXBlocks(payload, header: 8, count: count)
   }
 
   /// One satellite's block.
-  public struct Element {
+  public struct SatelliteBlock: UBXBlock {
+    public static let size = 12
     let p: UBXBytes
+    public init(block bytes: UnsafeRawBufferPointer) { p = UBXBytes(bytes) }
     public var gnssID: UInt8 { p.u1(0) }
     public var svID: UInt8 { p.u1(1) }
     /// Carrier-to-noise ratio, dB-Hz.
@@ -83,18 +116,6 @@ public struct UBXNavSat: UBXEpochMessage {
     }
   }
 
-  /// The satellites of one NAV-SAT, in the receiver's order, read in place.
-  public struct Blocks: RandomAccessCollection {
-    let payload: UnsafeRawBufferPointer
-    public let count: Int
-    public var startIndex: Int { 0 }
-    public var endIndex: Int { count }
-    public subscript(index: Int) -> Element {
-      precondition(index >= 0 && index < count, "NAV-SAT satellite index out of range")
-      return Element(
-        p: UBXBytes(UnsafeRawBufferPointer(rebasing: payload[(index * 12)..<(index * 12 + 12)])))
-    }
-  }
 }
 
 // B5 62 01 30 C8 00
@@ -112,21 +133,21 @@ public struct UBXNavSVInfo: UBXEpochMessage {
   static var role: CycleRole { .untimed }
 
   public var iTOW: UInt32
-  public let channels: Blocks
+  public let channels: UBXBlocks<ChannelBlock>
 
   public init(validating payload: UnsafeRawBufferPointer) throws(UBXRejection) {
     let p = UBXBytes(payload)
     try p.require(8)
     let count = Int(p.u1(4))
-    try p.require(header: 8, blocks: count, of: 12)
     iTOW = p.u4(0)
-    channels = Blocks(
-      payload: UnsafeRawBufferPointer(rebasing: payload[8..<(8 + count * 12)]), count: count)
+    channels = try UBXBlocks(payload, header: 8, count: count)
   }
 
   /// One channel's block.
-  public struct Element {
+  public struct ChannelBlock: UBXBlock {
+    public static let size = 12
     let p: UBXBytes
+    public init(block bytes: UnsafeRawBufferPointer) { p = UBXBytes(bytes) }
     public var channel: UInt8 { p.u1(0) }
     /// The u-blox satellite number (`svid`).
     public var svid: UInt8 { p.u1(1) }
@@ -149,17 +170,6 @@ public struct UBXNavSVInfo: UBXEpochMessage {
     }
   }
 
-  public struct Blocks: RandomAccessCollection {
-    let payload: UnsafeRawBufferPointer
-    public let count: Int
-    public var startIndex: Int { 0 }
-    public var endIndex: Int { count }
-    public subscript(index: Int) -> Element {
-      precondition(index >= 0 && index < count, "NAV-SVINFO channel index out of range")
-      return Element(
-        p: UBXBytes(UnsafeRawBufferPointer(rebasing: payload[(index * 12)..<(index * 12 + 12)])))
-    }
-  }
 }
 
 // B5 62 01 43 B8 04
@@ -177,22 +187,22 @@ public struct UBXNavSig: UBXEpochMessage {
   static var role: CycleRole { .untimed }
 
   public var iTOW: UInt32
-  public let signals: Blocks
+  public let signals: UBXBlocks<SignalBlock>
 
   public init(validating payload: UnsafeRawBufferPointer) throws(UBXRejection) {
     let p = UBXBytes(payload)
     try p.require(8)
     guard p.u1(4) == 0 else { throw .unknownVersion }
     let count = Int(p.u1(5))
-    try p.require(header: 8, blocks: count, of: 16)
     iTOW = p.u4(0)
-    signals = Blocks(
-      payload: UnsafeRawBufferPointer(rebasing: payload[8..<(8 + count * 16)]), count: count)
+    signals = try UBXBlocks(payload, header: 8, count: count)
   }
 
   /// One signal's block.
-  public struct Element {
+  public struct SignalBlock: UBXBlock {
+    public static let size = 16
     let p: UBXBytes
+    public init(block bytes: UnsafeRawBufferPointer) { p = UBXBytes(bytes) }
     public var gnssID: UInt8 { p.u1(0) }
     public var svID: UInt8 { p.u1(1) }
     /// u-blox signal ID within the system (gpsd's `sigid`).
@@ -209,15 +219,4 @@ public struct UBXNavSig: UBXEpochMessage {
     public var used: Bool { flags & 0x08 != 0 }
   }
 
-  public struct Blocks: RandomAccessCollection {
-    let payload: UnsafeRawBufferPointer
-    public let count: Int
-    public var startIndex: Int { 0 }
-    public var endIndex: Int { count }
-    public subscript(index: Int) -> Element {
-      precondition(index >= 0 && index < count, "NAV-SIG signal index out of range")
-      return Element(
-        p: UBXBytes(UnsafeRawBufferPointer(rebasing: payload[(index * 16)..<(index * 16 + 16)])))
-    }
-  }
 }
