@@ -58,24 +58,155 @@ public struct ReceiverModel {
   /// MediaTek `$PMTK314` intervals, for `$PMTK414`.
   private var mtkIntervals = [0, 1, 1, 1, 1, 1] + [Int](repeating: 0, count: 13)
 
+  /// The physics (starts, errors, ephemeris, currents, aiding); `nil`: the recording plays
+  /// as it is, as before physics existed.
+  public private(set) var physics: ReceiverPhysics?
+  /// What wakes the chip from u-blox backup: UART RX activity and the EXTINT pin, as the
+  /// last `UBX-RXM-PMREQ` set them (its 8-byte form keeps both).
+  public private(set) var backupWakeSources = BackupWakeSources.uartAndPin
+  /// The chip's periodic mode (`$PMTK225,1|2,…`), while on.
+  public private(set) var periodic: PeriodicMode?
+  /// Whether u-blox answers aiding with `UBX-MGA-ACK-DATA0` (`CFG-NAVX5` ackAiding on M8,
+  /// `CFG-NAVSPG-ACKAIDING` on M9 and M10; off by default, as on the chips).
+  public private(set) var acknowledgesAiding = false
+  /// The level of each pin the host drives (all low at the start).
+  public private(set) var pinLevels: [ReceiverPin: Bool] = [:]
+  /// The u-blox navigation messages the host switched on (RAM layer), sent with each epoch
+  /// when physics is modelled.
+  public private(set) var ubxNavigationOutput: Set<UBXNavigationMessage> = []
+
+  /// Which of the wake-up sources of `UBX-RXM-PMREQ` can end a backup.
+  public struct BackupWakeSources: Sendable, Hashable {
+    /// Activity on UART RX (`uartrx`, bit 3).
+    public var uart: Bool
+    /// An edge on EXTINT (`extint0`, bit 5, or `extint1`, bit 6).
+    public var pin: Bool
+
+    public static let uartAndPin = BackupWakeSources(uart: true, pin: true)
+
+    public init(uart: Bool, pin: Bool) {
+      self.uart = uart
+      self.pin = pin
+    }
+  }
+
+  /// MediaTek's periodic mode: on for ``runTime``, then asleep for ``sleepTime``
+  /// (``SimulatedPowerState/hibernate`` for periodic backup, type 1;
+  /// ``SimulatedPowerState/standby`` for periodic standby, type 2), over and over.
+  public struct PeriodicMode: Sendable, Hashable {
+    /// 1: periodic backup; 2: periodic standby.
+    public var type: Int
+    public var runTime: Duration
+    public var sleepTime: Duration
+  }
+
   private enum DeadlineAction {
     /// Booting ends: running, with the start-up message where the chip sends one.
     case finishBooting
     /// A timed `UBX-RXM-PMREQ` ends: the receiver wakes.
     case wakeFromTimedBackup
+    /// A periodic run ends: the chip sleeps (once it has a fix).
+    case periodicSleep
+    /// A periodic sleep ends: the chip wakes.
+    case periodicWake
   }
 
+  /// - Parameters:
+  ///   - physics: the physics to model; `nil` plays the recording's epochs as they are.
+  ///   - recordingStart: the recording's first UTC time (``Recording/firstTimestamp``), the
+  ///     physics' UTC at time zero unless its configuration names one.
+  ///   - epochInterval: the recording's epoch interval, to which epoch times are rounded.
   public init(
     profile: ReceiverProfile, power: SimulatedPowerState = .running,
     responses: ResponseMode = .normal, wakeDelay: Duration = .milliseconds(50),
-    receivedLimit: Int = 10_000
+    receivedLimit: Int = 10_000, physics: PhysicsConfiguration? = nil,
+    recordingStart: UTCTimestamp? = nil, epochInterval: Duration = .seconds(1),
+    at start: Duration = .zero
   ) {
     self.profile = profile
     self.power = power == .booting ? .running : power
     self.responses = responses
     self.wakeDelay = max(.zero, wakeDelay)
     self.receivedLimit = max(0, receivedLimit)
+    self.physics = physics.map {
+      ReceiverPhysics(
+        configuration: $0, power: self.power, at: start, recordingStart: recordingStart,
+        epochInterval: epochInterval)
+    }
   }
+
+  /// Whether a byte on RX wakes the chip from its current sleep.
+  public var wakesOnBytes: Bool {
+    switch power {
+    case .standby: return true
+    case .backup: return backupWakeSources.uart
+    default: return false
+    }
+  }
+
+  // MARK: - Physics
+
+  /// The epoch the chip sends at `now`, made from the recording's `burst`: the same bytes
+  /// without physics; with it, as ``ReceiverPhysics`` makes it (no fix while acquiring, the
+  /// modelled error after).
+  public mutating func epoch(_ burst: ArraySlice<UInt8>, at now: Duration) -> [UInt8] {
+    guard physics != nil else { return Array(burst) }
+    var bytes = physics!.render(
+      burst, at: now, style: EpochStyle(profile), addsErrorEstimate: errorEstimateSwitchedOn)
+    if case .ublox = profile, !ubxNavigationOutput.isEmpty {
+      let horizontal = physics!.horizontalError(at: now)
+      let vertical = horizontal.map { physics!.figures.verticalErrorRatio * $0 / 2.0.squareRoot() }
+      bytes += UBXEpochEncoder.frames(
+        for: bytes, messages: ubxNavigationOutput, horizontalError: horizontal,
+        verticalError: vertical)
+    }
+    return bytes
+  }
+
+  /// The energy meter read at `now`; `nil` without physics.
+  public func energy(at now: Duration) -> EnergyReport? { physics?.energy(at: now) }
+
+  /// Connects or removes the backup supply (a coin cell, a supercapacitor): without it the
+  /// next main power cut loses everything and the start after it is cold.
+  public mutating func setBackupPower(_ on: Bool, at now: Duration) {
+    physics?.setBackupPower(on, at: now)
+  }
+
+  /// The host drives `pin` to `high` at `now`; returns what the chip sends (MediaTek's
+  /// start-up message after a wake comes when booting ends, from ``advance(to:)``).
+  ///
+  /// MediaTek FORCE_ON: a high level wakes the chip from backup (`$PMTK225,4`, or the sleep
+  /// of a periodic backup). u-blox EXTINT: an edge wakes it from backup when the PMREQ's
+  /// wake-up sources include the pin. Other changes do nothing.
+  public mutating func drivePin(_ pin: ReceiverPin, high: Bool, at now: Duration) {
+    applyDeadline(now)
+    let was = pinLevels[pin] ?? false
+    pinLevels[pin] = high
+    guard was != high, responses != .unresponsive else { return }
+    switch (pin, profile) {
+    case (.forceOn, .mediatek) where high && power == .hibernate:
+      flushNoise(at: now, final: true)
+      framer.reset()
+      enterBooting(at: now)
+    case (.extint, .ublox) where power == .backup && backupWakeSources.pin:
+      flushNoise(at: now, final: true)
+      framer.reset()
+      enterBooting(at: now)
+    default:
+      break
+    }
+  }
+
+  /// Whether the host switched GST on: `$PMTK314` field 7 on MediaTek, `CFG-MSG` F0 07 or
+  /// `CFG-MSGOUT-NMEA_ID_GST_*` on u-blox.
+  private var errorEstimateSwitchedOn: Bool {
+    switch profile {
+    case .mediatek: return mtkIntervals[7] > 0
+    case .ublox: return gstSwitchedOn
+    default: return false
+    }
+  }
+  private var gstSwitchedOn = false
 
   /// What the host's input did to the framer: checksum errors and noise, counted.
   public var inputStatistics: FramerStatistics { framer.statistics }
@@ -95,7 +226,7 @@ public struct ReceiverModel {
     applyDeadline(now)
     // The chunk's first byte is an edge on RX: it wakes a sleeping chip and is lost, and so is
     // everything else that arrives while it boots.
-    if responses != .unresponsive, power == .backup || power == .standby {
+    if responses != .unresponsive, wakesOnBytes {
       wokeFrom = power
       framer.reset()
       enterBooting(at: now)
@@ -173,15 +304,37 @@ public struct ReceiverModel {
       // Input that arrived while booting never reached the chip.
       flushNoise(at: deadline, final: true)
       framer.reset()
-      setPower(.running)
+      setPower(.running, at: deadline)
       if profile == .mediatek {
         if bootIsColdStart { replies.append(NMEAChecksum.frame("PMTK011,MTKGPS")) }
         replies.append(NMEAChecksum.frame("PMTK010,001"))
+      }
+      if let periodic {
+        nextDeadline = deadline + periodic.runTime
+        deadlineAction = .periodicSleep
+        applyDeadline(now)
       }
     case .wakeFromTimedBackup:
       guard power == .backup else { return }
       enterBooting(at: deadline)
       applyDeadline(now)  // the boot may be over by now too
+    case .periodicSleep:
+      guard let periodic, power == .running else { return }
+      if let physics, !physics.hasFix {
+        // The chip enters its sleep only after a fix: try again an epoch later.
+        nextDeadline = deadline + .seconds(1)
+        deadlineAction = .periodicSleep
+      } else {
+        flushNoise(at: deadline, final: true)
+        setPower(periodic.type == 1 ? .hibernate : .standby, at: deadline)
+        nextDeadline = deadline + periodic.sleepTime
+        deadlineAction = .periodicWake
+      }
+      applyDeadline(now)
+    case .periodicWake:
+      guard periodic != nil, power == .hibernate || power == .standby else { return }
+      enterBooting(at: deadline)
+      applyDeadline(now)
     }
   }
 
@@ -190,6 +343,9 @@ public struct ReceiverModel {
   public mutating func powerCycle(at now: Duration) {
     flushNoise(at: now, final: true)
     framer.reset()
+    periodic = nil
+    setPower(.off, at: now)
+    physics?.lostMainPower(at: now)
     enterBooting(at: now)
     bootIsColdStart = true
   }
@@ -199,7 +355,9 @@ public struct ReceiverModel {
     flushNoise(at: now, final: true)
     framer.reset()
     nextDeadline = nil
-    setPower(.off)
+    periodic = nil
+    setPower(.off, at: now)
+    physics?.lostMainPower(at: now)
   }
 
   /// The receiver has power again and is running at once (it is plugged in, enumerated and
@@ -207,21 +365,22 @@ public struct ReceiverModel {
   public mutating func plugIn(at now: Duration) {
     framer.reset()
     nextDeadline = nil
-    setPower(.running)
+    setPower(.running, at: now)
   }
 
   private mutating func enterBooting(at now: Duration) {
     bootIsColdStart = false
-    setPower(.booting)
+    setPower(.booting, at: now)
     nextDeadline = now + wakeDelay
     deadlineAction = .finishBooting
   }
 
-  private mutating func setPower(_ new: SimulatedPowerState) {
+  private mutating func setPower(_ new: SimulatedPowerState, at now: Duration) {
     guard new != power else { return }
     if new == .running { powerOns += 1 }
     if power == .running { powerOffs += 1 }
     power = new
+    physics?.powerChanged(to: new, at: now)
   }
 
   /// Records received bytes, deciding what the receiver made of them.
@@ -238,9 +397,14 @@ public struct ReceiverModel {
       case .running, .gnssStopped:
         outcome = command.map { handle($0, at: now) } ?? .ignored
       case .backup, .standby:
-        // Put to sleep by an earlier command of the same write: these bytes wake it.
-        enterBooting(at: now)
-        outcome = .wokeReceiver
+        // Put to sleep by an earlier command of the same write: these bytes wake it, unless
+        // only a pin or a timer can.
+        if wakesOnBytes {
+          enterBooting(at: now)
+          outcome = .wokeReceiver
+        } else {
+          outcome = .lost
+        }
       case .booting, .hibernate, .off:
         outcome = .lost
       }
@@ -318,13 +482,19 @@ public struct ReceiverModel {
     -> InputOutcome
   {
     switch command {
-    case .ubxReset(_, let resetMode):
-      // Never acknowledged: the receiver resets before it could answer.
+    case .ubxReset(let mask, let resetMode):
+      // Never acknowledged: the receiver resets before it could answer. The mask says what
+      // the reset clears (bit 0 ephemeris, 1 almanac, 4 position, 8 RTC; 0xFFFF everything).
+      if mask != 0, resetMode != 0x08, resetMode != 0x09 {
+        physics?.clear(
+          ephemeris: mask & 0x0001 != 0, almanacAndPosition: mask & 0x0012 != 0,
+          time: mask & 0x0100 != 0)
+      }
       switch resetMode {
       case 0x08:
-        if power == .running { setPower(.gnssStopped) }
+        if power == .running { setPower(.gnssStopped, at: now) }
       case 0x09:
-        if power == .gnssStopped { setPower(.running) }
+        if power == .gnssStopped { setPower(.running, at: now) }
       case 0x00, 0x01, 0x02, 0x04:
         framer.reset()
         enterBooting(at: now)
@@ -333,9 +503,14 @@ public struct ReceiverModel {
       }
       return .carriedOut
 
-    case .ubxPowerRequest(let duration, let flags, _):
+    case .ubxPowerRequest(let duration, let flags, let sources):
       guard flags & 0x02 != 0 else { return .ignored }  // not a backup request
-      setPower(.backup)
+      // The 8-byte form wakes on UART RX and EXTINT; the 16-byte form on the sources it
+      // lists: uartrx (bit 3), extint0 (bit 5), extint1 (bit 6).
+      backupWakeSources =
+        sources.map { BackupWakeSources(uart: $0 & 0x08 != 0, pin: $0 & 0x60 != 0) }
+        ?? .uartAndPin
+      setPower(.backup, at: now)
       if duration > 0 {
         nextDeadline = now + .milliseconds(Int64(duration))
         deadlineAction = .wakeFromTimedBackup
@@ -348,12 +523,21 @@ public struct ReceiverModel {
       guard model.acceptsMessageRateCommand else { return ubxAnswer(.cfgMsg, accepted: false) }
       if responses == .rejecting { return ubxAnswer(.cfgMsg, accepted: false) }
       messageRates[message] = rates
+      if message == UBXMessageID(0xF0, 0x07) { gstSwitchedOn = rates.contains { $0 > 0 } }
+      if let navigation = UBXNavigationMessage(message) {
+        if rates.contains(where: { $0 > 0 }) {
+          ubxNavigationOutput.insert(navigation)
+        } else {
+          ubxNavigationOutput.remove(navigation)
+        }
+      }
       return ubxAnswer(.cfgMsg, accepted: true)
 
     case .ubxSetConfiguration(let layers, let values):
       let accepted =
         model.acceptsConfigurationInterface && responses != .rejecting && layers & 0x07 != 0
         && !values.isEmpty && values.allSatisfy { Self.knownConfigurationKeys.contains($0.key) }
+      if accepted { applyConfiguration(values) }
       return ubxAnswer(.cfgValset, accepted: accepted)
 
     case .ubxPoll(let message):
@@ -384,6 +568,21 @@ public struct ReceiverModel {
       if message == .cfgCfg, payload.count == 12 || payload.count == 13 {
         return ubxAnswer(.cfgCfg, accepted: responses != .rejecting)
       }
+      if message == Self.cfgRxm, payload.count == 2, model == .m8 {
+        // Power save mode (lpMode 1) or continuous (0), M8 only (M9 and later: CFG-PM).
+        let accepted = responses != .rejecting && [0, 1, 4].contains(payload[1])
+        if accepted { physics?.powerSave = payload[1] == 1 }
+        return ubxAnswer(message, accepted: accepted)
+      }
+      if message == Self.cfgNavx5, payload.count == 40 || payload.count == 44, model == .m8 {
+        // mask1 bit 10 (ackAid) applies ackAiding, byte 17.
+        let accepted = responses != .rejecting
+        if accepted, payload[3] & 0x04 != 0 { acknowledgesAiding = payload[17] != 0 }
+        return ubxAnswer(message, accepted: accepted)
+      }
+      if message == Self.mgaIni {
+        return handleAiding(payload, at: now)
+      }
       // Malformed payloads of the messages above, and configuration messages this simulator
       // does not model, are rejected; other classes are not answered.
       if message.messageClass == 0x06 { return ubxAnswer(message, accepted: false) }
@@ -392,6 +591,78 @@ public struct ReceiverModel {
     default:
       return .ignored  // NMEA input ($PUBX,40 …) is not acknowledged
     }
+  }
+
+  static let cfgRxm = UBXMessageID(0x06, 0x11)
+  static let cfgNavx5 = UBXMessageID(0x06, 0x23)
+  static let mgaIni = UBXMessageID(0x13, 0x40)
+  static let mgaAck = UBXMessageID(0x13, 0x60)
+  /// `CFG-PM-OPERATEMODE` (0 full power, 1 PSMOO, 2 PSMCT) and `CFG-NAVSPG-ACKAIDING`.
+  static let powerModeKey: UInt32 = 0x20D0_0001
+  static let acknowledgeAidingKey: UInt32 = 0x1011_0025
+
+  /// What the simulator models of an accepted `CFG-VALSET`: GST output, power save mode and
+  /// aiding acknowledgements.
+  private mutating func applyConfiguration(_ values: [UBXConfigurationValue]) {
+    let gstKeys = (0...4).map {
+      UbloxCommandSet.messageOutputKey(.gst, port: .uart1) - 1 + UInt32($0)
+    }
+    for value in values {
+      if gstKeys.contains(value.key) { gstSwitchedOn = value.value > 0 }
+      if value.key == Self.powerModeKey { physics?.powerSave = value.value == 2 }
+      if value.key == Self.acknowledgeAidingKey { acknowledgesAiding = value.value != 0 }
+      if let navigation = UBXNavigationMessage(outputKey: value.key) {
+        if value.value > 0 {
+          ubxNavigationOutput.insert(navigation)
+        } else {
+          ubxNavigationOutput.remove(navigation)
+        }
+      }
+    }
+  }
+
+  /// `UBX-MGA-INI-TIME_UTC` (type 0x10, 24 bytes) and `-POS_LLH` (type 0x01, 20 bytes): the
+  /// values recorded, `UBX-MGA-ACK-DATA0` sent when acknowledgements are on. Other MGA-INI
+  /// types are acknowledged and not modelled.
+  private mutating func handleAiding(_ p: [UInt8], at now: Duration) -> InputOutcome {
+    func u16(_ i: Int) -> Int { Int(p[i]) | Int(p[i + 1]) << 8 }
+    func u32(_ i: Int) -> UInt32 {
+      UInt32(p[i]) | UInt32(p[i + 1]) << 8 | UInt32(p[i + 2]) << 16 | UInt32(p[i + 3]) << 24
+    }
+    func i32(_ i: Int) -> Int32 { Int32(bitPattern: u32(i)) }
+    var content: AidingReceived.Content?
+    var valid = p.count >= 2 && p[1] == 0
+    if valid, p[0] == 0x10, p.count == 24 {
+      let date = UTCDate(year: u16(4), month: p[6], day: p[7])
+      if p[6] >= 1, p[6] <= 12, p[7] >= 1, p[7] <= 31, p[8] < 24, p[9] < 60, p[10] < 61,
+        u32(12) < 1_000_000_000
+      {
+        let time = UTCTime(hour: p[8], minute: p[9], second: p[10], nanoseconds: u32(12))
+        let accuracy = Double(u16(16)) + Double(u32(20)) / 1e9
+        content = .time(UTCTimestamp(date: date, time: time), accuracySeconds: accuracy)
+      } else {
+        valid = false
+      }
+    } else if valid, p[0] == 0x01, p.count == 20 {
+      content = .position(
+        latitude: Double(i32(4)) / 1e7, longitude: Double(i32(8)) / 1e7,
+        altitude: Double(i32(12)) / 100, accuracyMetres: Double(u32(16)) / 100)
+    } else if valid {
+      valid = [0x00, 0x01, 0x10, 0x11, 0x20, 0x21, 0x30, 0x40].contains(p[0])
+    }
+    if let content { physics?.receive(content, at: now) }
+    guard acknowledgesAiding else { return valid ? .carriedOut : .ignored }
+    // UBX-MGA-ACK-DATA0: type (1 accepted, 0 not), version 0, infoCode (0 accepted,
+    // 3 size mismatch), the message's ID, the first four bytes of its payload.
+    let start = Array(p.prefix(4)) + [UInt8](repeating: 0, count: max(0, 4 - p.count))
+    replies.append(
+      try! UBX.frame(Self.mgaAck, payload: [valid ? 1 : 0, 0, valid ? 0 : 3, 0x40] + start))
+    if valid {
+      acknowledgements += 1
+      return .acknowledged
+    }
+    rejections += 1
+    return .rejected
   }
 
   private mutating func ubxAnswer(_ message: UBXMessageID, accepted: Bool) -> InputOutcome {
@@ -413,6 +684,11 @@ public struct ReceiverModel {
       let uart1 = UbloxCommandSet.messageOutputKey(sentence, port: .uart1)
       for offset in 0...4 { keys.insert(uart1 - 1 + UInt32(offset)) }
     }
+    keys.insert(powerModeKey)
+    keys.insert(acknowledgeAidingKey)
+    for message in UBXNavigationMessage.allCases {
+      for offset in 0...4 { keys.insert(message.firstOutputKey + UInt32(offset)) }
+    }
     return keys
   }()
 
@@ -432,8 +708,9 @@ public struct ReceiverModel {
       if responses == .rejecting { return mtkAnswer(161, .failed) }
       // The chip acknowledges, then sleeps.
       let outcome = mtkAnswer(161, .succeeded)
-      setPower(.standby)
+      setPower(.standby, at: now)
       nextDeadline = nil
+      periodic = nil
       return outcome
 
     case .mtkSetNMEAOutput(let intervals):
@@ -450,19 +727,48 @@ public struct ReceiverModel {
       switch number {
       case 101, 102, 103, 104:
         // Hot, warm, cold and full cold restart: no acknowledgement; the chip restarts and
-        // announces itself with $PMTK010,001.
+        // announces itself with $PMTK010,001. Warm clears the ephemeris, cold everything.
+        if number >= 102 {
+          physics?.clear(ephemeris: true, almanacAndPosition: number >= 103, time: number >= 103)
+        }
         framer.reset()
+        periodic = nil
         enterBooting(at: now)
         return .carriedOut
+      case 740, 741:
+        return handleAiding(number, fields, at: now)
       case 161, 314:
         return mtkAnswer(number, .invalidCommand)  // malformed fields
       case 225:
         guard let mode = fields.first.flatMap({ Int($0) }), [0, 1, 2, 4, 8, 9].contains(mode)
         else { return mtkAnswer(225, .invalidCommand) }
+        let times = fields.dropFirst().map { Int($0) }
+        let periodRange = 1000...518_400_000
+        if mode == 1 || mode == 2 {
+          // $PMTK225,<type>,<run ms>,<sleep ms>,<2nd run ms>,<2nd sleep ms>.
+          guard times.count >= 2, let run = times[0], let sleep = times[1],
+            periodRange.contains(run), periodRange.contains(sleep)
+          else { return mtkAnswer(225, .invalidCommand) }
+          if responses == .rejecting { return mtkAnswer(225, .failed) }
+          periodic = PeriodicMode(
+            type: mode, runTime: .milliseconds(run), sleepTime: .milliseconds(sleep))
+          nextDeadline = now + .milliseconds(run)
+          deadlineAction = .periodicSleep
+          return mtkAnswer(225, .succeeded)
+        }
         if responses == .rejecting { return mtkAnswer(225, .failed) }
         let outcome = mtkAnswer(225, .succeeded)
-        // Backup mode: left only through the FORCE_ON pin. Periodic modes keep streaming.
-        if mode == 4 { setPower(.hibernate) }
+        if mode == 0, periodic != nil {
+          periodic = nil
+          nextDeadline = nil
+        }
+        // Backup mode: left only through the FORCE_ON pin. AlwaysLocate (8, 9) is
+        // acknowledged and not modelled: the chip keeps streaming.
+        if mode == 4 {
+          periodic = nil
+          setPower(.hibernate, at: now)
+          nextDeadline = nil
+        }
         return outcome
       case 414:
         if responses == .rejecting { return mtkAnswer(414, .failed) }
@@ -483,6 +789,38 @@ public struct ReceiverModel {
     default:
       return .ignored
     }
+  }
+
+  /// `$PMTK740,YYYY,MM,DD,hh,mm,ss` (UTC time) and
+  /// `$PMTK741,lat,lon,alt,YYYY,MM,DD,hh,mm,ss` (position, degrees and metres).
+  private mutating func handleAiding(_ number: Int, _ fields: [String], at now: Duration)
+    -> InputOutcome
+  {
+    let dateFields = number == 740 ? fields : Array(fields.dropFirst(3))
+    let numbers = dateFields.map { Int($0) }
+    guard fields.count == (number == 740 ? 6 : 9), !numbers.contains(nil),
+      let year = numbers[0], let month = numbers[1], let day = numbers[2],
+      let hour = numbers[3], let minute = numbers[4], let second = numbers[5],
+      (1...12).contains(month), (1...31).contains(day), (0...23).contains(hour),
+      (0...59).contains(minute), (0...60).contains(second)
+    else { return mtkAnswer(number, .invalidCommand) }
+    let time = UTCTimestamp(
+      date: UTCDate(year: year, month: UInt8(month), day: UInt8(day)),
+      time: UTCTime(hour: UInt8(hour), minute: UInt8(minute), second: UInt8(second)))
+    if number == 741 {
+      guard let latitude = Double(fields[0]), let longitude = Double(fields[1]),
+        let altitude = Double(fields[2]), abs(latitude) <= 90, abs(longitude) <= 180
+      else { return mtkAnswer(number, .invalidCommand) }
+      if responses == .rejecting { return mtkAnswer(number, .failed) }
+      physics?.receive(
+        .position(
+          latitude: latitude, longitude: longitude, altitude: altitude, accuracyMetres: nil),
+        at: now)
+    } else {
+      if responses == .rejecting { return mtkAnswer(number, .failed) }
+      physics?.receive(.time(time, accuracySeconds: nil), at: now)
+    }
+    return mtkAnswer(number, .succeeded)
   }
 
   private mutating func mtkAnswer(_ command: Int, _ result: MTKAckResult) -> InputOutcome {
@@ -506,7 +844,7 @@ public struct ReceiverModel {
     case .sirfTurnOff(let code):
       guard code == 16, responses != .rejecting else { return .ignored }
       replies.append(NMEAChecksum.frame("PSRF150,0"))
-      setPower(.hibernate)
+      setPower(.hibernate, at: now)
       nextDeadline = nil
       return .carriedOut
     default:

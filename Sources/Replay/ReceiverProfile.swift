@@ -155,3 +155,14 @@ extension ReceiverProfile {
     return .generic
   }
 }
+
+/// A pin of the receiver that the host can drive (docs/simulator.md, "Pins").
+public enum ReceiverPin: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+  /// MediaTek FORCE_ON: driven high, it wakes the chip from backup (`$PMTK225,4`).
+  case forceOn = "force-on"
+  /// u-blox EXTINT0/1: an edge wakes the chip from backup when the wake-up sources of its
+  /// `UBX-RXM-PMREQ` include it.
+  case extint
+
+  public var description: String { rawValue }
+}

@@ -61,13 +61,16 @@ public final class ReceiverSimulator: SimulatedReceiver, ObservableSimulatedRece
     /// How many inputs ``ReceiverSimulator/received`` keeps (the newest); a long replay that a
     /// program keeps writing to stays bounded.
     public var receivedLimit: Int
+    /// The physics to model (starts, errors, currents, aiding; docs/simulator.md); `nil` (the
+    /// default) plays the recording's epochs exactly as recorded.
+    public var physics: PhysicsConfiguration?
 
     public init(
       profile: ReceiverProfile, pace: Pace = .realTime, loops: Bool = true,
       initialPowerState: SimulatedPowerState = .running,
       wakeDelay: Duration = .milliseconds(50), responses: ResponseMode = .normal,
       devicePath: String? = nil, writeTimeout: Duration = .seconds(10),
-      receivedLimit: Int = 10_000
+      receivedLimit: Int = 10_000, physics: PhysicsConfiguration? = nil
     ) {
       self.profile = profile
       self.pace = pace
@@ -78,6 +81,7 @@ public final class ReceiverSimulator: SimulatedReceiver, ObservableSimulatedRece
       self.devicePath = devicePath
       self.writeTimeout = writeTimeout
       self.receivedLimit = receivedLimit
+      self.physics = physics
     }
   }
 
@@ -260,11 +264,13 @@ final class SimulatorCore: SimulatedChipCore, @unchecked Sendable {
     let model = ReceiverModel(
       profile: configuration.profile, power: configuration.initialPowerState,
       responses: configuration.responses, wakeDelay: configuration.wakeDelay,
-      receivedLimit: configuration.receivedLimit)
+      receivedLimit: configuration.receivedLimit, physics: configuration.physics,
+      recordingStart: recording.firstTimestamp, epochInterval: recording.nominalInterval)
     locked = State(
       model: model,
       playback: Playback(
-        recording: recording, pace: configuration.pace, loops: configuration.loops),
+        recording: configuration.physics != nil ? recording.fixEpochs : recording,
+        pace: configuration.pace, loops: configuration.loops),
       nextBurstAt: model.power.isStreaming ? .zero : nil, pty: pty)
   }
 
@@ -393,7 +399,7 @@ final class SimulatorCore: SimulatedChipCore, @unchecked Sendable {
           // Keep the recording's rhythm; after a stall, start again from now.
           locked.nextBurstAt = max(due + delay, now)
           return .write(
-            locked.pty, Array(recording.bytes(of: burst)), replies: 0,
+            locked.pty, locked.model.epoch(recording.bytes(of: burst), at: due), replies: 0,
             burstSentences: burst.sentences)
         }
         var wakeAt = locked.model.nextDeadline

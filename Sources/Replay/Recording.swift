@@ -112,6 +112,61 @@ public struct Recording: Sendable {
   /// Checksum-valid sentences in the whole body.
   public var sentenceCount: Int { bursts.reduce(0) { $0 + $1.sentences } }
 
+  private init(copying recording: Recording, bursts: [Burst]) {
+    name = recording.name
+    header = recording.header
+    body = recording.body
+    nominalInterval = recording.nominalInterval
+    self.bursts = bursts
+  }
+
+  /// This recording with only its epochs that hold a position fix (GGA quality above 0, or
+  /// RMC or GLL status `A`): the trajectory that the physics (``ReceiverPhysics``) plays,
+  /// making the epochs without a fix itself. Unchanged when no epoch has a fix.
+  public var fixEpochs: Recording {
+    let kept = bursts.filter { hasPositionFix($0) }
+    return kept.isEmpty || kept.count == bursts.count
+      ? self : Recording(copying: self, bursts: kept)
+  }
+
+  /// Whether `burst` holds a position fix.
+  public func hasPositionFix(_ burst: Burst) -> Bool {
+    var found = false
+    var framer = NMEAFramer()
+    framer.feed(bytes(of: burst)) { frame in
+      guard !found, case .sentence(let raw) = frame, let sentence = try? Sentence(parsing: raw)
+      else { return }
+      switch sentence {
+      case .gga(let gga):
+        found = (gga.quality.map { $0 != .invalid } ?? false) && gga.position != nil
+      case .rmc(let rmc): found = rmc.isValid == true && rmc.position != nil
+      default: break
+      }
+    }
+    return found
+  }
+
+  /// The first time in the recording with its date (the first date any sentence gives,
+  /// taken back to the first timed epoch across midnight); `nil` without time or date.
+  public var firstTimestamp: UTCTimestamp? {
+    var firstTime: UTCTime?
+    var date: UTCDate?
+    var dateTime: UTCTime?
+    var framer = NMEAFramer()
+    framer.feed(body.prefix(1 << 16)) { frame in
+      guard date == nil, case .sentence(let raw) = frame, let sentence = try? Sentence(parsing: raw)
+      else { return }
+      if firstTime == nil { firstTime = sentence.time }
+      if case .rmc(let rmc) = sentence, let given = rmc.date {
+        date = given
+        dateTime = rmc.time
+      }
+    }
+    guard let firstTime, var date else { return nil }
+    if let dateTime, dateTime < firstTime { date = date.previous }
+    return UTCTimestamp(date: date, time: firstTime)
+  }
+
   // MARK: - Splitting
 
   private struct SentenceMark {

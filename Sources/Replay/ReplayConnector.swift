@@ -62,13 +62,16 @@ public final class ReplayConnector: SimulatedReceiver, ReceiverConnector,
     public var deviceName: String?
     /// How many inputs ``ReplayConnector/received`` keeps (the newest).
     public var receivedLimit: Int
+    /// The physics to model on the clock (starts, errors, currents, aiding;
+    /// docs/simulator.md); `nil` (the default) hands out the recording's epochs as recorded.
+    public var physics: PhysicsConfiguration?
 
     public init(
       profile: ReceiverProfile? = nil, pace: Pace = .realTime, loops: Bool = false,
       initialPowerState: SimulatedPowerState = .running,
       wakeDelay: Duration = .milliseconds(50), responses: ResponseMode = .normal,
       interface: HostInterface = .usb, announcesChipset: Bool = true, deviceName: String? = nil,
-      receivedLimit: Int = 10_000
+      receivedLimit: Int = 10_000, physics: PhysicsConfiguration? = nil
     ) {
       self.profile = profile
       self.pace = pace
@@ -80,6 +83,7 @@ public final class ReplayConnector: SimulatedReceiver, ReceiverConnector,
       self.announcesChipset = announcesChipset
       self.deviceName = deviceName
       self.receivedLimit = receivedLimit
+      self.physics = physics
     }
   }
 
@@ -259,13 +263,16 @@ final class ReplayCore: SimulatedChipCore, @unchecked Sendable {
     profile = configuration.profile ?? .inferred(from: recording)
     self.clock = clock
     self.deviceName = deviceName
+    let now = clock.now.sinceOrigin
     let model = ReceiverModel(
       profile: profile, power: configuration.initialPowerState,
       responses: configuration.responses, wakeDelay: configuration.wakeDelay,
-      receivedLimit: configuration.receivedLimit)
+      receivedLimit: configuration.receivedLimit, physics: configuration.physics,
+      recordingStart: recording.firstTimestamp, epochInterval: recording.nominalInterval,
+      at: now)
     let playback = Playback(
-      recording: recording, pace: configuration.pace, loops: configuration.loops)
-    let now = clock.now.sinceOrigin
+      recording: configuration.physics != nil ? recording.fixEpochs : recording,
+      pace: configuration.pace, loops: configuration.loops)
     locked = State(
       model: model, playback: playback,
       nextBurstAt: model.power.isStreaming ? now + playback.nominalDelay : nil, now: now)
@@ -470,8 +477,8 @@ final class ReplayCore: SimulatedChipCore, @unchecked Sendable {
       return
     }
     locked.nextBurstAt = due + delay
-    let bytes = recording.bytes(of: burst)
-    if deliver(bytes) {
+    let bytes = locked.model.epoch(recording.bytes(of: burst), at: due)
+    if deliver(bytes[...]) {
       locked.counters.burstsSent += 1
       locked.counters.sentencesSent += burst.sentences
     }

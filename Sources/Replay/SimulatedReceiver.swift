@@ -1,4 +1,5 @@
 import Chipsets
+import NMEA
 
 /// What a test looks at and changes on a simulated receiver, on a pty (``ReceiverSimulator``)
 /// or in-process (``ReplayConnector``): the simulated chip (``ReceiverModel``) and the
@@ -38,10 +39,53 @@ public class SimulatedReceiver: @unchecked Sendable {
     chip.changingModel { model, _ in model.clearReceived() }
   }
 
-  /// Cuts and restores power, or pulses the ON_OFF / FORCE_ON pin: the chip boots (for the
-  /// wake delay) from any state, hibernate included, and runs.
+  /// Cuts and restores the main power (or pulses the ON_OFF pin): the chip boots (for the
+  /// wake delay) from any state, hibernate included, and runs. With physics, what it knew
+  /// survives only with backup power (``setBackupPower(_:)``).
   public func powerCycle() {
     chip.changingModel { model, now in model.powerCycle(at: now) }
+  }
+
+  // MARK: Physics (nil or empty without it)
+
+  /// The chip's physics as it is now: knowledge, starts, aiding, meter.
+  public var physics: ReceiverPhysics? { chip.readingModel { $0.physics } }
+
+  /// The energy meter read now.
+  public var energy: EnergyReport? {
+    var report: EnergyReport?
+    chip.changingModel { model, now in report = model.energy(at: now) }
+    return report
+  }
+
+  /// Every start so far, with its kind and time to first fix.
+  public var starts: [StartRecord] { physics?.starts ?? [] }
+
+  /// The aiding received, decoded, with when it arrived and the simulator's UTC then.
+  public var aidingReceived: [AidingReceived] { physics?.aiding ?? [] }
+
+  /// The simulator's UTC now (the physics' clock); `nil` without physics.
+  public var utcNow: UTCTimestamp? {
+    var utc: UTCTimestamp?
+    chip.changingModel { model, now in utc = model.physics?.utc(at: now) }
+    return utc
+  }
+
+  /// Connects or removes the backup supply: without it the next power cut (``powerCycle()``,
+  /// an unplug) loses time, almanac, ephemeris and position, and the next start is cold.
+  public func setBackupPower(_ on: Bool) {
+    chip.changingModel { model, now in model.setBackupPower(on, at: now) }
+  }
+
+  /// Drives a pin of the receiver high or low (MediaTek FORCE_ON, u-blox EXTINT).
+  public func drivePin(_ pin: ReceiverPin, high: Bool) {
+    chip.changingModel { model, now in model.drivePin(pin, high: high, at: now) }
+  }
+
+  /// Drives `pin` high, then low: the pulse that wakes a chip from a pin-only sleep.
+  public func pulsePin(_ pin: ReceiverPin) {
+    drivePin(pin, high: true)
+    drivePin(pin, high: false)
   }
 }
 

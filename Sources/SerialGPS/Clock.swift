@@ -5,7 +5,8 @@ import POSIX
 /// A deadline or a time stamp is a `DriverInstant`; a length of time (a linger, an age) is a
 /// `Duration`. Subtracting two instants gives a duration; adding a duration to an instant
 /// gives an instant; adding two instants does not compile. Instants of different clocks have
-/// different origins and do not mix.
+/// different origins and do not mix; every ``SystemClock`` of a process shares one origin, so
+/// an instant read from one compares with an instant read from any other.
 public struct DriverInstant: InstantProtocol, CustomStringConvertible {
   public typealias Duration = Swift.Duration
 
@@ -73,19 +74,24 @@ extension DriverClock {
 /// the ``DriverExecutor``'s timer, which runs on the same clock, not on libdispatch's, so an
 /// armed linger costs one wake-up when it expires and nothing more, and one whose deadline
 /// passed during a suspend expires at the resume.
+///
+/// Every instance reads the same time: the origin is the process's (its first use of a
+/// `SystemClock`), so a fix's ``FixUpdate/arrival`` compares with `SystemClock().now` made
+/// anywhere else in the program.
 public struct SystemClock: DriverClock {
-  private let origin: ContinuousClock.Instant
+  /// The one origin of the process: a global is initialised once, on first use, atomically.
+  private static let origin = ContinuousClock.now
 
-  public init() { origin = ContinuousClock.now }
+  public init() { _ = Self.origin }
 
-  public var now: DriverInstant { DriverInstant(sinceOrigin: ContinuousClock.now - origin) }
+  public var now: DriverInstant { DriverInstant(sinceOrigin: ContinuousClock.now - Self.origin) }
 
   public var minimumResolution: Duration { ContinuousClock().minimumResolution }
 
   /// Suspends until `now >= deadline`, counting time suspended. `tolerance` is not used: the
   /// driver's timer wakes at the deadline.
   public func sleep(until deadline: DriverInstant, tolerance: Duration? = nil) async throws {
-    try await DriverExecutor.shared.sleep(until: origin + deadline.sinceOrigin)
+    try await DriverExecutor.shared.sleep(until: Self.origin + deadline.sinceOrigin)
   }
 }
 

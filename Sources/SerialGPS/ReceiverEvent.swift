@@ -1,20 +1,40 @@
 import NMEA
 
 /// A position delivered to a subscriber.
+///
+/// A kept update ages: ``age`` is how old the fix was when it was delivered, ``arrival`` when
+/// it arrived, so ``age(at:)`` tells how old it is now.
+///
+/// ```swift
+/// let clock = SystemClock()                // the receiver's clock (the default)
+/// if last.age(at: clock.now) > .seconds(30) { … }   // too old to show as current
+/// ```
 public struct FixUpdate: Sendable, Hashable {
   /// The fix as the receiver reported it.
   public var fix: Fix
-  /// How long ago the fix arrived from the receiver: about zero for a live fix, the fix's age
-  /// for one replayed to a newcomer.
+  /// How long ago the fix arrived from the receiver when it was delivered: about zero for a
+  /// live fix, the fix's age for one replayed to a newcomer. It does not change as the update
+  /// is kept; ``age(at:)`` does.
   public var age: Duration
   /// True when the fix is the latest one replayed to a new subscriber, not a new one.
   public var isReplay: Bool
+  /// When the fix arrived from the receiver, on the clock of the receiver that delivered it
+  /// (the `clock:` it was made with, ``SystemClock`` by default; all of a process's
+  /// `SystemClock`s read the same time). For a report relayed from elsewhere, its arrival
+  /// there as far as known (`age` before it was published here).
+  public var arrival: DriverInstant
 
-  public init(fix: Fix, age: Duration, isReplay: Bool) {
+  /// An update of `fix` that arrived at `arrival` and was `age` old when delivered.
+  public init(fix: Fix, age: Duration, isReplay: Bool, arrival: DriverInstant) {
     self.fix = fix
     self.age = age
     self.isReplay = isReplay
+    self.arrival = arrival
   }
+
+  /// How old the fix is at `now`, an instant of the clock of the receiver that delivered it:
+  /// a kept update's age, where ``age`` stays what it was at delivery.
+  public func age(at now: DriverInstant) -> Duration { now - arrival }
 }
 
 /// Where the receiver is in its life, as subscribers are told.

@@ -85,14 +85,14 @@ final class SubscriptionHub: @unchecked Sendable {
   /// A fix for every subscriber, remembered for newcomers. `age`: how old it already was on
   /// arrival (a report relayed from elsewhere); `isReplay`: it is not a live one.
   func publish(fix: Fix, age: Duration = .zero, isReplay: Bool = false) {
-    let now = clock.now
+    let arrival = clock.now - age
     let queues = state.withLock { state -> [SubscriberQueue] in
       state.latestFix = fix
-      state.latestFixTime = now - age
+      state.latestFixTime = arrival
       return Array(state.subscribers.values)
     }
     let event = ReceiverEventOrRawData.event(
-      .fix(FixUpdate(fix: fix, age: age, isReplay: isReplay)))
+      .fix(FixUpdate(fix: fix, age: age, isReplay: isReplay, arrival: arrival)))
     for queue in queues { queue.push(event) }
   }
 
@@ -116,7 +116,10 @@ final class SubscriptionHub: @unchecked Sendable {
   var latestFix: FixUpdate? {
     let now = clock.now
     return state.withLock { state in
-      state.latestFix.map { FixUpdate(fix: $0, age: now - state.latestFixTime, isReplay: true) }
+      state.latestFix.map {
+        FixUpdate(
+          fix: $0, age: now - state.latestFixTime, isReplay: true, arrival: state.latestFixTime)
+      }
     }
   }
 
@@ -131,7 +134,8 @@ final class SubscriptionHub: @unchecked Sendable {
   private func replay(of state: State, at now: DriverInstant) -> FixUpdate? {
     guard let fix = state.latestFix else { return nil }
     let age = now - state.latestFixTime
-    return age <= replayExpiry ? FixUpdate(fix: fix, age: age, isReplay: true) : nil
+    guard age <= replayExpiry else { return nil }
+    return FixUpdate(fix: fix, age: age, isReplay: true, arrival: state.latestFixTime)
   }
 
   /// Ends every subscription and refuses new ones.

@@ -12,7 +12,7 @@ import SerialPort
 // the receiver got), live fixes as they arrive, then the power-off. See docs/replay.md.
 let demoCommand = Command(
   name: "demo",
-  usage: "demo [--speed X] [--fixes N] [--recording FILE]",
+  usage: "demo [--speed X] [--fixes N] [--recording FILE] [--no-physics]",
   summary: "The bundled demo: a recorded drive on a virtual receiver, watched through the driver.",
   arguments: DemoOptions.self
 ) { options in
@@ -23,6 +23,8 @@ struct DemoOptions: Equatable, CommandArguments {
   var speed: Double = 5
   var fixes = 15
   var recording: String?
+  /// Whether the virtual receiver models its physics (starts, error, charge).
+  var physics = true
 
   typealias Parsed = ParsedArguments<DemoOptions>
 
@@ -42,6 +44,8 @@ struct DemoOptions: Equatable, CommandArguments {
       --recording FILE   another u-blox recording (default: \(defaultRecording), looked for
                          in the current directory, next to the serialgps executable
                          and in /usr/share/serialgps)
+      --no-physics       play the recording as it is, without the receiver's physics (its
+                         hot start, the error that shrinks after it, the charge drawn)
 
     Exit status: 0 when the demo ran to its end (or was stopped with Ctrl-C), 1 when the
     virtual receiver did not behave, 2 when the recording cannot be found or read.
@@ -59,6 +63,8 @@ struct DemoOptions: Equatable, CommandArguments {
         options.fixes = try reader.number(in: 1...Int.max, "--fixes needs a number above 0")
       case "--recording":
         options.recording = try reader.value("--recording needs a file")
+      case "--no-physics":
+        options.physics = false
       default:
         if isOption(argument) { throw .unknownOption(argument) }
         throw UsageMessage("unknown argument '\(argument)'")
@@ -98,7 +104,11 @@ struct DemoSession {
         recording: recording,
         configuration: .init(
           profile: profile, pace: .recorded(speed: options.speed), loops: true,
-          initialPowerState: .backup, receivedLimit: 256))
+          initialPowerState: .backup, receivedLimit: 256,
+          // The data sheet's timings at the demo's speed: a hot start, the error shrinking.
+          physics: options.physics
+            ? profile.figures.map { PhysicsConfiguration(figures: $0, timeScale: options.speed) }
+            : nil))
     } catch {
       Output.error.line("serialgps demo: \(error)")
       return 2
@@ -200,6 +210,11 @@ struct DemoSession {
       return 1
     }
     out.line("  powered off: the receiver was put to backup and the port closed")
+    if let energy = simulator.energy, let physics = simulator.physics {
+      out.line("  physics: \(physics.configuration)")
+      out.line("  starts: " + simulator.starts.map(\.description).joined(separator: "; "))
+      out.line("  charge drawn: \(energy)")
+    }
     out.line("[demo] The virtual receiver is in backup again: silent, drawing almost nothing.")
     out.line("       Demo over. With a receiver attached, `make run` watches it instead")
     out.line("       (serialgps watch DEVICE); `serialgps list` shows what is attached.")

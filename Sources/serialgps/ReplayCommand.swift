@@ -1,5 +1,6 @@
 import Chipsets
 import Glibc
+import NMEA
 import Replay
 
 // `serialgps replay FILE [--speed X | --fast] [--chipset …] [--loop] [--link PATH]`: a
@@ -8,7 +9,10 @@ import Replay
 // a terminal. See docs/replay.md.
 let replayCommand = Command(
   name: "replay",
-  usage: "replay FILE [--speed X | --fast] [--chipset ublox|mtk|sirf|nmea] [--loop] [--link PATH]",
+  usage:
+    "replay FILE [--speed X | --fast] [--chipset ublox|mtk|sirf|nmea] [--loop] [--link PATH] "
+    + "[--physics [--start hot|warm|cold] [--no-backup] [--time-scale X] "
+    + "[--ephemeris-validity S] [--seed N] [--energy-file PATH] [--control FIFO]]",
   summary: "Present a recording as a virtual receiver on a pty (prints the device to open).",
   arguments: ReplayOptions.self
 ) { options in
@@ -23,6 +27,21 @@ struct ReplayOptions: Equatable, CommandArguments {
   var chipset: ChipsetFamily?
   var loops = false
   var link: String?
+  /// The physics: `nil` plays the recording as it is.
+  var physics: PhysicsOptions?
+
+  /// `--physics` and the options that go with it.
+  struct PhysicsOptions: Equatable {
+    /// `nil`: the pace's speed (1 with `--fast`).
+    var timeScale: Double?
+    /// Seconds of the receiver's own time; `nil`: the data sheet's 4 h.
+    var ephemerisValidity: Double?
+    var start = StartKind.hot
+    var backupPower = true
+    var seed: UInt64 = 1
+    var energyFile: String?
+    var control: String?
+  }
 
   typealias Parsed = ParsedArguments<ReplayOptions>
 
@@ -45,6 +64,26 @@ struct ReplayOptions: Equatable, CommandArguments {
       --link PATH      make the device appear at PATH (a symbolic link, kept for the whole
                        replay); default: gps0 in a new directory under /tmp
 
+    physics (u-blox and MediaTek; docs/simulator.md):
+      --physics        model the receiver's physics instead of playing the recording as it
+                       is: time to first fix by kind of start, epochs without a fix while
+                       acquiring, a position error that shrinks after the fix (GST), ephemeris
+                       collected by tracking and expiring, data-sheet currents and the charge;
+                       epoch times are the current UTC
+      --start KIND     what the receiver kept before: hot (default), warm or cold
+      --no-backup      no backup battery: a power cut loses everything (cold start)
+      --time-scale X   run the receiver's own timings X times faster than the data sheet
+                       (default: the --speed factor)
+      --ephemeris-validity S
+                       ephemeris valid for S seconds of the receiver's time (data sheet: 14400)
+      --seed N         seed of the position errors (default 1)
+      --energy-file PATH
+                       keep PATH rewritten (whole, every 100 ms and at the end) with a JSON
+                       summary: charge, time per state, starts and their times to first fix,
+                       aiding received
+      --control FIFO   make a FIFO at FIFO and take lines from it: 'backup on|off',
+                       'pin force-on|extint high|low|pulse', 'power-cycle'
+
     Ctrl-C ends the replay; the device disappears, as an unplugged receiver does.
     Exit status: 0 at the end of the recording or on Ctrl-C, 2 when the recording cannot be
     read, the pty cannot be made, or the arguments are wrong.
@@ -56,8 +95,42 @@ struct ReplayOptions: Equatable, CommandArguments {
     var path: String?
     var speed: Double?
     var fast = false
+    var physics = PhysicsOptions()
+    var physicsOn = false
+    var physicsOptionGiven: String?
     return ArgumentReader.parse(arguments) { argument, reader throws(UsageMessage) in
+      if argument.hasPrefix("--"), argument != "--physics",
+        [
+          "--start", "--no-backup", "--time-scale", "--ephemeris-validity", "--seed",
+          "--energy-file", "--control",
+        ].contains(argument)
+      {
+        physicsOptionGiven = argument
+      }
       switch argument {
+      case "--physics":
+        physicsOn = true
+      case "--start":
+        let value = try reader.value("--start needs hot, warm or cold")
+        guard let kind = StartKind(rawValue: value), kind != .aided else {
+          throw UsageMessage("--start needs hot, warm or cold, not '\(value)'")
+        }
+        physics.start = kind
+      case "--no-backup":
+        physics.backupPower = false
+      case "--time-scale":
+        physics.timeScale = try reader.number(
+          in: 0.001...100_000, "--time-scale needs a factor above 0, such as 60")
+      case "--ephemeris-validity":
+        physics.ephemerisValidity = try reader.number(
+          in: 1...1_000_000, "--ephemeris-validity needs seconds, such as 300")
+      case "--seed":
+        physics.seed = UInt64(
+          try reader.number(in: 0...Int.max, "--seed needs a whole number, such as 7") as Int)
+      case "--energy-file":
+        physics.energyFile = try reader.value("--energy-file needs a path")
+      case "--control":
+        physics.control = try reader.value("--control needs a path for the FIFO")
       case "--speed":
         speed = try reader.number(
           in: Double.leastNonzeroMagnitude...10_000,
@@ -78,6 +151,10 @@ struct ReplayOptions: Equatable, CommandArguments {
         throw UsageMessage("give the recording to replay, such as fixtures/ublox-m8-drive.nmea")
       }
       if fast && speed != nil { throw UsageMessage("--speed and --fast exclude each other") }
+      if let given = physicsOptionGiven, !physicsOn {
+        throw UsageMessage("\(given) belongs to --physics; add --physics")
+      }
+      if physicsOn { options.physics = physics }
       options.path = path
       if fast { options.pace = .asFastAsPossible }
       if let speed { options.pace = .recorded(speed: speed) }
@@ -105,6 +182,22 @@ struct ReplaySession {
       return 2
     }
     let profile = ReceiverProfile.chosen(options.chipset, for: recording)
+    var physics: PhysicsConfiguration?
+    if let chosen = options.physics {
+      guard var figures = profile.figures else {
+        Output.error.line(
+          "serialgps replay: --physics models u-blox and MediaTek receivers; this is a "
+            + "\(profile) one. Give --chipset ublox or --chipset mtk, or leave out --physics.")
+        return 2
+      }
+      if let validity = chosen.ephemerisValidity { figures.ephemerisValidity = .seconds(validity) }
+      physics = PhysicsConfiguration(
+        figures: figures, timeScale: chosen.timeScale ?? Self.speed(of: options.pace),
+        seed: chosen.seed, backupPower: chosen.backupPower,
+        initialKnowledge: Self.knowledge(chosen.start),
+        // A receiver's epochs carry the time it is now, which aiding is checked against.
+        utcAtStart: Self.wallClockUTC())
+    }
     let simulator: ReceiverSimulator
     do {
       simulator = try ReceiverSimulator(
@@ -112,12 +205,34 @@ struct ReplaySession {
         configuration: .init(
           profile: profile, pace: options.pace, loops: options.loops, devicePath: options.link,
           // A replay can run for days; what it was sent only feeds the messages below.
-          receivedLimit: 64))
+          receivedLimit: 64, physics: physics))
     } catch {
       Output.error.line("serialgps replay: \(error)")
       return 2
     }
     defer { simulator.stop() }
+    var control: ControlChannel?
+    if let path = options.physics?.control {
+      do {
+        control = try ControlChannel(path: path)
+      } catch {
+        Output.error.line("serialgps replay: \(error)")
+        return 2
+      }
+    }
+    defer { control?.close() }
+    let energyFile = options.physics?.energyFile.map(ReplacedFile.init(path:))
+    func writeEnergy() -> Bool {
+      guard let energyFile, let summary = simulator.physicsSummary else { return true }
+      do {
+        try energyFile.replace(with: summary)
+        return true
+      } catch {
+        Output.error.line("serialgps replay: \(error)")
+        return false
+      }
+    }
+    guard writeEnergy() else { return 2 }
 
     // The path first and alone on standard output, for scripts: dev=$(serialgps replay … | head -1)
     Output.standard.line(simulator.devicePath)
@@ -127,13 +242,39 @@ struct ReplaySession {
       "serialgps replay: \(recording.name) (\(recording.bursts.count) epochs\(baud)) as a "
         + "virtual \(profile) receiver, \(ReplayProgress.describe(options.pace))"
         + (options.loops ? ", looping" : "") + ". Ctrl-C stops.")
+    if let physics {
+      Output.error.line(
+        "serialgps replay: physics: \(physics); starting \(options.physics!.start)"
+          + (options.physics!.energyFile.map { "; charge in \($0)" } ?? ""))
+    }
 
     let interruption = StopSignals()
+    // With physics the receiver plays the recording's fix epochs and makes the others itself.
+    let played = physics != nil ? recording.fixEpochs : recording
     var progress = ReplayProgress(
-      total: recording.bursts.count, family: profile.family,
+      total: played.bursts.count, family: profile.family,
       terminal: isatty(2) == 1)
+    func finish() {
+      _ = writeEnergy()
+      if let energy = simulator.energy {
+        Output.error.line("serialgps replay: charge \(energy)")
+        let starts = simulator.starts.map(\.description).joined(separator: "; ")
+        if !starts.isEmpty { Output.error.line("serialgps replay: starts: \(starts)") }
+      }
+    }
     while !interruption.isRequested {
       progress.report(simulator)
+      for line in control?.lines() ?? [] {
+        progress.clear()
+        switch SimulatorControl.parse(line) {
+        case .success(let command):
+          command.apply(to: simulator)
+          Output.error.line("serialgps replay: control: \(command)")
+        case .failure(let error):
+          Output.error.line("serialgps replay: control: \(error)")
+        }
+      }
+      _ = writeEnergy()
       if !options.loops, simulator.isPlaybackFinished {
         // A moment for the last epoch to be written and read before the device disappears.
         await interruption.sleep(for: .seconds(1))
@@ -141,6 +282,7 @@ struct ReplaySession {
         progress.clear()
         Output.error.line(
           "serialgps replay: end of the recording (\(Self.sent(simulator.counters))).")
+        finish()
         return 0
       }
       await interruption.sleep(for: .milliseconds(100))
@@ -148,8 +290,30 @@ struct ReplaySession {
     progress.clear()
     Output.error.line(
       "serialgps replay: stopped after \(Self.sent(simulator.counters)) of "
-        + "\(recording.bursts.count); the device is gone.")
+        + "\(played.bursts.count); the device is gone.")
+    finish()
     return 0
+  }
+
+  /// The factor a pace plays at (1 for a fixed interval or as fast as read).
+  static func speed(of pace: Pace) -> Double {
+    if case .recorded(let speed) = pace { return speed }
+    return 1
+  }
+
+  static func knowledge(_ start: StartKind) -> PhysicsConfiguration.InitialKnowledge {
+    switch start {
+    case .hot: return .ephemeris(age: .zero)
+    case .warm: return .almanac
+    case .cold, .aided: return .nothing
+    }
+  }
+
+  /// UTC now, from the system's real-time clock.
+  static func wallClockUTC() -> UTCTimestamp {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return UTCTimestamp(unixSeconds: Int64(now.tv_sec), nanoseconds: UInt32(now.tv_nsec))
   }
 
   /// Epochs written, and those lost because nobody read them.
@@ -159,6 +323,54 @@ struct ReplaySession {
       text += ", \(counters.burstsDropped) lost while nobody read the device"
     }
     return text
+  }
+}
+
+/// A FIFO whose lines control the virtual receiver (`--control`), read without blocking.
+final class ControlChannel {
+  let path: String
+  private let descriptor: CInt
+  private var pending: [UInt8] = []
+
+  init(path: String) throws(UsageMessage) {
+    self.path = path
+    var status = stat()
+    if stat(path, &status) == 0 {
+      guard status.st_mode & S_IFMT == S_IFIFO else {
+        throw UsageMessage("--control \(path) exists and is not a FIFO; give a new path")
+      }
+    } else if mkfifo(path, 0o600) != 0 {
+      throw UsageMessage(
+        "cannot make the FIFO \(path) for --control: \(String(cString: strerror(errno)))")
+    }
+    // Non-blocking: opening the read side needs no writer, and a read finds what is there.
+    descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+    guard descriptor >= 0 else {
+      throw UsageMessage(
+        "cannot open the FIFO \(path) for --control: \(String(cString: strerror(errno)))")
+    }
+  }
+
+  /// The complete lines written since the last call.
+  func lines() -> [String] {
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+      let count = read(descriptor, &buffer, buffer.count)
+      guard count > 0 else { break }
+      pending += buffer[..<count]
+    }
+    var lines: [String] = []
+    while let end = pending.firstIndex(of: 0x0A) {
+      let line = String(decoding: pending[..<end], as: UTF8.self)
+      pending.removeSubrange(...end)
+      if !line.allSatisfy({ $0 == " " || $0 == "\r" }) { lines.append(line) }
+    }
+    return lines
+  }
+
+  func close() {
+    Glibc.close(descriptor)
+    unlink(path)
   }
 }
 

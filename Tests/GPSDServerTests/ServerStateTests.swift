@@ -83,7 +83,7 @@ import Testing
   }
 
   static func live(_ fix: Fix) -> ReceiverEvent {
-    .fix(FixUpdate(fix: fix, age: .zero, isReplay: false))
+    .fix(FixUpdate(fix: fix, age: .zero, isReplay: false, arrival: .origin))
   }
 
   @Test func versionOnConnectAndAnswersWithoutPower() {
@@ -231,11 +231,12 @@ import Testing
     let sky = h.event(1, .satellites(view))
     #expect(Self.reports(sky, to: 1).first?["time"] as? String == "2026-03-14T12:00:01.000Z")
     // The receiver's replay of the same fix to a replacement subscription is not sent again.
-    let replay = ReceiverEvent.fix(FixUpdate(fix: fix, age: .milliseconds(300), isReplay: true))
+    let replay = ReceiverEvent.fix(
+      FixUpdate(fix: fix, age: .milliseconds(300), isReplay: true, arrival: .origin))
     #expect(Self.classes(h.event(1, replay), to: 1).isEmpty)
     // A newcomer gets the hub's replay at once, with the SKY of that fix.
     _ = h.connect(2)
-    h.fixes.replays[1] = FixUpdate(fix: fix, age: .seconds(2), isReplay: true)
+    h.fixes.replays[1] = FixUpdate(fix: fix, age: .seconds(2), isReplay: true, arrival: .origin)
     #expect(
       Self.classes(h.say(2, "?WATCH={\"enable\":true,\"json\":true}\n"), to: 2) == [
         "DEVICES", "WATCH", "TPV", "SKY",
@@ -243,7 +244,7 @@ import Testing
     // … but not once the hub no longer replays it (older than the replay expiry).
     _ = h.connect(3)
     h.fixes.replays[1] = nil
-    h.fixes.latest[1] = FixUpdate(fix: fix, age: .seconds(32), isReplay: true)
+    h.fixes.latest[1] = FixUpdate(fix: fix, age: .seconds(32), isReplay: true, arrival: .origin)
     #expect(
       Self.classes(h.say(3, "?WATCH={\"enable\":true,\"json\":true}\n"), to: 3) == [
         "DEVICES", "WATCH",
@@ -286,7 +287,7 @@ import Testing
     }
 
     _ = h.connect(2)
-    h.fixes.replays[1] = FixUpdate(fix: first, age: .seconds(2), isReplay: true)
+    h.fixes.replays[1] = FixUpdate(fix: first, age: .seconds(2), isReplay: true, arrival: .origin)
     let second = h.say(2, Self.watchJSON)
     #expect(Self.classes(Array(second.prefix(1)), to: 2) == ["DEVICES", "WATCH"])
     #expect(second.dropFirst() == [.send(2, Self.tpvLine(first) + skyLine)])
@@ -294,7 +295,8 @@ import Testing
     // The hub already has the next fix; the loop has not handled it yet: no SKY with it.
     let next = Self.fix(second: 2)
     _ = h.connect(3)
-    h.fixes.replays[1] = FixUpdate(fix: next, age: .milliseconds(1), isReplay: true)
+    h.fixes.replays[1] = FixUpdate(
+      fix: next, age: .milliseconds(1), isReplay: true, arrival: .origin)
     let third = h.say(3, Self.watchJSON)
     #expect(third.dropFirst() == [.send(3, Self.tpvLine(next))])
     // When it arrives live, the newcomer that was replayed it is skipped, once.
@@ -314,10 +316,11 @@ import Testing
     _ = h.add(1, "/dev/ttyACM0")
     _ = h.connect(1)
     let fix = Self.fix(second: 7)
-    h.fixes.replays[1] = FixUpdate(fix: fix, age: .seconds(3), isReplay: true)
+    h.fixes.replays[1] = FixUpdate(fix: fix, age: .seconds(3), isReplay: true, arrival: .origin)
     let watch = h.say(1, Self.watchJSON)
     #expect(watch.dropFirst() == [.send(1, Self.tpvLine(fix)), .subscribe(1, .reports)])
-    let replayed = ReceiverEvent.fix(FixUpdate(fix: fix, age: .seconds(3), isReplay: true))
+    let replayed = ReceiverEvent.fix(
+      FixUpdate(fix: fix, age: .seconds(3), isReplay: true, arrival: .origin))
     #expect(h.event(1, replayed) == [])
     // A watcher that asked for no reports is not replayed anything, and still powers.
     _ = h.connect(2)
@@ -330,7 +333,8 @@ import Testing
     _ = h.add(1, "/dev/ttyACM0")
     _ = h.add(2, "/dev/ttyUSB0")
     _ = h.connect(1)
-    h.fixes.latest[2] = FixUpdate(fix: Self.fix(second: 9), age: .seconds(600), isReplay: true)
+    h.fixes.latest[2] = FixUpdate(
+      fix: Self.fix(second: 9), age: .seconds(600), isReplay: true, arrival: .origin)
     let poll = h.say(1, "?POLL;\n")
     #expect(Self.subscriptions(poll).isEmpty)
     let report = try #require(Self.reports(poll, to: 1).first)

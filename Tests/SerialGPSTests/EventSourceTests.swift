@@ -41,14 +41,20 @@ struct EventSourceTests {
     #expect(await iterator.next() == .status(.streaming))
     #expect(
       await iterator.next()
-        == .fix(FixUpdate(fix: fix(second: 1), age: .seconds(3), isReplay: true)))
+        == .fix(
+          FixUpdate(
+            fix: fix(second: 1), age: .seconds(3), isReplay: true,
+            arrival: .origin - .seconds(3))))
 
     clock.advance(by: .seconds(2))
     var newcomer = source.subscribe(bufferSize: nil, keepAlive: nil).makeAsyncIterator()
     #expect(await newcomer.next() == .status(.streaming))
     #expect(
       await newcomer.next()
-        == .fix(FixUpdate(fix: fix(second: 1), age: .seconds(5), isReplay: true)))
+        == .fix(
+          FixUpdate(
+            fix: fix(second: 1), age: .seconds(5), isReplay: true,
+            arrival: .origin - .seconds(3))))
 
     // 3 s old on arrival, 8 s later it is past the 10 s expiry: not replayed.
     clock.advance(by: .seconds(6))

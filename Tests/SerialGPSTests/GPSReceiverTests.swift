@@ -168,6 +168,44 @@ import Testing
     }
   }
 
+  /// One origin per process: instants read from two `SystemClock`s made at different times
+  /// compare, so an app can age a fix with a clock of its own.
+  @Test func everySystemClockReadsTheSameTime() async throws {
+    let first = SystemClock()
+    try await first.sleep(for: .milliseconds(30))
+    let second = SystemClock()
+    let before = first.now
+    let between = second.now
+    let after = first.now
+    #expect(before <= between && between <= after, "\(before) \(between) \(after)")
+    // A deadline read from one clock is kept by a sleep on the other.
+    let deadline = first.now + .milliseconds(10)
+    try await second.sleep(until: deadline)
+    #expect(first.now >= deadline)
+    #expect(first.now - deadline < .seconds(1), "woke at the deadline, not 30 ms late or early")
+  }
+
+  /// A fix kept by the app ages: `age` stays what it was at delivery, `age(at:)` is how old
+  /// the fix is now on the receiver's clock, and the replay of the same fix agrees.
+  @Test func aKeptFixAges() async throws {
+    let (receiver, connector, clock) = makeReceiver(replayExpiry: .seconds(10))
+    clock.advance(by: .seconds(100))
+    let log = EventLog(receiver.subscribe())
+    #expect(await eventually { connector.opens == 1 })
+    connector.latest!.feed(cycle(second: 1) + cycle(second: 2))
+    #expect(await eventually { log.fixes.count == 1 })
+    let kept = log.fixes[0]
+    #expect(kept.arrival == .origin + .seconds(100))
+    clock.advance(by: .seconds(5))
+    #expect(kept.age == .zero)
+    #expect(kept.age(at: clock.now) == .seconds(5))
+    let replay = try #require(receiver.replay)
+    #expect(replay.arrival == kept.arrival)
+    #expect(replay.age == replay.age(at: clock.now))
+    log.stop()
+    await receiver.shutdown()
+  }
+
   /// `replay` is what a new subscriber would be replayed (the hub's one rule: the latest fix
   /// with its age, until the replay expiry); `latestFix` is that fix whatever its age.
   @Test func replayAndLatestFixAnswerAsTheHubReplays() async throws {
@@ -180,11 +218,17 @@ import Testing
     #expect(await eventually { first.fixes.count == 1 })
     let fix = try #require(first.fixes.first?.fix)
     clock.advance(by: .seconds(4))
-    #expect(receiver.replay == FixUpdate(fix: fix, age: .seconds(4), isReplay: true))
-    #expect(receiver.latestFix == FixUpdate(fix: fix, age: .seconds(4), isReplay: true))
+    let arrival = DriverInstant.origin
+    #expect(
+      receiver.replay == FixUpdate(fix: fix, age: .seconds(4), isReplay: true, arrival: arrival))
+    #expect(
+      receiver.latestFix
+        == FixUpdate(fix: fix, age: .seconds(4), isReplay: true, arrival: arrival))
     clock.advance(by: .seconds(7))
     #expect(receiver.replay == nil, "older than the replay expiry")
-    #expect(receiver.latestFix == FixUpdate(fix: fix, age: .seconds(11), isReplay: true))
+    #expect(
+      receiver.latestFix
+        == FixUpdate(fix: fix, age: .seconds(11), isReplay: true, arrival: arrival))
     first.stop()
     await receiver.shutdown()
   }

@@ -136,6 +136,71 @@ struct ReplayCommandTests {
     port.close()
   }
 
+  @Test("replay --physics: a cold start, the energy file, the control FIFO, the summary")
+  func replayWithPhysics() async throws {
+    let directory = try TemporaryDirectory()
+    let link = directory.file("gps0")
+    let energy = directory.file("energy.json")
+    let control = directory.file("control")
+    let replay = try CLIProcess([
+      "replay", "\(fixturesDirectory)/mtk-cold-start.nmea", "--speed", "10", "--link", link,
+      "--physics", "--start", "cold", "--energy-file", energy, "--control", control,
+    ])
+    #expect(await eventually { replay.standardOutput.hasSuffix("\n") })
+    #expect(
+      replay.standardError.contains(
+        "physics: MediaTek MT3339 (GlobalTop PA6H), timings ×10 faster than the data sheet"))
+    let port = try await openDevice(link, baud: .b9600)
+    let reader = DeviceReader(port)
+    // 35 s of cold start at ×10: the first fix comes after 3.5 s.
+    #expect(
+      await eventually(timeout: .seconds(20)) { reader.fixes.contains { $0.position != nil } })
+    func summary() -> String {
+      String(
+        decoding: (try? Data(contentsOf: URL(fileURLWithPath: energy))) ?? Data(), as: UTF8.self)
+    }
+    #expect(await eventually { summary().contains("\"ttff_s\":3.5") })
+    #expect(summary().contains("\"kind\":\"cold\""))
+    #expect(summary().contains("\"tracking\":{"))
+    // The control FIFO: the backup battery removed, then a power cut: the next start is cold.
+    let fifo = try FileHandle(forWritingTo: URL(fileURLWithPath: control))
+    fifo.write(Data("backup off\npower-cycle\nfrobnicate\n".utf8))
+    try fifo.close()
+    #expect(
+      await eventually { replay.standardError.contains("control: main power cut and restored") })
+    #expect(replay.standardError.contains("control: 'frobnicate': say 'backup on|off'"))
+    #expect(await eventually { summary().contains("\"backup_power\":false") })
+    #expect(await eventually { summary().components(separatedBy: "\"kind\":\"cold\"").count == 3 })
+    replay.signal(SIGINT)
+    #expect(await replay.exitStatus() == 0)
+    #expect(replay.standardError.contains("serialgps replay: charge "))
+    #expect(replay.standardError.contains("starts: cold start at 0 s: first fix after 3.50 s"))
+    #expect(access(control, F_OK) != 0)
+    reader.stop()
+    port.close()
+  }
+
+  @Test("replay --physics options, and what belongs to it")
+  func physicsOptions() {
+    var expected = ReplayOptions(path: "f", pace: .recorded(speed: 2))
+    expected.physics = .init(
+      timeScale: 60, ephemerisValidity: 300, start: .warm, backupPower: false, seed: 7,
+      energyFile: "e.json", control: "c")
+    #expect(
+      ReplayOptions.parse([
+        "f", "--speed", "2", "--physics", "--time-scale", "60", "--ephemeris-validity", "300",
+        "--start", "warm", "--no-backup", "--seed", "7", "--energy-file", "e.json", "--control",
+        "c",
+      ]) == .options(expected))
+    #expect(
+      ReplayOptions.parse(["f", "--energy-file", "e.json"])
+        == .invalid("--energy-file belongs to --physics; add --physics"))
+    #expect(
+      ReplayOptions.parse(["f", "--physics", "--start", "aided"])
+        == .invalid("--start needs hot, warm or cold, not 'aided'"))
+    #expect(DemoOptions.parse(["--no-physics"]) == .options(DemoOptions(physics: false)))
+  }
+
   @Test("replay on a terminal shows its progress in place")
   func replayProgressOnATerminal() async throws {
     let terminal = try PseudoTerminal()
