@@ -7,8 +7,9 @@
 #
 # The nested package builds into Fuzz/.build, never the main package's .build. Seeds come
 # from Fuzz/Seeds (built in), the project's fixtures/ and, when present, gpsd's captures in
-# shared/corpus/gpsd next to the package; each is cut into pieces of at most 2 KiB behind a
-# header byte of 0 (no extra split points, strict checksums), which the fuzzer then mutates;
+# shared/corpus/gpsd and gpsd-ubx next to the package; each is cut into pieces of at most 2 KiB
+# behind a header byte of 0 (no extra split points, strict checksums; 0x80 for the u-blox
+# logs: UBX checksums fixed), which the fuzzer then mutates;
 # Fuzz/nmea.dict gives it the values on both sides of every limit the parser enforces.
 set -euo pipefail
 
@@ -47,14 +48,14 @@ mkdir -p "$seeds" "$corpus" "$artifacts"
 cp "$fuzz"/Seeds/* "$seeds"/
 
 add_recording() {
-  local file="$1" name
+  local file="$1" header="${2:-\0}" name
   name="$(basename "$file")"
   local pieces="$build/pieces"
   rm -rf "$pieces"
   mkdir -p "$pieces"
   split -b 2048 -a 4 "$file" "$pieces/$name."
   for piece in "$pieces"/*; do
-    { printf '\0'; cat "$piece"; } >"$seeds/$(basename "$piece")"
+    { printf "$header"; cat "$piece"; } >"$seeds/$(basename "$piece")"
   done
   rm -rf "$pieces"
 }
@@ -69,6 +70,8 @@ for candidate in "$root/../shared/corpus/gpsd" "$root/../../shared/corpus/gpsd";
 done
 if [ -n "$corpus_dir" ]; then
   for file in "$corpus_dir"/*.log; do add_recording "$file"; done
+  # gpsd's u-blox binary logs, with UBX checksums fixed by the target (header bit 7).
+  for file in "$corpus_dir"-ubx/*.log; do add_recording "$file" '\x80'; done
 fi
 echo "fuzz: $(ls "$seeds" | wc -l) seeds, sanitizers $sanitizers, $seconds s" >&2
 

@@ -27,7 +27,7 @@ public struct UBXMessageID: Sendable, Hashable, CustomStringConvertible {
   public static let rxmPmreq = UBXMessageID(0x02, 0x41)
   public static let monVer = UBXMessageID(0x0A, 0x04)
   public static let monRxr = UBXMessageID(0x0A, 0x21)
-  public static let navPvt = UBXMessageID(0x01, 0x07)
+  public static let navPvt = UBXOutputMessage.navPVT.id
 
   static let named: [(String, UBXMessageID)] = [
     ("ACK-NAK", .ackNak), ("ACK-ACK", .ackAck), ("CFG-MSG", .cfgMsg), ("CFG-RST", .cfgRst),
@@ -117,8 +117,9 @@ public enum UBX {
   public static func monVer(software: String, hardware: String, extensions: [String] = [])
     -> [UInt8]
   {
-    var payload = field(software, 30) + field(hardware, 10)
-    for ext in extensions { payload += field(ext, 30) }
+    var payload =
+      field(software, UBXMonVer.softwareLength) + field(hardware, UBXMonVer.hardwareLength)
+    for ext in extensions { payload += field(ext, UBXMonVer.extensionLength) }
     return unchecked(.monVer, payload: payload)
   }
 
@@ -150,33 +151,26 @@ public struct UBXVersion: Sendable, Hashable {
   public var hardware: String
   public var extensions: [String]
 
-  /// Reads a `UBX-MON-VER` frame; `nil` for another message or a payload that is not 40 + 30n
-  /// bytes long.
+  /// Reads a `UBX-MON-VER` frame (with the decoder's ``UBXMonVer``); `nil` for another
+  /// message or a payload that is not 40 + 30n bytes long.
   public init?(_ frame: UBXFrameView) {
-    guard UBXMessageID(frame) == .monVer else { return nil }
-    let payload = frame.payload
-    guard payload.count >= 40, (payload.count - 40) % 30 == 0 else { return nil }
-    software = Self.text(payload, 0, 30)
-    hardware = Self.text(payload, 30, 10)
-    extensions = stride(from: 40, to: payload.count, by: 30).map { Self.text(payload, $0, 30) }
-      .filter { !$0.isEmpty }
+    guard UBXMessageID(frame) == .monVer,
+      let version = try? UBXMonVer(validating: UnsafeRawBufferPointer(frame.payload))
+    else { return nil }
+    self.init(version)
+  }
+
+  /// The version a decoded `UBX-MON-VER` names, copied out of its payload.
+  public init(_ version: UBXMonVer) {
+    software = UBXMonVer.text(version.software)
+    hardware = UBXMonVer.text(version.hardware)
+    extensions = version.extensions.map(UBXMonVer.text).filter { !$0.isEmpty }
   }
 
   public init(software: String, hardware: String, extensions: [String]) {
     self.software = software
     self.hardware = hardware
     self.extensions = extensions
-  }
-
-  static func text(_ payload: UnsafeBufferPointer<UInt8>, _ offset: Int, _ size: Int) -> String {
-    var bytes: [UInt8] = []
-    for index in offset..<(offset + size) {
-      let byte = payload[index]
-      if byte == 0 { break }
-      // Printable ASCII only: a corrupted field must not put control bytes into logs.
-      bytes.append((0x20...0x7E).contains(byte) ? byte : 0x3F)
-    }
-    return String(decoding: bytes, as: UTF8.self).trimmingSpaces()
   }
 
   /// The value of an `KEY=value` extension (`PROTVER`, `FWVER`, `MOD`).

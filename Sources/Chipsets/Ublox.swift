@@ -70,17 +70,21 @@ public struct UbloxOptions: Sendable, Hashable {
   public var port: UbloxPort
   public var powerOffMode: UbloxPowerOffMode
   public var sentences: NMEASelection
+  /// The UBX messages switched on at power-on; none by default.
+  public var binaryMessages: UBXMessageSelection
 
   /// `powerOffMode` defaults to ``UbloxPowerOffMode/gnssStop`` on USB and
   /// ``UbloxPowerOffMode/backup`` on UART.
   public init(
     generation: UbloxGeneration = .m8AndOlder, port: UbloxPort = .uart1,
-    powerOffMode: UbloxPowerOffMode? = nil, sentences: NMEASelection = .standard
+    powerOffMode: UbloxPowerOffMode? = nil, sentences: NMEASelection = .standard,
+    binaryMessages: UBXMessageSelection = .none
   ) {
     self.generation = generation
     self.port = port
     self.powerOffMode = powerOffMode ?? (port == .usb ? .gnssStop : .backup)
     self.sentences = sentences
+    self.binaryMessages = binaryMessages
   }
 }
 
@@ -88,7 +92,8 @@ public struct UbloxOptions: Sendable, Hashable {
 ///
 /// Power on: after backup, a burst of `0xFF` wakes the receiver (every byte is one falling
 /// edge on RX, and `0xFF` can start neither a UBX nor an NMEA frame), then a settle time;
-/// the sentences are selected (acknowledged, which proves the receiver is awake); last,
+/// the sentences are selected, then the UBX messages (``UbloxOptions/binaryMessages``; each
+/// acknowledged, which proves the receiver is awake); last,
 /// `UBX-CFG-RST` reset mode 0x09 starts GNSS with `navBbrMask` 0x0000 (hot start, nothing
 /// cleared); it does no harm on a receiver already running and also recovers one a previous
 /// session left stopped.
@@ -122,6 +127,7 @@ public struct UbloxCommandSet: ReceiverCommandSet {
           settleMilliseconds: Self.wakeSettleMilliseconds))
     }
     steps += selectionSteps
+    steps += binarySelectionSteps
     steps.append(Self.gnssStart)
     return steps
   }
@@ -191,23 +197,29 @@ public struct UbloxCommandSet: ReceiverCommandSet {
       }
     case .m9AndLater:
       guard !options.sentences.sentences.isEmpty else { return [] }
-      // version 0, layers: RAM only (bit 0), so the receiver's saved configuration is never
-      // changed, reserved U1[2]; then key (U4) / value (U1 for these keys) pairs
-      // (UBX-18010854, UBX-CFG-VALSET).
-      var payload: [UInt8] = [0x00, 0x01, 0x00, 0x00]
-      for sentence in options.sentences.sentences {
-        payload += UBX.littleEndian(Self.messageOutputKey(sentence, port: options.port))
-        payload.append(1)
+      let keys = options.sentences.sentences.map {
+        Self.messageOutputKey($0, port: options.port)
       }
       let names = options.sentences.sentences.map(\.rawValue).joined(separator: ",")
-      let port = options.port == .usb ? "USB" : "UART1"
-      return [
-        CommandStep(
-          bytes: UBX.unchecked(.cfgValset, payload: payload),
-          summary: "UBX-CFG-VALSET CFG-MSGOUT-NMEA_ID_{\(names)}_\(port) = 1 (RAM)",
-          acknowledgement: .ubx(.cfgValset))
-      ]
+      return [Self.enableInRAM(keys, summary: "CFG-MSGOUT-NMEA_ID_{\(names)}_\(portName)")]
     }
+  }
+
+  /// The port's name in configuration keys.
+  var portName: String { options.port == .usb ? "USB" : "UART1" }
+
+  /// `UBX-CFG-VALSET` setting each of `keys` (U1-sized) to 1: version 0, layers RAM only
+  /// (bit 0), so the receiver's saved configuration is never changed, reserved U1[2], then key
+  /// (U4) / value (U1) pairs (UBX-18010854, UBX-CFG-VALSET); acknowledged by UBX-ACK-ACK.
+  static func enableInRAM(_ keys: [UInt32], summary: String) -> CommandStep {
+    var payload: [UInt8] = [0x00, 0x01, 0x00, 0x00]
+    for key in keys {
+      payload += UBX.littleEndian(key)
+      payload.append(1)
+    }
+    return CommandStep(
+      bytes: UBX.unchecked(.cfgValset, payload: payload),
+      summary: "UBX-CFG-VALSET \(summary) = 1 (RAM)", acknowledgement: .ubx(.cfgValset))
   }
 
   /// `UBX-MON-VER` poll (no payload). Only for a receiver already known to be u-blox, or one

@@ -78,7 +78,25 @@ public enum GPSDReport: Sendable, Hashable {
       fix.differentialAge = age
       fix.differentialStation = station
     }
+    fix.leapSeconds = report.member("leapseconds")?.integer
+    fix.courseAccuracy = report.member("epd")?.number
+    fix.speedAccuracy = report.member("eps")?.number
+    fix.ecefPosition = vector(report, "ecefx", "ecefy", "ecefz")
+    fix.ecefVelocity = vector(report, "ecefvx", "ecefvy", "ecefvz")
+    fix.ecefPositionAccuracy = report.member("ecefpAcc")?.number
+    fix.ecefVelocityAccuracy = report.member("ecefvAcc")?.number
+    fix.velocityNED = vector(report, "velN", "velE", "velD")
+    fix.antennaStatus = report.member("ant")?.integer.flatMap(GPSDAntenna.status(code:))
+    fix.antennaPower = report.member("antPwr")?.integer.flatMap(GPSDAntenna.power(code:))
+    fix.jammingIndicator = report.member("jam")?.integer
     return fix
+  }
+
+  static func vector(_ report: JSONValue, _ x: String, _ y: String, _ z: String) -> ECEFVector? {
+    guard let x = report.member(x)?.number, let y = report.member(y)?.number,
+      let z = report.member(z)?.number
+    else { return nil }
+    return ECEFVector(x: x, y: y, z: z)
   }
 
   static func sky(_ report: JSONValue) -> (view: SatelliteView, time: UTCTimestamp?, used: Int?)? {
@@ -98,7 +116,9 @@ public enum GPSDReport: Sendable, Hashable {
     }
     let view = SatelliteView(
       time: time?.time, satellites: satellites, hdop: report.member("hdop")?.number,
-      vdop: report.member("vdop")?.number, pdop: report.member("pdop")?.number)
+      vdop: report.member("vdop")?.number, pdop: report.member("pdop")?.number,
+      gdop: report.member("gdop")?.number, tdop: report.member("tdop")?.number,
+      edop: report.member("xdop")?.number, ndop: report.member("ydop")?.number)
     return (view, time, report.member("uSat")?.integer)
   }
 

@@ -37,35 +37,62 @@ extension JSONWriter {
       }
       json.member("mode", Int(fix.mode.rawValue))
       json.member("time", fix.timestamp)
-      json.member("leapseconds", leapSeconds)
+      json.member("leapseconds", leapSeconds ?? fix.leapSeconds)
       // Like gpsd, nothing about the position without a fix.
-      guard fix.mode >= .twoD else { return }
-      if let position = fix.position {
-        json.key("lat")
-        json.coordinate(position.latitude)
-        json.key("lon")
-        json.coordinate(position.longitude)
-      }
-      json.member("altHAE", fix.altitudeHAE, decimals: 4)
-      json.member("altMSL", fix.altitudeMSL, decimals: 4)
-      // Deprecated in gpsd but still sent: MSL when known, else HAE.
-      json.member("alt", fix.altitudeMSL ?? fix.altitudeHAE, decimals: 4)
-      json.member("epx", fix.longitudeError, decimals: 3)
-      json.member("epy", fix.latitudeError, decimals: 3)
-      json.member("epv", fix.verticalAccuracy, decimals: 3)
-      json.member("track", fix.course, decimals: 4)
-      json.member("magvar", fix.magneticVariation, decimals: 1)
-      json.member("speed", fix.speed, decimals: 3)
-      if fix.mode == .threeD { json.member("climb", fix.climb, decimals: 3) }
-      json.member("datum", fix.datum)
-      if fix.mode == .threeD { json.member("geoidSep", fix.geoidSeparation, decimals: 3) }
-      json.member("eph", fix.horizontalAccuracy, decimals: 3)
-      json.member("sep", fix.sphericalAccuracy, decimals: 3)
-      // gpsd sends both or neither.
-      if let age = fix.differentialAge, age.isFinite, let station = fix.differentialStation {
-        json.member("dgpsAge", age, decimals: 1)
-        json.member("dgpsSta", station)
-      }
+      if fix.mode >= .twoD { json.positionMembers(of: fix) }
+      // The antenna and jamming matter most when there is no fix: said whatever the mode.
+      json.member("ant", GPSDAntenna.statusCode(fix.antennaStatus))
+      json.member("antPwr", GPSDAntenna.powerCode(fix.antennaPower))
+      json.member("jam", fix.jammingIndicator)
+    }
+  }
+
+  /// TPV's members about the position, velocity and their errors, in gpsd's order.
+  mutating func positionMembers(of fix: Fix) {
+    if let position = fix.position {
+      key("lat")
+      coordinate(position.latitude)
+      key("lon")
+      coordinate(position.longitude)
+    }
+    member("altHAE", fix.altitudeHAE, decimals: 4)
+    member("altMSL", fix.altitudeMSL, decimals: 4)
+    // Deprecated in gpsd but still sent: MSL when known, else HAE.
+    member("alt", fix.altitudeMSL ?? fix.altitudeHAE, decimals: 4)
+    member("epx", fix.longitudeError, decimals: 3)
+    member("epy", fix.latitudeError, decimals: 3)
+    member("epv", fix.verticalAccuracy, decimals: 3)
+    member("track", fix.course, decimals: 4)
+    member("magvar", fix.magneticVariation, decimals: 1)
+    member("speed", fix.speed, decimals: 3)
+    if fix.mode == .threeD { member("climb", fix.climb, decimals: 3) }
+    member("epd", fix.courseAccuracy, decimals: 4)
+    member("eps", fix.speedAccuracy, decimals: 2)
+    if let ecef = fix.ecefPosition {
+      member("ecefx", ecef.x, decimals: 4)
+      member("ecefy", ecef.y, decimals: 4)
+      member("ecefz", ecef.z, decimals: 4)
+    }
+    if let velocity = fix.ecefVelocity {
+      member("ecefvx", velocity.x, decimals: 2)
+      member("ecefvy", velocity.y, decimals: 2)
+      member("ecefvz", velocity.z, decimals: 2)
+    }
+    member("ecefpAcc", fix.ecefPositionAccuracy, decimals: 4)
+    member("ecefvAcc", fix.ecefVelocityAccuracy, decimals: 4)
+    if let velocity = fix.velocityNED {
+      member("velN", velocity.x, decimals: 3)
+      member("velE", velocity.y, decimals: 3)
+      member("velD", velocity.z, decimals: 3)
+    }
+    member("datum", fix.datum)
+    if fix.mode == .threeD { member("geoidSep", fix.geoidSeparation, decimals: 3) }
+    member("eph", fix.horizontalAccuracy, decimals: 3)
+    member("sep", fix.sphericalAccuracy, decimals: 3)
+    // gpsd sends both or neither.
+    if let age = fix.differentialAge, age.isFinite, let station = fix.differentialStation {
+      member("dgpsAge", age, decimals: 1)
+      member("dgpsSta", station)
     }
   }
 
@@ -82,8 +109,12 @@ extension JSONWriter {
     report("SKY") { json in
       json.member("device", device)
       json.member("time", time)
+      json.member("gdop", view.gdop, decimals: 2)
       json.member("hdop", view.hdop, decimals: 2)
       json.member("pdop", view.pdop, decimals: 2)
+      json.member("tdop", view.tdop, decimals: 2)
+      json.member("xdop", view.edop, decimals: 2)
+      json.member("ydop", view.ndop, decimals: 2)
       json.member("vdop", view.vdop, decimals: 2)
       guard !view.satellites.isEmpty else {
         json.member("uSat", satellitesUsed)
@@ -188,6 +219,45 @@ public enum GPSDStatus {
     case .rtkFixed?: return rtkFixed
     case .manual?: return timeOnly
     case .simulator?: return simulated
+    default: return nil
+    }
+  }
+}
+
+/// gpsd's codes for the active antenna (TPV `ant`, `antPwr`; gpsd 3.26 and later).
+public enum GPSDAntenna {
+  /// `ant`: 2 open, 3 short circuit (gpsd's ANT_OPEN, ANT_SHORT). Nothing for an antenna that
+  /// is OK or whose state is unknown: gpsd 3.27 prints no `ant` for a u-blox whose MON-RF says
+  /// OK (ublox-neo-f9v.log), only the states a user must act on.
+  public static func statusCode(_ status: AntennaStatus?) -> Int? {
+    switch status {
+    case .open?: return 2
+    case .short?: return 3
+    default: return nil
+    }
+  }
+
+  /// `antPwr`: 1 off, 2 on (gpsd prints 2 for MON-RF's "on"); nothing when unknown.
+  public static func powerCode(_ power: AntennaPower?) -> Int? {
+    switch power {
+    case .off?: return 1
+    case .on?: return 2
+    default: return nil
+    }
+  }
+
+  static func status(code: Int) -> AntennaStatus? {
+    switch code {
+    case 2: return .open
+    case 3: return .short
+    default: return nil
+    }
+  }
+
+  static func power(code: Int) -> AntennaPower? {
+    switch code {
+    case 1: return .off
+    case 2: return .on
     default: return nil
     }
   }

@@ -9,6 +9,8 @@ public struct DecoderStatistics: Sendable, Hashable {
   public var impossibleValues = ImpossibleValueStatistics()
   /// Sentences parsed to a type the fix builder knows nothing about.
   public var unknownSentences = 0
+  /// UBX frames decoded, not decoded, and refused by reason.
+  public var ubx = UBXStatistics()
 
   public init() {}
 }
@@ -79,8 +81,15 @@ public enum DecoderEvent {
   case parseError(RawSentence, NMEAParseError)
   /// A complete epoch.
   case epoch(Epoch)
-  /// A binary UBX frame (acknowledgements, version reports …).
+  /// A binary UBX frame, every one (acknowledgements, version reports …), before the
+  /// message decoded from it.
   case ubx(UBXFrameView)
+  /// A UBX message decoded from the frame just reported (navigation, time, monitoring); its
+  /// views of the payload are valid only inside the closure.
+  case ubxMessage(UBXMessage)
+  /// A UBX frame of a known message whose payload cannot be that message (its length field
+  /// disagrees with the message's layout): skipped, counted in ``UBXStatistics``.
+  case ubxRejected(UBXFrameView, UBXRejection)
   /// A binary SiRF frame.
   case sirf(SiRFFrameView)
 }
@@ -105,6 +114,7 @@ public struct NMEADecoder {
     var parseErrors = 0
     var impossibleValues = ImpossibleValueStatistics()
     var unknownSentences = 0
+    var ubx = UBXStatistics()
   }
 
   /// The fix builder (its statistics, whether it has learned the cycle end).
@@ -127,6 +137,7 @@ public struct NMEADecoder {
     statistics.parseErrors = stages.parseErrors
     statistics.impossibleValues = stages.impossibleValues
     statistics.unknownSentences = stages.unknownSentences
+    statistics.ubx = stages.ubx
     return statistics
   }
 
@@ -177,9 +188,29 @@ extension NMEADecoder.Stages: ParsedSentenceConsumer {
       try Sentence.parse(raw, into: &self, emit: body)
     case .ubx(let frame):
       try body(.ubx(frame))
+      try decode(frame, body)
     case .sirf(let frame):
       try body(.sirf(frame))
     }
+  }
+
+  /// Decodes a UBX frame into its message, or counts why not.
+  mutating func decode(_ frame: UBXFrameView, _ body: (DecoderEvent) throws -> Void) rethrows {
+    let message: UBXMessage?
+    do {
+      message = try UBXMessage(frame)
+    } catch {
+      ubx[error] += 1
+      try body(.ubxRejected(frame, error))
+      return
+    }
+    guard let message else {
+      ubx.notDecoded += 1
+      return
+    }
+    ubx.decoded += 1
+    ubx.droppedFields += message.droppedFields
+    try body(.ubxMessage(message))
   }
 
   @inline(__always)

@@ -58,6 +58,86 @@ public struct Fix: Sendable, Hashable {
   public var differentialAge: Double?
   public var differentialStation: Int?
 
+  // What u-blox binary messages add (NAV-PVT, NAV-SOL, NAV-POSECEF/VELECEF, NAV-VELNED,
+  // NAV-TIMEGPS, NAV-STATUS, MON-RF/MON-HW), as gpsd reports it. Stored without Optionals'
+  // tag bytes (−∞, which no receiver's figure is, and an impossible raw value stand for "not
+  // reported", and equal themselves, unlike NaN), so that a `Fix` stays as cheap to copy for
+  // the NMEA sentences that never set them. The RTK solution (float or
+  // fixed) is ``quality``'s: GGA's 4 and 5, whichever message said it.
+  var storedSpeedAccuracy = Fix.unreported
+  var storedCourseAccuracy = Fix.unreported
+  var storedECEFPosition = ECEFVector.unknown
+  var storedECEFPositionAccuracy = Fix.unreported
+  var storedECEFVelocity = ECEFVector.unknown
+  var storedECEFVelocityAccuracy = Fix.unreported
+  var storedVelocityNED = ECEFVector.unknown
+  var storedTimeToFirstFix = Fix.unreported
+  var storedLeapSeconds = Int16.min
+  var storedJammingIndicator = Int16.min
+  var storedAntennaStatus = UInt8.max
+  var storedAntennaPower = UInt8.max
+  static let unreported = -Double.infinity
+
+  /// Speed accuracy, m/s (gpsd's `eps`): the receiver's own estimate.
+  public var speedAccuracy: Double? {
+    get { storedSpeedAccuracy == Fix.unreported ? nil : storedSpeedAccuracy }
+    set { storedSpeedAccuracy = newValue ?? Fix.unreported }
+  }
+  /// Course (heading of motion) accuracy, degrees (gpsd's `epd`).
+  public var courseAccuracy: Double? {
+    get { storedCourseAccuracy == Fix.unreported ? nil : storedCourseAccuracy }
+    set { storedCourseAccuracy = newValue ?? Fix.unreported }
+  }
+  /// Earth-centred, earth-fixed position, metres (`ecefx/y/z`), and its accuracy
+  /// (`ecefpAcc`).
+  public var ecefPosition: ECEFVector? {
+    get { storedECEFPosition.isKnown ? storedECEFPosition : nil }
+    set { storedECEFPosition = newValue ?? .unknown }
+  }
+  public var ecefPositionAccuracy: Double? {
+    get { storedECEFPositionAccuracy == Fix.unreported ? nil : storedECEFPositionAccuracy }
+    set { storedECEFPositionAccuracy = newValue ?? Fix.unreported }
+  }
+  /// Earth-centred, earth-fixed velocity, m/s (`ecefvx/vy/vz`), and its accuracy
+  /// (`ecefvAcc`).
+  public var ecefVelocity: ECEFVector? {
+    get { storedECEFVelocity.isKnown ? storedECEFVelocity : nil }
+    set { storedECEFVelocity = newValue ?? .unknown }
+  }
+  public var ecefVelocityAccuracy: Double? {
+    get { storedECEFVelocityAccuracy == Fix.unreported ? nil : storedECEFVelocityAccuracy }
+    set { storedECEFVelocityAccuracy = newValue ?? Fix.unreported }
+  }
+  /// Velocity north, east and down, m/s (`velN`, `velE`, `velD`), as `x`, `y`, `z`.
+  public var velocityNED: ECEFVector? {
+    get { storedVelocityNED.isKnown ? storedVelocityNED : nil }
+    set { storedVelocityNED = newValue ?? .unknown }
+  }
+  /// Time to first fix, seconds, as the receiver counts it since its start (NAV-STATUS).
+  public var timeToFirstFix: Double? {
+    get { storedTimeToFirstFix == Fix.unreported ? nil : storedTimeToFirstFix }
+    set { storedTimeToFirstFix = newValue ?? Fix.unreported }
+  }
+  /// GPS − UTC leap seconds, when the receiver says it knows them (`leapseconds`).
+  public var leapSeconds: Int? {
+    get { storedLeapSeconds == .min ? nil : Int(storedLeapSeconds) }
+    set { storedLeapSeconds = newValue.map { Int16(clamping: $0) } ?? .min }
+  }
+  /// Continuous-wave jamming indicator, 0 (none) … 255 (strong) (`jam`).
+  public var jammingIndicator: Int? {
+    get { storedJammingIndicator == .min ? nil : Int(storedJammingIndicator) }
+    set { storedJammingIndicator = newValue.map { Int16(clamping: $0) } ?? .min }
+  }
+  /// The active antenna's state (`ant`) and power (`antPwr`).
+  public var antennaStatus: AntennaStatus? {
+    get { AntennaStatus(rawValue: storedAntennaStatus) }
+    set { storedAntennaStatus = newValue?.rawValue ?? .max }
+  }
+  public var antennaPower: AntennaPower? {
+    get { AntennaPower(rawValue: storedAntennaPower) }
+    set { storedAntennaPower = newValue?.rawValue ?? .max }
+  }
+
   public init() {}
 
   /// Altitude above the WGS-84 ellipsoid, metres: the receiver's own, or MSL plus geoid
@@ -78,6 +158,24 @@ public struct Fix: Sendable, Hashable {
     guard let date, let time else { return nil }
     return UTCTimestamp(date: date, time: time)
   }
+}
+
+/// A vector of three components: an ECEF position (metres) or velocity (m/s), or a velocity
+/// north, east, down.
+public struct ECEFVector: Sendable, Hashable {
+  public var x: Double
+  public var y: Double
+  public var z: Double
+
+  public init(x: Double, y: Double, z: Double) {
+    self.x = x
+    self.y = y
+    self.z = z
+  }
+
+  /// "Not reported", inside a `Fix`.
+  static let unknown = ECEFVector(x: Fix.unreported, y: Fix.unreported, z: Fix.unreported)
+  var isKnown: Bool { x != Fix.unreported }
 }
 
 /// Up to 40 bytes of text kept inline (longer text is cut there), for names a `Fix` carries.
@@ -154,16 +252,27 @@ public struct SatelliteView: Sendable, Hashable {
   public var hdop: Double?
   public var vdop: Double?
   public var pdop: Double?
+  /// Geometric, time, east (gpsd's `xdop`) and north (`ydop`) DOPs, which u-blox's NAV-DOP
+  /// gives and NMEA does not.
+  public var gdop: Double?
+  public var tdop: Double?
+  public var edop: Double?
+  public var ndop: Double?
 
   public init(
     time: UTCTime? = nil, satellites: [Satellite], hdop: Double? = nil, vdop: Double? = nil,
-    pdop: Double? = nil
+    pdop: Double? = nil, gdop: Double? = nil, tdop: Double? = nil, edop: Double? = nil,
+    ndop: Double? = nil
   ) {
     self.time = time
     self.satellites = satellites
     self.hdop = hdop
     self.vdop = vdop
     self.pdop = pdop
+    self.gdop = gdop
+    self.tdop = tdop
+    self.edop = edop
+    self.ndop = ndop
   }
 
   /// Satellites used in the solution.

@@ -15,13 +15,15 @@ public struct FramerConfiguration: Sendable, Hashable {
   /// What to do with a sentence that has no checksum.
   public var checksumPolicy: ChecksumPolicy
   /// The longest binary frame (UBX or SiRF, framing included) that is delivered. Longer ones
-  /// are skipped as garbage. Bounds the framer's memory together with the sentence limit.
+  /// are skipped as garbage. Bounds the framer's memory together with the sentence limit. The
+  /// default, 4096, holds the longest navigation message a u-blox sends (UBX-NAV-SIG with 255
+  /// signals: 8 + 255 · 16 bytes of payload and 8 of framing).
   public var maximumBinaryFrameLength: Int
 
   public init(
     maximumSentenceLength: Int = 128,
     checksumPolicy: ChecksumPolicy = .strict,
-    maximumBinaryFrameLength: Int = 1032
+    maximumBinaryFrameLength: Int = 4096
   ) {
     self.maximumSentenceLength = max(8, maximumSentenceLength)
     self.checksumPolicy = checksumPolicy

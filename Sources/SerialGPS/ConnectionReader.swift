@@ -232,7 +232,7 @@ final class ConnectionReader: @unchecked Sendable {
       if let acknowledgement = ReceiverAcknowledgement(frame) {
         core.acknowledgements.deliver(acknowledgement)
       }
-    case .sirf, .parseError:
+    case .sirf, .parseError, .ubxMessage, .ubxRejected:
       break
     }
   }

@@ -84,7 +84,7 @@ public struct EpochTimeCollector: Sendable {
       return nil
     case .epoch(let epoch):
       return time(of: epoch)
-    case .parseError, .ubx, .sirf:
+    case .parseError, .ubx, .ubxMessage, .ubxRejected, .sirf:
       return nil
     }
   }

@@ -20,8 +20,12 @@ struct Options {
   var sentences = 100_000
   var chunk = 4096
   var writeStream: String?
-  /// Time only this stage (for profilers): framer, parse or pipeline.
+  /// Time only this stage (for profilers): framer, parse, pipeline or ubx.
   var only: String?
+  /// Measure UBX decoding on the logs of this directory (gpsd's gpsd-ubx captures) instead.
+  var ubxCorpus: String?
+  /// UBX messages the stream built from those logs holds at least (repeated as needed).
+  var ubxMessages = 100_000
 }
 
 let usage = """
@@ -37,7 +41,12 @@ let usage = """
     --sentences N    size of the generated stream (default 100000)
     --chunk BYTES    bytes handed to the framer per call, like one read() (default 4096)
     --write-stream FILE  write the generated stream to FILE and exit (for other parsers)
-    --only STAGE     time only framer, parse or pipeline (for profiling; others report 0)
+    --only STAGE     time only framer, parse or pipeline (for profiling; others report 0),
+                     or ubx with --ubx-corpus
+    --ubx-corpus DIR measure UBX decoding instead: the *.log files of DIR (gpsd's gpsd-ubx
+                     captures, # comment lines dropped), repeated to at least --ubx-messages
+                     decoded messages, in UBX messages per second and allocations per message
+    --ubx-messages N messages the UBX stream holds at least (default 100000)
 
   """
 
@@ -74,10 +83,12 @@ func parseOptions(_ arguments: [String]) -> Options {
     case "--sentences": options.sentences = positive("--sentences")
     case "--chunk": options.chunk = positive("--chunk")
     case "--write-stream": options.writeStream = value("--write-stream")
+    case "--ubx-corpus": options.ubxCorpus = value("--ubx-corpus")
+    case "--ubx-messages": options.ubxMessages = positive("--ubx-messages")
     case "--only":
       let stage = value("--only")
-      guard ["framer", "parse", "pipeline"].contains(stage) else {
-        fail("--only takes framer, parse or pipeline, not '\(stage)'")
+      guard ["framer", "parse", "pipeline", "ubx"].contains(stage) else {
+        fail("--only takes framer, parse, pipeline or ubx, not '\(stage)'")
       }
       options.only = stage
     case "--help", "-h":
@@ -267,6 +278,11 @@ func jsonString(_ text: String) -> String {
 // MARK: - Main
 
 let options = parseOptions(Array(CommandLine.arguments.dropFirst()))
+
+if let directory = options.ubxCorpus {
+  UBXBench.run(directory: directory, options: options)
+  exit(0)
+}
 
 let stream: [UInt8]
 let source: String

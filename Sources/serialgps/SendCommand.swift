@@ -365,7 +365,7 @@ struct AnswerReader {
         if let answer = ReceiverAcknowledgement(frame) { acknowledgements.append(answer) }
       case .sirf(let frame):
         identifier.observe(frame)
-      case .epoch, .parseError:
+      case .epoch, .parseError, .ubxMessage, .ubxRejected:
         break
       }
     }

@@ -5,6 +5,8 @@
 //   byte 0      bits 0-3: number of split points n (0...15)
 //               bit 4: lenient checksum policy; bit 5: 82-byte sentence limit (else 128)
 //               bit 6: also feed the bytes one at a time
+//               bit 7: give every UBX frame in the payload its right checksum first, so that
+//               mutated payloads reach the UBX decoders instead of failing the checksum
 //   2n bytes    split points, little-endian UInt16, each taken modulo (payload length + 1)
 //   the rest    the payload: what a receiver sent
 //
@@ -20,7 +22,11 @@
 //   no fix without a time of day;
 // - no impossible value gets through the parser: dates in the calendar, speeds not negative,
 //   courses within 0..<360°, magnetic variations within ±180°, GSV message numbers within
-//   their count (Fuzz/nmea.dict holds the values on both sides of each limit).
+//   their count (Fuzz/nmea.dict holds the values on both sides of each limit);
+// - every UBX frame is decoded, refused by reason or passed on as not decoded, and the
+//   counters say so; decoded messages hold no impossible value (positions within ±90°/±180°,
+//   calendar dates, satellites' elevations within ±90°), and every block of a message's
+//   views is read (AddressSanitizer catches a read past the payload).
 
 import NMEA
 
@@ -33,6 +39,8 @@ enum Observed: Equatable {
   case parseError(NMEAParseError, bytes: [UInt8])
   case epoch(Epoch)
   case ubxEvent(messageClass: UInt8, messageID: UInt8, length: Int)
+  case ubxMessage(String)
+  case ubxRejected(UBXRejection)
   case sirfEvent(length: Int)
 }
 
@@ -83,6 +91,94 @@ func checkPossible(_ sentence: Sentence) {
   }
 }
 
+func checkPossible(_ position: Position?, _ what: String) {
+  guard let position else { return }
+  check(abs(position.latitude.decimalDegrees) <= 90, "\(what) latitude \(position)")
+  check(abs(position.longitude.decimalDegrees) <= 180, "\(what) longitude \(position)")
+}
+
+func checkPossible(_ timestamp: UTCTimestamp?, _ what: String) {
+  guard let timestamp else { return }
+  check(isCalendarDate(timestamp.date), "\(what) date \(timestamp)")
+  check(timestamp.time.hour < 24 && timestamp.time.minute < 60, "\(what) time \(timestamp)")
+}
+
+func checkPossible(_ satellite: Satellite?) {
+  guard let satellite else { return }
+  if let elevation = satellite.elevation { check(abs(elevation) <= 90, "elevation \(elevation)") }
+  if let azimuth = satellite.azimuth { check((0..<360).contains(azimuth), "azimuth \(azimuth)") }
+}
+
+/// What a decoded UBX message says, as text that does not depend on where its payload was
+/// (the views' pointers differ between runs), reading every block of its views.
+func summary(_ message: UBXMessage) -> String {
+  switch message {
+  case .navPVT(let m):
+    checkPossible(m.position, "NAV-PVT")
+    checkPossible(m.timestamp, "NAV-PVT")
+    if let speed = m.groundSpeed { check(speed >= 0, "NAV-PVT speed \(speed)") }
+    if let heading = m.headingOfMotion { check(heading >= 0 && heading < 360, "heading") }
+    return "\(m)"
+  case .navPosLLH(let m):
+    checkPossible(m.position, "NAV-POSLLH")
+    return "\(m)"
+  case .navHPPosLLH(let m):
+    checkPossible(m.position, "NAV-HPPOSLLH")
+    return "\(m)"
+  case .navTimeUTC(let m):
+    checkPossible(m.timestamp, "NAV-TIMEUTC")
+    return "\(m)"
+  case .navSat(let m):
+    let satellites = m.satellites.map { element -> String in
+      checkPossible(element.satellite)
+      return "\(element.gnssID)/\(element.svID)/\(element.carrierToNoise)/\(element.used)"
+    }
+    return "NAV-SAT \(m.iTOW) " + satellites.joined(separator: ",")
+  case .navSVInfo(let m):
+    let channels = m.channels.map { element -> String in
+      checkPossible(element.satellite)
+      return "\(element.svid)/\(element.carrierToNoise)/\(element.used)"
+    }
+    return "NAV-SVINFO \(m.iTOW) " + channels.joined(separator: ",")
+  case .navSig(let m):
+    let signals = m.signals.map { "\($0.gnssID)/\($0.svID)/\($0.signalID)/\($0.used)" }
+    return "NAV-SIG \(m.iTOW) " + signals.joined(separator: ",")
+  case .monRF(let m):
+    let blocks = m.blocks.map { "\($0.blockID)/\($0.jammingIndicator)/\($0.agcCount)" }
+    return "MON-RF " + blocks.joined(separator: ",")
+  case .monVer(let m):
+    let fields = [m.software, m.hardware] + Array(m.extensions)
+    return "MON-VER " + fields.map(UBXMonVer.text).joined(separator: "|")
+  default:
+    return "\(message)"
+  }
+}
+
+/// The payload with every UBX frame in it given its right Fletcher checksum.
+func fixingUBXChecksums(_ bytes: [UInt8]) -> [UInt8] {
+  var out = bytes
+  var index = 0
+  while index + 8 <= out.count {
+    if out[index] == 0xB5 && out[index + 1] == 0x62 {
+      let end = index + 6 + (Int(out[index + 4]) | Int(out[index + 5]) << 8)
+      if end + 2 <= out.count {
+        var a: UInt8 = 0
+        var b: UInt8 = 0
+        for position in (index + 2)..<end {
+          a = a &+ out[position]
+          b = b &+ a
+        }
+        out[end] = a
+        out[end + 1] = b
+        index = end + 2
+        continue
+      }
+    }
+    index += 1
+  }
+  return out
+}
+
 func parse(_ raw: RawSentence) -> Observed {
   do {
     return .parsed(try Sentence(parsing: raw))
@@ -104,6 +200,8 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
   var parseErrors = 0
   var impossibleValues = 0
   var epochs = 0
+  var ubxMessages = 0
+  var ubxRejections = 0
 
   let onFrame: (Frame) -> Void = { frame in
     switch frame {
@@ -154,6 +252,12 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
       result.events.append(
         .ubxEvent(
           messageClass: view.messageClass, messageID: view.messageID, length: view.payload.count))
+    case .ubxMessage(let message):
+      ubxMessages += 1
+      result.events.append(.ubxMessage(summary(message)))
+    case .ubxRejected(_, let reason):
+      ubxRejections += 1
+      result.events.append(.ubxRejected(reason))
     case .sirf(let view):
       result.events.append(.sirfEvent(length: view.payload.count))
     }
@@ -188,6 +292,12 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
     "impossible values counted differently")
   check(decoderStatistics.builder.epochs == epochs, "epochs counted differently")
   check(parseErrors <= sentences, "more parse errors than sentences")
+  let ubxStatistics = decoderStatistics.ubx
+  check(ubxStatistics.decoded == ubxMessages, "UBX messages counted differently")
+  check(ubxStatistics.rejected == ubxRejections, "UBX refusals counted differently")
+  check(
+    ubxStatistics.decoded + ubxStatistics.notDecoded + ubxStatistics.rejected
+      == statistics.ubxFrames, "UBX frames neither decoded, passed on nor refused")
   result.framerStatistics = statistics
   result.decoderStatistics = decoderStatistics
   return result
@@ -201,7 +311,8 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
   let splitCount = Int(control & 0x0F)
   let headerLength = 1 + 2 * splitCount
   guard input.count >= headerLength else { return 0 }
-  let payload = Array(input[headerLength...])
+  let given = Array(input[headerLength...])
+  let payload = control & 0x80 != 0 ? fixingUBXChecksums(given) : given
   let configuration = FramerConfiguration(
     maximumSentenceLength: control & 0x20 != 0 ? 82 : 128,
     checksumPolicy: control & 0x10 != 0 ? .lenient : .strict)
