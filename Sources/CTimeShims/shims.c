@@ -30,6 +30,19 @@ int ctime_shm_permissions(int unit) {
   return (int)(status.shm_perm.mode & 0777);
 }
 
+int ctime_shm_stat(int unit, struct ctime_shm_status *status) {
+  int id = shmget((key_t)(CTIME_NTP_SHM_KEY_BASE + unit), 0, 0);
+  if (id == -1) return errno == ENOENT ? 0 : -1;
+  struct shmid_ds segment;
+  if (shmctl(id, IPC_STAT, &segment) == -1) return -1;
+  status->id = id;
+  status->size = segment.shm_segsz;
+  status->attached = (unsigned long)segment.shm_nattch;
+  status->creator = (int)segment.shm_cpid;
+  status->last = (int)segment.shm_lpid;
+  return 1;
+}
+
 void ctime_shm_prepare(struct ctime_shm_time *segment, int precision) {
   memset((void *)segment, 0, sizeof(*segment));
   segment->mode = 1;

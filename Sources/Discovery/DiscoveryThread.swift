@@ -10,6 +10,9 @@ import POSIX
 /// monitor socket, with no timeout, so it costs nothing while nothing is plugged in.
 /// Results leave as `Sendable` values through continuations, which are resumed with no lock
 /// held.
+///
+/// `@unchecked Sendable`: its queue is behind `lock` and libudev's objects belong to its thread,
+/// which the compiler cannot see.
 final class DiscoveryThread: @unchecked Sendable {
   enum Request {
     case enumerate(CheckedContinuation<Result<[SerialDevice], DiscoveryError>, Never>)

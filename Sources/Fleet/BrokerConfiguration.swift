@@ -203,25 +203,3 @@ public struct BrokerConfiguration: Sendable, Hashable, CustomStringConvertible {
     return text.isEmpty ? nil : text
   }
 }
-
-/// Why the fleet bridge or a remote receiver cannot do what was asked, in words that say what
-/// to do.
-public struct FleetError: Error, Sendable, Hashable, CustomStringConvertible {
-  public enum Kind: Sendable, Hashable {
-    /// The options cannot work (a bad URL, an unreadable file, plaintext to a remote broker).
-    case configuration
-    /// The broker refused us for good: credentials, authorisation, TLS verification.
-    /// Retrying with the same settings cannot help.
-    case refused
-    /// The broker could not be reached now (network, broker down); retrying may help.
-    case unreachable
-  }
-
-  public let description: String
-  public let kind: Kind
-
-  public init(_ description: String, kind: Kind) {
-    self.description = description
-    self.kind = kind
-  }
-}

@@ -6,9 +6,15 @@ import SerialGPS
 /// receiver events in, actions out, in order. No I/O, no clock (time comes with each event),
 /// so tests check every decision as an exact list of actions (`DemandGateTests`).
 ///
-/// - Each retained, non-empty message on `serialgps/<id>/demand/<consumer>` is one remote
-///   subscription of the receiver; an empty one (the consumer's withdrawal, or its Last Will)
-///   is its dispose. A demand that carries an MQTT 5 message expiry also ends when it expires.
+/// - Each retained message on `serialgps/<id>/demand/<consumer>` that is a demand
+///   (``DemandPayload``: `1` or a JSON request) is one remote subscription of the receiver;
+///   an empty one (the consumer's withdrawal, or its Last Will) is its dispose, and so is one
+///   that is not a demand (oversized, binary, `0`): what counts is what the broker holds now.
+///   A demand that carries an MQTT 5 message expiry also ends when it expires.
+/// - At most ``Settings/maximumConsumers`` demands count at once; those beyond wait (as many
+///   again, remembered with their expiry) and are taken in order as room frees. When even the
+///   waiting list was full, the bridge subscribes to the demands again when it empties: the
+///   broker sends every retained demand anew, and the gate takes what it has room for.
 /// - With ``FleetBridge/Gating/demand`` the receiver is subscribed while any demand stands;
 ///   with ``FleetBridge/Gating/always``, from start to stop.
 /// - Losing the broker ends every remote demand at once (a board must not stay powered for
@@ -16,8 +22,11 @@ import SerialGPS
 ///   any last subscriber. On reconnect the retained demands arrive again and restore them.
 /// - While the broker is away, fixes wait in an outage queue (``Settings/outageQueueLimit``,
 ///   oldest dropped first, counted) and go out in order with QoS 1 on reconnect.
-/// - Demand messages that are oversized, not retained, not UTF-8 text, or on a topic it does
-///   not expect are counted and ignored.
+/// - Messages that are not retained (the broker keeps the retained demand they do not
+///   replace) or on a topic it does not expect are counted and ignored.
+/// - Invalid demands and refused consumers are counted and said (``Action/log(_:)``): at most
+///   ``noticesPerWindow`` lines of each kind per ``noticeWindow``, the rest counted into the
+///   next line.
 struct DemandGate {
   struct Settings: Sendable, Equatable {
     var gating: FleetBridge.Gating
@@ -27,7 +36,8 @@ struct DemandGate {
     var outageQueueLimit: Int
     /// The largest demand payload accepted, in bytes.
     var maximumDemandSize = 256
-    /// Consumers counted at once per receiver; more are refused (and counted).
+    /// Consumers counted at once per receiver; more wait (as many again) and are taken as
+    /// room frees.
     var maximumConsumers = 256
   }
 
@@ -63,6 +73,8 @@ struct DemandGate {
     case publish(MQTTPublication)
     /// Disconnect cleanly once what was published has gone out; the end of a stop.
     case disconnect
+    /// Tell the operator (the bridge's log), without the receiver's name.
+    case log(String)
   }
 
   /// What the gate counted.
@@ -72,12 +84,21 @@ struct DemandGate {
     var demandsExpired = 0
     /// Demands ended because the broker was lost.
     var demandsLost = 0
+    /// Demands larger than ``Settings/maximumDemandSize``: invalid, withdrawing.
     var oversizedMessages = 0
-    /// Not retained, or not UTF-8 text.
+    /// Not retained, or not UTF-8 text (the latter invalid, withdrawing).
     var malformedMessages = 0
+    /// Text that is not a demand (`0`, `false`, a request with unknown members): withdrawing.
+    var invalidDemands = 0
     var unexpectedTopics = 0
-    /// New consumers refused over ``Settings/maximumConsumers``.
+    /// Demands not counted for want of room over ``Settings/maximumConsumers``: a consumer
+    /// that waits, once; one beyond the waiting list, at each of its messages.
     var refusedConsumers = 0
+    /// Waiting consumers taken when room freed.
+    var consumersTakenLater = 0
+    /// Times the demands were read from the broker again because more stood than the gate
+    /// could remember.
+    var demandRereads = 0
     var fixesPublished = 0
     /// Fixes that waited in the outage queue and were published on reconnect.
     var fixesQueued = 0
@@ -92,6 +113,17 @@ struct DemandGate {
   /// Consumers that want positions, and when each demand expires (`nil`: only when
   /// withdrawn).
   private(set) var demands: [String: Duration?] = [:]
+  /// Consumers whose demand stands beyond ``Settings/maximumConsumers``, with when each
+  /// expires; at most as many as are counted.
+  private(set) var waiting: [String: Duration?] = [:]
+  /// The order they came in; names no longer waiting are skipped (and dropped) when the front
+  /// is taken, and the list is compacted when they pile up.
+  private var waitingOrder: [String] = []
+  /// Demands stood beyond the waiting list too: read them from the broker again when it
+  /// empties with room free.
+  private(set) var overflowed = false
+  /// What was said lately, by kind, so that a flood of bad demands does not flood the log.
+  private var notices: [NoticeKind: NoticeBudget] = [:]
   private(set) var status = FleetStatus.standby
   private(set) var counters = Counters()
   /// The status last published on this connection.
@@ -108,11 +140,18 @@ struct DemandGate {
     self.settings = settings
   }
 
-  /// When the earliest demand expires.
+  /// When the earliest demand (counted or waiting) expires.
   var nextDeadline: Duration? {
     var earliest: Duration?
     for case let deadline? in demands.values { earliest = min(earliest ?? deadline, deadline) }
+    for case let deadline? in waiting.values { earliest = min(earliest ?? deadline, deadline) }
     return earliest
+  }
+
+  /// The consumers waiting for room, in the order they are taken.
+  var waitingConsumers: [String] {
+    var seen: Set<String> = []
+    return waitingOrder.filter { waiting[$0] != nil && seen.insert($0).inserted }
   }
 
   /// The fixes waiting for the broker.
@@ -137,8 +176,11 @@ struct DemandGate {
     case .connectionLost:
       connected = false
       publishedStatus = nil
-      counters.demandsLost += demands.count
+      counters.demandsLost += demands.count + waiting.count
       demands.removeAll()
+      waiting.removeAll()
+      waitingOrder.removeAll()
+      overflowed = false
       converge(into: &actions)
 
     case .message(let topic, let payload, let retained, let expiry):
@@ -148,27 +190,29 @@ struct DemandGate {
         counters.unexpectedTopics += 1
         return []
       }
-      guard payload.count <= settings.maximumDemandSize else {
-        counters.oversizedMessages += 1
-        return []
-      }
-      // A demand that is not retained would be forgotten by the broker: no consumer means it.
-      guard retained, !payload.contains(0), String(validating: payload, as: UTF8.self) != nil
-      else {
+      // A message that is not retained leaves the broker's retained demand as it was.
+      guard retained else {
         counters.malformedMessages += 1
         return []
       }
-      if payload.isEmpty {
-        guard demands.removeValue(forKey: consumer) != nil else { return [] }
-        counters.demandsWithdrawn += 1
-      } else {
-        guard demands[consumer] != nil || demands.count < settings.maximumConsumers else {
-          counters.refusedConsumers += 1
-          return []
+      let deadline = expiry.map { now + .seconds(Int64($0)) }
+      switch DemandPayload.parse(payload, maximumSize: settings.maximumDemandSize) {
+      case .withdrawn:
+        if withdraw(consumer, into: &actions) { counters.demandsWithdrawn += 1 }
+      case .invalid(let reason):
+        switch reason {
+        case .oversized: counters.oversizedMessages += 1
+        case .notText: counters.malformedMessages += 1
+        case .notADemand, .badRequest: counters.invalidDemands += 1
         }
-        if demands[consumer] == nil { counters.demandsAccepted += 1 }
-        // `updateValue`: assigning a `nil` deadline through the subscript would remove it.
-        demands.updateValue(expiry.map { now + .seconds(Int64($0)) }, forKey: consumer)
+        let stood = withdraw(consumer, into: &actions)
+        if stood { counters.demandsWithdrawn += 1 }
+        notice(
+          .invalidDemand,
+          "demand of \(consumer) \(stood ? "withdrawn" : "refused"): \(reason)", now: now,
+          into: &actions)
+      case .continuous:
+        stand(consumer, until: deadline, now: now, into: &actions)
       }
       converge(into: &actions)
 
@@ -216,14 +260,19 @@ struct DemandGate {
 
     case .deadline:
       let expired = demands.filter { _, deadline in deadline.map { $0 <= now } ?? false }
-      guard !expired.isEmpty else { return [] }
+      let expiredWaiting = waiting.filter { _, deadline in deadline.map { $0 <= now } ?? false }
+      guard !expired.isEmpty || !expiredWaiting.isEmpty else { return [] }
       for consumer in expired.keys { demands.removeValue(forKey: consumer) }
-      counters.demandsExpired += expired.count
+      for consumer in expiredWaiting.keys { waiting.removeValue(forKey: consumer) }
+      counters.demandsExpired += expired.count + expiredWaiting.count
+      makeRoom(into: &actions)
       converge(into: &actions)
 
     case .stop(let final):
       stopped = true
       demands.removeAll()
+      waiting.removeAll()
+      waitingOrder.removeAll()
       if subscribed {
         subscribed = false
         actions.append(.disposeReceiver)
@@ -233,6 +282,119 @@ struct DemandGate {
       actions.append(.disconnect)
     }
     return actions
+  }
+
+  /// `consumer`'s demand stands (new, refreshed, or waiting for room).
+  private mutating func stand(
+    _ consumer: String, until deadline: Duration?, now: Duration, into actions: inout [Action]
+  ) {
+    if demands[consumer] != nil {
+      // `updateValue`: assigning a `nil` deadline through the subscript would remove it.
+      demands.updateValue(deadline, forKey: consumer)
+      return
+    }
+    if waiting[consumer] != nil {
+      waiting.updateValue(deadline, forKey: consumer)
+      return
+    }
+    if demands.count < settings.maximumConsumers {
+      demands.updateValue(deadline, forKey: consumer)
+      counters.demandsAccepted += 1
+      return
+    }
+    counters.refusedConsumers += 1
+    let waits = waiting.count < settings.maximumConsumers
+    if waits {
+      waiting.updateValue(deadline, forKey: consumer)
+      if waitingOrder.count > 2 * waiting.count + 16 {
+        waitingOrder.removeAll { waiting[$0] == nil }
+      }
+      waitingOrder.append(consumer)
+    } else {
+      overflowed = true
+    }
+    let limit = settings.maximumConsumers
+    let count = waiting.count
+    notice(
+      .refusedConsumer,
+      "demand of \(consumer) not counted yet: \(limit) consumers' demands are counted already "
+        + "(the limit; --mqtt-max-consumers), "
+        + (waits
+          ? "it waits and is taken when one leaves"
+          : "\(count) more wait already; it is read from the broker again when they are taken"),
+      now: now, into: &actions)
+  }
+
+  /// Ends `consumer`'s demand, counted or waiting; whether it stood.
+  private mutating func withdraw(_ consumer: String, into actions: inout [Action]) -> Bool {
+    if demands.removeValue(forKey: consumer) != nil {
+      makeRoom(into: &actions)
+      return true
+    }
+    return waiting.removeValue(forKey: consumer) != nil
+  }
+
+  /// Takes waiting demands into the room there is; when none waits but some stood beyond the
+  /// waiting list, reads them from the broker again.
+  private mutating func makeRoom(into actions: inout [Action]) {
+    var taken = 0
+    while demands.count < settings.maximumConsumers, !waiting.isEmpty,
+      taken < waitingOrder.count
+    {
+      let consumer = waitingOrder[taken]
+      taken += 1
+      guard let deadline = waiting.removeValue(forKey: consumer) else { continue }
+      demands.updateValue(deadline, forKey: consumer)
+      counters.demandsAccepted += 1
+      counters.consumersTakenLater += 1
+    }
+    waitingOrder.removeFirst(taken)
+    if waiting.isEmpty { waitingOrder.removeAll() }
+    if overflowed, waiting.isEmpty, demands.count < settings.maximumConsumers, connected {
+      overflowed = false
+      counters.demandRereads += 1
+      // Subscribing again to the same filter makes the broker send every retained message
+      // on it again (retain handling 0).
+      actions.append(.subscribe(topics.demands))
+    }
+  }
+
+  enum NoticeKind: Hashable {
+    case invalidDemand
+    case refusedConsumer
+  }
+
+  /// Lines of one kind said in the current window, and those held back.
+  struct NoticeBudget {
+    var windowStart: Duration
+    var said = 0
+    var heldBack = 0
+  }
+
+  /// Lines of each kind said at most per ``noticeWindow``.
+  static let noticesPerWindow = 5
+  static let noticeWindow = Duration.seconds(10)
+
+  /// Says `text` unless ``noticesPerWindow`` lines of its kind were said in this window; the
+  /// lines held back are counted into the next one said.
+  private mutating func notice(
+    _ kind: NoticeKind, _ text: @autoclosure () -> String, now: Duration,
+    into actions: inout [Action]
+  ) {
+    var budget = notices[kind] ?? NoticeBudget(windowStart: now)
+    if now - budget.windowStart >= Self.noticeWindow {
+      budget.windowStart = now
+      budget.said = 0
+    }
+    if budget.said < Self.noticesPerWindow {
+      let held = budget.heldBack == 0 ? "" : " (and \(budget.heldBack) more like it before)"
+      actions.append(.log(text() + held))
+      budget.said += 1
+      budget.heldBack = 0
+    } else {
+      budget.heldBack += 1
+    }
+    notices[kind] = budget
   }
 
   /// Subscribes or disposes so that the receiver is subscribed exactly while it is wanted.

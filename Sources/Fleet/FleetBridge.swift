@@ -13,8 +13,9 @@ import SerialGPS
 ///   arrives later gets the latest fix only while it is fresh;
 /// - `serialgps/<id>/status` says `powering on`, `streaming`, `no fix`, `standby`,
 ///   `disconnected`, and `offline` as the connection's Last Will;
-/// - each retained, non-empty message on `serialgps/<id>/demand/<consumer>` is one remote
-///   subscription of the receiver, an empty one its dispose (``Gating/demand``).
+/// - each retained demand on `serialgps/<id>/demand/<consumer>` (`1`, or a JSON request) is
+///   one remote subscription of the receiver; an empty message, or one that is not a demand,
+///   its dispose (``Gating/demand``).
 ///
 /// The bridge is a subscriber of ``GPSReceiver`` like any other: local subscribers and gpsd
 /// clients of the same process count too, and the receiver powers off after its linger once
@@ -48,10 +49,14 @@ public final class FleetBridge: Sendable {
     public var outageQueueLimit = 1
     /// Events buffered in the bridge's subscription of each receiver.
     public var subscriptionBufferSize = 64
-    /// The largest demand message accepted, in bytes; larger ones are counted and ignored.
+    /// The largest demand message accepted, in bytes; a larger one is invalid: it withdraws
+    /// its consumer's demand, counted and logged.
     public var maximumDemandSize = 256
-    /// Consumers counted at once per receiver; more are refused and counted.
-    public var maximumConsumers = 256
+    /// Consumers' demands counted at once per receiver. More are refused for now (counted and
+    /// logged) and taken as room frees: up to as many again wait in the bridge's memory, and
+    /// beyond that the bridge reads the demands from the broker again when room frees.
+    public var maximumConsumers = defaultMaximumConsumers
+    public static let defaultMaximumConsumers = 256
     /// How long a stop waits for the broker to acknowledge the final status.
     public var stopTimeout: Duration = .seconds(2)
     /// What happens (connections lost and back, refusals), for the operator; called on the
@@ -75,6 +80,9 @@ public final class FleetBridge: Sendable {
     try Libmosquitto.require()
     guard configuration.outageQueueLimit >= 1 else {
       throw FleetError("the outage queue must keep at least one fix", kind: .configuration)
+    }
+    guard configuration.maximumConsumers >= 1 else {
+      throw FleetError("the bridge must count at least one consumer", kind: .configuration)
     }
     self.configuration = configuration
     thread = .shared
@@ -163,10 +171,21 @@ public struct FleetBridgeStatistics: Sendable, Hashable {
   public var demandsWithdrawn = 0
   public var demandsExpired = 0
   public var demandsLost = 0
+  /// Demands over the size limit (invalid: each withdraws its consumer's demand).
   public var oversizedMessages = 0
+  /// Demand messages that were not retained (ignored), or not UTF-8 text (invalid).
   public var malformedMessages = 0
+  /// Demands whose text is not a demand (`0`, `false`, an unknown request member): invalid.
+  public var invalidDemands = 0
   public var unexpectedTopics = 0
+  /// Demands not counted for want of room (``FleetBridge/Configuration/maximumConsumers``).
   public var refusedConsumers = 0
+  /// Consumers whose demand waits for room now.
+  public var waitingDemands = 0
+  /// Waiting demands taken when room freed.
+  public var consumersTakenLater = 0
+  /// Times the demands were read from the broker again (more stood than the bridge keeps).
+  public var demandRereads = 0
   public var fixesPublished = 0
   public var fixesQueued = 0
   public var fixesDroppedFromQueue = 0
@@ -187,6 +206,9 @@ extension FleetTopics {
 
 /// One receiver published: its connection, its ``DemandGate``, its subscription. Everything
 /// but `statistics` and the stop waiters is owned by the network thread.
+///
+/// `@unchecked Sendable`: its mutable state is the network thread's alone (reached through
+/// ``NetworkThread/post(_:)``); what other threads read is behind `shared` and `stopped`.
 final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
   let receiver: GPSReceiver
   let topics: FleetTopics
@@ -267,6 +289,8 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
         }
       case .disconnect:
         client?.stop(within: configuration.stopTimeout)
+      case .log(let message):
+        log("serialgps: mqtt \(topics.id): \(message)")
       }
     }
     client?.touch()  // the gate's deadline may have moved
@@ -323,8 +347,12 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
       statistics.demandsLost = counters.demandsLost
       statistics.oversizedMessages = counters.oversizedMessages
       statistics.malformedMessages = counters.malformedMessages
+      statistics.invalidDemands = counters.invalidDemands
       statistics.unexpectedTopics = counters.unexpectedTopics
       statistics.refusedConsumers = counters.refusedConsumers
+      statistics.waitingDemands = gate.waiting.count
+      statistics.consumersTakenLater = counters.consumersTakenLater
+      statistics.demandRereads = counters.demandRereads
       statistics.fixesPublished = counters.fixesPublished
       statistics.fixesQueued = counters.fixesQueued
       statistics.fixesDroppedFromQueue = counters.fixesDroppedFromQueue
@@ -394,6 +422,9 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
 }
 
 /// One connection that only checks the broker accepts us, then leaves.
+///
+/// `@unchecked Sendable`: its client is touched on the network thread only; the result is an
+/// ``Outcome``.
 private final class BrokerProbe: MQTTClientDelegate, @unchecked Sendable {
   private let client: MQTTClient
   private let thread: NetworkThread

@@ -34,26 +34,16 @@ protocol MQTTClientDelegate: AnyObject {
   func ownerDeadlinePassed(now: Duration)
 }
 
-/// One connection to the broker: a libmosquitto client driven by the ``NetworkThread``, which
-/// owns it (every call, every callback on that thread). It connects without blocking the
-/// thread, reconnects with exponential backoff and jitter, keeps the connection alive, and on
-/// ``stop(within:)`` waits for its QoS 1 publications to be acknowledged (bounded) before
-/// disconnecting cleanly (which tells the broker not to publish the Last Will).
+/// One connection to the broker: the thin adapter between libmosquitto and its
+/// ``MQTTSession``. The ``NetworkThread`` owns it (every call, every callback on that thread);
+/// the session decides when to connect, retry, keep alive and close, and this runs those
+/// actions with libmosquitto and feeds back what the library reports.
 final class MQTTClient: NetworkClient {
   struct Will {
     var topic: String
     var payload: [UInt8]
     var qos: Int32
     var retain: Bool
-  }
-
-  private enum Phase {
-    case idle
-    case waiting(until: Duration)
-    case connecting(since: Duration)
-    case connected(nextKeepAlive: Duration)
-    case stopping(deadline: Duration)
-    case stopped
   }
 
   let broker: BrokerConfiguration
@@ -63,17 +53,10 @@ final class MQTTClient: NetworkClient {
   private let will: Will?
   private let library = Libmosquitto.functions
   private var mosquitto: OpaquePointer?
-  private var phase = Phase.idle
-  /// Consecutive failed attempts, for the backoff.
-  private var failures = 0
-  /// A refusal in CONNACK, reported when the connection then closes.
-  private var refusal: FleetError?
-  /// QoS 1 publications not yet acknowledged.
-  private var unacknowledged: Set<Int32> = []
+  private var session: MQTTSession<SystemRandomNumberGenerator>
   /// Property lists reused for every publication with the same expiry.
   private var expiryProperties: [UInt32: OpaquePointer] = [:]
   private var layoutProperties: OpaquePointer?
-  private var generator = SystemRandomNumberGenerator()
   /// The socket corked while publications gather (``holdWrites()``), until the thread releases
   /// it.
   private var corkedSocket: Int32?
@@ -85,64 +68,98 @@ final class MQTTClient: NetworkClient {
     self.clientID = clientID
     self.will = will
     self.thread = thread
+    session = MQTTSession(
+      settings: MQTTSession.Settings(broker: broker), random: SystemRandomNumberGenerator())
   }
 
-  var isConnected: Bool {
-    if case .connected = phase { return true }
-    return false
-  }
+  var isConnected: Bool { session.isConnected }
 
   // MARK: - Life (on the network thread)
 
   /// Sets the client up and starts connecting. A setting libmosquitto refuses (an unreadable
   /// TLS file) is reported to the delegate as a configuration error, and the client stops.
   func start() {
-    guard case .idle = phase else { return }
+    guard session.state == .idle else { return }
     thread.add(self)
     defer { touch() }
     if let error = makeClient() {
-      phase = .stopped
-      destroy()
-      delegate?.clientDisconnected(error, wasConnected: false, now: thread.now)
-      delegate?.clientStopped()
-      return
+      handle(.setupFailed(error))
+    } else {
+      handle(.start)
     }
-    phase = .waiting(until: thread.now)
   }
 
   /// Stops: once the QoS 1 publications made so far are acknowledged (at most `within`),
   /// disconnects cleanly (no Last Will) and releases everything; then tells the delegate.
   /// Never finishes inside this call (it may come from within a libmosquitto callback, where
-  /// the client must not be destroyed): the thread finishes it next.
+  /// the client must not be destroyed): the thread finishes it at its next deadline.
   func stop(within limit: Duration) {
-    defer { touch() }
-    switch phase {
-    case .connected:
-      phase = .stopping(deadline: unacknowledged.isEmpty ? thread.now : thread.now + limit)
-    case .idle, .waiting, .connecting:
-      phase = .stopping(deadline: thread.now)
-    case .stopping, .stopped:
-      return
+    handle(.stop(within: limit))
+    touch()
+  }
+
+  private func handle(_ event: MQTTSession<SystemRandomNumberGenerator>.Event) {
+    perform(session.handle(event, now: thread.now))
+  }
+
+  private func perform(_ actions: [MQTTSession<SystemRandomNumberGenerator>.Action]) {
+    for action in actions {
+      switch action {
+      case .connect:
+        connect()
+      case .abandonAttempt:
+        abandonAttempt()
+      case .serviceKeepAlive:
+        guard let mosquitto else { continue }
+        _ = socketClosed(afterCode: library.mosquitto_loop_misc(mosquitto))
+      case .close:
+        close()
+      case .report(.connected):
+        delegate?.clientConnected(now: thread.now)
+      case .report(.disconnected(let reason, let wasConnected)):
+        delegate?.clientDisconnected(reason, wasConnected: wasConnected, now: thread.now)
+      case .report(.delivered(let messageID)):
+        delegate?.clientDelivered(messageID: messageID)
+      case .report(.stopped):
+        delegate?.clientStopped()
+      }
     }
   }
 
-  /// Only outside libmosquitto's callbacks (from a deadline, or `start`).
-  private func finishStop() {
+  private func connect() {
+    guard let mosquitto else { return }
+    let keepAlive = max(5, Int32(clamping: broker.keepAlive.components.seconds))
+    let code = library.mosquitto_connect_bind_async(
+      mosquitto, broker.host, Int32(broker.port), keepAlive, nil)
+    // Refused at once, the host not found, a TLS set-up that failed.
+    if code != MOSQ_ERR_SUCCESS.rawValue { ended(code: code, errnoValue: errno) }
+  }
+
+  /// Gives up an attempt that got no CONNACK in time, saying whether the TCP connection was
+  /// taken (then something listens there that does not speak MQTT).
+  private func abandonAttempt() {
+    guard let mosquitto else { return }
+    let socket = library.mosquitto_socket(mosquitto)
+    var address = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    let answered =
+      socket >= 0
+      && withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(socket, $0, &length) }
+      } == 0
+    // Reported before the library closes the socket: its own report of the close comes to a
+    // session that has already moved on, and is ignored.
+    handle(.disconnected(.noAnswer(answered: answered)))
+    _ = library.mosquitto_disconnect_v5(mosquitto, 0, nil)
+  }
+
+  /// Only outside libmosquitto's callbacks (the session closes at a deadline).
+  private func close() {
     releaseWrites()
-    let live = isConnectedOrStopping
-    phase = .stopped  // the disconnect below calls back: it must find the client stopped
-    if let mosquitto, live, library.mosquitto_socket(mosquitto) >= 0 {
+    if let mosquitto, library.mosquitto_socket(mosquitto) >= 0 {
       _ = library.mosquitto_disconnect_v5(mosquitto, 0, nil)
     }
     destroy()
-    delegate?.clientStopped()
-  }
-
-  private var isConnectedOrStopping: Bool {
-    switch phase {
-    case .connected, .stopping: return true
-    default: return false
-    }
   }
 
   private func destroy() {
@@ -161,8 +178,7 @@ final class MQTTClient: NetworkClient {
   private func makeClient() -> FleetError? {
     let userData = Unmanaged.passUnretained(self).toOpaque()
     guard let client = library.mosquitto_new(clientID, true, userData) else {
-      return FleetError(
-        "cannot make an MQTT client: \(Errno.current)", kind: .configuration)
+      return .cannotMakeClient(.current)
     }
     mosquitto = client
     _ = library.mosquitto_int_option(client, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5)
@@ -170,23 +186,21 @@ final class MQTTClient: NetworkClient {
       MQTTClient.from(userData).connectAcknowledged(code: code)
     }
     library.mosquitto_disconnect_v5_callback_set(client) { _, userData, code, _ in
-      MQTTClient.from(userData).connectionEnded(code: code)
+      MQTTClient.from(userData).ended(code: code)
     }
     library.mosquitto_message_v5_callback_set(client) { _, userData, message, properties in
       guard let message else { return }
       MQTTClient.from(userData).received(message.pointee, properties: properties)
     }
     library.mosquitto_publish_v5_callback_set(client) { _, userData, messageID, _, _ in
-      MQTTClient.from(userData).acknowledged(messageID: messageID)
+      MQTTClient.from(userData).handle(.published(messageID: messageID))
     }
     if let will {
       let code = will.payload.withUnsafeBytes { bytes in
         library.mosquitto_will_set_v5(
           client, will.topic, Int32(bytes.count), bytes.baseAddress, will.qos, will.retain, nil)
       }
-      if code != MOSQ_ERR_SUCCESS.rawValue {
-        return FleetError("cannot set the Last Will: \(Self.text(code))", kind: .configuration)
-      }
+      if code != MOSQ_ERR_SUCCESS.rawValue { return .cannotSetWill(Self.text(code)) }
     }
     if let username = broker.username {
       _ = library.mosquitto_username_pw_set(client, username, broker.password)
@@ -196,9 +210,7 @@ final class MQTTClient: NetworkClient {
         client, broker.caFile, broker.caFile == nil ? "/etc/ssl/certs" : nil,
         broker.certificateFile, broker.keyFile, nil)
       if code != MOSQ_ERR_SUCCESS.rawValue {
-        return FleetError(
-          "cannot use the TLS files for \(broker.url) (\(Self.text(code))): check --mqtt-cafile, "
-            + "--mqtt-cert and --mqtt-key", kind: .configuration)
+        return .unusableTLSFiles(Self.text(code), broker: broker)
       }
     }
     var property: OpaquePointer?
@@ -231,11 +243,9 @@ final class MQTTClient: NetworkClient {
         publication.qos, publication.retain, properties)
     }
     guard code == MOSQ_ERR_SUCCESS.rawValue else {
-      return .failure(
-        FleetError(
-          "cannot publish to \(publication.topic): \(Self.text(code))", kind: .unreachable))
+      return .failure(.cannotPublish(to: publication.topic, Self.text(code)))
     }
-    if publication.qos > 0 { unacknowledged.insert(messageID) }
+    if publication.qos > 0 { handle(.sent(messageID: messageID)) }
     touch()  // what did not fit in the socket waits to be written
     return .success(messageID)
   }
@@ -300,23 +310,13 @@ final class MQTTClient: NetworkClient {
   var interest: (socket: Int32?, write: Bool, deadline: Duration?) {
     var socket: Int32?
     var write = false
-    var own: Duration?
-    switch phase {
-    case .waiting(let until): own = until
-    case .connecting(let since): own = since + broker.connectTimeout
-    case .connected(let nextKeepAlive): own = nextKeepAlive
-    case .stopping(let deadline): own = deadline
-    case .idle, .stopped: own = nil
+    if session.hasSocket, let mosquitto,
+      case let descriptor = library.mosquitto_socket(mosquitto), descriptor >= 0
+    {
+      socket = descriptor
+      write = library.mosquitto_want_write(mosquitto)
     }
-    switch phase {
-    case .connecting, .connected, .stopping:
-      if let mosquitto, case let descriptor = library.mosquitto_socket(mosquitto), descriptor >= 0 {
-        socket = descriptor
-        write = library.mosquitto_want_write(mosquitto)
-      }
-    case .idle, .waiting, .stopped:
-      break
-    }
+    let own = session.nextDeadline
     guard let owner = delegate?.ownerDeadline else { return (socket, write, own) }
     return (socket, write, min(own ?? owner, owner))
   }
@@ -342,110 +342,36 @@ final class MQTTClient: NetworkClient {
     if failed, self.mosquitto != nil, library.mosquitto_socket(mosquitto) >= 0 {
       // The peer is gone but libmosquitto has not seen it (a TLS handshake cut short): close.
       _ = library.mosquitto_disconnect_v5(mosquitto, 0, nil)
-      connectionEnded(code: Int32(MOSQ_ERR_CONN_LOST.rawValue))
+      ended(code: Int32(MOSQ_ERR_CONN_LOST.rawValue))
     }
   }
 
-  /// Whether the socket is gone after a loop call; reports the end if no callback did.
+  /// Whether the socket is gone after a loop call; reports the end (libmosquitto calls the
+  /// disconnect callback for most ends, not for a failed TLS handshake; the session ignores
+  /// the second report of the same end).
   private func socketClosed(afterCode code: Int32) -> Bool {
     guard let mosquitto else { return true }
     guard library.mosquitto_socket(mosquitto) < 0 else { return false }
-    // libmosquitto calls the disconnect callback for most ends, not for a failed TLS
-    // handshake: then the phase still says connecting.
-    switch phase {
-    case .connecting, .connected, .stopping:
-      connectionEnded(code: code == 0 ? Int32(MOSQ_ERR_CONN_LOST.rawValue) : code)
-    default:
-      break
-    }
+    ended(code: code == 0 ? Int32(MOSQ_ERR_CONN_LOST.rawValue) : code)
     return true
   }
 
   func serviceDeadline(now: Duration) {
     if let owner = delegate?.ownerDeadline, owner <= now { delegate?.ownerDeadlinePassed(now: now) }
-    guard let mosquitto else { return }
-    switch phase {
-    case .waiting(let until) where until <= now:
-      connect(now: now)
-    case .connecting(let since) where since + broker.connectTimeout <= now:
-      _ = library.mosquitto_disconnect_v5(mosquitto, 0, nil)
-      refusal = FleetError(
-        "\(broker.url) did not answer within \(broker.connectTimeout)", kind: .unreachable)
-      connectionEnded(code: Int32(MOSQ_ERR_CONN_LOST.rawValue))
-    case .connected(let nextKeepAlive) where nextKeepAlive <= now:
-      phase = .connected(nextKeepAlive: now + keepAliveCheck)
-      let code = library.mosquitto_loop_misc(mosquitto)
-      _ = socketClosed(afterCode: code)
-    case .stopping(let deadline) where deadline <= now:
-      finishStop()
-    default:
-      break
-    }
-  }
-
-  /// How often the keep-alive is looked after: a quarter of the interval, so a ping goes out
-  /// well before the broker's limit of one and a half intervals.
-  private var keepAliveCheck: Duration { max(.seconds(1), broker.keepAlive / 4) }
-
-  // MARK: - Connecting
-
-  private func connect(now: Duration) {
-    guard let mosquitto else { return }
-    let keepAlive = max(5, Int32(clamping: broker.keepAlive.components.seconds))
-    let code = library.mosquitto_connect_bind_async(
-      mosquitto, broker.host, Int32(broker.port), keepAlive, nil)
-    if code == MOSQ_ERR_SUCCESS.rawValue {
-      phase = .connecting(since: now)
-    } else {
-      // Refused at once, the host not found, a TLS set-up that failed.
-      phase = .connecting(since: now)
-      connectionEnded(code: code, errnoValue: errno)
-    }
-  }
-
-  private func connectAcknowledged(code: Int32) {
-    guard code == 0 else {
-      refusal = Self.refusal(code: code, broker: broker)
-      return  // the broker closes the connection; the end is reported then
-    }
-    failures = 0
-    phase = .connected(nextKeepAlive: thread.now + keepAliveCheck)
-    delegate?.clientConnected(now: thread.now)
-  }
-
-  private func connectionEnded(code: Int32, errnoValue: Int32 = errno) {
-    let wasConnected: Bool
-    switch phase {
-    case .connected: wasConnected = true
-    case .connecting: wasConnected = false
-    case .stopping:
-      phase = .stopping(deadline: thread.now)  // finished by the thread, outside the callback
-      return
-    case .idle, .waiting, .stopped:
-      return  // already handled (a callback, then the loop's return code)
-    }
-    let reason =
-      refusal
-      ?? Self.failure(code: code, errnoValue: errnoValue, broker: broker, connected: wasConnected)
-    refusal = nil
-    unacknowledged.removeAll()
-    let now = thread.now
-    failures = wasConnected ? 1 : failures + 1
-    phase = .waiting(until: now + backoff(attempt: failures))
-    delegate?.clientDisconnected(reason, wasConnected: wasConnected, now: now)
-  }
-
-  /// `reconnectDelay` doubled per failure up to the maximum, drawn from its upper half.
-  private func backoff(attempt: Int) -> Duration {
-    var delay = broker.reconnectDelay
-    for _ in 1..<max(1, attempt) where delay < broker.maximumReconnectDelay { delay = delay * 2 }
-    delay = min(delay, broker.maximumReconnectDelay)
-    let milliseconds = max(
-      1, delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)
-    return .milliseconds(Int64.random(in: (milliseconds / 2)...milliseconds, using: &generator))
+    guard mosquitto != nil else { return }
+    handle(.timer)
   }
 
   // MARK: - Callbacks
+
+  private func connectAcknowledged(code: Int32) {
+    let reason = String(cString: library.mosquitto_reason_string(code)!)
+    handle(.connack(reasonCode: code, reason: reason))
+  }
+
+  private func ended(code: Int32, errnoValue: Int32 = errno) {
+    handle(.disconnected(.library(code: code, errno: errnoValue, text: Self.text(code))))
+  }
 
   private func received(_ message: mosquitto_message, properties: OpaquePointer?) {
     let topic = String(cString: message.topic)
@@ -462,68 +388,8 @@ final class MQTTClient: NetworkClient {
       now: thread.now)
   }
 
-  private func acknowledged(messageID: Int32) {
-    guard unacknowledged.remove(messageID) != nil else { return }
-    delegate?.clientDelivered(messageID: messageID)
-    if case .stopping = phase, unacknowledged.isEmpty { phase = .stopping(deadline: thread.now) }
-  }
-
-  // MARK: - Messages
-
+  /// libmosquitto's words for a `MOSQ_ERR_…` code.
   static func text(_ code: Int32) -> String {
     String(cString: Libmosquitto.functions.mosquitto_strerror(code)!)
-  }
-
-  /// Why CONNACK refused us, and what to do.
-  static func refusal(code: Int32, broker: BrokerConfiguration) -> FleetError {
-    let reason = String(cString: Libmosquitto.functions.mosquitto_reason_string(code)!).lowercased()
-    switch code {
-    // Mosquitto answers a wrong password with "not authorized", others with "bad user name or
-    // password": to the user both mean the same.
-    case Int32(MQTT_RC_BAD_USERNAME_OR_PASSWORD.rawValue),
-      Int32(MQTT_RC_NOT_AUTHORIZED.rawValue):
-      guard let username = broker.username else {
-        return FleetError(
-          "\(broker.url) does not accept clients without a user name (\(reason)): give "
-            + "--mqtt-username and a password (--mqtt-password-file or "
-            + "\(BrokerConfiguration.passwordEnvironmentVariable))", kind: .refused)
-      }
-      return FleetError(
-        "\(broker.url) refused user \(username) (\(reason)): wrong user name or password, or "
-          + "a user the broker does not allow; check --mqtt-username and the password "
-          + "(--mqtt-password-file or \(BrokerConfiguration.passwordEnvironmentVariable))",
-        kind: .refused)
-    case Int32(MQTT_RC_SERVER_UNAVAILABLE.rawValue), Int32(MQTT_RC_SERVER_BUSY.rawValue),
-      Int32(MQTT_RC_CONNECTION_RATE_EXCEEDED.rawValue), Int32(MQTT_RC_QUOTA_EXCEEDED.rawValue):
-      return FleetError(
-        "\(broker.url) is not taking connections now: \(reason)", kind: .unreachable)
-    default:
-      return FleetError("\(broker.url) refused the connection: \(reason)", kind: .refused)
-    }
-  }
-
-  /// Why a connection attempt failed or a connection ended, from libmosquitto's code.
-  static func failure(code: Int32, errnoValue: Int32, broker: BrokerConfiguration, connected: Bool)
-    -> FleetError
-  {
-    switch code {
-    case Int32(MOSQ_ERR_EAI.rawValue):
-      return FleetError(
-        "cannot find the broker's host \(broker.host) (name lookup failed)", kind: .unreachable)
-    case Int32(MOSQ_ERR_TLS.rawValue), Int32(MOSQ_ERR_TLS_HANDSHAKE.rawValue):
-      return FleetError(
-        "the TLS handshake with \(broker.url) failed: is it a TLS port, and is its certificate "
-          + "signed by the CA in --mqtt-cafile and issued for \(broker.host)?", kind: .refused)
-    case Int32(MOSQ_ERR_ERRNO.rawValue):
-      let text = Errno(rawValue: errnoValue).message.lowercased()
-      return FleetError("cannot reach \(broker.url): \(text)", kind: .unreachable)
-    case Int32(MOSQ_ERR_KEEPALIVE.rawValue):
-      return FleetError("\(broker.url) stopped answering", kind: .unreachable)
-    default:
-      let text = text(code).lowercased()
-      return FleetError(
-        connected ? "lost \(broker.url): \(text)" : "cannot connect to \(broker.url): \(text)",
-        kind: .unreachable)
-    }
   }
 }

@@ -28,6 +28,9 @@ protocol NetworkClient: AnyObject {
 ///
 /// It starts with the first client and then lives as long as the process, as the driver's
 /// executor does. With no client it sleeps without a timeout: no wake-ups.
+///
+/// `@unchecked Sendable`: everything but the inbox, `started` and the eventfd is owned by the
+/// thread it starts, which the compiler cannot know.
 final class NetworkThread: @unchecked Sendable {
   static let shared = NetworkThread()
 

@@ -134,6 +134,9 @@ final class RemoteLifetime: Sendable {
 
 /// The remote receiver's state and connection, owned by the network thread (but `source`,
 /// `statistics` and the stop waiters).
+///
+/// `@unchecked Sendable`: its mutable state is the network thread's alone (reached through
+/// ``NetworkThread/post(_:)``); `source`, `shared` and `finished` are safe from any thread.
 final class RemoteReceiverCore: MQTTClientDelegate, @unchecked Sendable {
   let broker: BrokerConfiguration
   let topics: FleetTopics
@@ -166,6 +169,8 @@ final class RemoteReceiverCore: MQTTClientDelegate, @unchecked Sendable {
     box.core = self
   }
 
+  /// `@unchecked Sendable`: `core` is set once in the initialiser, before any closure that reads it
+  /// can run.
   private final class WeakCore: @unchecked Sendable {
     weak var core: RemoteReceiverCore?
   }

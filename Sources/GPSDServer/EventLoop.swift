@@ -1,4 +1,3 @@
-import Chipsets
 import Discovery
 import GPSDProtocol
 import Glibc
@@ -6,27 +5,21 @@ import NMEA
 import POSIX
 import SerialGPS
 
-/// The server's one thread: `poll(2)` on the listening socket, the clients and a wake-up
-/// eventfd; every socket non-blocking. Receivers' events and hotplug events arrive through
-/// an inbox that other threads append to before writing the eventfd. Protocol decisions are
-/// `ServerState`'s; this type performs its actions: queue bytes, (un)subscribe receivers.
+/// The server's one thread: `poll(2)` on the listening socket, the clients and the inbox's
+/// eventfd, every socket non-blocking. It holds no policy: what clients asked is
+/// ``ServerState``'s to decide, who may connect and who must go ``ClientAdmission``'s; this
+/// runs their actions (writes and queues bytes, closes sockets, subscribes receivers) in the
+/// order they come.
 ///
 /// No thread ever waits for a client: a write takes what the socket accepts now and queues
 /// the rest, and a client whose queue passes ``GPSDServer/Configuration/maximumBacklog`` is
-/// dropped. Receivers' readers never wait for the server: they append to the inbox
-/// themselves (``GPSReceiver/subscribeOnReaderThread(rawData:sentences:_:)``) and signal the
-/// eventfd, with no task or queue in between.
-final class EventLoop: @unchecked Sendable {
-  enum Message: Sendable {
-    case receiver(DeviceID, generation: Int, ReceiverEventOrRawData)
-    /// A time report of the time service of the device at this path (`serve --time`).
-    case time(path: String, DeviceTimeReport)
-    case hotplug(HotplugEvent)
-    case discoveryFailed(String)
-    case barrier(CheckedContinuation<Void, Never>)
-    case stop
-  }
-
+/// dropped. Receivers' readers never wait for the server: they post to the inbox themselves
+/// (``GPSReceiver/subscribeOnReaderThread(rawData:sentences:_:)``), with no task or queue in
+/// between.
+///
+/// Not `Sendable`: made by ``GPSDServer`` and handed whole to the server's thread, which alone
+/// uses it from then on; other threads reach it through the ``ServerInbox`` only.
+final class EventLoop {
   struct ReceiverSlot {
     let receiver: GPSReceiver
     /// The device's path, for log messages.
@@ -35,10 +28,10 @@ final class EventLoop: @unchecked Sendable {
     var need: ReceiverNeed?
     /// Events of an older subscription still in flight are recognised by this and dropped.
     var generation = 0
-    /// The port's sysfs path, for devices found by discovery.
-    var sysPath: String?
-    /// What discovery knows about it, for devices found by discovery.
+    /// What discovery knows about it, and its events for the receiver's connector, for
+    /// devices found by discovery.
     var device: SerialDevice?
+    var hotplug: HotplugFeed?
   }
 
   /// A class, so that queueing bytes for a client changes its queue in place: a copy taken
@@ -46,60 +39,59 @@ final class EventLoop: @unchecked Sendable {
   /// appending would copy the whole queue (up to the backlog limit) for every report.
   final class Connection {
     let socket: ClientSocket
-    var output = OutputQueue()
     let peer: String
-    /// When the client last sent something (or connected), for the idle timeout.
-    var lastRequest: ContinuousClock.Instant
+    var output = OutputQueue()
 
-    init(socket: ClientSocket, peer: String, lastRequest: ContinuousClock.Instant) {
+    init(socket: ClientSocket, peer: String) {
       self.socket = socket
       self.peer = peer
-      self.lastRequest = lastRequest
     }
   }
+
+  /// Connections accepted per wake at most: in a burst of connections the loop must also get
+  /// to the clients already connected (their requests, their closes that free slots), or
+  /// the slots stay taken by clients that are gone and every newcomer is refused.
+  static let acceptsPerWake = 16
 
   let configuration: GPSDServer.Configuration
   let clock: any DriverClock
   /// `nil`: no TCP listener (receivers served to in-process subscribers only).
-  let listener: ListeningSocket?
-  /// Other threads signal it after posting to the inbox; the loop polls it.
-  let wakeup: EventSignal
-  private let inbox: Locked<Inbox>
-  let counters = Locked(ServerStatistics())
+  private let listener: ListeningSocket?
+  private let inbox: ServerInbox
+  private let counters: Locked<ServerStatistics>
   /// Receivers to shut down once the loop has stopped.
-  let retired = Locked<[GPSReceiver]>([])
+  private let retired: Locked<[GPSReceiver]>
 
-  // Owned by the loop thread (set up before it starts).
   private var state: ServerState
+  private var admission: ClientAdmission
   private var connections: [ClientID: Connection] = [:]
   private(set) var receivers: [DeviceID: ReceiverSlot] = [:]
-  private var nextClientID = 1
   private var nextDeviceID = 1
   private var stopping = false
-  private var lastDropLog: ContinuousClock.Instant?
-  /// Set when `accept` failed (no descriptor left): the listener is not polled until then.
-  private var acceptPausedUntil: ContinuousClock.Instant?
-  private var acceptFailureLogged = false
-  private var lastAcceptFailureLog: ContinuousClock.Instant?
-  private var acceptFailuresNotLogged = 0
+  private var accepting = true
+  private var dropLog = LogThrottle(interval: .seconds(10))
 
   init(
     configuration: GPSDServer.Configuration, clock: any DriverClock, listener: ListeningSocket?,
-    wakeup: EventSignal
+    inbox: ServerInbox, counters: Locked<ServerStatistics>, retired: Locked<[GPSReceiver]>
   ) {
     self.configuration = configuration
     self.clock = clock
     self.listener = listener
-    self.wakeup = wakeup
-    inbox = Locked(Inbox(reportLimit: max(1, configuration.subscriptionBufferSize)))
+    self.inbox = inbox
+    self.counters = counters
+    self.retired = retired
     var settings = ServerState.Settings()
     settings.release = configuration.release
     settings.revision = configuration.revision
     settings.maximumRequestLength = configuration.maximumRequestLength
     state = ServerState(settings: settings)
+    admission = ClientAdmission(
+      settings: ClientAdmission.Settings(
+        maximumClients: configuration.maximumClients,
+        evictionIdleTime: configuration.evictionIdleTime,
+        idleTimeout: configuration.idleTimeout))
   }
-
-  deinit { wakeup.close() }
 
   /// Adds a device before the loop starts (devices named on the command line).
   func addInitialDevice(_ description: DeviceDescription, receiver: GPSReceiver) {
@@ -107,15 +99,6 @@ final class EventLoop: @unchecked Sendable {
     nextDeviceID += 1
     receivers[id] = ReceiverSlot(receiver: receiver, path: description.path)
     perform(state.deviceAdded(id, description, wallClock: wallClockNow()))
-    configuration.receiverChanges?(
-      .added(ServedReceiver(path: description.path, device: nil, receiver: receiver)))
-  }
-
-  // MARK: - From other threads
-
-  func post(_ message: Message) {
-    inbox.withLock { $0.post(message) }
-    wakeup.signal()
   }
 
   // MARK: - The loop
@@ -128,30 +111,24 @@ final class EventLoop: @unchecked Sendable {
     while !stopping {
       descriptors.removeAll(keepingCapacity: true)
       order.removeAll(keepingCapacity: true)
-      descriptors.append(wakeup.pollDescriptor)
+      descriptors.append(inbox.wakeup.pollDescriptor)
       // Without a listener, or while accepting is paused, the slot stays with a descriptor
       // poll skips.
-      if let until = acceptPausedUntil, ContinuousClock.now >= until { acceptPausedUntil = nil }
-      let listening = acceptPausedUntil == nil ? listener?.descriptor ?? -1 : -1
+      let listening = accepting ? listener?.descriptor ?? -1 : -1
       descriptors.append(pollfd(fd: listening, events: Int16(POLLIN), revents: 0))
       for (id, connection) in connections {
         order.append(id)
         let events = Int16(POLLIN) | (connection.output.isEmpty ? 0 : Int16(POLLOUT))
         descriptors.append(pollfd(fd: connection.socket.descriptor, events: events, revents: 0))
       }
-      // Nothing here is periodic: the only timeouts are the next idle client's and the end
-      // of a pause in accepting, so a server whose clients all watch (or that has none)
-      // never wakes on its own.
-      let deadline = [nextIdleDeadline(), acceptPausedUntil.map(MonotonicInstant.init)]
-        .compactMap { $0 }.min()
       do {
-        _ = try poll(&descriptors, until: deadline)
+        _ = try poll(&descriptors, until: admission.nextDeadline)
       } catch {
-        log("serialgps serve: poll failed: \(SocketError("poll", error)); stopping")
+        log("poll failed: \(SocketError("poll", error)); stopping")
         break
       }
       if descriptors[0].revents != 0 {
-        wakeup.consume()
+        _ = inbox.wakeup.consume()
         handleInbox()
       }
       if descriptors[1].revents != 0 { acceptClients() }
@@ -164,42 +141,19 @@ final class EventLoop: @unchecked Sendable {
         if revents & (Int16(POLLHUP) | Int16(POLLERR) | Int16(POLLNVAL)) != 0,
           revents & Int16(POLLIN) == 0
         {
-          disconnect(id, reason: nil)
+          drop(id, reason: nil)
         }
       }
-      closeIdleClients()
+      let now = MonotonicInstant.now
+      if let due = admission.nextDeadline, due <= now {
+        admit(admission.handle(.timer, now: now))
+      }
     }
     finish()
   }
 
-  /// When the first client that neither watches nor asks anything reaches
-  /// ``GPSDServer/Configuration/idleTimeout``; `nil` (wait forever) when there is none.
-  private func nextIdleDeadline() -> MonotonicInstant? {
-    guard let limit = configuration.idleTimeout else { return nil }
-    var earliest: ContinuousClock.Instant?
-    for (id, connection) in connections where !state.isWatching(id) {
-      let deadline = connection.lastRequest + limit
-      earliest = min(earliest ?? deadline, deadline)
-    }
-    return earliest.map(MonotonicInstant.init)
-  }
-
-  /// Closes the clients that have neither watched nor asked anything for the idle timeout,
-  /// as gpsd does after 15 minutes: a slot held by a forgotten connection is given back.
-  private func closeIdleClients() {
-    guard let limit = configuration.idleTimeout else { return }
-    let now = ContinuousClock.now
-    let idle = connections.filter { id, connection in
-      !state.isWatching(id) && now - connection.lastRequest >= limit
-    }
-    for (id, connection) in idle {
-      disconnect(
-        id, reason: "closed client \(connection.peer): no request for \(limit) and not watching")
-    }
-  }
-
   private func handleInbox() {
-    let (messages, dropped) = inbox.withLock { $0.take() }
+    let (messages, dropped) = inbox.take()
     if dropped > 0 { noteDroppedReports(dropped) }
     for message in messages {
       switch message {
@@ -209,9 +163,9 @@ final class EventLoop: @unchecked Sendable {
         switch event {
         case .event(.status(.disconnected(let reason))),
           .event(.status(.commandFailed(let reason))):
-          log("serialgps serve: \(slot.path): \(reason)")
+          log("\(slot.path): \(reason)")
         case .event(.status(.reconnected)):
-          log("serialgps serve: \(slot.path): back")
+          log("\(slot.path): back")
         default:
           break
         }
@@ -222,9 +176,7 @@ final class EventLoop: @unchecked Sendable {
       case .hotplug(let event):
         handleHotplug(event)
       case .discoveryFailed(let reason):
-        log(
-          "serialgps serve: receiver discovery stopped: \(reason); serving the receivers found so far"
-        )
+        log("receiver discovery stopped: \(reason); serving the receivers found so far")
       case .barrier(let continuation):
         continuation.resume()
       case .stop:
@@ -240,20 +192,11 @@ final class EventLoop: @unchecked Sendable {
       statistics.reportsDropped += count
       return statistics.reportsDropped
     }
-    let now = ContinuousClock.now
-    if let last = lastDropLog, now - last < .seconds(10) { return }
-    lastDropLog = now
-    log(
-      "serialgps serve: fell behind the receivers: \(total) reports skipped so far "
-        + "(the newest are kept)")
+    guard dropLog.allow(now: .now) != nil else { return }
+    log("fell behind the receivers: \(total) reports skipped so far (the newest are kept)")
   }
 
   // MARK: - Clients
-
-  /// Connections accepted per wake at most: in a burst of connections the loop must also get
-  /// to the clients already connected (their requests, their closes that free slots), or
-  /// the slots stay taken by clients that are gone and every newcomer is refused.
-  static let acceptsPerWake = 16
 
   private func acceptClients() {
     guard let listener else { return }
@@ -262,104 +205,73 @@ final class EventLoop: @unchecked Sendable {
       do {
         descriptor = try listener.accept()
       } catch {
-        // EMFILE and the like: the pending connection stays queued and the listener stays
-        // readable, so polling it again at once would spin (and log) until a descriptor is
-        // free. Paused until a client leaves or a second has passed; said once (see
-        // noteAcceptFailure).
-        acceptPausedUntil = .now + .seconds(1)
-        noteAcceptFailure(error)
+        admit(admission.handle(.acceptFailed(reason: "\(error)"), now: .now))
         return
       }
       guard let descriptor else { return }
-      acceptFailureLogged = false
       let socket = ClientSocket(descriptor: descriptor)
-      let peer = peerName(descriptor)
-      guard connections.count < configuration.maximumClients || evictIdleClient(for: peer) else {
-        refuse(socket, peer: peer)
-        continue
-      }
-      socket.configure(sendBufferSize: configuration.clientSendBufferSize)
-      let id = nextClientID
-      nextClientID += 1
-      connections[id] = Connection(socket: socket, peer: peer, lastRequest: .now)
-      counters.withLock {
-        $0.clientsAccepted += 1
-        $0.clients = connections.count
-      }
-      perform(state.clientConnected(id))
+      let arrival = (socket: socket, peer: socket.peer)
+      admit(admission.handle(.arrived(peer: arrival.peer), now: .now), arrival: arrival)
     }
   }
 
-  /// Says that the server cannot accept clients: once each time it runs out, and, when it
-  /// runs out again and again (a burst of connections queued behind the descriptor limit
-  /// frees and takes descriptors in turns, more often the slower the machine), at most once
-  /// every 10 seconds with the count of the times in between.
-  private func noteAcceptFailure(_ error: any Error) {
-    guard !acceptFailureLogged else { return }
-    acceptFailureLogged = true
-    let now = ContinuousClock.now
-    if let last = lastAcceptFailureLog, now - last < .seconds(10) {
-      acceptFailuresNotLogged += 1
-      return
+  /// Runs ``ClientAdmission``'s actions; `arrival` is the connection an `.arrived` event was
+  /// about.
+  private func admit(
+    _ actions: [ClientAdmission.Action], arrival: (socket: ClientSocket, peer: String)? = nil
+  ) {
+    for action in actions {
+      switch action {
+      case .admit(let id):
+        guard let (socket, peer) = arrival else { continue }
+        socket.configure(sendBufferSize: configuration.clientSendBufferSize)
+        connections[id] = Connection(socket: socket, peer: peer)
+        counters.withLock { $0.clients = connections.count }
+        perform(state.clientConnected(id))
+      case .refuse:
+        guard let socket = arrival?.socket else { continue }
+        // The notice fits any socket buffer, so the write never waits.
+        _ = notice(Self.refusal(maximumClients: configuration.maximumClients), to: socket)
+        socket.closeAfterDiscardingInput()
+      case .evict(let id):
+        // Nothing of this client's may be queued ahead of the notice, or it would be cut short.
+        if let connection = connections[id], connection.output.isEmpty {
+          _ = notice(Self.eviction, to: connection.socket)
+        }
+        close(id)
+      case .close(let id):
+        close(id)
+      case .pauseAccepting:
+        accepting = false
+      case .resumeAccepting:
+        accepting = true
+      case .log(let message):
+        log(message)
+      }
     }
-    lastAcceptFailureLog = now
-    let since =
-      acceptFailuresNotLogged == 0
-      ? "" : " (ran out \(acceptFailuresNotLogged) more times since the last message)"
-    acceptFailuresNotLogged = 0
-    log(
-      "serialgps serve: cannot accept clients: \(error)\(since); waiting for a client to leave "
-        + "(raise the process's descriptor limit, ulimit -n or LimitNOFILE=, or lower "
-        + "--max-clients)")
+    let admitted = admission.counters
+    let unexpected = admission.unexpectedEvents + state.unexpectedEvents
+    counters.withLock {
+      $0.clientsAccepted = admitted.accepted
+      $0.clientsRefused = admitted.refused
+      $0.clientsEvicted = admitted.evicted
+      $0.unexpectedEvents = unexpected
+    }
   }
 
-  /// Makes room for a newcomer when every slot is taken: closes the client that has gone
-  /// longest without a request, among those that do not watch and have been quiet for at least
-  /// ``GPSDServer/Configuration/evictionIdleTime``, telling it why. Watchers are never
-  /// evicted. Returns whether a slot was freed.
-  private func evictIdleClient(for newcomer: String) -> Bool {
-    guard let minimum = configuration.evictionIdleTime else { return false }
-    let now = ContinuousClock.now
-    let candidate =
-      connections
-      .filter { id, connection in
-        !state.isWatching(id) && now - connection.lastRequest >= minimum
-      }
-      .min { $0.value.lastRequest < $1.value.lastRequest }
-    guard let (id, connection) = candidate else { return false }
-    let idle = now - connection.lastRequest
+  static let eviction =
+    "Too many clients: this connection was idle and not watching, so it was closed to serve "
+    + "a new one; reconnect when needed"
+
+  static func refusal(maximumClients: Int) -> String {
+    "Too many clients: this server serves at most \(maximumClients) at once; try again later"
+  }
+
+  private func notice(_ message: String, to socket: ClientSocket) -> Int? {
     var writer = JSONWriter()
-    writer.error(
-      "Too many clients: this connection was idle and not watching, so it was closed to serve "
-        + "a new one; reconnect when needed")
+    writer.error(message)
     writer.newline(crlf: true)
-    // Nothing of this client's may be queued ahead of the notice, or it would be cut short.
-    if connection.output.isEmpty {
-      _ = writer.bytes.withUnsafeBytes { connection.socket.write($0) }
-    }
-    counters.withLock { $0.clientsEvicted += 1 }
-    disconnect(
-      id,
-      reason: "closed idle client \(connection.peer) (not watching, no request for "
-        + "\(idle.components.seconds) s) to make room for \(newcomer): "
-        + "\(configuration.maximumClients) clients connected (--max-clients)")
-    return true
-  }
-
-  /// Tells a client over the limit why, then closes it. The message fits any socket buffer,
-  /// so the write never waits.
-  private func refuse(_ socket: ClientSocket, peer: String) {
-    var writer = JSONWriter()
-    writer.error(
-      "Too many clients: this server serves at most \(configuration.maximumClients) at once; "
-        + "try again later")
-    writer.newline(crlf: true)
-    _ = writer.bytes.withUnsafeBytes { socket.write($0) }
-    socket.closeAfterDiscardingInput()
-    counters.withLock { $0.clientsRefused += 1 }
-    log(
-      "serialgps serve: refused a client from \(peer): \(configuration.maximumClients) clients "
-        + "already connected, none of them idle (raise --max-clients to serve more)")
+    return writer.bytes.withUnsafeBytes { socket.write($0) }
   }
 
   private func readClient(_ id: ClientID, into buffer: UnsafeMutableRawBufferPointer) {
@@ -368,16 +280,17 @@ final class EventLoop: @unchecked Sendable {
     for _ in 0..<4 {
       switch connection.socket.read(into: buffer) {
       case .received(let count):
-        connections[id]?.lastRequest = .now
         perform(
           state.clientInput(
             id, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), wallClock: wallClockNow(),
             fixes: ReceiverFixes(receivers: receivers)))
+        // Dropped while its replies were written: nothing more to read.
         guard connections[id] != nil else { return }
+        admit(admission.handle(.request(id, watching: state.isWatching(id)), now: .now))
       case .wouldBlock:
         return
       case .closed:
-        disconnect(id, reason: nil)
+        drop(id, reason: nil)
         return
       }
     }
@@ -388,7 +301,7 @@ final class EventLoop: @unchecked Sendable {
     var offset = 0
     if connection.output.isEmpty {
       guard let written = bytes.withUnsafeBytes({ connection.socket.write($0) }) else {
-        disconnect(id, reason: nil)
+        drop(id, reason: nil)
         return
       }
       offset = written
@@ -396,7 +309,7 @@ final class EventLoop: @unchecked Sendable {
     if offset < bytes.count { connection.output.append(bytes[offset...]) }
     if connection.output.count > configuration.maximumBacklog {
       counters.withLock { $0.clientsDropped += 1 }
-      disconnect(
+      drop(
         id,
         reason: "dropped client \(connection.peer): it stopped reading "
           + "(\(connection.output.count) bytes waiting, limit \(configuration.maximumBacklog))")
@@ -406,18 +319,24 @@ final class EventLoop: @unchecked Sendable {
   private func flush(_ id: ClientID) {
     guard let connection = connections[id] else { return }
     let socket = connection.socket
-    if connection.output.drain({ socket.write($0) }) == nil { disconnect(id, reason: nil) }
+    if connection.output.drain({ socket.write($0) }) == nil { drop(id, reason: nil) }
   }
 
-  private func disconnect(_ id: ClientID, reason: String?) {
+  /// Closes a client for a reason of the loop's own (the peer left, stopped reading, failed),
+  /// and tells ``ClientAdmission``.
+  private func drop(_ id: ClientID, reason: String?) {
+    guard connections[id] != nil else { return }
+    if let reason { log(reason) }
+    close(id)
+    admit(admission.handle(.left(id), now: .now))
+  }
+
+  /// Closes the client's socket and tells ``ServerState`` it is gone.
+  private func close(_ id: ClientID) {
     guard let connection = connections.removeValue(forKey: id) else { return }
     connection.socket.close()
-    // A descriptor is free again: a connection waiting because there was none can be taken.
-    acceptPausedUntil = nil
     counters.withLock { $0.clients = connections.count }
-    if let reason { log("serialgps serve: \(reason)") }
     perform(state.clientDisconnected(id))
-    counters.withLock { $0.watchers = state.watcherCount }
   }
 
   // MARK: - Actions
@@ -446,7 +365,7 @@ final class EventLoop: @unchecked Sendable {
       }
     }
     let watchers = state.watcherCount
-    let unexpected = state.unexpectedEvents
+    let unexpected = state.unexpectedEvents + admission.unexpectedEvents
     counters.withLock {
       $0.watchers = watchers
       $0.unexpectedEvents = unexpected
@@ -464,12 +383,13 @@ final class EventLoop: @unchecked Sendable {
     slot.subscription = nil
     if let need {
       let generation = slot.generation
+      let inbox = self.inbox
       // Straight from the reader's thread into the inbox, which wakes this loop: no task and
       // no queue in between (the inbox is the one bound, newest wins).
       slot.subscription = slot.receiver.subscribeOnReaderThread(
         rawData: need.rawData, sentences: need.sentences
-      ) { [weak self] item in
-        self?.post(.receiver(id, generation: generation, item))
+      ) { item in
+        inbox.post(.receiver(id, generation: generation, item))
       }
     }
     receivers[id] = slot
@@ -484,48 +404,58 @@ final class EventLoop: @unchecked Sendable {
     case .added(let device):
       addDiscovered(device)
     case .removed(let device):
+      // Not passed to its receiver: the server shuts it down, and the shutdown sends the
+      // standby commands first in case the device is still there, which a connector that
+      // ended the connection on hearing of the unplug would skip.
       removeDiscovered(sysPath: device.sysPath, reason: "unplugged")
     case .changed(let device):
-      if let id = receivers.first(where: { $0.value.sysPath == device.sysPath })?.key {
-        if device.isReceiverCandidate {
-          perform(state.deviceRenamed(id, Self.description(of: device)))
-        } else {
-          removeDiscovered(sysPath: device.sysPath, reason: "no longer classified as a receiver")
-        }
-      } else {
+      guard let (id, slot) = discovered(device.sysPath) else {
         addDiscovered(device)
+        return
+      }
+      // Its receiver learns what changed (a udev rule declaring its chipset, say) as a
+      // receiver following discovery does.
+      slot.hotplug?.send(event)
+      receivers[id]?.device = device
+      if device.isReceiverCandidate {
+        perform(state.deviceRenamed(id, Self.description(of: device)))
+      } else {
+        removeDiscovered(sysPath: device.sysPath, reason: "no longer classified as a receiver")
       }
     case .enumerationComplete:
       let count = receivers.count
       log(
         count == 0
-          ? "serialgps serve: no receiver attached; waiting for one to be plugged in"
-          : "serialgps serve: serving \(count) receiver\(count == 1 ? "" : "s")")
+          ? "no receiver attached; waiting for one to be plugged in"
+          : "serving \(count) receiver\(count == 1 ? "" : "s")")
     }
   }
 
+  private func discovered(_ sysPath: String) -> (id: DeviceID, slot: ReceiverSlot)? {
+    guard let (id, slot) = receivers.first(where: { $0.value.device?.sysPath == sysPath }) else {
+      return nil
+    }
+    return (id, slot)
+  }
+
+  /// Serves a receiver candidate discovery found. Its receiver's connector follows the device
+  /// as `DiscoveringConnector` does for a receiver the user chose (the first one found): it
+  /// writes to a known receiver, and only listens to a possible one (a generic USB-serial
+  /// bridge) until it has heard NMEA on it.
   private func addDiscovered(_ device: SerialDevice) {
-    guard device.isReceiverCandidate,
-      !receivers.values.contains(where: { $0.sysPath == device.sysPath })
-    else { return }
-    let interface = HostInterface(device)
-    // A generic bridge gets no family: the receiver must identify itself before anything is
-    // written to it (docs/discovery.md).
-    let family =
-      device.classification.mayWriteUnprompted
-      ? device.classification.chipset : nil
-    let connector = SerialConnector(
-      path: device.path, baud: configuration.baud,
-      hint: ChipsetHint(family: family, interface: interface))
+    guard device.isReceiverCandidate, discovered(device.sysPath) == nil else { return }
+    let hotplug = HotplugFeed(device)
+    let connector = DiscoveringConnector(
+      selector: .first, baud: configuration.baud, events: { hotplug.events() })
     let receiver = GPSReceiver(
       connector: connector, options: configuration.receiverOptions, clock: clock)
     let id = nextDeviceID
     nextDeviceID += 1
     var slot = ReceiverSlot(receiver: receiver, path: device.path)
-    slot.sysPath = device.sysPath
     slot.device = device
+    slot.hotplug = hotplug
     receivers[id] = slot
-    log("serialgps serve: \(device.path) appeared (\(device.classification.kind) receiver)")
+    log("\(device.path) appeared (\(device.classification.kind) receiver)")
     // Told before the watchers subscribe it: a time service must reach the reader before the
     // port opens.
     configuration.receiverChanges?(
@@ -534,8 +464,8 @@ final class EventLoop: @unchecked Sendable {
   }
 
   private func removeDiscovered(sysPath: String, reason: String) {
-    guard let (id, _) = receivers.first(where: { $0.value.sysPath == sysPath }) else { return }
-    log("serialgps serve: stopped serving \(sysPath): \(reason)")
+    guard let (id, _) = discovered(sysPath) else { return }
+    log("stopped serving \(sysPath): \(reason)")
     perform(state.deviceRemoved(id))
   }
 
@@ -561,41 +491,13 @@ final class EventLoop: @unchecked Sendable {
       $0.subscribedDevices = 0
     }
     // Anyone still waiting on a barrier is released.
-    for message in inbox.withLock({ $0.take().messages }) {
+    for message in inbox.take().messages {
       if case .barrier(let continuation) = message { continuation.resume() }
     }
   }
 
-  // MARK: - Helpers
-
   private func log(_ message: String) {
-    configuration.log?(message)
-  }
-
-  private func peerName(_ descriptor: Int32) -> String {
-    var storage = sockaddr_storage()
-    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-    let result = withUnsafeMutablePointer(to: &storage) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) }
-    }
-    guard result == 0 else { return "an unknown peer" }
-    var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-    let port = ListenAddress.port(of: storage)
-    let isIPv6 = storage.ss_family == sa_family_t(AF_INET6)
-    return withUnsafePointer(to: storage) { pointer -> String in
-      if isIPv6 {
-        return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
-          var raw = address.pointee.sin6_addr
-          inet_ntop(AF_INET6, &raw, &text, socklen_t(text.count))
-          return "[" + Self.string(text) + "]:\(port)"
-        }
-      }
-      return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address in
-        var raw = address.pointee.sin_addr
-        inet_ntop(AF_INET, &raw, &text, socklen_t(text.count))
-        return Self.string(text) + ":\(port)"
-      }
-    }
+    configuration.log?("serialgps serve: " + message)
   }
 }
 
@@ -606,121 +508,9 @@ struct ReceiverFixes: LatestFixes {
   func latest(of device: DeviceID) -> FixUpdate? { receivers[device]?.receiver.latestFix }
 }
 
-extension EventLoop {
-  static func string(_ characters: [CChar]) -> String {
-    let bytes = characters.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-    return String(decoding: bytes, as: UTF8.self)
-  }
-}
-
 /// The wall-clock time now, for `activated` and POLL's `time`.
 func wallClockNow() -> UTCTimestamp {
   var now = timespec()
   clock_gettime(CLOCK_REALTIME, &now)
   return UTCTimestamp(secondsSinceUnixEpoch: Int64(now.tv_sec), nanoseconds: UInt32(now.tv_nsec))
-}
-
-/// What other threads hand the loop, in order. Receivers' readers post their reports here
-/// directly, so this is the one bound between a receiver and the loop: without it the inbox
-/// would grow as fast as a receiver (or a replay at full speed) outpaces the loop (40 MB a
-/// second was seen). Past `reportLimit` reports of a device waiting, the oldest of them is
-/// dropped (newest wins, as in a subscription queue; sentences and raw chunks too, which
-/// consumers expect to have gaps). Status events, hotplug and control messages are never
-/// dropped.
-struct Inbox {
-  let reportLimit: Int
-  private(set) var messages: [EventLoop.Message] = []
-  /// Reports of each device waiting in `messages`.
-  private var waitingReports: [DeviceID: Int] = [:]
-  /// Dropped since the last `take()`.
-  private var dropped = 0
-
-  init(reportLimit: Int) { self.reportLimit = reportLimit }
-
-  mutating func post(_ message: EventLoop.Message) {
-    if let device = Self.droppableReport(message) {
-      let waiting = waitingReports[device, default: 0]
-      if waiting >= reportLimit,
-        let oldest = messages.firstIndex(where: { Self.droppableReport($0) == device })
-      {
-        messages.remove(at: oldest)
-        dropped += 1
-      } else {
-        waitingReports[device] = waiting + 1
-      }
-    }
-    messages.append(message)
-  }
-
-  /// Everything posted so far, and how many reports were dropped meanwhile.
-  mutating func take() -> (messages: [EventLoop.Message], dropped: Int) {
-    defer {
-      messages = []
-      waitingReports.removeAll(keepingCapacity: true)
-      dropped = 0
-    }
-    return (messages, dropped)
-  }
-
-  /// The device whose report `message` is, if it is one that may be dropped.
-  private static func droppableReport(_ message: EventLoop.Message) -> DeviceID? {
-    switch message {
-    case .receiver(_, _, .event(.status)): nil
-    case .receiver(let device, _, _): device
-    default: nil
-    }
-  }
-}
-
-/// Bytes waiting to be written to one client: the reports themselves, not a copy of them.
-/// A report broadcast to many watchers is one array that all their queues share, so a client
-/// that stops reading holds a list of references to reports (most of them shared with the
-/// other clients' queues), and what it costs the process stays within what ``count``, the
-/// figure the backlog limit checks, says.
-struct OutputQueue {
-  private var chunks: [ArraySlice<UInt8>] = []
-  /// The first chunk not yet written; those before it are empty.
-  private var head = 0
-
-  /// Bytes waiting.
-  private(set) var count = 0
-  var isEmpty: Bool { count == 0 }
-
-  mutating func append(_ more: ArraySlice<UInt8>) {
-    guard !more.isEmpty else { return }
-    if head > 0 && head * 2 >= chunks.count {
-      chunks.removeFirst(head)
-      head = 0
-    }
-    chunks.append(more)
-    count += more.count
-  }
-
-  /// Hands the waiting bytes to `write` in order, chunk by chunk, until it takes less than it
-  /// was given; `write` returns how many bytes it took, or `nil` when the peer is gone (then
-  /// so does this).
-  mutating func drain(_ write: (UnsafeRawBufferPointer) -> Int?) -> Int? {
-    var total = 0
-    while head < chunks.count {
-      guard let written = chunks[head].withUnsafeBytes(write) else { return nil }
-      total += written
-      count -= written
-      guard written == chunks[head].count else {
-        chunks[head] = chunks[head].dropFirst(written)
-        return total
-      }
-      // Released as soon as it is written: the report may be large and shared.
-      chunks[head] = []
-      head += 1
-    }
-    chunks.removeAll(keepingCapacity: chunks.capacity <= 256)
-    head = 0
-    return total
-  }
-
-  /// Calls `body` with the first waiting chunk, for tests; `nil` when nothing waits.
-  func withFirstChunk<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result? {
-    guard head < chunks.count else { return nil }
-    return chunks[head].withUnsafeBytes(body)
-  }
 }

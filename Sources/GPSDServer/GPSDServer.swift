@@ -119,8 +119,15 @@ public final class GPSDServer: Sendable {
     case discovery(DeviceDiscovery)
   }
 
-  let loop: EventLoop
+  /// The server thread's mailbox: receivers' events, hotplug, control messages.
+  let inbox: ServerInbox
   let timeKeeper: TimeKeeper?
+  /// The address listened on, with the port the kernel chose when port 0 was asked for;
+  /// `nil` without a listener.
+  public let listenAddress: ListenAddress?
+  private let counters = Locked(ServerStatistics())
+  /// Receivers to shut down once the server's thread has stopped.
+  private let retired = Locked<[GPSReceiver]>([])
   private let thread: OwnThread
   private let discoveryTask: Task<Void, Never>?
 
@@ -129,7 +136,8 @@ public final class GPSDServer: Sendable {
   /// - Parameter clock: times the receivers' linger and replay expiry (tests pass a
   ///   `ManualClock`).
   /// - Throws: ``GPSDServerError`` when the address is remote without ``Configuration/allowRemote``
-  ///   or cannot be bound.
+  ///   or cannot be bound, or when ``TimeOptions/chronySocket`` names a path that cannot be
+  ///   chronyd's socket (``ChronySocket/check(path:)``).
   public init(
     configuration: Configuration = Configuration(), devices: Devices,
     clock: any DriverClock = SystemClock()
@@ -140,6 +148,14 @@ public final class GPSDServer: Sendable {
         "listening on \(address) would let other machines connect: the gpsd protocol has no "
           + "authentication and any watcher keeps the receivers powered; pass --allow-remote "
           + "to do it anyway, or listen on 127.0.0.1")
+    }
+    // A chrony socket that cannot work is said now, not counted in a report ten minutes on.
+    if let path = configuration.time?.chronySocket {
+      switch ChronySocket.check(path: path) {
+      case .usable: break
+      case .notYet(let warning): configuration.log?("serialgps serve: \(warning)")
+      case .unusable(let problem): throw GPSDServerError(problem)
+      }
     }
     let listener: ListeningSocket?
     let wakeup: EventSignal
@@ -160,6 +176,9 @@ public final class GPSDServer: Sendable {
         : error.code == EACCES ? " (ports below 1024 need privileges)" : ""
       throw GPSDServerError("cannot listen on \(address?.description ?? "-"): \(error)\(hint)")
     }
+    listenAddress = listener?.address
+    let inbox = ServerInbox(reportLimit: configuration.subscriptionBufferSize, wakeup: wakeup)
+    self.inbox = inbox
     var configuration = configuration
     if let time = configuration.time {
       let keeper = TimeKeeper(options: time, log: configuration.log ?? { _ in })
@@ -169,17 +188,16 @@ public final class GPSDServer: Sendable {
         others?(change)
       }
       timeKeeper = keeper
+      // Samples and pulses go to the watchers through the server's thread, as fixes do.
+      keeper.reports.withLock {
+        $0 = { path, report in inbox.post(.time(path: path, DeviceTimeReport(report))) }
+      }
     } else {
       timeKeeper = nil
     }
-    loop = EventLoop(configuration: configuration, clock: clock, listener: listener, wakeup: wakeup)
-    // Samples and pulses go to the watchers through the loop, as fixes do.
-    let eventLoop = loop
-    timeKeeper?.reports.withLock {
-      $0 = { [weak eventLoop] path, report in
-        eventLoop?.post(.time(path: path, DeviceTimeReport(report)))
-      }
-    }
+    let loop = EventLoop(
+      configuration: configuration, clock: clock, listener: listener, inbox: inbox,
+      counters: counters, retired: retired)
     switch devices {
     case .fixed(let served):
       for device in served {
@@ -187,38 +205,34 @@ public final class GPSDServer: Sendable {
           connector: device.connector, options: configuration.receiverOptions, clock: clock)
         loop.addInitialDevice(
           DeviceDescription(path: device.path, aliases: device.aliases), receiver: receiver)
+        configuration.receiverChanges?(
+          .added(ServedReceiver(path: device.path, device: nil, receiver: receiver)))
       }
       discoveryTask = nil
     case .discovery(let discovery):
-      let loop = self.loop
       let events = discovery.events(includingPresent: true)
       discoveryTask = DriverExecutor.task {
         do {
-          for try await event in events { loop.post(.hotplug(event)) }
+          for try await event in events { inbox.post(.hotplug(event)) }
         } catch {
-          loop.post(.discoveryFailed(String(describing: error)))
+          inbox.post(.discoveryFailed(String(describing: error)))
         }
       }
     }
-    let loop = self.loop
     thread = OwnThread.start(name: "serialgps-serve") { loop.run() }
   }
 
-  /// The address listened on, with the port the kernel chose when port 0 was asked for;
-  /// `nil` without a listener.
-  public var listenAddress: ListenAddress? { loop.listener?.address }
-
   /// Counters and gauges, for monitoring and tests.
-  public var statistics: ServerStatistics { loop.counters.withLock { $0 } }
+  public var statistics: ServerStatistics { counters.withLock { $0 } }
 
   /// Stops listening, closes every client, and powers every receiver off (without the
   /// linger); returns when they are all closed.
   public func shutdown() async {
     await timeKeeper?.shutdown()
     discoveryTask?.cancel()
-    loop.post(.stop)
+    inbox.post(.stop)
     await thread.join()
-    let receivers = loop.retired.withLock { $0 }
+    let receivers = retired.withLock { $0 }
     for receiver in receivers { await receiver.shutdown() }
   }
 
@@ -226,7 +240,7 @@ public final class GPSDServer: Sendable {
   /// before the call.
   func settle() async {
     await withCheckedContinuation { continuation in
-      loop.post(.barrier(continuation))
+      inbox.post(.barrier(continuation))
     }
   }
 }

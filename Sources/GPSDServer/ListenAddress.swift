@@ -38,6 +38,33 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
     self.port = port
   }
 
+  /// The address in `storage` (a `sockaddr_in` or `sockaddr_in6`, as `getsockname` and
+  /// `getpeername` fill it); `nil` for another family.
+  init?(_ storage: sockaddr_storage) {
+    var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+    let family = Int32(storage.ss_family)
+    guard family == AF_INET || family == AF_INET6 else { return nil }
+    let bytes = withUnsafePointer(to: storage) { pointer -> [UInt8] in
+      if family == AF_INET6 {
+        return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+          var raw = $0.pointee.sin6_addr
+          inet_ntop(AF_INET6, &raw, &text, socklen_t(text.count))
+          return withUnsafeBytes(of: &raw) { Array($0) }
+        }
+      }
+      return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+        var raw = $0.pointee.sin_addr
+        inet_ntop(AF_INET, &raw, &text, socklen_t(text.count))
+        return withUnsafeBytes(of: &raw) { Array($0) }
+      }
+    }
+    self.host = String(
+      decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    self.port = Self.port(of: storage)
+    self.isIPv6 = family == AF_INET6
+    self.bytes = bytes
+  }
+
   /// Parses `HOST:PORT`, `[IPV6]:PORT`, `HOST` (gpsd's port) or `:PORT` (loopback).
   public init(parsing text: String) throws(ListenAddressError) {
     var host = text

@@ -101,6 +101,17 @@ struct ClientSocket {
     }
   }
 
+  /// The address of the other end (`127.0.0.1:40312`, `[::1]:40312`), for messages.
+  var peer: String {
+    var storage = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    let named = withUnsafeMutablePointer(to: &storage) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) }
+    }
+    guard named == 0, let address = ListenAddress(storage) else { return "an unknown peer" }
+    return address.description
+  }
+
   func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
     do {
       let count = try retryingOnInterrupt { recv(descriptor, buffer.baseAddress, buffer.count, 0) }

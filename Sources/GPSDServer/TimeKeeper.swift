@@ -115,20 +115,38 @@ final class TimeKeeper: Sendable {
     }
     configuration.pps.device = index == 0 ? options.ppsDevice : nil
     configuration.pps.carrierDetect = options.carrierDetect
-    if !options.pps { configuration.pps = .none }
+    if !options.pps {
+      // No PPS source, so no PPS outputs either: no socket, no SHM unit made for nothing.
+      configuration.pps = .none
+      configuration.chronyPulseSocket = nil
+      configuration.ntpPulseUnit = nil
+    }
     let log = self.log
     let service: TimeService
-    do {
-      service = try TimeService(
-        configuration,
-        reports: { [weak self] report in
-          guard let deliver = self?.reports.withLock({ $0 }) else { return }
-          deliver(path, report)
-        },
-        log: { log("serialgps serve: \(path): \($0)") })
-    } catch {
-      log("serialgps serve: \(path): no time service: \(error)")
-      return
+    // An SHM unit that cannot be had (held by gpsd, of the wrong size, root's) costs that
+    // output only: the chrony socket and the other unit are served all the same.
+    while true {
+      do {
+        service = try TimeService(
+          configuration,
+          reports: { [weak self] report in
+            guard let deliver = self?.reports.withLock({ $0 }) else { return }
+            deliver(path, report)
+          },
+          log: { log("serialgps serve: \(path): \($0)") })
+        break
+      } catch {
+        let unit = error.sharedMemoryUnit
+        if let unit, unit == configuration.ntpSerialUnit {
+          configuration.ntpSerialUnit = nil
+        } else if let unit, unit == configuration.ntpPulseUnit {
+          configuration.ntpPulseUnit = nil
+        } else {
+          log("serialgps serve: \(path): no time service: \(error)")
+          return
+        }
+        log("serialgps serve: \(path): no NTP shared memory output: \(error)")
+      }
     }
     // Before the subscription: the reader picks the service up when the port opens.
     receiver.timeService = service
@@ -137,9 +155,15 @@ final class TimeKeeper: Sendable {
     let outputs = [
       configuration.chronySerialSocket, configuration.ntpSerialUnit.map { "NTP\($0)" },
     ].compactMap { $0 }.joined(separator: " and ")
+    let pulseOutputs = [
+      configuration.chronyPulseSocket, configuration.ntpPulseUnit.map { "NTP\($0)" },
+    ].compactMap { $0 }.joined(separator: " and ")
     log(
-      "serialgps serve: \(path): serving time to \(outputs) (offset \(options.offset)); "
-        + "the receiver stays powered while serve runs")
+      "serialgps serve: \(path): serving time to \(outputs.isEmpty ? "no output" : outputs) "
+        + "(offset \(options.offset))"
+        + (options.pps
+          ? ", PPS to \(pulseOutputs.isEmpty ? "no output" : pulseOutputs)" : ", no PPS")
+        + "; the receiver stays powered while serve runs")
     let late = state.withLock { state -> Bool in
       guard !state.stopped else { return true }
       state.served[path] = served

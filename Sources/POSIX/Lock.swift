@@ -10,6 +10,9 @@ import Glibc
 /// A pthread call that fails here (a mutex unlocked by a thread that does not hold it, a
 /// corrupted condition) is a bug in the caller, not a condition to handle: it stops the
 /// process with the error rather than going on unsynchronised.
+///
+/// `@unchecked Sendable`: a pthread mutex and condition, whose own calls are the synchronisation;
+/// the compiler cannot see that.
 package final class Lock: @unchecked Sendable {
   @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
   private let condition: UnsafeMutablePointer<pthread_cond_t>
@@ -99,6 +102,9 @@ package final class Lock: @unchecked Sendable {
 }
 
 /// A value behind a ``Lock``.
+///
+/// `@unchecked Sendable`: the value is reached only inside `withLock`, under `lock`, which the
+/// compiler cannot check.
 package final class Locked<Value>: @unchecked Sendable {
   @usableFromInline let lock = Lock()
   @usableFromInline var value: Value

@@ -9,6 +9,9 @@ import Glibc
 /// Its end can be awaited (``join()``) or waited for (``joinBlocking()``, after which the
 /// thread is gone from `/proc/self/task`). A thread nobody joins is detached when its
 /// `OwnThread` goes away, so it never lingers as a zombie.
+///
+/// `@unchecked Sendable`: its state is behind `lock`, a pthread mutex the compiler cannot see
+/// guards it.
 package final class OwnThread: @unchecked Sendable {
   private enum Reaping { case notYet, inProgress, done }
 
@@ -21,21 +24,24 @@ package final class OwnThread: @unchecked Sendable {
   private let lock = Lock()
   // Guarded by `lock`.
   /// Dropped once it has run, so that what it captured (often the owner of this thread) is
-  /// not kept alive by it.
-  private var body: (@Sendable () -> Void)?
+  /// not kept alive by it. Not `@Sendable`: it was `sending`, handed over whole, and only the
+  /// new thread calls it.
+  private var body: (() -> Void)?
   private var handle: pthread_t?
   private var bodyReturned = false
   private var reaping = Reaping.notYet
   private var waiters: [CheckedContinuation<Void, Never>] = []
 
-  private init(name: String, body: @escaping @Sendable () -> Void) {
+  private init(name: String, body: sending @escaping () -> Void) {
     // pthread_setname_np refuses longer names; the kernel keeps 15 bytes and a NUL.
     self.name = String(decoding: name.utf8.prefix(15), as: UTF8.self)
     self.body = body
   }
 
-  /// Starts `body` on a new thread called `name`.
-  package static func start(name: String, _ body: @escaping @Sendable () -> Void) -> OwnThread {
+  /// Starts `body` on a new thread called `name`. `body` may capture what is not `Sendable`
+  /// as long as nothing else keeps it (`sending`): a state the new thread alone owns from then
+  /// on, such as the server's event loop.
+  package static func start(name: String, _ body: sending @escaping () -> Void) -> OwnThread {
     let thread = OwnThread(name: name, body: body)
     let unmanaged = Unmanaged.passRetained(thread)
     // Held while creating, so that the new thread (which takes the lock when it ends) cannot
@@ -65,7 +71,7 @@ package final class OwnThread: @unchecked Sendable {
   }
 
   private func run() {
-    let body = lock.withLock { () -> (@Sendable () -> Void)? in
+    let body = lock.withLock { () -> (() -> Void)? in
       defer { self.body = nil }
       return self.body
     }

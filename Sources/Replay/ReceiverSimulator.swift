@@ -30,6 +30,9 @@ import SerialPort
 ///
 /// All members may be called from any thread or task. ``stop()`` (or releasing the object)
 /// unplugs the receiver and ends its threads.
+///
+/// `@unchecked Sendable`: a subclass of the non-final ``SimulatedReceiver``; its state is in
+/// ``SimulatorCore``, behind its lock.
 public final class ReceiverSimulator: SimulatedReceiver, ObservableSimulatedReceiver,
   @unchecked Sendable
 {
@@ -205,6 +208,9 @@ public struct SimulatorError: Error, Sendable, Hashable, CustomStringConvertible
 
 /// The simulator's state and threads; the public object only wraps it, so that releasing
 /// the object stops the threads (which refer to this core, not to the object).
+///
+/// `@unchecked Sendable`: its state is behind its lock and its threads' own, which the compiler
+/// cannot see.
 final class SimulatorCore: SimulatedChipCore, @unchecked Sendable {
   struct State: SimulatedChipState {
     var model: ReceiverModel

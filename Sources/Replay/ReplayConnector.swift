@@ -29,6 +29,9 @@ import SerialGPS
 /// receiver is in standby then anyway). After a wake the first epoch follows one interval
 /// later. ``Pace/asFastAsPossible`` hands out the next epoch whenever the reader has taken the
 /// previous one.
+///
+/// `@unchecked Sendable`: a subclass of the non-final ``SimulatedReceiver``; its state is in
+/// ``ReplayCore``, behind its lock.
 public final class ReplayConnector: SimulatedReceiver, ReceiverConnector,
   ObservableSimulatedReceiver, @unchecked Sendable
 {
@@ -192,6 +195,8 @@ public struct ReplayError: Error, Sendable, Hashable, CustomStringConvertible {
 // MARK: - The machinery
 
 /// The replay's state behind one lock, and the task that wakes it when something comes due.
+///
+/// `@unchecked Sendable`: its state is behind one lock, which the compiler cannot see.
 final class ReplayCore: SimulatedChipCore, @unchecked Sendable {
   /// The open connection's side of the state.
   struct Link {

@@ -5,6 +5,9 @@ import NMEA
 /// or in-process (``ReplayConnector``): the simulated chip (``ReceiverModel``) and the
 /// recording it plays (``Playback``), which both keep behind their own lock. Written once
 /// here; what differs (plugging, connecting, threads) is each one's own.
+///
+/// `@unchecked Sendable`: a public class that is subclassed, so it cannot be final; its one
+/// property is a `let` of a `Sendable` type.
 public class SimulatedReceiver: @unchecked Sendable {
   // @unchecked (here and in the two subclasses): a class with subclasses cannot be checked;
   // every stored property of the three is a constant of a Sendable type.

@@ -4,7 +4,7 @@ import POSIX
 /// Hands acknowledgements seen by the reader thread to the controller waiting for them, and
 /// whether the receiver said anything at all since the command was written (a receiver that
 /// fell silent after a standby is asleep: ``CommandExchange`` does not retry into it).
-final class AcknowledgementMailbox: @unchecked Sendable {
+final class AcknowledgementMailbox: Sendable {
   /// How a wait ended.
   enum WaitResult: Sendable, Equatable {
     case answer(ReceiverAcknowledgement)

@@ -105,7 +105,7 @@ public struct SystemClock: DriverClock {
 ///
 /// A jump (one ``advance(by:)`` over a long time) is how a test shows a system suspend: the
 /// time counts, and every sleeper whose deadline it passed wakes.
-public final class ManualClock: DriverClock, @unchecked Sendable {
+public final class ManualClock: DriverClock, Sendable {
   private struct Sleeper {
     let id: UInt64
     let deadline: DriverInstant

@@ -12,6 +12,9 @@ import TimeService
 /// interrupted the connection's read; all stored state but `stop` belongs to that thread. What
 /// it hands on goes through types safe from any thread (the hub, the mailbox, the locked
 /// counters and knowledge); a read error reaches the controller as an event in its inbox.
+///
+/// `@unchecked Sendable`: its state belongs to its reader thread (see above), started and joined by
+/// the controller; the compiler cannot know that.
 final class ConnectionReader: @unchecked Sendable {
   let connection: any ReceiverConnection
   let generation: Int

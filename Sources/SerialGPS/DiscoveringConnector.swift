@@ -20,7 +20,7 @@ import TimeService
 /// unplug reported by udev ends the open connection even when the kernel reports no hang-up
 /// on the port, so subscribers are told `disconnected` and the receiver is powered on again
 /// for them when it (or, with `.first`, another receiver) appears.
-public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable {
+public final class DiscoveringConnector: ReceiverConnector, Sendable {
   typealias Following = FollowingState<FollowedConnection, SerialPort>
 
   /// Whether hotplug events are being followed.
@@ -66,9 +66,10 @@ public final class DiscoveringConnector: ReceiverConnector, @unchecked Sendable 
     self.init(selector: selector, baud: baud, events: { discovery.events(includingPresent: true) })
   }
 
-  /// A connector fed from any sequence of hotplug events (tests replay scripted ones). The
-  /// sequence must start with the devices present and `.enumerationComplete`.
-  init<Events: AsyncSequence & Sendable>(
+  /// A connector fed from any sequence of hotplug events (tests replay scripted ones; the
+  /// gpsd server feeds each receiver it found its device's). The sequence must start with the
+  /// devices present and `.enumerationComplete`.
+  package init<Events: AsyncSequence & Sendable>(
     selector: ReceiverSelector, baud: SerialConnector.BaudSetting,
     events: @escaping @Sendable () -> Events
   ) where Events.Element == HotplugEvent {

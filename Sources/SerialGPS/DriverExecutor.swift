@@ -18,6 +18,9 @@ import POSIX
 /// Programs that want the same for their own code can run their top level on it with
 /// ``runBlocking(_:)``, or start tasks on it with ``task(priority:_:)``.
 /// Jobs must not block for long: blocking I/O belongs on threads of its own.
+///
+/// `@unchecked Sendable`: its queue is behind its lock and its thread owns the rest; a
+/// `TaskExecutor` class the compiler cannot check.
 public final class DriverExecutor: TaskExecutor, @unchecked Sendable {
   /// The executor SerialGPS uses.
   public static let shared = DriverExecutor()

@@ -20,21 +20,6 @@ struct PowerPolicy {
     var backoff: Backoff
   }
 
-  /// Exponential backoff: `initial`, doubled per attempt, at most `maximum`.
-  struct Backoff {
-    var initial: Duration
-    var maximum: Duration
-
-    func delay(attempt: Int) -> Duration {
-      var delay = initial
-      for _ in 1..<max(1, attempt) {
-        delay = delay * 2
-        if delay >= maximum { return maximum }
-      }
-      return min(delay, maximum)
-    }
-  }
-
   typealias TimerID = UInt64
 
   /// Consecutive failures to open or keep the device.

@@ -9,6 +9,9 @@ import POSIX
 /// every stored property here is owned by that task alone, so none needs a lock. It shares
 /// with other threads only what ``ReceiverCore`` holds (each safe from any thread). The reader
 /// thread reaches it only through the inbox (``Event/readerFailed(generation:reason:)``).
+///
+/// `@unchecked Sendable`: its stored state is owned by its one task (see Threading above), which
+/// the compiler cannot know.
 final class ReceiverController: @unchecked Sendable {
   enum Event: Sendable {
     case policy(PowerPolicy.Event)

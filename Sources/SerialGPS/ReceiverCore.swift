@@ -17,7 +17,7 @@ import TimeService
 /// Threading: every method here may be called from any thread. Requests only post events to
 /// the ``inbox`` (in the order they are made) and start the controller task the first time;
 /// nothing here waits for the device or holds a lock while it calls out.
-final class ReceiverCore: @unchecked Sendable {
+final class ReceiverCore: Sendable {
   let connector: any ReceiverConnector
   let options: GPSReceiver.Options
   let clock: any DriverClock

@@ -9,6 +9,9 @@ import POSIX
 /// Threading: the reader thread (``ConnectionReader``) stores what it learns, the controller
 /// task reads it to choose commands and forgets it when the connector reaches another
 /// receiver; each value sits behind its own lock, and no lock is held while calling out.
+///
+/// `@unchecked Sendable`: the one mutable property is written and read on the controller's task
+/// only; each other value is behind its own lock.
 final class ReceiverKnowledge: @unchecked Sendable {
   private let connector: any ReceiverConnector
   private let chipset: ChipsetChoice

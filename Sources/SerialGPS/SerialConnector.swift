@@ -97,10 +97,7 @@ public struct SerialConnector: ReceiverConnector {
   /// at the remembered rate, else its chipset's factory rate, and woken at once. Give a fixed
   /// rate for a receiver configured otherwise.
   public func connect(wakingWith family: ChipsetFamily) async throws -> any ReceiverConnection {
-    var baud = self.baud
-    if case .automatic = baud, family.hasCommands {
-      baud = .fixed(memory.withLock { $0.rate(for: path) } ?? Self.factoryRate(family))
-    }
+    let baud = Self.baud(self.baud, wakingWith: family, path: path, memory: memory.withLock { $0 })
     // The interface was told by the path when no hint named it.
     let interface = chipsetHint?.interface ?? HostInterface(devicePath: path)
     let opened = try await Self.openPort(
@@ -193,6 +190,18 @@ public struct SerialConnector: ReceiverConnector {
     }
     guard case .automatic = baud, !ratelessPort else { return try run().get() }
     return try await onOwnThread(run).get()
+  }
+
+  /// How to open a receiver that `family`'s commands will wake: an automatic setting becomes
+  /// the rate remembered for `path`, else the family's factory rate, since a receiver in
+  /// standby is silent and a search would only cost its time (9 rates × 1.5 s) before the
+  /// wake-up. A fixed rate, and a family without commands, are kept as they are.
+  public static func baud(
+    _ setting: BaudSetting, wakingWith family: ChipsetFamily, path: String,
+    memory: BaudRateMemory
+  ) -> BaudSetting {
+    guard case .automatic = setting, family.hasCommands else { return setting }
+    return .fixed(memory.rate(for: path) ?? factoryRate(family))
   }
 
   /// The rate a family's receivers ship with on their UART.

@@ -104,7 +104,7 @@ public final class Subscription: Sendable {
 }
 
 /// What a subscription holds: its queue and the way back to detach it, exactly once.
-final class SubscriptionCore: @unchecked Sendable {
+final class SubscriptionCore: Sendable {
   let queue: SubscriberQueue
   private let onDispose: @Sendable () -> Void
   private let disposed = Locked(false)
@@ -137,6 +137,9 @@ final class SubscriptionCore: @unchecked Sendable {
 /// run: each event is handed to the handler on the thread that pushed it, outside the lock.
 /// Until then (while the hub preloads the replay under its own lock) events wait in the
 /// buffer, so the replay still comes first.
+///
+/// `@unchecked Sendable`: its buffer and waiter are behind `lock`, a ``Lock`` the compiler cannot
+/// see guards them.
 final class SubscriberQueue: @unchecked Sendable {
   typealias Forward = @Sendable (ReceiverEventOrRawData) -> Void
 

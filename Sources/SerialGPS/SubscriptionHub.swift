@@ -4,7 +4,7 @@ import POSIX
 /// Fans events out to every subscriber and remembers what a newcomer should be told at once:
 /// the current status and the latest fix, with its age, while it is younger than the replay
 /// expiry.
-final class SubscriptionHub: @unchecked Sendable {
+final class SubscriptionHub: Sendable {
   private struct State {
     var subscribers: [UInt64: SubscriberQueue] = [:]
     /// The subscribers that asked for the bytes read from the device.

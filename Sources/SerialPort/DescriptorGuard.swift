@@ -8,6 +8,9 @@ import POSIX
 /// someone else's file. So every operation enters the guard, closing first stops new
 /// operations, wakes the ones in flight through ``closeSignal`` (polled by every blocking
 /// wait, never consumed), waits for them to leave, and only then releases the descriptors.
+///
+/// `@unchecked Sendable`: its phase and count are behind `lock`, a ``Lock`` the compiler cannot see
+/// guards them.
 final class DescriptorGuard: @unchecked Sendable {
   private enum Phase { case open, closing, closed }
 

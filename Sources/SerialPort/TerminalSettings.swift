@@ -3,6 +3,9 @@ import Glibc
 
 /// A tty's termios settings, as `tcgetattr` returns them: what ``SerialPort`` saves on open
 /// and restores on close, and what a ``PseudoTerminal`` reports about its device side.
+///
+/// `@unchecked Sendable`: `termios` is a plain C struct of integers that Glibc does not mark
+/// `Sendable`.
 public struct TerminalSettings: Equatable, @unchecked Sendable {
   // termios is plain integers and a fixed byte array; @unchecked only because the importer
   // does not mark C structs Sendable.

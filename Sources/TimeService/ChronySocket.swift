@@ -52,6 +52,70 @@ public final class ChronySocket {
     String(path.split(separator: "/").last ?? Substring(path))
   }
 
+  /// What can be told of a socket path before any sample is sent.
+  public enum PathCheck: Sendable, Hashable {
+    /// chronyd's socket, or nothing yet in a directory that exists (chronyd not started).
+    case usable
+    /// It may work later: the directory does not exist yet (chronyd makes `/run/chrony` when
+    /// it starts). The text says so, for the log.
+    case notYet(String)
+    /// It cannot work as it is: not a socket, a path too long for a socket address, a socket
+    /// this process may not write to. The text says what to do.
+    case unusable(String)
+  }
+
+  /// Checks `path` as chronyd's refclock SOCK path: what a sample would find there, said
+  /// before the first sample rather than counted after it.
+  public static func check(path: String) -> PathCheck {
+    let capacity = System.socketPathCapacity
+    let length = path.utf8.count
+    guard length < capacity else {
+      return .unusable(
+        "the chrony socket path \(path) is \(length) bytes, longer than a Unix socket address "
+          + "holds (\(capacity - 1)): chronyd cannot bind it either; choose a shorter path in "
+          + "both places")
+    }
+    switch System.fileKind(path) {
+    case .success(.socket):
+      guard System.mayWrite(path) else {
+        return .unusable(
+          "this process may not write to chronyd's socket \(path) (chronyd makes it as root "
+            + "with mode 0755): run serve as root, or give the socket to serve's user after "
+            + "chronyd starts")
+      }
+      return .usable
+    case .success(let kind):
+      return .unusable(
+        "\(path) is \(kind), not chronyd's socket: give the path that chronyd's refclock SOCK "
+          + "line names (chronyd makes the socket when it starts)")
+    case .failure(let error)
+    where error == .noSuchFileOrDirectory || error == Errno(rawValue: ENOTDIR):
+      let directory = Self.directory(of: path)
+      switch System.fileKind(directory) {
+      case .success(.directory):
+        return .usable  // chronyd not started yet: it makes the socket
+      case .success(let kind):
+        return .unusable(
+          "the chrony socket \(path) cannot be made: \(directory) is \(kind), not a directory")
+      case .failure(let error) where error == .noSuchFileOrDirectory:
+        return .notYet(
+          "the directory \(directory) of the chrony socket \(path) does not exist (yet): "
+            + "samples are counted until chronyd makes the socket there; check the path if "
+            + "chronyd's refclock SOCK line names another")
+      case .failure(let error):
+        return .unusable("cannot look at \(directory) for the chrony socket \(path): \(error)")
+      }
+    case .failure(let error):
+      return .unusable("cannot look at the chrony socket \(path): \(error)")
+    }
+  }
+
+  private static func directory(of path: String) -> String {
+    guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+    let directory = String(path[..<slash])
+    return directory.isEmpty ? "/" : directory
+  }
+
   /// What became of one sample.
   public enum Outcome: Sendable, Hashable {
     case sent

@@ -18,6 +18,9 @@ public enum PPSEdge: Sendable, Hashable {
 ///
 /// Each ``nextPulse(timeout:)`` is one `PPS_FETCH` that sleeps in the kernel until the next
 /// event or the timeout; nothing polls.
+///
+/// `@unchecked Sendable`: `lastSequence` belongs to the one listener thread that fetches pulses;
+/// the descriptor is only used, never replaced.
 public final class KernelPPSSource: PPSSource, @unchecked Sendable {
   /// The device's path.
   public let name: String
@@ -129,6 +132,8 @@ public final class KernelPPSSource: PPSSource, @unchecked Sendable {
 /// (the receiver unplugged), or when a signal interrupts it: ``PulseListener/stopAndWait()``
 /// sends one, so a line that never changes does not keep the thread. The source works on its
 /// own duplicate of the port's descriptor, which it closes when it is released.
+///
+/// `@unchecked Sendable`: `sequence` belongs to the one listener thread that waits for pulses.
 public final class CarrierDetectPPSSource: PPSSource, @unchecked Sendable {
   /// The serial port's path.
   public let name: String

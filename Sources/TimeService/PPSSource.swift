@@ -17,6 +17,8 @@ public protocol PPSSource: AnyObject, Sendable {
 
 /// Pulses handed in by the program: for tests, simulated receivers and sources SerialGPS does
 /// not read itself.
+///
+/// `@unchecked Sendable`: its queue is behind `lock`, a ``Lock`` the compiler cannot see guards it.
 public final class ManualPPSSource: PPSSource, @unchecked Sendable {
   public let name: String
   // Guarded by `lock`.
@@ -99,6 +101,8 @@ public enum PulseListenerEvent: Sendable, Hashable {
 /// opened again with backoff when the listener was started with a ``PPSRetry``
 /// (``start(opening:retry:pulse:events:pause:)``); otherwise its failure is reported once and
 /// ends the thread.
+///
+/// `@unchecked Sendable`: its state is behind `lock`, a ``Lock`` the compiler cannot see guards it.
 public final class PulseListener: @unchecked Sendable {
   /// How long one wait for a pulse lasts: longer than a second, so that a live 1 Hz source
   /// never times out and every timeout means a missing pulse.

@@ -16,6 +16,32 @@ extension PosixTime {
   }
 }
 
+extension System {
+  /// `CLOCK_REALTIME − CLOCK_MONOTONIC` now: constant while the system clock runs or is slewed
+  /// (slewing moves both clocks), changed by every step of it (`clock_settime`, chronyd's
+  /// `makestep`, `date -s`). Read between two monotonic readings, again when they lie more
+  /// than 20 µs apart (the thread was preempted between them), so it is good to about that.
+  static func systemClockOffset() -> Duration {
+    var best: (spread: Duration, offset: Duration)?
+    for _ in 0..<4 {
+      var before = Glibc.timespec()
+      var realtime = Glibc.timespec()
+      var after = Glibc.timespec()
+      clock_gettime(CLOCK_MONOTONIC, &before)
+      clock_gettime(CLOCK_REALTIME, &realtime)
+      clock_gettime(CLOCK_MONOTONIC, &after)
+      func duration(_ time: Glibc.timespec) -> Duration {
+        .seconds(Int64(time.tv_sec)) + .nanoseconds(Int64(time.tv_nsec))
+      }
+      let spread = duration(after) - duration(before)
+      let offset = duration(realtime) - (duration(before) + spread / 2)
+      if best == nil || spread < best!.spread { best = (spread, offset) }
+      if spread <= Duration.microseconds(20) { break }
+    }
+    return best!.offset
+  }
+}
+
 enum System {
   /// The calling thread's errno.
   static var errno: Errno { Errno(rawValue: Glibc.errno) }
@@ -58,6 +84,81 @@ enum System {
     defer { free(resolved) }
     return String(cString: resolved)
   }
+
+  // MARK: Processes
+
+  /// The command name of a running process (`/proc/PID/comm`, readable for every process),
+  /// or `nil` when it has gone.
+  static func command(ofProcess process: Int32) -> String? {
+    guard let text = readSmallFile("/proc/\(process)/comm") else { return nil }
+    let name = text.split(separator: "\n").first.map(String.init) ?? ""
+    return name.isEmpty ? nil : name
+  }
+
+  /// The processes that have each of the System V segments named `keys` mapped, as far as
+  /// this process may read their `/proc/PID/maps` (all of them as root; its own user's
+  /// otherwise), where an attached segment is the file `/SYSV<key in 8 hex digits>`.
+  static func processesMapping(keys: Set<Int32>) -> [Int32: Set<Int32>] {
+    var names: [String: Int32] = [:]
+    for key in keys {
+      let hex = String(UInt32(bitPattern: key), radix: 16)
+      names["/SYSV" + String(repeating: "0", count: max(0, 8 - hex.count)) + hex] = key
+    }
+    var found: [Int32: Set<Int32>] = [:]
+    for entry in directoryEntries("/proc") {
+      guard let process = Int32(entry),
+        let maps = try? FileDescriptor.contents(of: "/proc/\(entry)/maps")
+      else { continue }
+      var start = 0
+      // Each line ends with the mapped file's path; a segment's is "/SYSV4e545030 (deleted)".
+      for index in maps.indices where maps[index] == UInt8(ascii: "\n") {
+        defer { start = index + 1 }
+        guard let slash = maps[start..<index].firstIndex(of: UInt8(ascii: "/")),
+          index - slash >= 13, maps[slash + 1] == UInt8(ascii: "S")
+        else { continue }
+        let name = String(decoding: maps[slash..<(slash + 13)], as: UTF8.self)
+        if let key = names[name] { found[key, default: []].insert(process) }
+      }
+    }
+    return found
+  }
+
+  // MARK: Files
+
+  /// What kind of file a path names, for messages.
+  enum FileKind: Sendable, Hashable, CustomStringConvertible {
+    case socket, directory, regular, other
+
+    var description: String {
+      switch self {
+      case .socket: return "a socket"
+      case .directory: return "a directory"
+      case .regular: return "a regular file"
+      case .other: return "neither a socket nor a directory"
+      }
+    }
+  }
+
+  /// The kind of file at `path`, symbolic links followed.
+  static func fileKind(_ path: String) -> Result<FileKind, Errno> {
+    var status = stat()
+    guard stat(path, &status) == 0 else { return .failure(errno) }
+    switch status.st_mode & S_IFMT {
+    case S_IFSOCK: return .success(.socket)
+    case S_IFDIR: return .success(.directory)
+    case S_IFREG: return .success(.regular)
+    default: return .success(.other)
+    }
+  }
+
+  /// Whether this process (its effective user) may write to `path`, as `connect` to a Unix
+  /// socket needs.
+  static func mayWrite(_ path: String) -> Bool {
+    faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0
+  }
+
+  /// The bytes a Unix socket address holds, with the terminating zero.
+  static var socketPathCapacity: Int { MemoryLayout.size(ofValue: sockaddr_un().sun_path) }
 
   // MARK: Unix datagram sockets
 

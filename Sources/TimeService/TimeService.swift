@@ -1,4 +1,5 @@
 import Chipsets
+import Glibc
 import NMEA
 import POSIX
 
@@ -194,6 +195,7 @@ public final class TimeService: Sendable {
     var delay = ReceiverDelay()
     var epochs = 0
     var chrony: ChronySocket?
+    var chronyFailures = FirstFailures()
     var shm: NTPSharedMemory?
   }
 
@@ -201,7 +203,47 @@ public final class TimeService: Sendable {
     var pulses = 0
     var delay = ReceiverDelay()
     var chrony: ChronySocket?
+    var chronyFailures = FirstFailures()
     var shm: NTPSharedMemory?
+  }
+
+  /// Which kinds of chrony failure were said already: the first of each is logged when it
+  /// happens, the others only counted (in the statistics).
+  private struct FirstFailures {
+    private var said: Set<ChronySocket.Outcome> = []
+
+    /// `outcome` when it is a failure of a kind not said before.
+    mutating func first(_ outcome: ChronySocket.Outcome) -> ChronySocket.Outcome? {
+      if case .sent = outcome { return nil }
+      return said.insert(outcome).inserted ? outcome : nil
+    }
+  }
+
+  /// A chrony failure in words for the log.
+  private static func describe(_ outcome: ChronySocket.Outcome, at path: String) -> String {
+    switch outcome {
+    case .sent:
+      return "chronyd at \(path) takes samples"
+    case .noListener:
+      return
+        "no chronyd listens at \(path) (not started yet, or its refclock SOCK names another "
+        + "path): samples are counted, and sent once chronyd is there"
+    case .failed(let error):
+      let hint: String
+      switch error.rawValue {
+      case EACCES, EPERM:
+        hint =
+          ": chronyd makes its socket as root with mode 0755; run serve as root, or give the "
+          + "socket to serve's user after chronyd starts"
+      case EAGAIN:
+        hint = ": chronyd does not read its socket as fast as samples come"
+      default:
+        hint = ""
+      }
+      return
+        "cannot send samples to chronyd at \(path): \(error)\(hint); later failures of this "
+        + "kind are only counted (the time report)"
+    }
   }
 
   private let serial: Locked<SerialSide>
@@ -225,8 +267,10 @@ public final class TimeService: Sendable {
   ///   - reports: called for each published sample and pulse, on the thread that produced
   ///     it, with no lock held: gpsd's `TOFF` and `PPS` for watchers that asked for
   ///     `"pps":true`.
-  ///   - log: what people should know about the PPS source (which one is used, a failure
-  ///     once per outage, its return), one line each, without the device's name first.
+  ///   - log: what people should know when it happens, one line each, without the device's
+  ///     name first: each step of the receiver's time or the system clock and what was made
+  ///     of it (``TimeStep``), the first chrony failure of each kind (later ones are counted),
+  ///     the PPS source (which one is used, a failure once per outage, its return).
   public init(
     _ configuration: TimeServiceConfiguration,
     reports: (@Sendable (TimeReport) -> Void)? = nil,
@@ -256,25 +300,36 @@ public final class TimeService: Sendable {
   @discardableResult
   public func epoch(_ time: EpochTime, firstByte: ArrivalTime?) -> TimeVerdict {
     let offset = configuration.offset
-    let (verdict, trusted) = serial.withLock { side -> (TimeVerdict, Bool) in
+    let clockOffset = System.systemClockOffset()
+    let (verdict, trusted, step, news) = serial.withLock {
+      side -> (TimeVerdict, Bool, TimeStep?, String?) in
       side.epochs += 1
-      let verdict = side.trust.judge(time, arrival: firstByte)
+      let verdict = side.trust.judge(time, arrival: firstByte, systemClockOffset: clockOffset)
+      var news: String?
       if case .sample(let sample) = verdict {
         side.delay.add(sample.lateness)
         let clock = sample.arrival - offset
-        side.chrony?.send(real: sample.receiverTime, clock: clock)
+        if let chrony = side.chrony {
+          news = side.chronyFailures.first(chrony.send(real: sample.receiverTime, clock: clock))
+            .map { Self.describe($0, at: chrony.path) }
+        }
         side.shm?.write(real: sample.receiverTime, clock: clock)
       }
-      return (verdict, side.trust.isTrusted)
+      return (verdict, side.trust.isTrusted, side.trust.lastStep, news)
     }
+    if let step { log?(step.description) }
+    if let news { log?(news) }
     switch verdict {
     case .sample(let sample):
-      if let delay = labeller.withLock({ $0.serial(sample) }) {
-        pulses.withLock { $0.delay.add(delay) }
+      let delay = labeller.withLock { labeller -> Duration? in
+        // A pulse is never named from the time before a step.
+        if step != nil { labeller.serialTrustLost() }
+        return labeller.serial(sample)
       }
+      if let delay { pulses.withLock { $0.delay.add(delay) } }
       reports?(.serial(sample))
     case .rejected:
-      if !trusted { labeller.withLock { $0.serialTrustLost() } }
+      if !trusted || step != nil { labeller.withLock { $0.serialTrustLost() } }
     }
     return verdict
   }
@@ -286,13 +341,18 @@ public final class TimeService: Sendable {
       let decision = labeller.pulse(pulse)
       return (decision, labeller.delayOfLastLabel)
     }
+    var news: String?
     pulses.withLock { side in
       side.pulses += 1
       guard case .labelled(let sample) = decision else { return }
       if let delay { side.delay.add(delay) }
-      side.chrony?.send(real: sample.second, clock: sample.pulse)
+      if let chrony = side.chrony {
+        news = side.chronyFailures.first(chrony.send(real: sample.second, clock: sample.pulse))
+          .map { Self.describe($0, at: chrony.path) }
+      }
       side.shm?.write(real: sample.second, clock: sample.pulse)
     }
+    if let news { log?(news) }
     if case .labelled(let sample) = decision {
       reports?(.pulse(sample, precision: configuration.pulsePrecision))
     }

@@ -8,6 +8,11 @@ public enum TimeServiceError: Error, Sendable, Hashable, CustomStringConvertible
   case sharedMemoryUnitOutOfRange(Int)
   /// shmget or shmat failed.
   case sharedMemory(unit: Int, Errno)
+  /// Another process that may write it has the unit's segment attached (`by` describes each,
+  /// `gpsd (pid 812)`); `free` is a unit that is not taken.
+  case sharedMemoryHeld(unit: Int, by: [String], free: Int?)
+  /// The unit's segment is smaller than ntpd's layout (`size` bytes): made by another program.
+  case sharedMemoryWrongSize(unit: Int, size: Int, free: Int?)
   /// The PPS device could not be opened.
   case ppsOpen(path: String, Errno)
   /// The device is not an RFC 2783 PPS source (the PPS ioctls are unknown to it).
@@ -20,6 +25,19 @@ public enum TimeServiceError: Error, Sendable, Hashable, CustomStringConvertible
   case noPPSDevice(tty: String)
   /// The tty cannot wait for modem-line changes (TIOCMIWAIT).
   case carrierDetectUnsupported(path: String, Errno)
+
+  /// The NTP shared-memory unit the error is about, if it is about one.
+  public var sharedMemoryUnit: Int? {
+    switch self {
+    case .sharedMemoryNeedsRoot(let unit), .sharedMemoryUnitOutOfRange(let unit),
+      .sharedMemory(let unit, _), .sharedMemoryHeld(let unit, _, _),
+      .sharedMemoryWrongSize(let unit, _, _):
+      return unit
+    case .ppsOpen, .notPPSDevice, .ppsUnsupported, .ppsFailed, .noPPSDevice,
+      .carrierDetectUnsupported:
+      return nil
+    }
+  }
 
   public var description: String {
     switch self {
@@ -38,6 +56,17 @@ public enum TimeServiceError: Error, Sendable, Hashable, CustomStringConvertible
           ? ": a segment of another size holds the key (\(removal))"
           : ""
       return "cannot attach NTP shared memory unit \(unit) (NTP\(unit)): \(error)\(hint)"
+    case .sharedMemoryHeld(let unit, let holders, let free):
+      return
+        "NTP shared memory unit \(unit) (NTP\(unit)) is attached by \(holders.joined(separator: ", ")), "
+        + "which may write it too (gpsd takes units 0 to 7): not writing beside it; "
+        + Self.choose(free)
+    case .sharedMemoryWrongSize(let unit, let size, let free):
+      return
+        "NTP shared memory unit \(unit) (NTP\(unit)) is a segment of \(size) bytes, not ntpd's "
+        + "layout: another program made it (remove it with ipcrm -M "
+        + "\(hex(NTPSharedMemory.key(ofUnit: unit))) when nothing uses it), or "
+        + Self.choose(free)
     case .ppsOpen(let path, let error):
       let hint =
         error == .permissionDenied
@@ -62,6 +91,13 @@ public enum TimeServiceError: Error, Sendable, Hashable, CustomStringConvertible
       return
         "\(path) cannot report carrier-detect changes (TIOCMIWAIT: \(error)): it is not a real serial port, or its driver lacks modem-line interrupts; use kernel PPS instead"
     }
+  }
+
+  private static func choose(_ free: Int?) -> String {
+    guard let free else { return "no unit up to 99 is free" }
+    return
+      "unit \(free) is free: use it (--ntp-shm \(free)) and point chrony's refclock SHM or "
+      + "ntpd's 127.127.28.\(free) at it"
   }
 
   private func hex(_ value: Int32) -> String { "0x" + String(UInt32(bitPattern: value), radix: 16) }

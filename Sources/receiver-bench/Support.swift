@@ -199,6 +199,9 @@ struct Memory {
 }
 
 /// A value handed between threads and tasks, with a wait for it to change.
+///
+/// `@unchecked Sendable`: its value is behind its mutex and condition, which the compiler cannot
+/// see.
 final class Mailbox<Value>: @unchecked Sendable {
   private let lock = Lock()
   private var value: Value

@@ -354,6 +354,9 @@ struct BurstFigures {
 
 /// A simulated MediaTek on a pty: acknowledges $PMTK at once, streams an epoch every 200 ms
 /// while awake (from $PMTK314 to $PMTK161), counts standbys.
+///
+/// `@unchecked Sendable`: its state is behind its lock and its pty thread's own, which the compiler
+/// cannot see.
 final class BurstReceiver: @unchecked Sendable {
   struct Wire {
     var awake = false

@@ -86,6 +86,8 @@ idle(label: "100 ms timeout loop", timeout: .milliseconds(100))
 
 // MARK: Latency
 
+/// `@unchecked Sendable`: its value is behind its mutex and condition, which the compiler cannot
+/// see.
 final class Mailbox: @unchecked Sendable {
   let ready = DispatchSemaphore(value: 0)
   let delivered = DispatchSemaphore(value: 0)

@@ -10,6 +10,9 @@ import POSIX
 /// The first failed write is reported once to ``onFailure(_:)``'s handler (EPIPE when the
 /// reader of a pipe went away and SIGPIPE is ignored); what could not be written is dropped,
 /// since there is nothing sensible left to do with it.
+///
+/// `@unchecked Sendable`: its buffer and failure are behind `lock`, a ``Lock`` the compiler cannot
+/// see guards them.
 final class Output: @unchecked Sendable {
   static let standard = Output(descriptor: .standardOutput, buffered: true)
   static let error = Output(descriptor: .standardError, buffered: false)

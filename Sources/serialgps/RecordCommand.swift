@@ -49,13 +49,17 @@ struct RecordOptions: Equatable, CommandArguments {
                           listening first; USB receivers (ttyACM) ignore it
       --chipset NAME      ublox, mtk or sirf: wake the receiver with its chipset's commands
                           before recording (their answers are recorded too) and put it back
-                          to standby at the end. Without it nothing is written to DEVICE.
+                          to standby at the end; a sleeping receiver is silent, so unless
+                          --baud names a rate it is opened at the chipset's factory rate and
+                          woken at once, as watch does. Without it nothing is written to DEVICE.
       --name NAME         the recording's Name header (default: FILE without its extension)
 
     With --baud auto the bytes heard at the rate found are recorded; those heard at wrong
-    rates while searching are noise and are not.
-    Exit status: 0 when the duration was reached or on Ctrl-C, 1 when the device went away
-    while recording (what was recorded is kept), 2 for usage, device or file errors.
+    rates while searching are noise and are not. FILE is made once the rate is known: Ctrl-C
+    during the search records nothing, and says so.
+    Exit status: 0 when the duration was reached or on Ctrl-C (as every command after a
+    signal), 1 when the device went away while recording (what was recorded is kept), 2 for
+    usage, device or file errors.
 
     """
 
@@ -102,24 +106,41 @@ struct RecordOptions: Equatable, CommandArguments {
 struct RecordSession {
   let options: RecordOptions
 
+  /// How long a receiver woken at a guessed rate may stay unreadable before record says so
+  /// (or the duration, when shorter).
+  static let silenceAfterWaking: Duration = .seconds(5)
+
   func run(_ interruption: StopSignals) -> Int32 {
     let device = options.device
     let opened: SerialConnector.OpenedPort
     var memory = BaudRateMemory()
+    var baud =
+      options.baud.map { .fixed($0) }
+      ?? SerialConnector.BaudSetting.automatic(timePerRate: Autobaud.defaultTimePerRate)
+    // A receiver its chipset's commands wake is woken first, as watch does: asleep it is
+    // silent, and listening for its rate would only cost the whole search.
+    if let family = options.chipset {
+      baud = SerialConnector.baud(baud, wakingWith: family, path: device, memory: memory)
+    }
+    let wakesAtGuessedRate =
+      options.baud == nil && options.chipset?.hasCommands == true
+      && HostInterface(devicePath: device) != .usb
     do {
-      opened = try SerialConnector.openPort(
-        path: device,
-        baud: options.baud.map { .fixed($0) }
-          ?? .automatic(timePerRate: Autobaud.defaultTimePerRate),
-        memory: &memory
-      ) { port, searching in
+      opened = try SerialConnector.openPort(path: device, baud: baud, memory: &memory) {
+        port, searching in
         interruption.onStop { _ in port.interrupt() }
         if searching {
           Output.error.line("serialgps record: listening to \(device) for its baud rate …")
         }
       }
     } catch let error as SerialPortError where error.reason == .interrupted {
-      if interruption.isRequested { return 0 }
+      if interruption.isRequested {
+        // Stopped while listening for the rate: the file is made only once the rate is known.
+        Output.error.line(
+          "serialgps record: stopped while listening for the baud rate of \(device): nothing "
+            + "recorded, \(options.output) not written")
+        return 0
+      }
       Output.error.line("serialgps record: \(error)")
       return 2
     } catch {
@@ -130,10 +151,12 @@ struct RecordSession {
     defer { port.close() }
     let rate = opened.rate
     if opened.unrecognisedRates != nil {
+      let wake =
+        options.chipset == nil
+        ? ", or --chipset ublox|mtk|sirf to wake it" : " (--chipset nmea sends no wake commands)"
       Output.error.line(
         "serialgps record: heard no NMEA from \(device) at any rate (asleep, or not a GPS "
-          + "receiver); recording at \(rate) baud. Pass --baud if you know the rate, or "
-          + "--chipset to wake it.")
+          + "receiver); recording at \(rate) baud. Pass --baud if you know the rate\(wake).")
     }
     // What the search heard at the rate it found: the receiver's first sentences, recorded.
     let heard = opened.heard
@@ -164,6 +187,21 @@ struct RecordSession {
     if let commands, !commands.powerOnSteps.isEmpty {
       Output.error.line("serialgps record: waking the receiver (\(options.chipset!.displayName))")
       outcome = capture.send(commands.powerOnSteps, into: writer, interruption: interruption)
+    }
+    if outcome.isStopped, wakesAtGuessedRate {
+      // Woken at a rate guessed, not heard: say so if nothing readable comes back.
+      let check = ContinuousClock.now + Self.silenceAfterWaking
+      outcome = capture.run(
+        into: writer, until: deadline.map { min($0, check) } ?? check, interruption: interruption)
+      if outcome.isStopped, !interruption.isRequested,
+        capture.decoder.statistics.framer.sentences == 0
+      {
+        capture.clearProgress()
+        Output.error.line(
+          "serialgps record: heard no NMEA from \(device) at \(rate) baud since waking it: if "
+            + "it is set to another rate, pass --baud N, or leave --chipset out to listen for "
+            + "its rate")
+      }
     }
     if outcome.isStopped {
       outcome = capture.run(into: writer, until: deadline, interruption: interruption)

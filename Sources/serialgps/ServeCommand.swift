@@ -11,8 +11,8 @@ import TimeService
 // [--mqtt URL …] [--time …] [DEVICE …]`: a gpsd-compatible server (docs/server.md), with
 // --mqtt the fleet bridge beside it (docs/fleet.md), with --time time for chrony and ntpd
 // (docs/time.md). Runs until SIGTERM, SIGINT, SIGHUP or SIGQUIT, then
-// puts every receiver to standby and exits 0; exits 2 on usage errors or when it cannot listen,
-// 1 when the broker refuses the credentials or certificates.
+// puts every receiver to standby and exits 0; exits 2 on usage errors or when it cannot listen
+// or use the chrony socket, 1 when the broker refuses the credentials or certificates.
 let serveCommand = Command(
   name: "serve",
   usage:
@@ -94,20 +94,22 @@ struct ServeOptions: Equatable, CommandArguments {
       --time-offset MS    the receiver's delay from the second to its first byte, subtracted
                           from serial time (default 0): set the median of the delay that the
                           time report shows (in the log every 10 minutes and at the end)
-      --chrony-socket PATH  chrony SOCK path for serial time (default gpsd's)
+      --chrony-socket PATH  chrony SOCK path for serial time (default gpsd's); one that
+                          cannot be chronyd's socket is refused at start
       --ntp-shm UNIT      NTP shared-memory unit for serial time, PPS on UNIT+1 (default 0,
                           or 2 when not root; two more per further receiver)
       --pps /dev/ppsN     kernel PPS device of the receiver (a pps-gpio overlay); default: the
                           one the kernel ties to its tty, else the DCD line of a UART
-      --pps none          no PPS: serial time only (nothing listens to DCD)
+      --pps none          no PPS: serial time only (nothing listens to DCD, no PPS socket
+                          or SHM unit)
 
     Stops on SIGTERM, SIGINT (Ctrl-C), SIGHUP or SIGQUIT, putting every receiver to standby
     first (and saying offline on its MQTT status); a second Ctrl-C while stopping quits at once
     (status 130). SIGHUP stops rather than restarts, as the end of the terminal or session that
     started serve; under nohup it is ignored. Under systemd, `systemctl restart serialgps` is
     the restart.
-    Exit status: 0 after a signal, 2 on usage errors or when the address cannot be used, 1
-    when the MQTT broker refuses the credentials or certificates.
+    Exit status: 0 after a signal, 2 on usage errors or when the address or the chrony socket
+    cannot be used, 1 when the MQTT broker refuses the credentials or certificates.
 
     """
 

@@ -13,6 +13,8 @@ struct ServeFleetOptions: Equatable {
   var gating = FleetBridge.Gating.demand
   /// Fixes kept during a broker outage.
   var queue = 1
+  /// Consumers' demands counted at once per receiver.
+  var maximumConsumers = FleetBridge.Configuration.defaultMaximumConsumers
 
   var isEnabled: Bool { broker.url != nil }
 
@@ -25,6 +27,8 @@ struct ServeFleetOptions: Equatable {
                                stands; always: powered and published all the time
         --mqtt-queue N         fixes kept while the broker is away, published in order with
                                QoS 1 when it is back (default 1: the latest); for always
+        --mqtt-max-consumers N consumers' demands counted per receiver (default 256); more
+                               are logged, wait, and are taken as room frees
       """
 
   mutating func take(_ argument: String, from reader: inout ArgumentReader) throws(UsageMessage)
@@ -48,6 +52,9 @@ struct ServeFleetOptions: Equatable {
     case "--mqtt-queue":
       queue = try reader.number(
         in: 1...100_000, "--mqtt-queue needs a number of fixes from 1 to 100000")
+    case "--mqtt-max-consumers":
+      maximumConsumers = try reader.number(
+        in: 1...1_000_000, "--mqtt-max-consumers needs a number of consumers from 1 to 1000000")
     default:
       return false
     }
@@ -56,7 +63,10 @@ struct ServeFleetOptions: Equatable {
 
   /// A mistake only visible with all options read, or `nil`.
   func mistake(devices: [String]) -> String? {
-    if !isEnabled && (broker.givesSettings || !ids.isEmpty || gating != .demand || queue != 1) {
+    if !isEnabled
+      && (broker.givesSettings || !ids.isEmpty || gating != .demand || queue != 1
+        || maximumConsumers != FleetBridge.Configuration.defaultMaximumConsumers)
+    {
       return "the --mqtt-… options need --mqtt URL"
     }
     if !ids.isEmpty && ids.count != devices.count {
@@ -98,6 +108,7 @@ final class ServeFleet: Sendable {
     var configuration = FleetBridge.Configuration(broker: broker)
     configuration.gating = options.gating
     configuration.outageQueueLimit = options.queue
+    configuration.maximumConsumers = options.maximumConsumers
     configuration.replayExpiry = replayExpiry
     configuration.log = { message in Output.error.line(message) }
     let bridge: FleetBridge

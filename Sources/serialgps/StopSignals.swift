@@ -19,6 +19,9 @@ import SerialGPS
 ///   once, and a supervisor that wants the process gone at once has SIGKILL.
 ///
 /// The signals come through POSIX's ``SignalPipe``: on its thread, one at a time, in order.
+///
+/// `@unchecked Sendable`: its state is behind its lock and the signal pipe's thread, which the
+/// compiler cannot see.
 final class StopSignals: @unchecked Sendable {
   /// Why a stop was asked for.
   enum Reason: Equatable, CustomStringConvertible {

@@ -327,7 +327,7 @@ struct BridgeTests {
   }
 
   @Test(
-    "malformed, oversized and non-retained demands are counted and ignored; the receiver stays in standby"
+    "malformed, oversized and non-retained demands are counted and never power the receiver"
   )
   func badDemands() async throws {
     let broker = try await TestBroker()
@@ -352,7 +352,7 @@ struct BridgeTests {
     #expect(bridge.statistics(for: "board-1")?.demands == 0)
     #expect(powerCommands(replay) == [])
     // A good demand still works afterwards.
-    try await publish(port: broker.port, topic: topic, payload: "ok", retain: true)
+    try await publish(port: broker.port, topic: topic, payload: "1", retain: true)
     #expect(await eventually { powerCommands(replay) == ["start"] })
     try await publish(port: broker.port, topic: topic, payload: nil, retain: true)
     await bridge.shutdown()

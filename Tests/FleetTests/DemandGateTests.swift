@@ -134,19 +134,11 @@ struct DemandGateTests {
       gate.handle(demand("alice"), now: .seconds(6)) == [.subscribeReceiver, status("powering on")])
   }
 
-  @Test("oversized, non-retained, non-text and unexpected messages are counted and change nothing")
+  @Test("non-retained messages and unexpected topics are counted and change nothing")
   func badMessagesAreCounted() {
     var gate = gate()
     _ = gate.handle(.connected, now: .zero)
-    #expect(gate.handle(demand("alice", String(repeating: "x", count: 257)), now: .zero) == [])
     #expect(gate.handle(demand("alice", "1", retained: false), now: .zero) == [])
-    #expect(gate.handle(demand("alice", "a\u{0}b"), now: .zero) == [])
-    #expect(
-      gate.handle(
-        .message(
-          topic: "serialgps/board-1/demand/alice", payload: [0xFF, 0xFE], retained: true,
-          expiry: nil),
-        now: .zero) == [])
     #expect(
       gate.handle(
         .message(
@@ -161,15 +153,125 @@ struct DemandGateTests {
         .message(
           topic: "serialgps/board-1/demand/a+b", payload: [0x31], retained: true, expiry: nil),
         now: .zero) == [])
-    #expect(gate.counters.oversizedMessages == 1)
-    #expect(gate.counters.malformedMessages == 3)
+    #expect(gate.counters.malformedMessages == 1)
     #expect(gate.counters.unexpectedTopics == 3)
     #expect(gate.demands.isEmpty)
     // A good one after all that still works.
     #expect(
-      gate.handle(demand("alice", String(repeating: "x", count: 256)), now: .zero) == [
-        .subscribeReceiver, status("powering on"),
+      gate.handle(demand("alice", "1"), now: .zero) == [.subscribeReceiver, status("powering on")])
+  }
+
+  @Test(
+    "the documented forms only: empty, 1, a JSON request; anything else is invalid, with its reason",
+    arguments: [
+      ("", DemandPayload.withdrawn),
+      ("1", .continuous),
+      ("{}", .continuous),
+      (" { } \n", .continuous),
+      ("{\"consumer\":\"alice\"}", .continuous),
+      ("0", .invalid(.notADemand("0"))),
+      ("false", .invalid(.notADemand("false"))),
+      ("-1", .invalid(.notADemand("-1"))),
+      (" ", .invalid(.notADemand(" "))),
+      ("1\n", .invalid(.notADemand("1\n"))),
+      ("true", .invalid(.notADemand("true"))),
+      ("[1]", .invalid(.notADemand("[1]"))),
+      ("ok", .invalid(.notADemand("ok"))),
+      ("{\"consumer\":5}", .invalid(.badRequest("'consumer' must be a string"))),
+      ("{\"consumer\":\"a\"", .invalid(.badRequest("the JSON object is not closed"))),
+      ("{} {}", .invalid(.badRequest("text after the JSON object"))),
+      (
+        "{\"interval\":60,\"accuracy\":20}",
+        .invalid(
+          .badRequest(
+            "unknown member 'interval' (this version serves continuous demands only: publish "
+              + "1 or {})"))
+      ),
+    ] as [(String, DemandPayload)])
+  func payloadForms(payload: String, expected: DemandPayload) {
+    #expect(DemandPayload.parse(Array(payload.utf8), maximumSize: 256) == expected)
+  }
+
+  @Test("binary and oversized payloads are invalid")
+  func binaryAndOversized() {
+    #expect(DemandPayload.parse([0xFF, 0xFE], maximumSize: 256) == .invalid(.notText))
+    #expect(DemandPayload.parse(Array("a\u{0}b".utf8), maximumSize: 256) == .invalid(.notText))
+    let megabyte = [UInt8](repeating: 0x80, count: 1 << 20)
+    #expect(
+      DemandPayload.parse(megabyte, maximumSize: 256)
+        == .invalid(.oversized(bytes: 1 << 20, limit: 256)))
+    let long = Array(("{\"consumer\":\"" + String(repeating: "x", count: 250) + "\"}").utf8)
+    #expect(
+      DemandPayload.parse(long, maximumSize: 256)
+        == .invalid(.oversized(bytes: long.count, limit: 256)))
+    #expect(DemandPayload.parse(long, maximumSize: long.count) == .continuous)
+  }
+
+  @Test(
+    "a retained demand replaced by an invalid payload withdraws it, says why, and a new gate fed what the broker holds decides the same"
+  )
+  func anInvalidReplacementWithdraws() {
+    let megabyte = [UInt8](repeating: 0x80, count: 1 << 20)
+    var gate = gate()
+    _ = gate.handle(.connected, now: .zero)
+    _ = gate.handle(demand("alice", "1"), now: .zero)
+    _ = gate.handle(demand("bob", "1"), now: .zero)
+    #expect(
+      gate.handle(
+        .message(
+          topic: "serialgps/board-1/demand/alice", payload: megabyte, retained: true, expiry: nil),
+        now: .seconds(1)) == [
+          .log(
+            "demand of alice withdrawn: the payload is 1048576 bytes, over the 256 a demand may have"
+          )
+        ])
+    #expect(
+      gate.handle(demand("bob", "0"), now: .seconds(2)) == [
+        .log(
+          "demand of bob withdrawn: '0' is not a demand: publish 1, or a JSON request such as "
+            + "{\"consumer\":\"name\"} (an empty message withdraws)"),
+        .disposeReceiver, status("standby"),
       ])
+    #expect(gate.demands.isEmpty)
+    #expect(gate.counters.oversizedMessages == 1)
+    #expect(gate.counters.invalidDemands == 1)
+    #expect(gate.counters.demandsWithdrawn == 2)
+    // A bridge started now gets the same retained messages, and decides the same: nothing.
+    var fresh = self.gate()
+    _ = fresh.handle(.connected, now: .zero)
+    #expect(
+      fresh.handle(
+        .message(
+          topic: "serialgps/board-1/demand/alice", payload: megabyte, retained: true, expiry: nil),
+        now: .zero) == [
+          .log(
+            "demand of alice refused: the payload is 1048576 bytes, over the 256 a demand may have")
+        ])
+    #expect(fresh.handle(demand("bob", "0"), now: .zero).contains(.subscribeReceiver) == false)
+    #expect(fresh.subscribed == gate.subscribed)
+  }
+
+  @Test(
+    "a flood of invalid demands is said five times per ten seconds, the rest counted into the next line"
+  )
+  func invalidDemandsAreSaidWithinBounds() {
+    var gate = gate()
+    _ = gate.handle(.connected, now: .zero)
+    var logged: [String] = []
+    for index in 0..<8 {
+      for case .log(let line) in gate.handle(demand("c\(index)", "no"), now: .seconds(1)) {
+        logged.append(line)
+      }
+    }
+    #expect(logged.count == 5)
+    let next = gate.handle(demand("late", "no"), now: .seconds(11))
+    #expect(
+      next == [
+        .log(
+          "demand of late refused: 'no' is not a demand: publish 1, or a JSON request such as "
+            + "{\"consumer\":\"name\"} (an empty message withdraws) (and 3 more like it before)")
+      ])
+    #expect(gate.counters.invalidDemands == 9)
   }
 
   @Test("a demand with a message expiry ends when it expires unless refreshed")
@@ -188,15 +290,104 @@ struct DemandGateTests {
     #expect(gate.nextDeadline == nil)
   }
 
-  @Test("consumers beyond the limit are refused and counted")
+  @Test(
+    "consumers beyond the limit are said, wait, and are taken as room frees; beyond the waiting list the broker is read again"
+  )
   func consumerLimit() {
     var gate = gate(maximumConsumers: 2)
     _ = gate.handle(.connected, now: .zero)
-    _ = gate.handle(demand("a"), now: .zero)
-    _ = gate.handle(demand("b"), now: .zero)
-    #expect(gate.handle(demand("c"), now: .zero) == [])
-    #expect(gate.counters.refusedConsumers == 1)
+    _ = gate.handle(demand("a", "1"), now: .zero)
+    _ = gate.handle(demand("b", "1"), now: .zero)
+    func refusal(_ consumer: String, _ kept: String) -> DemandGate.Action {
+      .log(
+        "demand of \(consumer) not counted yet: 2 consumers' demands are counted already (the "
+          + "limit; --mqtt-max-consumers), \(kept)")
+    }
+    let waits = "it waits and is taken when one leaves"
+    #expect(gate.handle(demand("c", "1"), now: .zero) == [refusal("c", waits)])
+    #expect(gate.handle(demand("d", "1", expiry: 60), now: .zero) == [refusal("d", waits)])
+    #expect(gate.handle(demand("c", "1"), now: .zero) == [], "a waiting consumer's refresh")
+    #expect(
+      gate.handle(demand("e", "1"), now: .zero) == [
+        refusal("e", "2 more wait already; it is read from the broker again when they are taken")
+      ])
+    #expect(gate.counters.refusedConsumers == 3)
     #expect(gate.demands.keys.sorted() == ["a", "b"])
+    #expect(gate.waitingConsumers == ["c", "d"])
+    #expect(gate.overflowed)
+    #expect(gate.nextDeadline == .seconds(60), "a waiting demand's expiry counts")
+    // Room frees: the first waiting is taken, no power change.
+    #expect(gate.handle(demand("a", ""), now: .seconds(1)) == [])
+    #expect(gate.demands.keys.sorted() == ["b", "c"])
+    // A waiting consumer withdraws: nothing else changes.
+    #expect(gate.handle(demand("d", ""), now: .seconds(1)) == [])
+    #expect(gate.waiting.isEmpty)
+    // Room frees with nobody waiting but some stood beyond: the demands are read again.
+    #expect(
+      gate.handle(demand("b", ""), now: .seconds(2)) == [.subscribe("serialgps/board-1/demand/+")])
+    #expect(gate.counters.demandRereads == 1)
+    #expect(!gate.overflowed)
+    // The broker sends what it holds: c (counted already) and e, taken now.
+    #expect(gate.handle(demand("c", "1"), now: .seconds(2)) == [])
+    #expect(gate.handle(demand("e", "1"), now: .seconds(2)) == [])
+    #expect(gate.demands.keys.sorted() == ["c", "e"])
+    #expect(gate.counters.consumersTakenLater == 1)
+    #expect(gate.counters.demandsAccepted == 4)
+    // Whoever is counted, the receiver is wanted while any demand stands.
+    #expect(gate.subscribed)
+    #expect(gate.handle(demand("c", ""), now: .seconds(3)) == [])
+    #expect(
+      gate.handle(demand("e", ""), now: .seconds(3)) == [.disposeReceiver, status("standby")])
+  }
+
+  @Test("5 000 retained demands, the first 256 withdrawn: the other 4 744 keep the receiver wanted")
+  func fiveThousandDemands() {
+    var gate = gate()
+    _ = gate.handle(.connected, now: .zero)
+    // What the broker holds, in the order it sends it.
+    var held = (0..<5000).map { "c\($0)" }
+    var rereads = 0
+    func handle(_ event: DemandGate.Event) {
+      // The broker answers a subscription with everything it holds on the filter.
+      for action in gate.handle(event, now: .zero)
+      where action == .subscribe("serialgps/board-1/demand/+") {
+        rereads += 1
+        for consumer in held { handle(demand(consumer, "1")) }
+      }
+    }
+    for consumer in held { handle(demand(consumer, "1")) }
+    #expect(gate.demands.count == 256)
+    #expect(gate.waiting.count == 256)
+    #expect(gate.subscribed)
+    for consumer in held.prefix(256) { handle(demand(consumer, "")) }
+    held.removeFirst(256)
+    #expect(gate.subscribed)
+    #expect(gate.demands.count == 256)
+    // Withdrawn until 100 stand: every one of them counted in the end.
+    while held.count > 100 {
+      let consumer = held.removeFirst()
+      handle(demand(consumer, ""))
+      #expect(gate.subscribed, "\(held.count) stand")
+    }
+    #expect(Set(gate.demands.keys) == Set(held))
+    #expect(rereads >= 1 && rereads <= 20, "\(rereads) re-reads")
+  }
+
+  @Test("a waiting demand that expires is forgotten; one counted that expires makes room")
+  func waitingDemandsExpire() {
+    var gate = gate(maximumConsumers: 1)
+    _ = gate.handle(.connected, now: .zero)
+    _ = gate.handle(demand("a", "1", expiry: 100), now: .zero)
+    _ = gate.handle(demand("b", "1", expiry: 10), now: .zero)
+    #expect(gate.nextDeadline == .seconds(10))
+    #expect(gate.handle(.deadline, now: .seconds(10)) == [])
+    #expect(gate.waiting.isEmpty)
+    _ = gate.handle(demand("c", "1", expiry: 190), now: .seconds(10))
+    #expect(gate.waitingConsumers == ["c"])
+    #expect(gate.handle(.deadline, now: .seconds(100)) == [])
+    #expect(gate.demands.keys.sorted() == ["c"])
+    #expect(gate.counters.demandsExpired == 2)
+    #expect(gate.handle(.deadline, now: .seconds(200)) == [.disposeReceiver, status("standby")])
   }
 
   @Test(

@@ -5,17 +5,17 @@ import Testing
 
 @testable import GPSDServer
 
-/// What one client, or a crowd of them, may cost the server (issue 14, item 3): the inbox
+/// What one client, or a crowd of them, may cost the server: the inbox
 /// between the receivers and the server thread is bounded, client sockets have a small send
 /// buffer, and idle clients that do not watch give their slot to a newcomer.
 @Suite struct ClientLimitTests {
   // MARK: - The inbox
 
-  private func report(_ device: DeviceID, _ byte: UInt8) -> EventLoop.Message {
+  private func report(_ device: DeviceID, _ byte: UInt8) -> ServerMessage {
     .receiver(device, generation: 1, .rawData([byte]))
   }
 
-  private func rawByte(_ message: EventLoop.Message) -> UInt8? {
+  private func rawByte(_ message: ServerMessage) -> UInt8? {
     if case .receiver(_, _, .rawData(let bytes)) = message { return bytes.first }
     return nil
   }

@@ -3,7 +3,8 @@ import Testing
 @testable import GPSDServer
 
 /// What a client's queue costs: a report broadcast to many stalled watchers must not be
-/// copied into each of their queues (issue 14, item 3: 60 stalled watchers took 2 MB each).
+/// copied into each of their queues, or stalled watchers would cost the process their backlog
+/// limit each.
 @Suite struct OutputQueueTests {
   /// The address of a slice's first byte.
   private func address(_ bytes: ArraySlice<UInt8>) -> UnsafeRawPointer? {

@@ -333,11 +333,18 @@ import Testing
     let watch = try await onOwnThread { watcher.read(until: "WATCH") }
     #expect((watch.skipped.last?["devices"] as? [Any])?.isEmpty == true)
 
+    // The receiver's connector checks that the device is still in sysfs before opening it:
+    // a directory stands in for its sysfs entry.
+    let sysPath = FileManager.default.temporaryDirectory
+      .appendingPathComponent("serve-hotplug-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+      .appendingPathComponent("tty/gps0").path
+    try FileManager.default.createDirectory(atPath: sysPath, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: sysPath) }
     let device = SerialDevice(
-      path: simulator.devicePath, sysPath: "/sys/devices/fake/tty/gps0",
+      path: simulator.devicePath, sysPath: sysPath,
       stablePath: "/dev/serial/by-id/usb-u-blox_test-if00", usb: nil, driver: nil,
       classification: Classification(kind: .known, chipset: .ublox, source: .catalogue))
-    server.loop.post(.hotplug(.added(device)))
+    server.inbox.post(.hotplug(.added(device)))
     let added = try await onOwnThread { watcher.read(until: "DEVICE") }
     #expect(added.report?["path"] as? String == simulator.devicePath)
     #expect(added.report?["activated"] is String)
@@ -353,7 +360,7 @@ import Testing
     #expect(
       try await onOwnThread { named.read(until: "WATCH").report?["device"] as? String } != nil)
 
-    server.loop.post(.hotplug(.removed(device)))
+    server.inbox.post(.hotplug(.removed(device)))
     let removed = try await onOwnThread { () -> Report? in
       while let report = watcher.readReport() {
         if report.className == "DEVICE", report["activated"] as? Int == 0 { return report }

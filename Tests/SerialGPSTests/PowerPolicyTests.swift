@@ -117,14 +117,6 @@ extension DriverInstant {
     #expect(policy.handle(.poweredOn, now: secondDeadline) == [.status(.reconnected)])
   }
 
-  @Test func backoffIsCapped() {
-    let backoff = PowerPolicy.Backoff(initial: .milliseconds(500), maximum: .seconds(4))
-    #expect(
-      (1...6).map { backoff.delay(attempt: $0) } == [
-        .milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(4), .seconds(4),
-      ])
-  }
-
   @Test mutating func lastSubscriberLeavingWhileReconnectingStopsTrying() {
     _ = policy.handle(.attach, now: .zero)
     _ = policy.handle(.poweredOn, now: .zero)

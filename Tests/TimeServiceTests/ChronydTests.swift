@@ -105,7 +105,9 @@ final class Chronyd: @unchecked Sendable {
 
   func remove() async {
     await stop()
+    // The next unit too: serve takes it for PPS, and it is this test's (freeSharedMemoryUnit).
     removeSharedMemorySegment(unit)
+    removeSharedMemorySegment(unit + 1)
     directory.remove()
   }
 }

@@ -116,7 +116,9 @@ struct ServeTimeRecoveryTests {
       serve.standardOutput = FileHandle.nullDevice
       serve.standardError = try #require(FileHandle(forWritingAtPath: logPath))
       try await onThread { try startWithSignalsUnblocked(serve) }
-      for _ in 0..<500 where !output().contains("serving time to") {
+      // The time service is made while the server starts; serve says where it listens after.
+      for _ in 0..<500
+      where !(output().contains("serving time to") && output().contains(" and serving time for ")) {
         try await Task.sleep(for: .milliseconds(20))
       }
       let port = try #require(

@@ -1,3 +1,4 @@
+import CTimeShims
 import Foundation
 import Glibc
 import POSIX
@@ -83,22 +84,36 @@ struct ScratchDirectory {
   }
 }
 
-/// An NTP SHM unit between 40 and 78 that no segment uses yet and no other test of this
-/// process was given: clear of the 0–7 that ntpd and gpsd use, and one that ntpshmmon can
-/// name (it prints unit n as "NTP" followed by the character '0' + n: NTPX for unit 40).
+/// An even NTP SHM unit between 40 and 76 that, with the next one, no process has attached
+/// (no segment, or one an earlier run left behind, of the right size) and no other test of
+/// this process was given: clear of the 0–7 that ntpd and gpsd use, and one that
+/// ntpshmmon can name (it prints unit n as "NTP" followed by the character '0' + n: NTPX for
+/// unit 40). The next unit is reserved with it because `serve --time --ntp-shm UNIT` takes
+/// UNIT + 1 for PPS: two tests given neighbouring units would write into each other's, which
+/// serve refuses (another writer holds it).
 func freeSharedMemoryUnit() -> Int {
   sharedMemoryUnits.withLock { next in
-    for _ in 0..<39 {
-      let unit = 40 + next % 39
+    for _ in 0..<19 {
+      let unit = 40 + 2 * (next % 19)
       next += 1
-      if !sharedMemorySegmentExists(unit) { return unit }
+      if isUnused(unit) && isUnused(unit + 1) { return unit }
     }
-    return 78
+    return 76
   }
 }
 
-/// Where the next search for a unit starts (tests run in parallel).
-private let sharedMemoryUnits = Locked(Int(getpid() % 39))
+/// No segment at `unit`, or one nobody has attached that a writer can take as it is.
+private func isUnused(_ unit: Int) -> Bool {
+  var status = ctime_shm_status()
+  switch ctime_shm_stat(CInt(unit), &status) {
+  case 0: return true
+  case 1: return status.attached == 0 && status.size >= ctime_shm_time_size()
+  default: return false
+  }
+}
+
+/// Where the next search for a unit pair starts (tests run in parallel).
+private let sharedMemoryUnits = Locked(Int(getpid() % 19))
 
 /// ntpshmmon's name of a unit.
 func ntpshmmonName(_ unit: Int) -> String {

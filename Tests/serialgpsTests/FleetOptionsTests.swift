@@ -27,12 +27,14 @@ struct FleetOptionsTests {
         "--listen", "none", "--mqtt", "mqtts://broker:8883", "--mqtt-id", "truck-17",
         "--mqtt-gating", "always", "--mqtt-cafile", "/etc/ca.pem", "--mqtt-cert", "/etc/c.pem",
         "--mqtt-key", "/etc/k.pem", "--mqtt-username", "truck-17", "--mqtt-password-file",
-        "/etc/pw", "--mqtt-queue", "600", "--mqtt-insecure", "/dev/ttyACM0",
+        "/etc/pw", "--mqtt-queue", "600", "--mqtt-insecure", "--mqtt-max-consumers", "5000",
+        "/dev/ttyACM0",
       ]))
     #expect(parsed.fleet.broker.url == "mqtts://broker:8883")
     #expect(parsed.fleet.ids == ["truck-17"])
     #expect(parsed.fleet.gating == .always)
     #expect(parsed.fleet.queue == 600)
+    #expect(parsed.fleet.maximumConsumers == 5000)
     #expect(parsed.fleet.broker.caFile == "/etc/ca.pem")
     #expect(parsed.fleet.broker.certificateFile == "/etc/c.pem")
     #expect(parsed.fleet.broker.keyFile == "/etc/k.pem")
@@ -70,6 +72,11 @@ struct FleetOptionsTests {
         "demand or always") == true)
     #expect(
       serveComplaint(["--mqtt", "mqtt://h", "--mqtt-queue", "0"])?.contains("--mqtt-queue") == true)
+    #expect(
+      serveComplaint(["--mqtt", "mqtt://h", "--mqtt-max-consumers", "0"])?.contains(
+        "from 1 to 1000000") == true)
+    #expect(
+      serveComplaint(["--mqtt-max-consumers", "10"]) == "the --mqtt-… options need --mqtt URL")
     #expect(serveComplaint(["--mqtt", "mqtt://h", "--mqtt-password", "x"])?.contains("ps") == true)
     #expect(serveComplaint(["--mqtt-bogus"])?.contains("unknown option") == true)
     #expect(serveComplaint(["--mqtt"])?.contains("broker URL") == true)

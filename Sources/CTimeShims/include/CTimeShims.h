@@ -75,6 +75,20 @@ int ctime_shm_detach(struct ctime_shm_time *segment);
 /// The permission bits of the unit's segment (shmctl IPC_STAT), or -1 with errno set.
 int ctime_shm_permissions(int unit);
 
+/// What shmctl IPC_STAT says of a unit's segment: its size, how many processes have it
+/// attached, who created it and who attached or detached it last.
+struct ctime_shm_status {
+  int id;
+  size_t size;
+  unsigned long attached;
+  int creator;
+  int last;
+};
+
+/// The status of the unit's segment: 1 and `status` filled, 0 when there is no segment, -1
+/// with errno set when it cannot be read (another user's segment without read permission).
+int ctime_shm_stat(int unit, struct ctime_shm_status *status);
+
 /// Prepares a segment for ntpd's mode 1 (count/valid) protocol, as gpsd does when it takes
 /// one: everything cleared, mode 1, leap 3 ("not in sync", so a reader ignores it until the
 /// first sample), the given precision, nsamples 3.

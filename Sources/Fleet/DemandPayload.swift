@@ -1,0 +1,97 @@
+import GPSDProtocol
+
+/// What a retained message on `serialgps/<id>/demand/<consumer>` says: the one parse of a
+/// demand's payload (docs/fleet.md, "Demand payloads").
+///
+/// The documented forms only: empty (withdrawn), `1` (continuous positions), and a JSON
+/// object, the request form (`{"consumer":"truck-app"}`, as ``RemoteReceiver`` writes it).
+/// Anything else — `0`, `false`, `-1`, `" "`, binary, oversized — is invalid and withdraws
+/// that consumer's demand: power follows what the broker holds now, so a bridge that
+/// restarts decides as the one that ran.
+enum DemandPayload: Sendable, Hashable {
+  /// The consumer wants every fix while the demand stands.
+  case continuous
+  /// The consumer wants nothing (the empty message: its withdrawal or its Last Will).
+  case withdrawn
+  /// Not a demand; the reason is for the operator.
+  case invalid(DemandRefusal)
+
+  /// The members a request object may carry. A request's own terms (an interval, an
+  /// accuracy) are not served yet: such a request is refused, never taken as continuous.
+  static let requestMembers: Set<String> = ["consumer"]
+
+  /// Reads a demand's payload; anything over `maximumSize` bytes is refused unread.
+  static func parse(_ payload: [UInt8], maximumSize: Int) -> DemandPayload {
+    guard payload.count <= maximumSize else {
+      return .invalid(.oversized(bytes: payload.count, limit: maximumSize))
+    }
+    if payload.isEmpty { return .withdrawn }
+    if payload == [UInt8(ascii: "1")] { return .continuous }
+    guard !payload.contains(0), String(validating: payload, as: UTF8.self) != nil else {
+      return .invalid(.notText)
+    }
+    guard let first = payload.first(where: { !Self.isSpace($0) }), first == UInt8(ascii: "{")
+    else { return .invalid(.notADemand(Self.excerpt(payload))) }
+    switch JSONReader.read(payload) {
+    case .incomplete:
+      return .invalid(.badRequest("the JSON object is not closed"))
+    case .invalid(let message):
+      return .invalid(.badRequest(message))
+    case .value(let value, let end):
+      guard payload[end...].allSatisfy(Self.isSpace) else {
+        return .invalid(.badRequest("text after the JSON object"))
+      }
+      guard case .object(let members) = value else {
+        return .invalid(.notADemand(Self.excerpt(payload)))
+      }
+      for member in members {
+        guard requestMembers.contains(member.key) else {
+          return .invalid(
+            .badRequest(
+              "unknown member '\(Self.excerpt(Array(member.key.utf8)))' (this version serves "
+                + "continuous demands only: publish 1 or {})"))
+        }
+        guard case .string = member.value else {
+          return .invalid(.badRequest("'\(member.key)' must be a string"))
+        }
+      }
+      return .continuous
+    }
+  }
+
+  private static func isSpace(_ byte: UInt8) -> Bool {
+    byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+  }
+
+  /// The start of a payload, for a message: at most 32 bytes.
+  private static func excerpt(_ payload: [UInt8]) -> String {
+    let text = String(decoding: payload.prefix(32), as: UTF8.self)
+    return payload.count > 32 ? text + "…" : text
+  }
+}
+
+/// Why a demand payload is not one.
+enum DemandRefusal: Sendable, Hashable, CustomStringConvertible {
+  /// Larger than the bridge reads.
+  case oversized(bytes: Int, limit: Int)
+  /// Not UTF-8 text, or text with a NUL.
+  case notText
+  /// Text that is neither `1` nor a JSON object.
+  case notADemand(String)
+  /// A JSON object that is not a request the bridge serves.
+  case badRequest(String)
+
+  var description: String {
+    switch self {
+    case .oversized(let bytes, let limit):
+      return "the payload is \(bytes) bytes, over the \(limit) a demand may have"
+    case .notText:
+      return "the payload is not UTF-8 text"
+    case .notADemand(let text):
+      return "'\(text)' is not a demand: publish 1, or a JSON request such as "
+        + "{\"consumer\":\"name\"} (an empty message withdraws)"
+    case .badRequest(let problem):
+      return "not a request this bridge serves: \(problem)"
+    }
+  }
+}

@@ -1,0 +1,76 @@
+import Chipsets
+import Foundation
+import Glibc
+import NMEA
+import Replay
+import SerialPort
+import Testing
+
+@testable import serialgps
+
+@Suite("serialgps record: waking and stopping")
+struct RecordCommandTests {
+  @Test(
+    "record --chipset mtk without --baud wakes a sleeping receiver at once, as watch does, instead of searching for its rate"
+  )
+  func aChipsetWakesBeforeAnySearch() async throws {
+    let simulator = try ReceiverSimulator(
+      recording: try Recording.load(path: "\(fixturesDirectory)/mtk-cold-start.nmea"),
+      configuration: .init(
+        profile: .mediatek, pace: .recorded(speed: 10), initialPowerState: .standby,
+        wakeDelay: .milliseconds(20)))
+    defer { simulator.stop() }
+    let directory = try TemporaryDirectory()
+    let output = directory.file("mtk.nmea")
+    let started = ContinuousClock.now
+    let record = try CLIProcess([
+      "record", simulator.devicePath, "-o", output, "--duration", "2", "--chipset", "mtk",
+    ])
+    #expect(await record.exitStatus() == 0)
+    // Two seconds of recording and the wake-up; the search alone took 18 s at 9 rates (a
+    // loose bound: the full test run on two shared cores took 10.8 s to start and stop it).
+    let took = ContinuousClock.now - started
+    #expect(took < .seconds(16), "took \(took): \(record.standardError)")
+    #expect(!record.standardError.contains("for its baud rate"), "\(record.standardError)")
+    #expect(!record.standardError.contains("pass --chipset"), "\(record.standardError)")
+    #expect(!record.standardError.contains("heard no NMEA"), "\(record.standardError)")
+    #expect(record.standardError.contains("at 9600 baud → \(output)"), "\(record.standardError)")
+    #expect(simulator.receivedCommands.last == .mtkStandby(mode: 0))
+    let written = try Recording.load(path: output)
+    #expect(written.headerValue("Baud") == "9600")
+    #expect(String(decoding: written.body, as: UTF8.self).contains("$PMTK001,314,3"))
+  }
+
+  @Test("a receiver woken at a guessed rate that stays unreadable is said, with what to do")
+  func aSilentReceiverAfterWakingIsSaid() async throws {
+    let terminal = try PseudoTerminal()
+    let directory = try TemporaryDirectory()
+    let output = directory.file("silent.nmea")
+    let record = try CLIProcess([
+      "record", terminal.devicePath, "-o", output, "--duration", "6", "--chipset", "ublox",
+    ])
+    #expect(await record.exitStatus() == 0)
+    #expect(
+      record.standardError.contains(
+        "heard no NMEA from \(terminal.devicePath) at 9600 baud since waking it: if it is set to another rate, pass --baud N"
+      ),
+      "\(record.standardError)")
+    terminal.hangUp()
+  }
+
+  @Test("a signal while record listens for the baud rate says that nothing was recorded")
+  func aSignalDuringTheSearch() async throws {
+    let terminal = try PseudoTerminal()  // a receiver that says nothing
+    let directory = try TemporaryDirectory()
+    let output = directory.file("never.nmea")
+    let record = try CLIProcess(["record", terminal.devicePath, "-o", output])
+    #expect(await eventually { record.standardError.contains("for its baud rate") })
+    record.signal(SIGINT)
+    #expect(await record.exitStatus() == 0)
+    #expect(
+      record.standardError.contains("nothing recorded, \(output) not written"),
+      "\(record.standardError)")
+    #expect(access(output, F_OK) != 0)
+    terminal.hangUp()
+  }
+}
