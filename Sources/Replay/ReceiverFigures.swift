@@ -26,7 +26,8 @@ public struct ReceiverFigures: Sendable, Hashable, CustomStringConvertible {
   /// Horizontal error (metres, the radius that GST's latitude and longitude sigmas give) of
   /// the first fix of a start.
   public var firstFixError: Double
-  /// Horizontal error once converged: the data sheet's CEP as a radial RMS (× 1.2).
+  /// Horizontal error once converged, as a radial RMS: 1.2 × a data sheet's CEP, or its
+  /// 2-D RMS as it is.
   public var convergedError: Double
   /// The time constant of the error's convergence after a hot start, and after a warm,
   /// aided or cold one.
@@ -48,7 +49,9 @@ public struct ReceiverFigures: Sendable, Hashable, CustomStringConvertible {
     public var powerSaveTracking: Double?
     /// MediaTek standby (`$PMTK161,0`).
     public var standby: Double
-    /// Backup: MediaTek `$PMTK225,4`, u-blox `UBX-RXM-PMREQ` (software backup).
+    /// Backup: MediaTek `$PMTK225,4`, u-blox `UBX-RXM-PMREQ`. For u-blox this is the data
+    /// sheet's software backup current (drawn from VCC), not its hardware backup current
+    /// (drawn from V_BCKP with VCC off, which the meter does not count).
     public var backup: Double
     /// u-blox controlled GNSS stop (`UBX-CFG-RST` 0x08): processor and interfaces on, RF off.
     public var gnssStopped: Double
@@ -123,10 +126,12 @@ public struct ReceiverFigures: Sendable, Hashable, CustomStringConvertible {
 
   // MARK: - Presets (docs/simulator.md, "Figures", gives each source)
 
-  /// GlobalTop PA6H / Quectel L80 (MediaTek MT3339), GPS only, 3.3 V.
+  /// GlobalTop PA6H / Quectel L80 (MediaTek MT3339), GPS only, 3.3 V. The times and the
+  /// accuracy are the MT3339 figures of the LOCOSYS LS20031 data sheet (its 3 m is a 2-D RMS,
+  /// used as it is); no warm figure, so warm is cold.
   public static let mediatekMT3339 = ReceiverFigures(
-    name: "MediaTek MT3339 (GlobalTop PA6H)", hotStart: .seconds(1), warmStart: .seconds(33),
-    coldStart: .seconds(35), aidedStart: .seconds(33), convergedError: 3.0 * 1.2,
+    name: "MediaTek MT3339 (GlobalTop PA6H)", hotStart: .seconds(1), warmStart: .seconds(32),
+    coldStart: .seconds(32), aidedStart: .seconds(32), convergedError: 3.0,
     currents: Currents(
       acquisition: 25, tracking: 20, standby: 0.2, backup: 0.007, gnssStopped: 0.2),
     supplyVolts: 3.3)
@@ -136,7 +141,7 @@ public struct ReceiverFigures: Sendable, Hashable, CustomStringConvertible {
     name: "u-blox M8 (SAM-M8Q)", hotStart: .seconds(1), warmStart: .seconds(26),
     coldStart: .seconds(26), aidedStart: .seconds(26), convergedError: 2.5 * 1.2,
     currents: Currents(
-      acquisition: 32, tracking: 29, powerSaveTracking: 9.5, standby: 5, backup: 0.015,
+      acquisition: 32, tracking: 29, powerSaveTracking: 9.5, standby: 5, backup: 0.030,
       gnssStopped: 5),
     supplyVolts: 3.0)
 
