@@ -113,7 +113,8 @@ func spawnClosesFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>
 /// its threads; the child starts with them unblocked and at their defaults.
 final class Child: @unchecked Sendable {
   let pid: pid_t
-  private let collected = Locked<(out: [UInt8], err: [UInt8], status: Int32?)>(([], [], nil))
+  private let collected = Locked<(out: [UInt8], err: [UInt8], status: Int32?, closed: Int)>(
+    ([], [], nil, 0))
 
   init(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:])
     throws
@@ -185,6 +186,7 @@ final class Child: @unchecked Sendable {
           }
         }
         close(descriptor)
+        collected.withLock { $0.closed += 1 }
       }
     }
   }
@@ -212,13 +214,16 @@ final class Child: @unchecked Sendable {
     if isRunning { kill(pid, number) }
   }
 
-  /// Waits for the end (killing it after `timeout`) and returns the exit status.
+  /// Waits for the end (killing it after `timeout`) and returns the exit status, once
+  /// everything it wrote has been read: a process can exit before the readers reach the end
+  /// of its pipes. (A grandchild holding the pipes open bounds the wait at 5 s.)
   @discardableResult
   func wait(timeout: Duration = .seconds(20)) async -> Int32 {
     if await !eventually(timeout: timeout, { !isRunning }) {
       signal(SIGKILL)
       _ = await eventually(timeout: .seconds(5)) { !isRunning }
     }
+    _ = await eventually(timeout: .seconds(5)) { collected.withLock { $0.closed == 2 } }
     return exitStatus ?? -1
   }
 

@@ -98,7 +98,7 @@ struct SharedMemoryTests {
   }
 
   /// gpsd's ntpshmmon reads the segment exactly as ntpd does and prints every new sample.
-  @Test(.enabled(if: Tools.gpsdTools, "gpsd-tools (ntpshmmon) is not installed"))
+  @Test(.enabled(if: Tools.gpsdTools, "ntpshmmon (Debian's gpsd package) is not installed"))
   func ntpshmmonReadsTheSamples() async throws {
     let unit = freeSharedMemoryUnit()
     defer { removeSharedMemorySegment(unit) }

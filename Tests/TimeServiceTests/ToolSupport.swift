@@ -4,7 +4,7 @@ import Glibc
 import POSIX
 
 // The real programs the time service talks to or is checked with: chronyd and chronyc
-// (Debian's chrony), ntpshmmon (gpsd-tools) and gcc. Under CI=true they must be here (`make
+// (Debian's chrony), ntpshmmon (the gpsd package) and gcc. Under CI=true they must be here (`make
 // test` installs them); elsewhere the tests that need them are skipped.
 enum Tools {
   static let required = ProcessInfo.processInfo.environment["CI"] == "true"
