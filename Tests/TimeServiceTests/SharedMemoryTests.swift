@@ -104,20 +104,30 @@ struct SharedMemoryTests {
     defer { removeSharedMemorySegment(unit) }
     let ntpshmmon = try #require(Tools.ntpshmmon)
     let stop = Locked(false)
+    // How many samples the writer has written; -1: it could not attach the segment.
+    let written = Locked(0)
     // Samples whose true time is the system time + 150 ms, 20 a second, until ntpshmmon
     // has seen enough. The writer belongs to the thread that writes.
     let writer = Thread {
-      guard let shm = try? NTPSharedMemory(unit: unit, precision: -10) else { return }
-      var written = 0
-      while !stop.withLock({ $0 }) && written < 400 {
+      guard let shm = try? NTPSharedMemory(unit: unit, precision: -10) else {
+        written.withLock { $0 = -1 }
+        return
+      }
+      while !stop.withLock({ $0 }) && written.withLock({ $0 }) < 400 {
         let now = PosixTime.now()
         shm.write(real: now + .milliseconds(150), clock: now)
-        written += 1
+        written.withLock { $0 += 1 }
         usleep(50_000)
       }
     }
     writer.start()
     defer { stop.withLock { $0 = true } }
+    // ntpshmmon starts once samples flow: a loaded machine may start the writer late.
+    let deadline = ContinuousClock.now + .seconds(10)
+    while written.withLock({ $0 }) == 0 && ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(10))
+    }
+    try #require(written.withLock { $0 } > 0, "the writer could not attach unit \(unit)")
     // Bounded by time, not by a count: ntpshmmon counts the samples of every unit, and other
     // tests may be writing theirs.
     let run = try await onThread { try Tools.run(ntpshmmon, ["-t", "2"]) }
