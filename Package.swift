@@ -139,8 +139,8 @@ let package = Package(
       ]
     ),
     .testTarget(
-      name: "ReplayTests", dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort", "SerialGPS"]
-    ),
+      name: "ReplayTests",
+      dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort", "SerialGPS", "POSIX"]),
     .testTarget(name: "GPSDProtocolTests", dependencies: ["GPSDProtocol", "NMEA"]),
     // The time service's rules as tables, its outputs against chronyd and ntpshmmon, the
     // kernel PPS interface against <linux/pps.h> as gcc compiles it.
