@@ -139,8 +139,8 @@ let package = Package(
       ]
     ),
     .testTarget(
-      name: "ReplayTests", dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort", "SerialGPS"]
-    ),
+      name: "ReplayTests",
+      dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort", "SerialGPS", "POSIX"]),
     .testTarget(name: "GPSDProtocolTests", dependencies: ["GPSDProtocol", "NMEA"]),
     // The time service's rules as tables, its outputs against chronyd and ntpshmmon, the
     // kernel PPS interface against <linux/pps.h> as gcc compiles it.
@@ -174,7 +174,7 @@ let package = Package(
       name: "GPSDServerTests",
       dependencies: [
         "GPSDServer", "GPSDProtocol", "SerialGPS", "Replay", "NMEA", "SerialPort", "Discovery",
-        "Chipsets",
+        "Chipsets", "POSIX",
       ]
     ),
   ],

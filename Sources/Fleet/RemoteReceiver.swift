@@ -225,17 +225,15 @@ final class RemoteReceiverCore: MQTTClientDelegate, @unchecked Sendable {
     updateStatistics()
   }
 
-  /// How old a fix the broker kept is, by its timestamp against this machine's clock (zero
-  /// when that cannot tell: no date, or clocks that disagree).
-  static func age(of fix: Fix) -> Duration {
+  /// How old a fix the broker kept is, by its timestamp against `clock` (this machine's wall
+  /// clock but in tests); zero when that cannot tell: no date, or clocks that disagree.
+  static func age(of fix: Fix, on clock: any WallClock = SystemWallClock()) -> Duration {
     guard let timestamp = fix.timestamp else { return .zero }
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    let nanoseconds =
-      (Int64(now.tv_sec) - timestamp.secondsSinceUnixEpoch) * 1_000_000_000 + Int64(now.tv_nsec)
-      - Int64(timestamp.time.nanoseconds)
-    guard nanoseconds > 0, nanoseconds < 86_400 * 1_000_000_000 else { return .zero }
-    return .nanoseconds(nanoseconds)
+    let age =
+      clock.now() - .seconds(timestamp.secondsSinceUnixEpoch)
+      - .nanoseconds(timestamp.time.nanoseconds)
+    guard age > .zero, age < .seconds(86_400) else { return .zero }
+    return age
   }
 
   private func updateStatistics() {

@@ -55,6 +55,8 @@ final class EventLoop {
 
   let configuration: GPSDServer.Configuration
   let clock: any DriverClock
+  /// Dates devices' `activated` and POLL's `time`.
+  let wallClock: any WallClock
   /// `nil`: no TCP listener (receivers served to in-process subscribers only).
   private let listener: ListeningSocket?
   private let inbox: ServerInbox
@@ -72,11 +74,13 @@ final class EventLoop {
   private var dropLog = LogThrottle(interval: .seconds(10))
 
   init(
-    configuration: GPSDServer.Configuration, clock: any DriverClock, listener: ListeningSocket?,
+    configuration: GPSDServer.Configuration, clock: any DriverClock,
+    wallClock: any WallClock = SystemWallClock(), listener: ListeningSocket?,
     inbox: ServerInbox, counters: Locked<ServerStatistics>, retired: Locked<[GPSReceiver]>
   ) {
     self.configuration = configuration
     self.clock = clock
+    self.wallClock = wallClock
     self.listener = listener
     self.inbox = inbox
     self.counters = counters
@@ -501,6 +505,12 @@ final class EventLoop {
   private func log(_ message: String) {
     configuration.log?("serialgps serve: " + message)
   }
+
+  /// The wall-clock time now, for `activated` and POLL's `time`.
+  private func wallClockNow() -> UTCTimestamp {
+    let (seconds, nanoseconds) = wallClock.now().secondsAndNanoseconds
+    return UTCTimestamp(secondsSinceUnixEpoch: seconds, nanoseconds: UInt32(nanoseconds))
+  }
 }
 
 /// The latest fixes as the receivers' hubs, their one owner, have them.
@@ -508,11 +518,4 @@ struct ReceiverFixes: LatestFixes {
   let receivers: [DeviceID: EventLoop.ReceiverSlot]
   func replay(of device: DeviceID) -> FixUpdate? { receivers[device]?.receiver.replay }
   func latest(of device: DeviceID) -> FixUpdate? { receivers[device]?.receiver.latestFix }
-}
-
-/// The wall-clock time now, for `activated` and POLL's `time`.
-func wallClockNow() -> UTCTimestamp {
-  var now = timespec()
-  clock_gettime(CLOCK_REALTIME, &now)
-  return UTCTimestamp(secondsSinceUnixEpoch: Int64(now.tv_sec), nanoseconds: UInt32(now.tv_nsec))
 }

@@ -138,9 +138,19 @@ public final class GPSDServer: Sendable {
   /// - Throws: ``GPSDServerError`` when the address is remote without ``Configuration/allowRemote``
   ///   or cannot be bound, or when ``TimeOptions/chronySocket`` names a path that cannot be
   ///   chronyd's socket (``ChronySocket/check(path:)``).
-  public init(
+  public convenience init(
     configuration: Configuration = Configuration(), devices: Devices,
     clock: any DriverClock = SystemClock()
+  ) throws(GPSDServerError) {
+    try self.init(
+      configuration: configuration, devices: devices, clock: clock, wallClock: SystemWallClock())
+  }
+
+  /// Binds the listening socket and starts serving, with the time of day read from
+  /// `wallClock` (tests pass a `FixedWallClock` to know the times the reports give).
+  package init(
+    configuration: Configuration = Configuration(), devices: Devices,
+    clock: any DriverClock = SystemClock(), wallClock: any WallClock
   ) throws(GPSDServerError) {
     let address = configuration.listenAddress
     if let address, !address.isLoopback, !configuration.allowRemote {
@@ -196,8 +206,8 @@ public final class GPSDServer: Sendable {
       timeKeeper = nil
     }
     let loop = EventLoop(
-      configuration: configuration, clock: clock, listener: listener, inbox: inbox,
-      counters: counters, retired: retired)
+      configuration: configuration, clock: clock, wallClock: wallClock, listener: listener,
+      inbox: inbox, counters: counters, retired: retired)
     switch devices {
     case .fixed(let served):
       for device in served {

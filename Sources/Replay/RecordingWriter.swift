@@ -76,16 +76,11 @@ public struct RecordingHeader: Sendable, Hashable {
   }
 
   /// The system's real-time clock, to the second, as a UTC timestamp.
-  public static func systemTime() -> UTCTimestamp {
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    let seconds = Int(now.tv_sec)
-    let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-    let inDay = seconds - days * 86_400
-    return UTCTimestamp(
-      date: UTCDate(daysSinceUnixEpoch: days),
-      time: UTCTime(
-        hour: UInt8(inDay / 3600), minute: UInt8(inDay / 60 % 60), second: UInt8(inDay % 60)))
+  public static func systemTime() -> UTCTimestamp { time(on: SystemWallClock()) }
+
+  /// `clock`'s time, to the second, as a UTC timestamp.
+  package static func time(on clock: any WallClock) -> UTCTimestamp {
+    UTCTimestamp(unixSeconds: clock.now().secondsAndNanoseconds.seconds, nanoseconds: 0)
   }
 }
 

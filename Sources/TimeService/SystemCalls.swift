@@ -8,11 +8,10 @@ import SerialPort
 // and its one EINTR retry. Nothing here holds a lock.
 
 extension PosixTime {
-  /// The system clock now (`CLOCK_REALTIME`).
+  /// The system clock now (`CLOCK_REALTIME`, as ``SystemWallClock`` reads it).
   public static func now() -> PosixTime {
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    return PosixTime(seconds: Int64(now.tv_sec), nanoseconds: Int64(now.tv_nsec))
+    let (seconds, nanoseconds) = SystemWallClock().now().secondsAndNanoseconds
+    return PosixTime(seconds: seconds, nanoseconds: nanoseconds)
   }
 }
 
@@ -28,6 +27,7 @@ extension System {
       var realtime = Glibc.timespec()
       var after = Glibc.timespec()
       clock_gettime(CLOCK_MONOTONIC, &before)
+      // Not through SystemWallClock: the three readings must come back to back.
       clock_gettime(CLOCK_REALTIME, &realtime)
       clock_gettime(CLOCK_MONOTONIC, &after)
       func duration(_ time: Glibc.timespec) -> Duration {

@@ -59,9 +59,8 @@ while !arguments.isEmpty {
 }
 
 func realtimeNanoseconds() -> Int64 {
-  var now = timespec()
-  clock_gettime(CLOCK_REALTIME, &now)
-  return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+  let (seconds, nanoseconds) = SystemWallClock().now().secondsAndNanoseconds
+  return seconds * 1_000_000_000 + nanoseconds
 }
 
 /// When each epoch's last bytes were read, per receiver.

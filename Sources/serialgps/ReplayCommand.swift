@@ -1,6 +1,7 @@
 import Chipsets
 import Glibc
 import NMEA
+import POSIX
 import Replay
 
 // `serialgps replay FILE [--speed X | --fast] [--chipset …] [--loop] [--link PATH]`: a
@@ -311,9 +312,8 @@ struct ReplaySession {
 
   /// UTC now, from the system's real-time clock.
   static func wallClockUTC() -> UTCTimestamp {
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    return UTCTimestamp(unixSeconds: Int64(now.tv_sec), nanoseconds: UInt32(now.tv_nsec))
+    let (seconds, nanoseconds) = SystemWallClock().now().secondsAndNanoseconds
+    return UTCTimestamp(unixSeconds: seconds, nanoseconds: UInt32(nanoseconds))
   }
 
   /// Epochs written, and those lost because nobody read them.

@@ -2,6 +2,7 @@ import Chipsets
 import Foundation
 import Glibc
 import NMEA
+import POSIX
 import Replay
 import SerialPort
 import Testing
@@ -44,6 +45,17 @@ struct RecordingWriterTests {
     #expect(recording.baud == 115_200)
     #expect(
       Recording.header(of: Array(header.text.utf8) + body).bodyStart == header.text.utf8.count)
+  }
+
+  @Test("the start time is the wall clock's, to the second")
+  func startTime() {
+    // 2025-11-30T12:05:11.999999999Z: the fraction is dropped, not rounded.
+    let clock = FixedWallClock(unixSeconds: 1_764_504_311, nanoseconds: 999_999_999)
+    #expect(
+      RecordingHeader.time(on: clock)
+        == UTCTimestamp(
+          date: UTCDate(year: 2025, month: 11, day: 30),
+          time: UTCTime(hour: 12, minute: 5, second: 11)))
   }
 
   @Test("header values keep to printable ASCII without $ ! #; names from file names")
