@@ -440,7 +440,10 @@ struct FieldReader {
   @inline(__always)
   mutating func nonNegativeDecimal(_ reason: ImpossibleValue) throws(NMEAParseError) -> Double? {
     guard let value = try decimal() else { return nil }
-    guard value >= 0 else { return drop(reason) }
+    guard value >= 0 else {
+      dropped.add(reason)
+      return nil
+    }
     return value
   }
 
@@ -448,16 +451,18 @@ struct FieldReader {
   /// is how receivers write "unknown" (`99.0`, `99.99`), left out without being counted.
   @inline(__always)
   mutating func dop() throws(NMEAParseError) -> Double? {
-    guard let value = try decimal() else { return nil }
-    guard value >= 0 else { return drop(.accuracy) }
-    return value < 99 ? value : nil
+    guard let value = try nonNegativeDecimal(.accuracy), value < 99 else { return nil }
+    return value
   }
 
   /// A speed over ground in knots: 0 ..< 999 (`999.99` is "unknown").
   @inline(__always)
   mutating func speedKnots() throws(NMEAParseError) -> Double? {
     guard let value = try decimal() else { return nil }
-    guard value >= 0, value < 999 else { return drop(.speed) }
+    guard value >= 0, value < 999 else {
+      dropped.add(.speed)
+      return nil
+    }
     return value
   }
 
@@ -465,7 +470,10 @@ struct FieldReader {
   @inline(__always)
   mutating func speedKilometresPerHour() throws(NMEAParseError) -> Double? {
     guard let value = try decimal() else { return nil }
-    guard value >= 0, value < 999 * 1.852 else { return drop(.speed) }
+    guard value >= 0, value < 999 * 1.852 else {
+      dropped.add(.speed)
+      return nil
+    }
     return value
   }
 
@@ -473,7 +481,10 @@ struct FieldReader {
   @inline(__always)
   mutating func altitude() throws(NMEAParseError) -> Double? {
     guard let value = try decimal() else { return nil }
-    guard Self.isAltitude(value) else { return drop(.altitude) }
+    guard Self.isAltitude(value) else {
+      dropped.add(.altitude)
+      return nil
+    }
     return value
   }
 
@@ -484,7 +495,10 @@ struct FieldReader {
   @inline(__always)
   mutating func geoidSeparation() throws(NMEAParseError) -> Double? {
     guard let value = try decimal() else { return nil }
-    guard value >= -200, value <= 200 else { return drop(.geoidSeparation) }
+    guard value >= -200, value <= 200 else {
+      dropped.add(.geoidSeparation)
+      return nil
+    }
     return value
   }
 
@@ -492,7 +506,10 @@ struct FieldReader {
   @inline(__always)
   mutating func fixMode() throws(NMEAParseError) -> FixMode? {
     guard let value = try uint() else { return nil }
-    guard let mode = FixMode(rawValue: UInt8(clamping: value)) else { return drop(.fixMode) }
+    guard let mode = FixMode(rawValue: UInt8(clamping: value)) else {
+      dropped.add(.fixMode)
+      return nil
+    }
     return mode
   }
 
@@ -500,7 +517,10 @@ struct FieldReader {
   @inline(__always)
   mutating func course() throws(NMEAParseError) -> Double? {
     guard let value = try decimal() else { return nil }
-    guard Self.isCourse(value) else { return drop(.course) }
+    guard Self.isCourse(value) else {
+      dropped.add(.course)
+      return nil
+    }
     return value
   }
 
@@ -617,7 +637,10 @@ struct FieldReader {
     else { throw fail() }
     let fullYear = year >= 80 ? 1900 + year : 2000 + year
     offset = start &+ 7
-    guard UTCDate.isValid(year: fullYear, month: month, day: day) else { return drop(.date) }
+    guard UTCDate.isValid(year: fullYear, month: month, day: day) else {
+      dropped.add(.date)
+      return nil
+    }
     return UTCDate(
       year: fullYear, month: UInt8(truncatingIfNeeded: month),
       day: UInt8(truncatingIfNeeded: day))
@@ -678,12 +701,16 @@ struct FieldReader {
       degrees += 1
       minutes = 0
     }
-    guard minutes < 60 else { return drop(.arcMinutes) }
+    guard minutes < 60 else {
+      dropped.add(.arcMinutes)
+      return nil
+    }
     let limit: UInt64 = isLongitude ? 180 : 90
     let scaled = minutes * Powers.ten(fractionDigits) + fraction
     // Up to the exact pole or antimeridian: 90°00.000' is fine, 90°00.001' is not.
     guard degrees < limit || (degrees == limit && scaled == 0) else {
-      return drop(isLongitude ? .longitude : .latitude)
+      dropped.add(isLongitude ? .longitude : .latitude)
+      return nil
     }
     return Coordinate(
       degrees: UInt16(degrees), scaledMinutes: scaled, fractionDigits: UInt8(fractionDigits),

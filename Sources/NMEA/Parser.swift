@@ -10,33 +10,49 @@ extension Sentence {
   /// message number, which the sentence is about, throws
   /// ``NMEAParseError/impossibleValue(_:index:)``. Parsing a typed sentence allocates nothing.
   public init(parsing raw: RawSentence) throws(NMEAParseError) {
-    var result = ParsedSentence()
-    SentenceRegistry.parse(raw, into: &result) { _ in }
-    switch result.outcome {
-    case .parsed(let sentence): self = sentence
-    case .failed(let error): throw error
+    // The sentence is written in place over a placeholder and never returned through a
+    // closure (the standard library passes a closure's result through a `Result`, a generic
+    // copy of a `Sentence`, which holds references).
+    var parsed = Sentence.mtkAcknowledgement(MTKAcknowledgement(command: 0, result: .failed))
+    var failure: NMEAParseError?
+    withUnsafeMutablePointer(to: &parsed) { destination in
+      var consumer = ParsedSentence(destination: destination)
+      SentenceRegistry.parse(raw, into: &consumer) { _ in }
+      failure = consumer.failure
     }
+    if let failure { throw failure }
+    self = parsed
+  }
+
+  /// Parses the fields of `raw` into a sentence of type `S` and `talker` in place and hands
+  /// it to `consumer` with the impossible values dropped from it, or hands on the error.
+  /// `skipping` fields after the address are the message field of an address that includes
+  /// it (`PUBX,00`).
+  @inline(__always)
+  static func parse<S: NMEASentenceDescriptor, Consumer: ParsedSentenceConsumer>(
+    _ raw: RawSentence, as type: S.Type, talker: Talker, skipping: Int = 0,
+    into consumer: inout Consumer, emit: (DecoderEvent) throws -> Void
+  ) rethrows {
+    try parse(raw, as: S(talker: talker), skipping: skipping, into: &consumer, emit: emit)
   }
 
   /// Parses the fields of `raw` into `empty` (a value holding only its talker, or what an
-  /// alias row of ``SentenceRegistry`` sets) in place and hands it to `consumer` with the
-  /// impossible values dropped from it, or hands on the error. `skipping` fields after the
-  /// address are the message field of an address that includes it (`PUBX,00`).
+  /// alias row of ``SentenceRegistry`` sets) in place, as ``parse(_:as:talker:skipping:into:emit:)``.
   @inline(__always)
   static func parse<S: NMEASentenceDescriptor, Consumer: ParsedSentenceConsumer>(
-    _ raw: RawSentence, as empty: S, skipping: Int = 0, into consumer: inout Consumer,
+    _ raw: RawSentence, as empty: consuming S, skipping: Int = 0, into consumer: inout Consumer,
     emit: (DecoderEvent) throws -> Void
   ) rethrows {
     var sentence = empty
-    var dropped = DroppedFields()
+    let dropped: DroppedFields
     do {
-      // Nothing returned through `withFields`: the standard library would pass it through a
-      // `Result`, a copy.
-      try withFields(raw) { (reader, commas) throws(NMEAParseError) in
+      // Only the drops returned through `withFields` (one word): the standard library passes
+      // a result through a `Result`, a copy, which the sentence would cost.
+      dropped = try withFields(raw) { (reader, commas) throws(NMEAParseError) -> DroppedFields in
         var fields = reader
         if skipping > 0 { fields.skip(skipping) }
         try S.parse(&fields, commas: commas, into: &sentence)
-        dropped = fields.dropped
+        return fields.dropped
       }
     } catch {
       return try consumer.reject(raw, error, emit: emit)
@@ -44,14 +60,14 @@ extension Sentence {
     try consumer.take(sentence, dropped: dropped, emit: emit)
   }
 
-  /// ``parse(_:as:skipping:into:emit:)`` out of line, for the types a receiver sends less
-  /// often than once per epoch or once per type: their code stays out of the dispatch.
+  /// ``parse(_:as:talker:skipping:into:emit:)`` out of line, for the types a receiver sends
+  /// less often than once per epoch or once per type: their code stays out of the dispatch.
   @inline(never)
   static func parseOutOfLine<S: NMEASentenceDescriptor, Consumer: ParsedSentenceConsumer>(
-    _ raw: RawSentence, as empty: S, skipping: Int = 0, into consumer: inout Consumer,
+    _ raw: RawSentence, as type: S.Type, talker: Talker, into consumer: inout Consumer,
     emit: (DecoderEvent) throws -> Void
   ) rethrows {
-    try parse(raw, as: empty, skipping: skipping, into: &consumer, emit: emit)
+    try parse(raw, as: S(talker: talker), into: &consumer, emit: emit)
   }
 
   /// Calls `body` with a reader of the fields after the address and the number of commas,
@@ -165,30 +181,30 @@ protocol ParsedSentenceConsumer {
     _ raw: RawSentence, _ error: NMEAParseError, emit: (DecoderEvent) throws -> Void) rethrows
 }
 
-/// The consumer behind ``Sentence/init(parsing:)``: it keeps the outcome.
+/// The consumer behind ``Sentence/init(parsing:)``: it writes the sentence to `destination`,
+/// or keeps the failure.
 struct ParsedSentence: ParsedSentenceConsumer {
-  enum Outcome {
-    case parsed(Sentence)
-    case failed(NMEAParseError)
-  }
-  var outcome = Outcome.failed(.badAddress)
+  let destination: UnsafeMutablePointer<Sentence>
+  var failure: NMEAParseError?
+
+  init(destination: UnsafeMutablePointer<Sentence>) { self.destination = destination }
 
   @inline(__always)
   mutating func take<S: NMEASentenceDescriptor>(
     _ sentence: borrowing S, dropped: DroppedFields, emit: (DecoderEvent) throws -> Void
   ) {
-    outcome = .parsed(sentence.sentence)
+    destination.pointee = sentence.sentence
   }
 
   mutating func takeUnknown(_ sentence: UnknownSentence, emit: (DecoderEvent) throws -> Void) {
-    outcome = .parsed(.unknown(sentence))
+    destination.pointee = .unknown(sentence)
   }
 
   @inline(__always)
   mutating func reject(
     _ raw: RawSentence, _ error: NMEAParseError, emit: (DecoderEvent) throws -> Void
   ) {
-    outcome = .failed(error)
+    failure = error
   }
 }
 
