@@ -3,9 +3,11 @@ public struct DecoderStatistics: Sendable, Hashable {
   public var framer = FramerStatistics()
   public var builder = FixBuilderStatistics()
   /// Sentences that framed correctly but failed to parse: a malformed field or address, or
-  /// an impossible value (those also counted by reason in ``impossibleValues``).
+  /// an impossible time of day or GSV message number (those also counted by reason in
+  /// ``impossibleValues``).
   public var parseErrors = 0
-  /// Sentences refused for a well-formed but impossible value, by reason.
+  /// Well-formed but impossible values, by reason: each field dropped alone (its sentence
+  /// standing), and the times of day and message numbers whose sentence was refused.
   public var impossibleValues = ImpossibleValueStatistics()
   /// Sentences parsed to a type the fix builder knows nothing about.
   public var unknownSentences = 0
@@ -15,8 +17,9 @@ public struct DecoderStatistics: Sendable, Hashable {
   public init() {}
 }
 
-/// Sentences refused for an impossible value (``NMEAParseError/impossibleValue(_:index:)``),
-/// one counter per ``ImpossibleValue``, as ``FramerStatistics`` counts the framer's rejections.
+/// Impossible values (``ImpossibleValue``), one counter per reason, as ``FramerStatistics``
+/// counts the framer's rejections: a field dropped, or a sentence refused
+/// (``NMEAParseError/impossibleValue(_:index:)``).
 public struct ImpossibleValueStatistics: Sendable, Hashable {
   public var timeOfDay = 0
   public var date = 0
@@ -28,8 +31,20 @@ public struct ImpossibleValueStatistics: Sendable, Hashable {
   public var magneticVariation = 0
   public var accuracy = 0
   public var messageNumber = 0
+  public var altitude = 0
+  public var geoidSeparation = 0
+  public var fixQuality = 0
+  public var fixMode = 0
 
   public init() {}
+
+  /// Adds the values dropped from one sentence.
+  mutating func add(_ dropped: DroppedFields) {
+    for reason in ImpossibleValue.allCases {
+      let count = dropped.count(of: reason)
+      if count > 0 { self[reason] += count }
+    }
+  }
 
   /// The counter of `reason`.
   public subscript(reason: ImpossibleValue) -> Int {
@@ -45,6 +60,10 @@ public struct ImpossibleValueStatistics: Sendable, Hashable {
       case .magneticVariation: return magneticVariation
       case .accuracy: return accuracy
       case .messageNumber: return messageNumber
+      case .altitude: return altitude
+      case .geoidSeparation: return geoidSeparation
+      case .fixQuality: return fixQuality
+      case .fixMode: return fixMode
       }
     }
     set {
@@ -59,11 +78,15 @@ public struct ImpossibleValueStatistics: Sendable, Hashable {
       case .magneticVariation: magneticVariation = newValue
       case .accuracy: accuracy = newValue
       case .messageNumber: messageNumber = newValue
+      case .altitude: altitude = newValue
+      case .geoidSeparation: geoidSeparation = newValue
+      case .fixQuality: fixQuality = newValue
+      case .fixMode: fixMode = newValue
       }
     }
   }
 
-  /// All sentences refused for an impossible value.
+  /// All impossible values, dropped or refused.
   public var total: Int { ImpossibleValue.allCases.reduce(0) { $0 + self[$1] } }
 
   /// The reasons that occurred, with their counts, in ``ImpossibleValue``'s order: for a
@@ -185,7 +208,7 @@ extension NMEADecoder.Stages: ParsedSentenceConsumer {
     switch frame {
     case .sentence(let raw):
       builder.sentenceOffset = raw.offset
-      try Sentence.parse(raw, into: &self, emit: body)
+      try SentenceRegistry.parse(raw, into: &self, emit: body)
     case .ubx(let frame):
       try body(.ubx(frame))
       try decode(frame, body)
@@ -214,17 +237,19 @@ extension NMEADecoder.Stages: ParsedSentenceConsumer {
   }
 
   @inline(__always)
-  mutating func take<S: FrequentSentence>(
-    _ sentence: borrowing S, emit body: (DecoderEvent) throws -> Void
+  mutating func take<S: NMEASentenceDescriptor>(
+    _ sentence: borrowing S, dropped: DroppedFields, emit body: (DecoderEvent) throws -> Void
   ) rethrows {
+    if !dropped.isEmpty { impossibleValues.add(dropped) }
     try body(.sentence(sentence.sentence))
     try builder.add(sentence) { try body(.epoch($0)) }
   }
 
-  mutating func take(_ sentence: Sentence, emit body: (DecoderEvent) throws -> Void) rethrows {
-    if case .unknown = sentence { unknownSentences += 1 }
-    try body(.sentence(sentence))
-    try builder.add(sentence) { try body(.epoch($0)) }
+  mutating func takeUnknown(_ sentence: UnknownSentence, emit body: (DecoderEvent) throws -> Void)
+    rethrows
+  {
+    unknownSentences += 1
+    try body(.sentence(.unknown(sentence)))
   }
 
   mutating func reject(

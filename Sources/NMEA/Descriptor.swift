@@ -62,6 +62,11 @@ protocol NMEASentenceDescriptor: SentenceDescriptor {
   var sentence: Sentence { get }
 }
 
+extension NMEASentenceDescriptor {
+  /// A type without a talker (proprietary) has one key: its address.
+  var cycleKey: CycleKey { CycleKey(Self.address) }
+}
+
 /// A binary message type (u-blox UBX): found by its class and message ID, parsed from its
 /// payload (the bytes between the length and the checksum), merged into the same fix
 /// builder as the NMEA sentences. Its ``SentenceDescriptor/cycleKey`` is
@@ -160,6 +165,11 @@ struct SentenceAddress: Hashable, Sendable, ExpressibleByStringLiteral,
 /// sentences; proprietary and binary ones have no talker and no variant.
 struct CycleKey: Hashable, Sendable {
   let rawValue: UInt64
+
+  init(rawValue: UInt64) { self.rawValue = rawValue }
+
+  /// No sentence (before the first).
+  static var none: CycleKey { CycleKey(rawValue: 0) }
 
   @inline(__always)
   init(_ address: SentenceAddress, talker: Talker = .proprietary, variant: UInt8 = 0) {

@@ -4,15 +4,20 @@ public enum NMEAParseError: Error, Sendable, Hashable {
   case badAddress
   /// Field `index` (1 is the first after the address) holds something its type cannot be.
   case badField(index: Int)
-  /// Field `index` is well formed but holds a value no receiver can mean (31 February, a
-  /// negative speed, message 99 of 9). The checksum only says the bytes arrived as sent; the
-  /// whole sentence is refused rather than half believed.
+  /// Field `index` is well formed but holds a value no receiver can mean, and the value is
+  /// what the sentence is about: a time of day that cannot be (the key of every timed
+  /// sentence) or a GSV message number past its count. Any other impossible value is dropped
+  /// alone (the field is absent, the sentence stands) and counted by reason
+  /// (``DecoderStatistics/impossibleValues``).
   case impossibleValue(ImpossibleValue, index: Int)
 }
 
-/// Why a well-formed field was refused: the reasons of
-/// ``NMEAParseError/impossibleValue(_:index:)``, counted by ``ImpossibleValueStatistics``.
-public enum ImpossibleValue: Sendable, Hashable, CaseIterable, CustomStringConvertible {
+/// Why a well-formed field was dropped (or, for a time of day or a message number, its
+/// sentence refused), counted by ``ImpossibleValueStatistics``. A receiver's "unknown" that is
+/// outside the field's range (a magnetic variation of `999.9`, a speed of `999.99` knots, an
+/// altitude of `-9999.9`) is one of these; a dilution of precision of 99 or more is the
+/// receivers' own way of writing "unknown" and is left out without being counted.
+public enum ImpossibleValue: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvertible {
   /// A time of day with hours over 23, minutes over 59 or seconds over 60.
   case timeOfDay
   /// A date not in the calendar: month 0 or over 12, day 0 or past the end of its month
@@ -25,17 +30,27 @@ public enum ImpossibleValue: Sendable, Hashable, CaseIterable, CustomStringConve
   /// Minutes of arc of 60 or more in a latitude or longitude (exactly 60 with nothing after
   /// the point is taken as the next degree, as MediaTek writes the pole).
   case arcMinutes
-  /// A negative speed over ground.
+  /// A negative speed over ground, or one of 999 knots or more (receivers write `999.99`
+  /// for "unknown").
   case speed
   /// A course over ground outside 0° ..< 360°.
   case course
-  /// A magnetic variation beyond 180°.
+  /// A magnetic variation beyond 180° (`999.9` is "unknown" on survey and RTK receivers).
   case magneticVariation
   /// A negative dilution of precision or error estimate.
   case accuracy
   /// A GSV message number of 0 or past the message count, or a count of 0 or over 9 (NMEA
   /// allows 1 to 9).
   case messageNumber
+  /// An altitude below −1 000 m or above 100 km (`-9999.9` is "unknown").
+  case altitude
+  /// A geoid separation beyond ±200 m (the geoid departs from the ellipsoid by −107 to
+  /// +86 m).
+  case geoidSeparation
+  /// A GGA fix quality over 8 (NMEA defines 0 to 8).
+  case fixQuality
+  /// A fix type other than 1 (no fix), 2 (2D) or 3 (3D), in GSA or `$PGRMZ`.
+  case fixMode
 
   public var description: String {
     switch self {
@@ -49,8 +64,34 @@ public enum ImpossibleValue: Sendable, Hashable, CaseIterable, CustomStringConve
     case .magneticVariation: return "magnetic variation"
     case .accuracy: return "accuracy"
     case .messageNumber: return "message number"
+    case .altitude: return "altitude"
+    case .geoidSeparation: return "geoid separation"
+    case .fixQuality: return "fix quality"
+    case .fixMode: return "fix type"
     }
   }
+}
+
+/// The impossible values dropped from one sentence, by reason: four bits of count per
+/// ``ImpossibleValue`` in one word (saturating at 15), so that a sentence with none costs a
+/// zero and a test of it.
+struct DroppedFields: Sendable, Hashable {
+  var packed: UInt64 = 0
+
+  var isEmpty: Bool { packed == 0 }
+
+  @inline(__always)
+  mutating func add(_ reason: ImpossibleValue) {
+    let shift = UInt64(reason.rawValue) &* 4
+    if (packed >> shift) & 0xF != 0xF { packed &+= 1 << shift }
+  }
+
+  func count(of reason: ImpossibleValue) -> Int {
+    Int((packed >> (UInt64(reason.rawValue) &* 4)) & 0xF)
+  }
+
+  /// The first reason dropped, in ``ImpossibleValue``'s order.
+  var first: ImpossibleValue? { ImpossibleValue.allCases.first { count(of: $0) > 0 } }
 }
 
 /// One comma-separated field of a sentence, as a range of its bytes.
@@ -152,7 +193,10 @@ public struct FieldScanner {
     let fieldIndex = index
     return try field.withTerminatedCopy { (copy) throws(NMEAParseError) -> T? in
       var reader = FieldReader(terminated: copy, count: field.count, index: fieldIndex - 1)
-      return try convert(&reader)
+      let value = try convert(&reader)
+      // One field read on its own: an impossible value is that field's error.
+      if let reason = reader.dropped.first { throw .impossibleValue(reason, index: fieldIndex) }
+      return value
     }
   }
 
@@ -205,7 +249,9 @@ public struct FieldScanner {
         from: hemisphere.base + hemisphere.start, count: hemisphere.count)
       copy[length - 1] = ASCII.comma
       var reader = FieldReader(terminated: copy, count: length - 1, index: angleIndex - 1)
-      return try reader.coordinate(isLongitude: isLongitude)
+      let value = try reader.coordinate(isLongitude: isLongitude)
+      if let reason = reader.dropped.first { throw .impossibleValue(reason, index: angleIndex) }
+      return value
     }
   }
 }
@@ -225,6 +271,8 @@ struct FieldReader {
   var offset: Int
   /// Index of the field read last: 0 is the address, 1 the first field after it.
   var index: Int
+  /// The impossible values this reader has dropped (``drop(_:)``).
+  var dropped = DroppedFields()
 
   /// A reader of the sentence at `base`, `count` bytes followed by a comma, positioned at
   /// the field after the address.
@@ -251,10 +299,19 @@ struct FieldReader {
   @inline(__always)
   func fail() -> NMEAParseError { .badField(index: index) }
 
-  /// The error for the field read last, well formed but impossible.
+  /// The error for the field read last, well formed but impossible, for the values that
+  /// make the whole sentence meaningless (a time of day, a GSV message number).
   @inline(__always)
   func impossible(_ reason: ImpossibleValue) -> NMEAParseError {
     .impossibleValue(reason, index: index)
+  }
+
+  /// Drops a well-formed value no receiver can mean: counted by reason, the field absent,
+  /// the rest of the sentence standing. Returns `nil`, for the caller to return.
+  @inline(never)
+  mutating func drop<T>(_ reason: ImpossibleValue) -> T? {
+    dropped.add(reason)
+    return nil
   }
 
   /// Starts the next field: its index, and whether it holds anything. Past the end of the
@@ -378,20 +435,92 @@ struct FieldReader {
     return value
   }
 
-  /// A decimal number that cannot be negative (a speed, a dilution of precision, an error
-  /// estimate); a negative one is refused for `reason`.
+  /// A decimal number that cannot be negative (an error estimate); a negative one is
+  /// dropped for `reason`.
   @inline(__always)
   mutating func nonNegativeDecimal(_ reason: ImpossibleValue) throws(NMEAParseError) -> Double? {
     guard let value = try decimal() else { return nil }
-    guard value >= 0 else { throw impossible(reason) }
+    guard value >= 0 else {
+      dropped.add(reason)
+      return nil
+    }
     return value
+  }
+
+  /// A dilution of precision: never negative (dropped as an impossible accuracy); 99 or more
+  /// is how receivers write "unknown" (`99.0`, `99.99`), left out without being counted.
+  @inline(__always)
+  mutating func dop() throws(NMEAParseError) -> Double? {
+    guard let value = try nonNegativeDecimal(.accuracy), value < 99 else { return nil }
+    return value
+  }
+
+  /// A speed over ground in knots: 0 ..< 999 (`999.99` is "unknown").
+  @inline(__always)
+  mutating func speedKnots() throws(NMEAParseError) -> Double? {
+    guard let value = try decimal() else { return nil }
+    guard value >= 0, value < 999 else {
+      dropped.add(.speed)
+      return nil
+    }
+    return value
+  }
+
+  /// A speed over ground in km/h, with the limit of ``speedKnots()``.
+  @inline(__always)
+  mutating func speedKilometresPerHour() throws(NMEAParseError) -> Double? {
+    guard let value = try decimal() else { return nil }
+    guard value >= 0, value < 999 * 1.852 else {
+      dropped.add(.speed)
+      return nil
+    }
+    return value
+  }
+
+  /// An altitude in metres: −1 000 m ... 100 km (`-9999.9` is "unknown").
+  @inline(__always)
+  mutating func altitude() throws(NMEAParseError) -> Double? {
+    guard let value = try decimal() else { return nil }
+    guard Self.isAltitude(value) else {
+      dropped.add(.altitude)
+      return nil
+    }
+    return value
+  }
+
+  @inline(__always)
+  static func isAltitude(_ metres: Double) -> Bool { metres >= -1_000 && metres <= 100_000 }
+
+  /// The geoid's height above the ellipsoid, metres: within ±200 m.
+  @inline(__always)
+  mutating func geoidSeparation() throws(NMEAParseError) -> Double? {
+    guard let value = try decimal() else { return nil }
+    guard value >= -200, value <= 200 else {
+      dropped.add(.geoidSeparation)
+      return nil
+    }
+    return value
+  }
+
+  /// A fix type, 1 (no fix), 2 (2D) or 3 (3D).
+  @inline(__always)
+  mutating func fixMode() throws(NMEAParseError) -> FixMode? {
+    guard let value = try uint() else { return nil }
+    guard let mode = FixMode(rawValue: UInt8(clamping: value)) else {
+      dropped.add(.fixMode)
+      return nil
+    }
+    return mode
   }
 
   /// A course over ground, degrees from north: 0 ..< 360.
   @inline(__always)
   mutating func course() throws(NMEAParseError) -> Double? {
     guard let value = try decimal() else { return nil }
-    guard Self.isCourse(value) else { throw impossible(.course) }
+    guard Self.isCourse(value) else {
+      dropped.add(.course)
+      return nil
+    }
     return value
   }
 
@@ -507,10 +636,11 @@ struct FieldReader {
       let year = twoDigits(at: start &+ 4), base[start &+ 6] == ASCII.comma
     else { throw fail() }
     let fullYear = year >= 80 ? 1900 + year : 2000 + year
-    guard UTCDate.isValid(year: fullYear, month: month, day: day) else {
-      throw impossible(.date)
-    }
     offset = start &+ 7
+    guard UTCDate.isValid(year: fullYear, month: month, day: day) else {
+      dropped.add(.date)
+      return nil
+    }
     return UTCDate(
       year: fullYear, month: UInt8(truncatingIfNeeded: month),
       day: UInt8(truncatingIfNeeded: day))
@@ -534,19 +664,21 @@ struct FieldReader {
     let positiveLetter: UInt8 = isLongitude ? 0x45 : 0x4E  // E or N
     let letter = base[hemisphere.start]
     guard letter == negativeLetter || letter == positiveLetter else { throw fail() }
-    var value = try Self.angle(
-      base, from: angle.start, isLongitude: isLongitude, index: angleIndex)
+    guard
+      var value = try self.angle(from: angle.start, isLongitude: isLongitude, index: angleIndex)
+    else { return nil }
     value.isNegative = letter == negativeLetter
     return value
   }
 
-  /// `[d]ddmm[.mmmm]` from `start` to the comma that ends field `index`.
+  /// `[d]ddmm[.mmmm]` from `start` to the comma that ends field `index`; `nil` (dropped)
+  /// beyond the pole or the antimeridian or with 60 minutes or more.
   @inline(__always)
-  static func angle(
-    _ base: UnsafePointer<UInt8>, from start: Int, isLongitude: Bool, index: Int
-  ) throws(NMEAParseError) -> Coordinate {
+  mutating func angle(from start: Int, isLongitude: Bool, index: Int)
+    throws(NMEAParseError) -> Coordinate?
+  {
     var whole: UInt64 = 0
-    var position = accumulateDigits(base, from: start, into: &whole)
+    var position = Self.accumulateDigits(base, from: start, into: &whole)
     let wholeDigits = position &- start
     // At least d + mm.
     guard wholeDigits >= 3, wholeDigits <= 6 else { throw .badField(index: index) }
@@ -555,7 +687,7 @@ struct FieldReader {
     if base[position] == ASCII.dot {
       position &+= 1
       let fractionStart = position
-      position = accumulateDigits(base, from: position, into: &fraction)
+      position = Self.accumulateDigits(base, from: position, into: &fraction)
       fractionDigits = position &- fractionStart
     }
     guard base[position] == ASCII.comma, fractionDigits <= 12 else {
@@ -569,12 +701,16 @@ struct FieldReader {
       degrees += 1
       minutes = 0
     }
-    guard minutes < 60 else { throw .impossibleValue(.arcMinutes, index: index) }
+    guard minutes < 60 else {
+      dropped.add(.arcMinutes)
+      return nil
+    }
     let limit: UInt64 = isLongitude ? 180 : 90
     let scaled = minutes * Powers.ten(fractionDigits) + fraction
     // Up to the exact pole or antimeridian: 90°00.000' is fine, 90°00.001' is not.
     guard degrees < limit || (degrees == limit && scaled == 0) else {
-      throw .impossibleValue(isLongitude ? .longitude : .latitude, index: index)
+      dropped.add(isLongitude ? .longitude : .latitude)
+      return nil
     }
     return Coordinate(
       degrees: UInt16(degrees), scaledMinutes: scaled, fractionDigits: UInt8(fractionDigits),

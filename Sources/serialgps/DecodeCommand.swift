@@ -206,7 +206,7 @@ struct DecodeSession {
     let reasons = statistics.impossibleValues.counts.map { "\($0.reason) \($0.count)" }
     let impossible =
       reasons.isEmpty
-      ? "0" : "\(statistics.impossibleValues.total): " + reasons.joined(separator: ", ")
+      ? "0" : "\(statistics.impossibleValues.total) (" + reasons.joined(separator: ", ") + ")"
     return """
       serialgps decode: statistics for \(name)
         bytes read             \(bytesRead)
@@ -218,7 +218,9 @@ struct DecodeSession {
         binary frames          UBX \(framer.ubxFrames), SiRF \(framer.sirfFrames), \
       bad \(framer.badBinaryFrames)
         garbage bytes          \(framer.garbageBytes)
-        parse errors           \(statistics.parseErrors) (impossible values \(impossible))
+        parse errors           \(statistics.parseErrors)
+        impossible values      \(impossible), each field dropped alone (an impossible time \
+      or message number refuses its sentence, a parse error)
         unknown sentences      \(statistics.unknownSentences)
         epochs                 \(builder.epochs) (closed at the learned cycle end \
       \(builder.epochsClosedAtCycleEnd), late sentences \(builder.lateSentences), \

@@ -539,15 +539,16 @@ struct FixBuilderTests {
     #expect(emitted.map(\.epoch.fix.mode) == [.threeD, .threeD])
   }
 
-  @Test("an invalid RMC beside a valid GGA does not hide the GGA's position")
+  @Test("an invalid RMC beside a valid GGA makes the epoch no fix: the receiver does not stand by it")
   func mixedValidity() throws {
     let fix = try #require(
       feed([
         "GPGGA,120000,4807.038,N,01131.000,E,1,05,0.9,545.4,M,46.9,M,,",
         "GPRMC,120000,V,4807.040,N,01131.000,E,0,0,230394,,,N",
       ]).first?.epoch.fix)
-    #expect(fix.mode == .threeD)
-    #expect(fix.position?.latitude.scaledMinutes == 7038)
+    #expect(fix.mode == .noFix)
+    #expect(fix.position == nil)
+    #expect(fix.date == UTCDate(year: 1994, month: 3, day: 23))
   }
 
   @Test("GGA's position wins over RMC's, RMC's over GLL's, whatever the order")

@@ -30,16 +30,23 @@ struct GarminTests {
   }
 
   @Test(
-    "a wrong unit is a bad field, a negative error impossible",
+    "a wrong unit is a bad field",
     arguments: [
       ("$PGRME,7.6,F,41.9,M,42.6,M", NMEAParseError.badField(index: 2)),
       ("$PGRME,7.6,M,41.9,M,42.6,K", .badField(index: 6)),
       ("$PGRMZ,1577,M,3", .badField(index: 2)),
       ("$PGRMZ,15x77,f,3", .badField(index: 1)),
-      ("$PGRME,7.6,M,-41.9,M,42.6,M", .impossibleValue(.accuracy, index: 3)),
     ])
   func malformed(text: String, error: NMEAParseError) {
     #expect(throws: error) { try parse(text) }
+  }
+
+  @Test("a negative error estimate is dropped alone")
+  func negativeError() throws {
+    guard case .garminErrorEstimates(let garmin) = try parse("$PGRME,7.6,M,-41.9,M,42.6,M")
+    else { Issue.record(); return }
+    #expect(garmin == GarminErrorEstimates(horizontal: 7.6, vertical: nil, spherical: 42.6))
+    #expect(impossibleValues("$PGRME,7.6,M,-41.9,M,42.6,M").accuracy == 1)
   }
 
   /// The Garmin 15x's cycle: RMC, GGA, GSA, three GSV, PGRME, PGRMV.

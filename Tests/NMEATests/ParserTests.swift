@@ -538,11 +538,14 @@ struct ParserTests {
         "$GPGGA,235946.005,8960.000000,N,00000.000000,E,0,0,,137.000,M,13.000,M,,")
     else { Issue.record(); return }
     #expect(gga.position?.latitude.decimalDegrees == 90)
-    #expect(throws: NMEAParseError.impossibleValue(.arcMinutes, index: 2)) {
-      try parse("$GPGGA,235946.005,8960.000001,N,00000.000000,E,0,0,,,,,,,")
-    }
-    #expect(throws: NMEAParseError.impossibleValue(.arcMinutes, index: 2)) {
-      try parse("$GPGGA,235946.005,4761.0,N,00000.000000,E,0,0,,,,,,,")
+    for text in [
+      "$GPGGA,235946.005,8960.000001,N,00000.000000,E,0,0,,137.000,M,,,,",
+      "$GPGGA,235946.005,4761.0,N,00000.000000,E,0,0,,137.000,M,,,,",
+    ] {
+      guard case .gga(let impossible) = try parse(text) else { Issue.record(); return }
+      #expect(impossible.position == nil, "\(text)")
+      #expect(impossible.altitudeMSL == 137, "\(text): the rest of the sentence stands")
+      #expect(impossibleValues(text).arcMinutes == 1, "\(text)")
     }
   }
 
@@ -601,20 +604,21 @@ struct ParserTests {
 
   static let rmcBody = "$GPRMC,123519,A,4807.038,N,01131.000,E"
 
+  /// `text` with field `index` (1 is the first after the address) made empty.
+  static func emptying(field index: Int, of text: String) -> String {
+    var fields = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+    fields[index] = ""
+    return fields.joined(separator: ",")
+  }
+
   @Test(
-    "a well-formed but impossible value throws impossibleValue with its reason and index",
+    "a well-formed but impossible value, a receiver's sentinel included, drops that field alone",
     arguments: [
-      // Times of day.
-      ("$GPGGA,246000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", .timeOfDay, 1),
-      ("$GPGGA,236000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", .timeOfDay, 1),
-      ("$GPGGA,235961.5,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", .timeOfDay, 1),
-      ("$GPGLL,4807.038,N,01131.000,E,990000,A,A", .timeOfDay, 5),
-      // Dates: days past the end of their month, leap years counted, month and day 0.
-      (rmcBody + ",022.4,084.4,310299,003.1,W", .date, 9),  // 31 February 1999
-      (rmcBody + ",022.4,084.4,300299,003.1,W", .date, 9),  // 30 February
-      (rmcBody + ",022.4,084.4,290299,003.1,W", .date, 9),  // 1999 is a common year
+      (rmcBody + ",022.4,084.4,310299,003.1,W", .date, 9),
+      (rmcBody + ",022.4,084.4,300299,003.1,W", .date, 9),
+      (rmcBody + ",022.4,084.4,290299,003.1,W", .date, 9),
       (rmcBody + ",022.4,084.4,290201,003.1,W", .date, 9),
-      (rmcBody + ",022.4,084.4,310426,003.1,W", .date, 9),  // 31 April
+      (rmcBody + ",022.4,084.4,310426,003.1,W", .date, 9),
       (rmcBody + ",022.4,084.4,310926,003.1,W", .date, 9),
       (rmcBody + ",022.4,084.4,320394,003.1,W", .date, 9),
       (rmcBody + ",022.4,084.4,231394,003.1,W", .date, 9),
@@ -624,16 +628,14 @@ struct ParserTests {
       ("$GPZDA,201530.00,04,13,2002,00,00", .date, 3),
       ("$GPZDA,201530.00,04,07,1979,00,00", .date, 4),
       ("$GPZDA,201530.00,31,06,2002,00,00", .date, 2),
-      ("$GPZDA,201530.00,29,02,2100,00,00", .date, 2),  // not a leap year
+      ("$GPZDA,201530.00,29,02,2100,00,00", .date, 2),
       ("$GPZDA,201530.00,00,02,2024,00,00", .date, 2),
       ("$PUBX,04,073731.00,310226,113851.00,2400,18,-1362,-49.880,21", .date, 3),
-      // Positions.
       ("$GPGGA,123519,9000.001,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", .latitude, 2),
       ("$GPGGA,123519,12345.0,S,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", .latitude, 2),
       ("$GPGGA,123519,4807.038,N,18131.000,E,1,08,0.9,545.4,M,46.9,M,,", .longitude, 4),
       ("$GPGGA,123519,4807.038,N,18000.0001,W,1,08,0.9,545.4,M,46.9,M,,", .longitude, 4),
       ("$GPRMC,123519,A,4807.038,N,01160.5,E,022.4,084.4,230394,003.1,W", .arcMinutes, 5),
-      // Motion: negative speeds, courses outside 0..<360, variations beyond 180.
       (rmcBody + ",-2.572,084.4,230394,003.1,W", .speed, 7),
       (rmcBody + ",022.4,720.0,230394,003.1,W", .course, 8),
       (rmcBody + ",022.4,360.0,230394,003.1,W", .course, 8),
@@ -643,8 +645,6 @@ struct ParserTests {
       ("$GPVTG,054.7,T,360.0,M,005.5,N,010.2,K,A", .course, 3),
       ("$GPVTG,054.7,T,034.4,M,-005.5,N,010.2,K,A", .speed, 5),
       ("$GPVTG,054.7,T,034.4,M,005.5,N,-010.2,K,A", .speed, 7),
-      ("$GPVTG,054.7,400.0,005.5,010.2", .course, 2),  // NMEA 1.x, no unit letters
-      ("$GPVTG,054.7,034.4,-005.5,010.2", .speed, 3),
       (
         "$PUBX,00,081350.00,4717.113210,N,00833.915187,E,546.589,G3,2.1,2.0,-0.007,77.52,"
           + "0.007,,0.92,1.19,0.77,9,0,0", .speed, 11
@@ -653,7 +653,6 @@ struct ParserTests {
         "$PUBX,00,081350.00,4717.113210,N,00833.915187,E,546.589,G3,2.1,2.0,0.007,377.52,"
           + "0.007,,0.92,1.19,0.77,9,0,0", .course, 12
       ),
-      // Dilutions of precision and error estimates below zero.
       ("$GPGGA,123519,4807.038,N,01131.000,E,1,08,-0.9,545.4,M,46.9,M,,", .accuracy, 8),
       ("$GPGSA,A,3,04,05,,09,12,,,24,,,,,-2.5,1.3,2.1", .accuracy, 15),
       ("$GPGST,172814.0,0.006,0.023,0.020,273.6,-0.023,0.020,0.031", .accuracy, 6),
@@ -661,7 +660,51 @@ struct ParserTests {
         "$PUBX,00,081350.00,4717.113210,N,00833.915187,E,546.589,G3,-2.1,2.0,0.007,77.52,"
           + "0.007,,0.92,1.19,0.77,9,0,0", .accuracy, 9
       ),
-      // GSV numbering: message 99 of 9, message 0, a count of 0 or over 9.
+      (rmcBody + ",022.4,084.4,230394,999.9,E", .magneticVariation, 10),
+      (rmcBody + ",999.99,084.4,230394,003.1,W", .speed, 7),
+      ("$GPVTG,054.7,T,034.4,M,999.99,N,010.2,K,A", .speed, 5),
+      ("$GPVTG,054.7,T,034.4,M,005.5,N,1851.9,K,A", .speed, 7),
+      ("$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,-9999.9,M,46.9,M,,", .altitude, 9),
+      ("$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,100000.1,M,46.9,M,,", .altitude, 9),
+      ("$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,999.9,M,,", .geoidSeparation, 11),
+      ("$GPGNS,123519,4807.038,N,01131.000,E,AN,08,0.9,-9999.9,46.9,,", .altitude, 9),
+      ("$GPGGA,123519,4807.038,N,01131.000,E,9,08,0.9,545.4,M,46.9,M,,", .fixQuality, 6),
+      ("$GPGSA,A,4,04,05,,09,12,,,24,,,,,2.5,1.3,2.1", .fixMode, 2),
+      ("$GPGSA,A,0,04,05,,09,12,,,24,,,,,2.5,1.3,2.1", .fixMode, 2),
+      ("$PGRMZ,-99999,f,3", .altitude, 1),
+      ("$PGRMZ,1577,f,4", .fixMode, 3),
+      ("$GPGBS,123519,-1.2,0.5,1.0,,,,", .accuracy, 2),
+      ("$PUBX,00,081350.00,4717.113210,N,00833.915187,E,-9999.9,G3,2.1,2.0,0.007,77.52,"
+          + "0.007,,0.92,1.19,0.77,9,0,0", .altitude, 7),
+    ] as [(String, ImpossibleValue, Int)])
+  func impossibleValueDropsTheField(text: String, reason: ImpossibleValue, index: Int) throws {
+    // Exactly what the sentence says with the field empty: the value gone, nothing else.
+    let parsed = try parse(text)
+    #expect(parsed == (try parse(Self.emptying(field: index, of: text))))
+    let counted = impossibleValues(text)
+    #expect(counted[reason] == 1)
+    #expect(counted.total == 1)
+  }
+
+  @Test("NMEA 1.x VTG: an impossible magnetic course or speed drops that value alone")
+  func impossibleValueInOldVTG() throws {
+    guard case .vtg(let course) = try parse("$GPVTG,054.7,400.0,005.5,010.2"),
+      case .vtg(let speed) = try parse("$GPVTG,054.7,034.4,-005.5,010.2")
+    else { Issue.record(); return }
+    #expect(course.courseMagnetic == nil && course.courseTrue == 54.7 && course.speedKnots == 5.5)
+    #expect(speed.speedKnots == nil && speed.courseMagnetic == 34.4)
+    #expect(speed.speedKilometresPerHour == 10.2)
+    #expect(impossibleValues("$GPVTG,054.7,400.0,005.5,010.2").course == 1)
+    #expect(impossibleValues("$GPVTG,054.7,034.4,-005.5,010.2").speed == 1)
+  }
+
+  @Test(
+    "an impossible time of day or GSV message number, which the sentence is about, refuses it",
+    arguments: [
+      ("$GPGGA,246000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", .timeOfDay, 1),
+      ("$GPGGA,236000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", .timeOfDay, 1),
+      ("$GPGGA,235961.5,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", .timeOfDay, 1),
+      ("$GPGLL,4807.038,N,01131.000,E,990000,A,A", .timeOfDay, 5),
       ("$GPGSV,9,99,12,01,40,083,46", .messageNumber, 2),
       ("$GPGSV,3,4,12,01,40,083,46", .messageNumber, 2),
       ("$GPGSV,3,0,12,01,40,083,46", .messageNumber, 2),
@@ -669,8 +712,22 @@ struct ParserTests {
       ("$GPGSV,10,1,40,01,40,083,46", .messageNumber, 1),
       ("$PQGSV,3,5,11,01,40,083,46,1,4", .messageNumber, 2),
     ] as [(String, ImpossibleValue, Int)])
-  func impossibleValue(text: String, reason: ImpossibleValue, index: Int) {
+  func impossibleValueRefusesTheSentence(text: String, reason: ImpossibleValue, index: Int) {
     #expect(throws: NMEAParseError.impossibleValue(reason, index: index)) { try parse(text) }
+  }
+
+  @Test("a DOP of 99 or more is the receiver's \"unknown\": absent, and not counted")
+  func unknownDOP() throws {
+    for text in [
+      "$GPGSA,A,1,,,,,,,,,,,,,99.99,99.99,99.99", "$GPGSA,A,1,,,,,,,,,,,,,99.0,99.0,99.0",
+    ] {
+      guard case .gsa(let gsa) = try parse(text) else { Issue.record(); return }
+      #expect(gsa.pdop == nil && gsa.hdop == nil && gsa.vdop == nil, "\(text)")
+      #expect(impossibleValues(text).total == 0, "\(text)")
+    }
+    guard case .gga(let gga) = try parse("$GPGGA,123519,4807.038,N,01131.000,E,1,08,98.9,,,,,,")
+    else { Issue.record(); return }
+    #expect(gga.hdop == 98.9)
   }
 
   @Test("the limits themselves are possible: leap days, the leap second, 0 and 359.9°, the pole")

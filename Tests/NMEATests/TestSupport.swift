@@ -128,3 +128,11 @@ func parse(_ text: String) throws(NMEAParseError) -> Sentence {
     try Sentence(parsing: RawSentence(bytes: buffer, hadChecksum: true))
   }
 }
+
+/// The impossible values the decoder counts in one sentence (`text` without checksum).
+func impossibleValues(_ text: String) -> ImpossibleValueStatistics {
+  var decoder = NMEADecoder()
+  decoder.decode(wire(String(text.dropFirst()))) { _ in }
+  decoder.finish { _ in }
+  return decoder.statistics.impossibleValues
+}

@@ -1,5 +1,6 @@
 import Chipsets
 import Discovery
+import Foundation
 import Glibc
 import NMEA
 import POSIX
@@ -211,17 +212,18 @@ import Testing
         Self.device(bridge, sysPath: sys, kind: .possible, chipset: nil, driver: "pl2303")))
     sink.yield(.enumerationComplete)
     let opening = Task { try await connector.connect(wakingWith: .nmea) }
-    // Fed until the connection is open (cancelled below), not for a fixed few seconds: on
-    // loaded cores the search may start listening after a short feed has ended.
-    let feeding = Task.detached {
-      for second in 0..<600 {
-        if Task.isCancelled { return }
+    // Fed until the connection is open, not for a fixed few seconds (on loaded cores the
+    // search may start listening after a short feed has ended), and from a thread of its
+    // own: the cooperative pool may be busy with other tests for longer than a listen lasts.
+    let fed = Locked(false)
+    Thread.detachNewThread {
+      for second in 0..<600 where !fed.withLock({ $0 }) {
         try? bridge.write(Array(cycle(second: second % 60).utf8), timeout: .milliseconds(200))
-        try? await Task.sleep(for: .milliseconds(100))
+        sleepThread(for: .milliseconds(100))
       }
     }
     let connection = try await opening.value
-    feeding.cancel()
+    fed.withLock { $0 = true }
     // Heard: the port may now be written to (the receiver's commands decide what).
     try connection.write(Array("$PUBX,40,GSV,0,0,0,0,0,0*59\r\n".utf8))
     let written = try bridge.read(upTo: 64, timeout: .seconds(10))

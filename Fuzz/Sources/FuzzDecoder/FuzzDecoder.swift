@@ -20,9 +20,12 @@
 // - parsing is deterministic;
 // - fixes are sane: latitude within ±90°, longitude within ±180°, no position without a fix,
 //   no fix without a time of day;
-// - no impossible value gets through the parser: dates in the calendar, speeds not negative,
-//   courses within 0..<360°, magnetic variations within ±180°, GSV message numbers within
-//   their count (Fuzz/nmea.dict holds the values on both sides of each limit);
+// - no impossible value gets through the parser: dates in the calendar, speeds not negative
+//   and under 999 knots, courses within 0..<360°, magnetic variations within ±180°,
+//   altitudes within -1 000 m ... 100 km, geoid separations within ±200 m, GGA qualities
+//   0...8, DOPs under 99, GSV message numbers within their count (Fuzz/nmea.dict holds the
+//   values on both sides of each limit and the receivers' sentinels); only an impossible time
+//   of day or message number refuses a sentence, and every impossible value is counted;
 // - every UBX frame is decoded, refused by reason or passed on as not decoded, and the
 //   counters say so; decoded messages hold no impossible value (positions within ±90°/±180°,
 //   calendar dates, satellites' elevations within ±90°), and every block of a message's
@@ -64,7 +67,15 @@ func isCalendarDate(_ date: UTCDate) -> Bool {
 
 func checkPossible(_ fix: Fix) {
   if let date = fix.date { check(isCalendarDate(date), "impossible date \(date)") }
-  if let speed = fix.speed { check(speed >= 0, "negative speed \(speed)") }
+  if let speed = fix.speed { check(speed >= 0 && speed < 999 * 1852 / 3600, "speed \(speed)") }
+  if let altitude = fix.altitudeMSL {
+    check(altitude >= -1_000 && altitude <= 100_000, "altitude \(altitude)")
+  }
+  if let separation = fix.geoidSeparation { check(abs(separation) <= 200, "geoid \(separation)") }
+  if let quality = fix.quality { check((0...8).contains(quality.rawValue), "quality \(quality)") }
+  for dop in [fix.hdop, fix.vdop, fix.pdop, fix.tdop] {
+    if let dop { check(dop >= 0 && dop < 99, "DOP \(dop)") }
+  }
   if let course = fix.course { check(course >= 0 && course < 360, "course \(course)") }
   if let variation = fix.magneticVariation {
     check(abs(variation) <= 180, "magnetic variation \(variation)")
@@ -75,7 +86,7 @@ func checkPossible(_ sentence: Sentence) {
   switch sentence {
   case .rmc(let rmc):
     if let date = rmc.date { check(isCalendarDate(date), "RMC date \(date)") }
-    if let speed = rmc.speedKnots { check(speed >= 0, "RMC speed \(speed)") }
+    if let speed = rmc.speedKnots { check(speed >= 0 && speed < 999, "RMC speed \(speed)") }
     if let course = rmc.course { check(course >= 0 && course < 360, "RMC course \(course)") }
   case .zda(let zda):
     if let date = zda.date { check(isCalendarDate(date), "ZDA date \(date)") }
@@ -84,7 +95,7 @@ func checkPossible(_ sentence: Sentence) {
       (1...9).contains(gsv.messageCount) && (1...gsv.messageCount).contains(gsv.messageNumber),
       "GSV message \(gsv.messageNumber) of \(gsv.messageCount)")
   case .vtg(let vtg):
-    if let knots = vtg.speedKnots { check(knots >= 0, "VTG speed \(knots)") }
+    if let knots = vtg.speedKnots { check(knots >= 0 && knots < 999, "VTG speed \(knots)") }
     if let course = vtg.courseTrue { check(course >= 0 && course < 360, "VTG course \(course)") }
   default:
     break
@@ -237,7 +248,12 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
       result.events.append(.parsed(sentence))
     case .parseError(let raw, let error):
       parseErrors += 1
-      if case .impossibleValue = error { impossibleValues += 1 }
+      if case .impossibleValue(let reason, _) = error {
+        check(
+          reason == .timeOfDay || reason == .messageNumber,
+          "a sentence refused for \(reason), a value that drops only its field")
+        impossibleValues += 1
+      }
       result.events.append(.parseError(error, bytes: Array(raw.bytes)))
     case .epoch(let epoch):
       epochs += 1
@@ -287,9 +303,12 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
   let decoderStatistics = decoder.statistics
   check(decoderStatistics.framer == statistics, "framer inside the decoder counted differently")
   check(decoderStatistics.parseErrors == parseErrors, "parse errors counted differently")
+  // The values dropped are counted too, with no error: the refusals are the reasons that
+  // refuse, exactly.
+  let refusing = decoderStatistics.impossibleValues
   check(
-    decoderStatistics.impossibleValues.total == impossibleValues,
-    "impossible values counted differently")
+    refusing.timeOfDay + refusing.messageNumber == impossibleValues,
+    "sentences refused for impossible values counted differently")
   check(decoderStatistics.builder.epochs == epochs, "epochs counted differently")
   check(parseErrors <= sentences, "more parse errors than sentences")
   let ubxStatistics = decoderStatistics.ubx
