@@ -99,7 +99,8 @@ struct EpochInProgress {
       fix.latitudeError = latitude
       fix.longitudeError = longitude
       errorSource = source
-      takeHorizontalAccuracy((latitude * latitude + longitude * longitude).squareRoot(), from: source)
+      takeHorizontalAccuracy(
+        (latitude * latitude + longitude * longitude).squareRoot(), from: source)
     }
     takeVerticalAccuracy(vertical, from: source)
   }
