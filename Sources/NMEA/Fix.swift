@@ -51,8 +51,8 @@ public struct Fix: Sendable, Hashable {
     get { storedDatum?.text }
     set { storedDatum = newValue.map(InlineText.init) }
   }
-  /// Inline, so that a `Fix` stays plain bytes to copy (a `String` member made each copy
-  /// count references: about 35 instructions more per sentence in the decoder).
+  /// Inline, so that a `Fix` stays plain bytes to copy (a `String` member would make each copy
+  /// count references, and a `Fix` is copied several times per epoch).
   var storedDatum: InlineText?
   /// Age of differential corrections, seconds.
   public var differentialAge: Double?
@@ -293,8 +293,7 @@ public struct Epoch: Sendable, Hashable {
     set { storedFirstByteOffset = newValue ?? Self.noOffset }
   }
   // Kept without an Optional's tag byte: an `Epoch` is copied several times per sentence's
-  // event, and the tag cost the decoder about 60 instructions a sentence (nmea-bench under
-  // callgrind, scripts/bench-instructions.sh).
+  // event, and the tag would widen each copy.
   var storedFirstByteOffset: UInt64
   static let noOffset = UInt64.max
 

@@ -125,8 +125,8 @@ public struct FixBuilder {
   /// it is to the cycle: ``CycleRole/none`` carries nothing, a ``CycleRole/setting`` is kept
   /// apart from the cycle, the rest join the epoch in progress.
   ///
-  /// Out of line on purpose: inlined into the decoder's dispatch, the pipeline costs more per
-  /// sentence (BENCHMARKS.md).
+  /// Out of line on purpose: inlined into the decoder's dispatch, each of the registry's rows
+  /// would carry a copy of the cycle bookkeeping, and the pipeline costs more per sentence.
   @inline(never)
   mutating func add<S: SentenceDescriptor>(_ sentence: borrowing S, emit: (Epoch) throws -> Void)
     rethrows

@@ -99,30 +99,37 @@ struct EpochInProgress {
       fix.latitudeError = latitude
       fix.longitudeError = longitude
       errorSource = source
-      takeHorizontalAccuracy((latitude * latitude + longitude * longitude).squareRoot(), from: source)
+      takeHorizontalAccuracy(
+        (latitude * latitude + longitude * longitude).squareRoot(), from: source)
     }
     takeVerticalAccuracy(vertical, from: source)
   }
 
   @inline(__always)
   mutating func takeHorizontalAccuracy(_ value: Double?, from source: AccuracySource) {
-    guard let value, source >= horizontalSource else { return }
-    fix.horizontalAccuracy = value
-    horizontalSource = source
+    Self.take(value, from: source, into: &fix.horizontalAccuracy, ranked: &horizontalSource)
   }
 
   @inline(__always)
   mutating func takeVerticalAccuracy(_ value: Double?, from source: AccuracySource) {
-    guard let value, source >= verticalSource else { return }
-    fix.verticalAccuracy = value
-    verticalSource = source
+    Self.take(value, from: source, into: &fix.verticalAccuracy, ranked: &verticalSource)
   }
 
   @inline(__always)
   mutating func takeSphericalAccuracy(_ value: Double?, from source: AccuracySource) {
-    guard let value, source >= sphericalSource else { return }
-    fix.sphericalAccuracy = value
-    sphericalSource = source
+    Self.take(value, from: source, into: &fix.sphericalAccuracy, ranked: &sphericalSource)
+  }
+
+  /// The ranking rule, once: `value` replaces what `slot` holds unless a better source gave
+  /// that.
+  @inline(__always)
+  static func take(
+    _ value: Double?, from source: AccuracySource, into slot: inout Double?,
+    ranked rank: inout AccuracySource
+  ) {
+    guard let value, source >= rank else { return }
+    slot = value
+    rank = source
   }
 
   /// A dimension a sentence states; the highest stated wins.

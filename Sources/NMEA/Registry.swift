@@ -23,19 +23,41 @@ enum SentenceRegistry {
       let address = SentenceAddress(
         standard: UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 8 | UInt32(bytes[5]))
       switch address {
-      case GGA.address: return try Sentence.parse(raw, as: GGA.self, talker: talker, into: &consumer, emit: emit)
-      case RMC.address: return try Sentence.parse(raw, as: RMC.self, talker: talker, into: &consumer, emit: emit)
-      case GSA.address: return try Sentence.parse(raw, as: GSA.self, talker: talker, into: &consumer, emit: emit)
-      case GSV.address: return try Sentence.parse(raw, as: GSV.self, talker: talker, into: &consumer, emit: emit)
-      case GLL.address: return try Sentence.parseOutOfLine(raw, as: GLL.self, talker: talker, into: &consumer, emit: emit)
-      case VTG.address: return try Sentence.parseOutOfLine(raw, as: VTG.self, talker: talker, into: &consumer, emit: emit)
-      case ZDA.address: return try Sentence.parseOutOfLine(raw, as: ZDA.self, talker: talker, into: &consumer, emit: emit)
-      case GST.address: return try Sentence.parseOutOfLine(raw, as: GST.self, talker: talker, into: &consumer, emit: emit)
-      case GNS.address: return try Sentence.parseOutOfLine(raw, as: GNS.self, talker: talker, into: &consumer, emit: emit)
-      case GBS.address: return try Sentence.parseOutOfLine(raw, as: GBS.self, talker: talker, into: &consumer, emit: emit)
-      case GRS.address: return try Sentence.parseOutOfLine(raw, as: GRS.self, talker: talker, into: &consumer, emit: emit)
-      case DTM.address: return try Sentence.parseOutOfLine(raw, as: DTM.self, talker: talker, into: &consumer, emit: emit)
-      case TXT.address: return try Sentence.parseOutOfLine(raw, as: TXT.self, talker: talker, into: &consumer, emit: emit)
+      case GGA.address:
+        return try Sentence.parse(raw, as: GGA.self, talker: talker, into: &consumer, emit: emit)
+      case RMC.address:
+        return try Sentence.parse(raw, as: RMC.self, talker: talker, into: &consumer, emit: emit)
+      case GSA.address:
+        return try Sentence.parse(raw, as: GSA.self, talker: talker, into: &consumer, emit: emit)
+      case GSV.address:
+        return try Sentence.parse(raw, as: GSV.self, talker: talker, into: &consumer, emit: emit)
+      case GLL.address:
+        return try Sentence.parseOutOfLine(
+          raw, as: GLL.self, talker: talker, into: &consumer, emit: emit)
+      case VTG.address:
+        return try Sentence.parseOutOfLine(
+          raw, as: VTG.self, talker: talker, into: &consumer, emit: emit)
+      case ZDA.address:
+        return try Sentence.parseOutOfLine(
+          raw, as: ZDA.self, talker: talker, into: &consumer, emit: emit)
+      case GST.address:
+        return try Sentence.parseOutOfLine(
+          raw, as: GST.self, talker: talker, into: &consumer, emit: emit)
+      case GNS.address:
+        return try Sentence.parseOutOfLine(
+          raw, as: GNS.self, talker: talker, into: &consumer, emit: emit)
+      case GBS.address:
+        return try Sentence.parseOutOfLine(
+          raw, as: GBS.self, talker: talker, into: &consumer, emit: emit)
+      case GRS.address:
+        return try Sentence.parseOutOfLine(
+          raw, as: GRS.self, talker: talker, into: &consumer, emit: emit)
+      case DTM.address:
+        return try Sentence.parseOutOfLine(
+          raw, as: DTM.self, talker: talker, into: &consumer, emit: emit)
+      case TXT.address:
+        return try Sentence.parseOutOfLine(
+          raw, as: TXT.self, talker: talker, into: &consumer, emit: emit)
       default: break
       }
     }

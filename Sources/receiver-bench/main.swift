@@ -15,7 +15,7 @@
 //    ends and the power-off (with its acknowledged standby) completes before the next cycle.
 //    Then, with a feed at 1 Hz of wall time, the time from `subscribe()` to the first fix of
 //    each power cycle, and from the write of that fix's epoch to the fix.
-// 2c. Bursts (issue 14): N subscribers that each subscribe and cancel at once on a MediaTek
+// 2c. Bursts: N subscribers that each subscribe and cancel at once on a MediaTek
 //    (acknowledging at once, 200 ms wake settle, streaming 5 Hz while awake), linger 0; the
 //    power cycles they cost with a newcomer right after, the newcomer's first fix, and a
 //    `shutdown()` right after a second burst: how long it takes and how many standbys.
@@ -338,7 +338,7 @@ func measureFirstFix(cycles: Int) throws -> [FirstFix] {
   return results
 }
 
-// MARK: - 2c. Bursts of subscribers (issue 14: converge, not replay)
+// MARK: - 2c. Bursts of subscribers (converge, not replay)
 
 /// One burst: `clients` subscribers that each come and go at once on a MediaTek with linger 0.
 struct BurstFigures {

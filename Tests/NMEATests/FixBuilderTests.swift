@@ -539,7 +539,8 @@ struct FixBuilderTests {
     #expect(emitted.map(\.epoch.fix.mode) == [.threeD, .threeD])
   }
 
-  @Test("an invalid RMC beside a valid GGA makes the epoch no fix: the receiver does not stand by it")
+  @Test(
+    "an invalid RMC beside a valid GGA makes the epoch no fix: the receiver does not stand by it")
   func mixedValidity() throws {
     let fix = try #require(
       feed([

@@ -674,8 +674,10 @@ struct ParserTests {
       ("$PGRMZ,-99999,f,3", .altitude, 1),
       ("$PGRMZ,1577,f,4", .fixMode, 3),
       ("$GPGBS,123519,-1.2,0.5,1.0,,,,", .accuracy, 2),
-      ("$PUBX,00,081350.00,4717.113210,N,00833.915187,E,-9999.9,G3,2.1,2.0,0.007,77.52,"
-          + "0.007,,0.92,1.19,0.77,9,0,0", .altitude, 7),
+      (
+        "$PUBX,00,081350.00,4717.113210,N,00833.915187,E,-9999.9,G3,2.1,2.0,0.007,77.52,"
+          + "0.007,,0.92,1.19,0.77,9,0,0", .altitude, 7
+      ),
     ] as [(String, ImpossibleValue, Int)])
   func impossibleValueDropsTheField(text: String, reason: ImpossibleValue, index: Int) throws {
     // Exactly what the sentence says with the field empty: the value gone, nothing else.

@@ -119,7 +119,8 @@ final class FlockHolder: @unchecked Sendable {
       await eventually {
         log.statuses.contains {
           if case .disconnected(let reason) = $0 {
-            return reason.kind == .busy && reason.message.contains("in use by process \(holder.pid)")
+            return reason.kind == .busy
+              && reason.message.contains("in use by process \(holder.pid)")
           }
           return false
         }
