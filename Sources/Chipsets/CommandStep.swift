@@ -35,9 +35,17 @@ public enum ReceiverAcknowledgement: Sendable, Hashable, CustomStringConvertible
   /// from one frame here.
   case identified(ChipsetFamily)
 
-  /// Recognises `UBX-ACK-ACK` and `UBX-ACK-NAK`; `nil` for any other frame or a malformed
-  /// payload.
+  /// Recognises `UBX-ACK-ACK` and `UBX-ACK-NAK`, and `UBX-MGA-ACK-DATA0`, with which a
+  /// receiver answers the MGA (aiding) messages instead (payload: type 1 accepted or 0 not,
+  /// version, an information code, the MGA message's ID, the start of its payload); `nil`
+  /// for any other frame or a malformed payload.
   public init?(_ frame: UBXFrameView) {
+    if frame.messageClass == 0x13, frame.messageID == 0x60, frame.payload.count == 8 {
+      let type = frame.payload[0]
+      guard type <= 1 else { return nil }
+      self = .ubx(UBXMessageID(0x13, frame.payload[3]), accepted: type == 1)
+      return
+    }
     guard frame.messageClass == 0x05, frame.messageID <= 0x01, frame.payload.count == 2 else {
       return nil
     }

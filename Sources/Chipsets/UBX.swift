@@ -25,6 +25,10 @@ public struct UBXMessageID: Sendable, Hashable, CustomStringConvertible {
   public static let cfgValset = UBXMessageID(0x06, 0x8A)
   public static let cfgValget = UBXMessageID(0x06, 0x8B)
   public static let rxmPmreq = UBXMessageID(0x02, 0x41)
+  /// `UBX-MGA-INI` (time, position …, told apart by the payload's first byte).
+  public static let mgaIni = UBXMessageID(0x13, 0x40)
+  /// `UBX-MGA-ACK-DATA0`: the answer to an MGA message when the receiver's `ackAiding` is on.
+  public static let mgaAck = UBXMessageID(0x13, 0x60)
   public static let monVer = UBXMessageID(0x0A, 0x04)
   public static let monRxr = UBXMessageID(0x0A, 0x21)
   public static let navPvt = UBXOutputMessage.navPVT.id
@@ -32,7 +36,7 @@ public struct UBXMessageID: Sendable, Hashable, CustomStringConvertible {
   static let named: [(String, UBXMessageID)] = [
     ("ACK-NAK", .ackNak), ("ACK-ACK", .ackAck), ("CFG-MSG", .cfgMsg), ("CFG-RST", .cfgRst),
     ("CFG-CFG", .cfgCfg), ("CFG-VALSET", .cfgValset), ("CFG-VALGET", .cfgValget),
-    ("RXM-PMREQ", .rxmPmreq), ("MON-VER", .monVer), ("MON-RXR", .monRxr),
+    ("RXM-PMREQ", .rxmPmreq), ("MGA-INI", .mgaIni), ("MGA-ACK", .mgaAck), ("MON-VER", .monVer), ("MON-RXR", .monRxr),
     ("NAV-PVT", .navPvt),
   ]
 
@@ -129,15 +133,9 @@ public enum UBX {
     return bytes
   }
 
-  static func littleEndian(_ value: UInt16) -> [UInt8] {
-    [UInt8(value & 0xFF), UInt8(value >> 8)]
-  }
-
-  static func littleEndian(_ value: UInt32) -> [UInt8] {
-    [
-      UInt8(value & 0xFF), UInt8((value >> 8) & 0xFF), UInt8((value >> 16) & 0xFF),
-      UInt8(value >> 24),
-    ]
+  /// `value`'s bytes, least significant first, as every UBX field is sent.
+  static func littleEndian<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
+    (0..<T.bitWidth / 8).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) }
   }
 }
 

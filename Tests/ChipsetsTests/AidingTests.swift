@@ -1,0 +1,113 @@
+import Chipsets
+import NMEA
+import Testing
+
+// The aiding commands, byte for byte against the interface descriptions (u-blox M8 Receiver
+// Description UBX-13003221, "UBX-MGA-INI-TIME_UTC" and "UBX-MGA-INI-POS_LLH"; MediaTek's
+// PMTK command packet, `$PMTK740`/`$PMTK741`). The expected frames were computed from the
+// layouts by hand (Python's struct), not by the code under test.
+
+@Suite struct AidingTests {
+  static let now = UTCTimestamp(
+    date: UTCDate(year: 2026, month: 12, day: 3),
+    time: UTCTime(hour: 13, minute: 40, second: 5, nanoseconds: 250_000_000))
+  static let zurich = AidingPosition(
+    latitude: 47.285219, longitude: 8.565253, altitude: 600.5, accuracy: 150)
+
+  @Test func ubloxTimeFirstThenPosition() {
+    let data = AidingData(time: Self.now, timeAccuracy: .milliseconds(500), position: Self.zurich)
+    let commands = Aiding.ublox(data)
+    #expect(commands.count == 2)
+    // TIME_UTC: type 0x10, version 0, ref 0, leap seconds unknown (-128), 2026-12-03
+    // 13:40:05, 250 000 000 ns, accuracy 0 s + 500 000 000 ns.
+    #expect(
+      commands.first == [
+        0xB5, 0x62, 0x13, 0x40, 0x18, 0x00, 0x10, 0x00, 0x00, 0x80, 0xEA, 0x07, 0x0C, 0x03, 0x0D,
+        0x28, 0x05, 0x00, 0x80, 0xB2, 0xE6, 0x0E, 0x00, 0x00, 0x00, 0x00, 0x00, 0x65, 0xCD, 0x1D,
+        0xAA, 0x90,
+      ])
+    // POS_LLH: type 1, 47.285219° and 8.565253° in 1e-7°, 60 050 cm, 15 000 cm.
+    #expect(
+      commands.last == [
+        0xB5, 0x62, 0x13, 0x40, 0x14, 0x00, 0x01, 0x00, 0x00, 0x00, 0xDE, 0x26, 0x2F, 0x1C, 0x32,
+        0xF4, 0x1A, 0x05, 0x92, 0xEA, 0x00, 0x00, 0x98, 0x3A, 0x00, 0x00, 0x4A, 0x75,
+      ])
+  }
+
+  @Test func ubloxSouthAndWestAreNegative() {
+    let sydney = AidingPosition(
+      latitude: -33.8567844, longitude: -151.2152967, altitude: -12.3, accuracy: 2.5)
+    let commands = Aiding.ublox(
+      AidingData(time: Self.now, timeAccuracy: .seconds(1), position: sydney))
+    #expect(
+      commands.last == [
+        0xB5, 0x62, 0x13, 0x40, 0x14, 0x00, 0x01, 0x00, 0x00, 0x00, 0x5C, 0xDD, 0xD1, 0xEB, 0x79,
+        0x60, 0xDE, 0xA5, 0x32, 0xFB, 0xFF, 0xFF, 0xFA, 0x00, 0x00, 0x00, 0xDE, 0xF3,
+      ])
+    // Without a position, the time alone.
+    #expect(Aiding.ublox(AidingData(time: Self.now, timeAccuracy: .seconds(1))).count == 1)
+  }
+
+  @Test func theTimeIsTheOneGiven() {
+    // A later time makes other bytes: nothing is cached between calls.
+    var later = Self.now
+    later.time = UTCTime(hour: 13, minute: 40, second: 6, nanoseconds: 0)
+    let first = Aiding.ublox(AidingData(time: Self.now, timeAccuracy: .seconds(1)))
+    let second = Aiding.ublox(AidingData(time: later, timeAccuracy: .seconds(1)))
+    #expect(first != second)
+    #expect(second.first?[16] == 6)
+  }
+
+  @Test func mediatekTimeThenPosition() {
+    let data = AidingData(time: Self.now, timeAccuracy: .seconds(1), position: Self.zurich)
+    let text = Aiding.mediatek(data).map { String(decoding: $0, as: UTF8.self) }
+    #expect(
+      text == [
+        "$PMTK740,2026,12,03,13,40,05*34\r\n",
+        "$PMTK741,47.285219,8.565253,601,2026,12,03,13,40,05*12\r\n",
+      ])
+    let sydney = AidingPosition(
+      latitude: -33.8567844, longitude: -151.2152967, altitude: -12.3, accuracy: 20)
+    let south = Aiding.mediatek(
+      AidingData(time: Self.now, timeAccuracy: .seconds(1), position: sydney))
+    #expect(
+      south.last.map { String(decoding: $0, as: UTF8.self) }
+        == "$PMTK741,-33.856784,-151.215297,-12,2026,12,03,13,40,05*08\r\n")
+  }
+
+  @Test func mediatekTakesNoPositionWorseThan30Kilometres() {
+    var far = Self.zurich
+    far.accuracy = 30_000
+    let commands = Aiding.mediatek(
+      AidingData(time: Self.now, timeAccuracy: .seconds(1), position: far))
+    #expect(commands.count == 1)
+    #expect(
+      commands.first.map { String(decoding: $0, as: UTF8.self) }?.hasPrefix("$PMTK740,") == true)
+  }
+
+  @Test func onlyFamiliesThatTakeAiding() {
+    let data = AidingData(time: Self.now, timeAccuracy: .seconds(1), position: Self.zurich)
+    #expect(Aiding.commands(for: .ublox, data) == Aiding.ublox(data))
+    #expect(Aiding.commands(for: .mediatek, data) == Aiding.mediatek(data))
+    #expect(Aiding.commands(for: .sirf, data) == nil)
+    #expect(Aiding.commands(for: .nmea, data) == nil)
+  }
+
+  @Test func mgaAckDataIsTheAnswerToAnMGAMessage() throws {
+    func acknowledgement(_ payload: [UInt8]) -> ReceiverAcknowledgement? {
+      guard let frame = try? UBX.frame(.mgaAck, payload: payload) else { return nil }
+      var found: ReceiverAcknowledgement?
+      var framer = NMEAFramer()
+      framer.feed(frame) { if case .ubx(let view) = $0 { found = ReceiverAcknowledgement(view) } }
+      return found
+    }
+    #expect(
+      acknowledgement([0x01, 0x00, 0x00, 0x40, 0x10, 0x00, 0x00, 0x80])
+        == .ubx(.mgaIni, accepted: true))
+    #expect(
+      acknowledgement([0x00, 0x00, 0x02, 0x40, 0x10, 0x00, 0x00, 0x80])
+        == .ubx(.mgaIni, accepted: false))
+    #expect(acknowledgement([0x07, 0x00, 0x00, 0x40, 0x10, 0x00, 0x00, 0x80]) == nil)
+    #expect(acknowledgement([0x01, 0x00, 0x00, 0x40]) == nil)
+  }
+}
