@@ -36,7 +36,8 @@ public struct UBXMessageID: Sendable, Hashable, CustomStringConvertible {
   static let named: [(String, UBXMessageID)] = [
     ("ACK-NAK", .ackNak), ("ACK-ACK", .ackAck), ("CFG-MSG", .cfgMsg), ("CFG-RST", .cfgRst),
     ("CFG-CFG", .cfgCfg), ("CFG-VALSET", .cfgValset), ("CFG-VALGET", .cfgValget),
-    ("RXM-PMREQ", .rxmPmreq), ("MGA-INI", .mgaIni), ("MGA-ACK", .mgaAck), ("MON-VER", .monVer), ("MON-RXR", .monRxr),
+    ("RXM-PMREQ", .rxmPmreq), ("MGA-INI", .mgaIni), ("MGA-ACK", .mgaAck), ("MON-VER", .monVer),
+    ("MON-RXR", .monRxr),
     ("NAV-PVT", .navPvt),
   ]
 
