@@ -1,0 +1,90 @@
+import NMEA
+
+/// What the driver knows as it wakes a receiver, from which the wake is planned: the time of
+/// day, what the receiver is, where it was, and how it slept.
+public struct WakeContext: Sendable, Hashable {
+  /// UTC now, from the wall clock; `nil` when the wall clock cannot be trusted (a board
+  /// without a real-time clock that booted in 1970).
+  public var now: UTCTimestamp?
+  /// How far `now` may be from the truth.
+  public var timeAccuracy: Duration
+  /// The family identified; `nil` when nothing is known (nothing is written then).
+  public var family: ChipsetFamily?
+  /// The last fix with a position, and when it was taken (UTC).
+  public var lastFix: Fix?
+  /// How long the receiver slept; `nil` for its first start under this driver.
+  public var slept: Duration?
+  /// Whether the receiver kept its backup power through the sleep (its ephemeris, almanac and
+  /// clock): `false` when it was unplugged or its supply cut, `nil` when not known.
+  public var keptBackup: Bool?
+
+  public init(
+    now: UTCTimestamp?, timeAccuracy: Duration, family: ChipsetFamily?, lastFix: Fix? = nil,
+    slept: Duration? = nil, keptBackup: Bool? = nil
+  ) {
+    self.now = now
+    self.timeAccuracy = timeAccuracy
+    self.family = family
+    self.lastFix = lastFix
+    self.slept = slept
+    self.keptBackup = keptBackup
+  }
+}
+
+/// How a wake is planned: whether the receiver is aided, and with what.
+public enum WakePlan {
+  /// How long broadcast ephemeris is good for: about four hours (GPS ICD-200: a 4-hour fit
+  /// interval; receivers use it for 2 to 4 hours). A sleep longer than this makes a warm start
+  /// at best, whatever the backup.
+  public static let ephemerisValidity: Duration = .seconds(4 * 3600)
+
+  /// How fast the receiver may have moved since its last fix, for widening that fix's
+  /// accuracy by its age: 50 m/s (180 km/h), a road vehicle's.
+  public static let assumedSpeed = 50.0
+
+  /// A wall clock before this is not set (a board without a real-time clock, before NTP).
+  public static let earliestPlausibleYear = 2024
+
+  /// The aiding to send at this wake, or `nil`: only on a start that will be warm or cold (the
+  /// backup was lost, the sleep outlived the ephemeris, or the receiver's first start with
+  /// nothing known of its backup), only to a family that takes aiding, and only with a wall
+  /// clock that is set. The last position goes with it when it has one, its accuracy widened
+  /// by its age.
+  public static func aiding(for context: WakeContext) -> AidingData? {
+    guard let family = context.family, family == .ublox || family == .mediatek else {
+      return nil
+    }
+    guard let now = context.now, now.date.year >= earliestPlausibleYear else { return nil }
+    let startsWarmOrCold: Bool
+    if context.keptBackup == false {
+      startsWarmOrCold = true
+    } else if let slept = context.slept {
+      startsWarmOrCold = slept > ephemerisValidity
+    } else {
+      startsWarmOrCold = context.keptBackup != true
+    }
+    guard startsWarmOrCold else { return nil }
+    var data = AidingData(time: now, timeAccuracy: context.timeAccuracy)
+    data.position = context.lastFix.flatMap { position(of: $0, at: now) }
+    return data
+  }
+
+  /// The fix's position with its accuracy widened by its age at `now`; `nil` without a
+  /// position, an accuracy, a time, or when taken after `now` (a clock that disagrees).
+  static func position(of fix: Fix, at now: UTCTimestamp) -> AidingPosition? {
+    guard let position = fix.position, let accuracy = fix.horizontalAccuracy,
+      let taken = fix.timestamp
+    else { return nil }
+    let age = now.unixTime - taken.unixTime
+    guard age >= 0 else { return nil }
+    // The aiding takes a height above the ellipsoid: an altitude above the geoid is off by
+    // the geoid's height (at most 107 m), none at all by up to the highest mountain's.
+    let (altitude, altitudeError): (Double, Double) =
+      if let height = fix.altitudeHAE { (height, 0) } else if let altitude = fix.altitudeMSL {
+        (altitude, 110)
+      } else { (0, 9_000) }
+    return AidingPosition(
+      latitude: position.latitude.decimalDegrees, longitude: position.longitude.decimalDegrees,
+      altitude: altitude, accuracy: accuracy + altitudeError + assumedSpeed * age)
+  }
+}
