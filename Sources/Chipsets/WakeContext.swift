@@ -10,8 +10,8 @@ public struct WakeContext: Sendable, Hashable {
   public var timeAccuracy: Duration
   /// The family identified; `nil` when nothing is known (nothing is written then).
   public var family: ChipsetFamily?
-  /// The last fix with a position, and when it was taken (UTC).
-  public var lastFix: Fix?
+  /// Where the receiver last was: from its last fix, or kept across a restart.
+  public var lastPosition: KnownPosition?
   /// How long the receiver slept; `nil` for its first start under this driver.
   public var slept: Duration?
   /// Whether the receiver kept its backup power through the sleep (its ephemeris, almanac and
@@ -19,13 +19,13 @@ public struct WakeContext: Sendable, Hashable {
   public var keptBackup: Bool?
 
   public init(
-    now: UTCTimestamp?, timeAccuracy: Duration, family: ChipsetFamily?, lastFix: Fix? = nil,
-    slept: Duration? = nil, keptBackup: Bool? = nil
+    now: UTCTimestamp?, timeAccuracy: Duration, family: ChipsetFamily?,
+    lastPosition: KnownPosition? = nil, slept: Duration? = nil, keptBackup: Bool? = nil
   ) {
     self.now = now
     self.timeAccuracy = timeAccuracy
     self.family = family
-    self.lastFix = lastFix
+    self.lastPosition = lastPosition
     self.slept = slept
     self.keptBackup = keptBackup
   }
@@ -65,26 +65,63 @@ public enum WakePlan {
     }
     guard startsWarmOrCold else { return nil }
     var data = AidingData(time: now, timeAccuracy: context.timeAccuracy)
-    data.position = context.lastFix.flatMap { position(of: $0, at: now) }
+    data.position = context.lastPosition.flatMap { $0.aiding(at: now) }
     return data
   }
+}
 
-  /// The fix's position with its accuracy widened by its age at `now`; `nil` without a
-  /// position, an accuracy, a time, or when taken after `now` (a clock that disagrees).
-  static func position(of fix: Fix, at now: UTCTimestamp) -> AidingPosition? {
+/// A position the driver knew, with when and how well: from a fix, or kept in a state file
+/// across a restart.
+public struct KnownPosition: Sendable, Hashable {
+  /// Degrees, north and east positive.
+  public var latitude: Double
+  public var longitude: Double
+  /// Metres above the WGS-84 ellipsoid, when known.
+  public var heightAboveEllipsoid: Double?
+  /// Metres above mean sea level, when known.
+  public var altitudeMSL: Double?
+  /// Horizontal accuracy, metres.
+  public var accuracy: Double
+  /// When the position was measured (UTC).
+  public var time: UTCTimestamp
+
+  public init(
+    latitude: Double, longitude: Double, heightAboveEllipsoid: Double?, altitudeMSL: Double?,
+    accuracy: Double, time: UTCTimestamp
+  ) {
+    self.latitude = latitude
+    self.longitude = longitude
+    self.heightAboveEllipsoid = heightAboveEllipsoid
+    self.altitudeMSL = altitudeMSL
+    self.accuracy = accuracy
+    self.time = time
+  }
+
+  /// The position of `fix`; `nil` without a position, a horizontal accuracy, or a date and
+  /// time.
+  public init?(_ fix: Fix) {
     guard let position = fix.position, let accuracy = fix.horizontalAccuracy,
-      let taken = fix.timestamp
+      let time = fix.timestamp
     else { return nil }
-    let age = now.unixTime - taken.unixTime
+    self.init(
+      latitude: position.latitude.decimalDegrees, longitude: position.longitude.decimalDegrees,
+      heightAboveEllipsoid: fix.altitudeHAE, altitudeMSL: fix.altitudeMSL, accuracy: accuracy,
+      time: time)
+  }
+
+  /// The position to aid with at `now`, its accuracy widened by its age at
+  /// ``WakePlan/assumedSpeed``; `nil` when measured after `now` (a clock that disagrees).
+  public func aiding(at now: UTCTimestamp) -> AidingPosition? {
+    let age = now.unixTime - time.unixTime
     guard age >= 0 else { return nil }
     // The aiding takes a height above the ellipsoid: an altitude above the geoid is off by
     // the geoid's height (at most 107 m), none at all by up to the highest mountain's.
     let (altitude, altitudeError): (Double, Double) =
-      if let height = fix.altitudeHAE { (height, 0) } else if let altitude = fix.altitudeMSL {
-        (altitude, 110)
+      if let heightAboveEllipsoid { (heightAboveEllipsoid, 0) } else if let altitudeMSL {
+        (altitudeMSL, 110)
       } else { (0, 9_000) }
     return AidingPosition(
-      latitude: position.latitude.decimalDegrees, longitude: position.longitude.decimalDegrees,
-      altitude: altitude, accuracy: accuracy + altitudeError + assumedSpeed * age)
+      latitude: latitude, longitude: longitude, altitude: altitude,
+      accuracy: accuracy + altitudeError + WakePlan.assumedSpeed * age)
   }
 }

@@ -120,17 +120,3 @@ extension JSONWriter {
     value { $0.append(contentsOf: json) }
   }
 }
-
-extension UTCTimestamp {
-  /// The timestamp `seconds` and `nanoseconds` after the Unix epoch (POSIX time: no leap
-  /// seconds), for the wall-clock times in server reports.
-  public init(secondsSinceUnixEpoch seconds: Int64, nanoseconds: UInt32 = 0) {
-    let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-    let secondOfDay = seconds - days * 86_400
-    self.init(
-      date: UTCDate(daysSinceUnixEpoch: Int(days)),
-      time: UTCTime(
-        hour: UInt8(secondOfDay / 3600), minute: UInt8(secondOfDay / 60 % 60),
-        second: UInt8(secondOfDay % 60), nanoseconds: min(nanoseconds, 999_999_999)))
-  }
-}

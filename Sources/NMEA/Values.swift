@@ -202,6 +202,18 @@ public struct UTCTimestamp: Sendable, Hashable, Comparable, CustomStringConverti
     self.time = time
   }
 
+  /// The timestamp `seconds` and `nanoseconds` after the Unix epoch (POSIX time: no leap
+  /// seconds; before 1970 for a negative `seconds`); nanoseconds beyond a second are capped.
+  public init(secondsSinceUnixEpoch seconds: Int64, nanoseconds: UInt32 = 0) {
+    let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+    let secondOfDay = seconds - days * 86_400
+    self.init(
+      date: UTCDate(daysSinceUnixEpoch: Int(days)),
+      time: UTCTime(
+        hour: UInt8(secondOfDay / 3600), minute: UInt8(secondOfDay / 60 % 60),
+        second: UInt8(secondOfDay % 60), nanoseconds: min(nanoseconds, 999_999_999)))
+  }
+
   /// Whole seconds since the Unix epoch (leap seconds not counted, as in POSIX time).
   public var secondsSinceUnixEpoch: Int64 {
     Int64(date.daysSinceUnixEpoch) * 86_400 + Int64(time.hour) * 3600 + Int64(time.minute) * 60

@@ -45,6 +45,25 @@ package enum FileSystem {
     _ = try valueOrErrno(Glibc.link(existingPath, newPath))
   }
 
+  /// Writes `bytes` to `path` whole: to a file of its own beside it (`path.PID.partial`),
+  /// flushed to the disk first when `durable`, then renamed into place, so that a reader (or
+  /// the next process, after a crash or a power cut) finds the old content or the new, never
+  /// half of either. The partial file is removed if anything fails.
+  package static func writeWhole(_ bytes: [UInt8], to path: String, durable: Bool) throws(Errno) {
+    let partial = "\(path).\(getpid()).partial"
+    do {
+      try FileDescriptor.withOpened(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC) {
+        descriptor throws(Errno) in
+        try descriptor.writeAll(bytes)
+        if durable { try descriptor.sync() }
+      }
+      try rename(partial, path)
+    } catch {
+      Glibc.unlink(partial)
+      throw error
+    }
+  }
+
   /// Renames `from` to `to`, atomically replacing what `to` named.
   package static func rename(_ from: String, _ to: String) throws(Errno) {
     _ = try valueOrErrno(Glibc.rename(from, to))

@@ -538,18 +538,7 @@ extension UTCTimestamp {
     whole +=
       nanoseconds >= 0 ? nanoseconds / 1_000_000_000 : (nanoseconds - 999_999_999) / 1_000_000_000
     nanoseconds = ((nanoseconds % 1_000_000_000) + 1_000_000_000) % 1_000_000_000
-    return UTCTimestamp(unixSeconds: whole, nanoseconds: UInt32(nanoseconds))
-  }
-
-  /// The UTC time `whole` seconds (and `nanoseconds`) after the Unix epoch.
-  public init(unixSeconds whole: Int64, nanoseconds: UInt32) {
-    let days = Int(whole >= 0 ? whole / 86_400 : (whole - 86_399) / 86_400)
-    let ofDay = whole - Int64(days) * 86_400
-    self.init(
-      date: UTCDate(daysSinceUnixEpoch: days),
-      time: UTCTime(
-        hour: UInt8(ofDay / 3600), minute: UInt8(ofDay / 60 % 60), second: UInt8(ofDay % 60),
-        nanoseconds: nanoseconds))
+    return UTCTimestamp(secondsSinceUnixEpoch: whole, nanoseconds: UInt32(nanoseconds))
   }
 
   /// Rounded to the nearest multiple of `interval` within the day (epochs fall on whole
@@ -562,7 +551,7 @@ extension UTCTimestamp {
     let rounded = (nanos + step / 2) / step * step
     let dayStart = secondsSinceUnixEpoch - secondsSinceUnixEpoch % 86_400
     return UTCTimestamp(
-      unixSeconds: dayStart + rounded / 1_000_000_000,
+      secondsSinceUnixEpoch: dayStart + rounded / 1_000_000_000,
       nanoseconds: UInt32(rounded % 1_000_000_000))
   }
 }

@@ -80,7 +80,7 @@ public struct RecordingHeader: Sendable, Hashable {
 
   /// `clock`'s time, to the second, as a UTC timestamp.
   package static func time(on clock: any WallClock) -> UTCTimestamp {
-    UTCTimestamp(unixSeconds: clock.now().secondsAndNanoseconds.seconds, nanoseconds: 0)
+    UTCTimestamp(secondsSinceUnixEpoch: clock.now().secondsAndNanoseconds.seconds, nanoseconds: 0)
   }
 }
 

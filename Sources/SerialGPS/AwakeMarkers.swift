@@ -57,6 +57,12 @@ public struct AwakeMarkers: Sendable, Hashable {
 
   /// The marker file of the receiver known as `identity`.
   func path(for identity: String) -> String {
+    directory + "/" + Self.fileName(for: identity) + ".awake"
+  }
+
+  /// A file name for the receiver known as `identity` (a serial number, USB IDs and a port
+  /// path …): letters, digits, `-` and `.` kept, anything else `_`.
+  static func fileName(for identity: String) -> String {
     var name = ""
     for scalar in identity.unicodeScalars {
       let keep =
@@ -64,7 +70,7 @@ public struct AwakeMarkers: Sendable, Hashable {
         || (scalar >= "0" && scalar <= "9") || scalar == "-" || scalar == "."
       name.unicodeScalars.append(keep ? scalar : "_")
     }
-    return directory + "/" + name + ".awake"
+    return name
   }
 
   /// Notes that this process has woken the receiver.
@@ -75,20 +81,9 @@ public struct AwakeMarkers: Sendable, Hashable {
   /// never taken as left awake.
   func markAwake(_ identity: String) {
     guard Self.prepare(directory) else { return }
-    let marker = path(for: identity)
-    let partial = "\(marker).\(getpid()).partial"
-    let text = Array("\(getpid())\n".utf8)
-    do {
-      try FileDescriptor.withOpened(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC) {
-        descriptor throws(Errno) in try descriptor.writeAll(text)
-      }
-      guard rename(partial, marker) == 0 else {
-        unlink(partial)
-        return
-      }
-    } catch {
-      unlink(partial)
-    }
+    // Not durable: the markers live in /run, which a reboot empties anyway.
+    try? FileSystem.writeWhole(
+      Array("\(getpid())\n".utf8), to: path(for: identity), durable: false)
   }
 
   /// Forgets the receiver (standby sent, or the connection ended).

@@ -313,7 +313,7 @@ struct ReplaySession {
   /// UTC now, from the system's real-time clock.
   static func wallClockUTC() -> UTCTimestamp {
     let (seconds, nanoseconds) = SystemWallClock().now().secondsAndNanoseconds
-    return UTCTimestamp(unixSeconds: seconds, nanoseconds: UInt32(nanoseconds))
+    return UTCTimestamp(secondsSinceUnixEpoch: seconds, nanoseconds: UInt32(nanoseconds))
   }
 
   /// Epochs written, and those lost because nobody read them.

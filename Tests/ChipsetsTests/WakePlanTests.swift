@@ -29,8 +29,8 @@ import Testing
     fix: Fix? = WakePlanTests.fix(ageSeconds: 120), now: UTCTimestamp? = WakePlanTests.now
   ) -> WakeContext {
     WakeContext(
-      now: now, timeAccuracy: .milliseconds(100), family: family, lastFix: fix, slept: slept,
-      keptBackup: keptBackup)
+      now: now, timeAccuracy: .milliseconds(100), family: family,
+      lastPosition: fix.flatMap(KnownPosition.init), slept: slept, keptBackup: keptBackup)
   }
 
   @Test func aHotStartIsNotAided() {
