@@ -165,7 +165,8 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
     #expect(first[0].0 == .zero && first[0].1 == .powerOn)
     #expect(first[1].0 == .milliseconds(3100) && first[1].1 == .deliver(1, fix(at: 3100, error: 9)))
     #expect(first[2].0 == .milliseconds(31_100) && first[2].1 == .powerOff(linger: false))
-    #expect(first[3].0 == .milliseconds(31_100) && first[3].1 == .armTimer(1, deadline: .ms(59_000)))
+    #expect(
+      first[3].0 == .milliseconds(31_100) && first[3].1 == .armTimer(1, deadline: .ms(59_000)))
     // Every later minute exactly alike: wake at 59.0 + 60k, the 9-m fix at 62.1 + 60k (a
     // second before its due time, 63.1 + 60k), sleep at once, the next wake armed.
     for cycle in 0..<58 {
@@ -175,7 +176,10 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
         (.zero, .powerOn),
         (.milliseconds(3100), .deliver(1, fix(at: wake + 3100, error: 9))),
         (.milliseconds(3100), .powerOff(linger: false)),
-        (.milliseconds(3100), .armTimer(RequestScheduler.TimerID(cycle + 2), deadline: .ms(wake + 60_000))),
+        (
+          .milliseconds(3100),
+          .armTimer(RequestScheduler.TimerID(cycle + 2), deadline: .ms(wake + 60_000))
+        ),
       ]
       #expect(actions.count == expected.count, "cycle \(cycle): \(actions)")
       for (got, want) in zip(actions, expected) {
@@ -272,7 +276,10 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
     // The continuous request leaves: power off with the linger; request 2's wake is armed.
     let before = bench.log.count
     bench.send(.remove(1))
-    #expect(bench.log.dropFirst(before).map(\.1) == [.powerOff(linger: true), .armTimer(1, deadline: .ms(659_000))])
+    #expect(
+      bench.log.dropFirst(before).map(\.1) == [
+        .powerOff(linger: true), .armTimer(1, deadline: .ms(659_000)),
+      ])
   }
 
   @Test("passive requests never power; they receive what others cause")
@@ -298,7 +305,8 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
   func oneShot() {
     var scheduler = RequestScheduler(configuration: .init())
     let young = fix(at: 0, error: 5)
-    let request = LocationRequest(accuracy: 10, maxAge: .seconds(30), maxUpdates: 1, duration: .seconds(60))
+    let request = LocationRequest(
+      accuracy: 10, maxAge: .seconds(30), maxUpdates: 1, duration: .seconds(60))
     let replayed = FixUpdate(fix: young.fix, age: .seconds(20), isReplay: true, arrival: .origin)
     #expect(
       scheduler.handle(.add(1, request, cached: young), now: .ms(20_000)) == [
@@ -355,7 +363,8 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
       ])
     #expect(scheduler.refusedRequests == 2)
     #expect(
-      scheduler.handle(.add(3, LocationRequest(maxUpdates: 2, minDistance: 100), cached: nil), now: .ms(0))
+      scheduler.handle(
+        .add(3, LocationRequest(maxUpdates: 2, minDistance: 100), cached: nil), now: .ms(0))
         == [.powerOn])
     #expect(scheduler.handle(.add(3, LocationRequest(), cached: nil), now: .ms(0)) == [])
     #expect(scheduler.unexpectedEvents == 1)
