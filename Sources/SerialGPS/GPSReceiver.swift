@@ -192,6 +192,11 @@ public final class GPSReceiver: Sendable {
   /// before the first fix. Asking powers nothing.
   public var latestFix: FixUpdate? { core.hub.latestFix }
 
+  /// The status subscribers were told last (``ReceiverStatus``): why a one-shot found no fix,
+  /// say (`disconnected` with the reason the device could not be opened). `nil` before the
+  /// first. Asking powers nothing.
+  public var status: ReceiverStatus? { core.hub.status }
+
   /// Counters since the receiver was created.
   public var statistics: ReceiverStatistics { core.statistics }
 

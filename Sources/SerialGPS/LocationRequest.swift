@@ -75,7 +75,7 @@ public struct LocationTimeout: Error, Sendable, Hashable, CustomStringConvertibl
   }
 
   public var description: String {
-    let wanted = accuracy.map { "a fix of \($0) m or better" } ?? "a fix"
+    let wanted = accuracy.map { "fix of \($0) m or better" } ?? "fix"
     let seen: String
     if let best {
       let error = best.fix.horizontalAccuracy.map { "\($0) m" } ?? "unknown accuracy"

@@ -204,14 +204,16 @@ struct RequestScheduler {
       // A fix that serves an interval request on time is a scheduled wake's: it also goes
       // to the requests due within half their interval, which merges their phases onto
       // this wake. Otherwise only to those it is on time for.
-      let margin = configuration.wakeMargin
       let merging = requests.values.contains { active in
-        guard active.request.interval != nil, !active.request.passive else { return false }
-        return active.due <= update.arrival + margin && active.request.accepts(update.fix)
+        guard let interval = active.request.interval, !active.request.passive else {
+          return false
+        }
+        return active.due <= update.arrival + onTime(interval)
+          && active.request.accepts(update.fix)
       }
       for id in requests.keys.sorted() {
-        let reach = requests[id]?.request.interval.map { merging ? max($0 / 2, margin) : margin }
-        actions += offer(update, to: id, reach: reach ?? margin)
+        let reach = requests[id]?.request.interval.map { merging ? $0 / 2 : onTime($0) }
+        actions += offer(update, to: id, reach: reach ?? .zero)
       }
 
     case .receiverPowered(let powered):
@@ -235,6 +237,12 @@ struct RequestScheduler {
       }
     }
     return actions + replan(now: now, linger: linger)
+  }
+
+  /// How long before its due time a fix counts as on time: the wake margin, or a quarter of
+  /// a shorter interval (a 1-s request on a 1-Hz receiver takes every fix, not two at once).
+  func onTime(_ interval: Duration) -> Duration {
+    min(configuration.wakeMargin, interval / 4)
   }
 
   static func isValid(_ request: LocationRequest) -> Bool {

@@ -135,6 +135,9 @@ final class SubscriptionHub: Sendable {
     for queue in queues { queue.push(.event(.status(status))) }
   }
 
+  /// The status last published; `nil` before the first.
+  var status: ReceiverStatus? { state.withLock { $0.status } }
+
   /// The latest fix with its age, whatever that age; `nil` before the first fix.
   var latestFix: FixUpdate? {
     let now = clock.now
