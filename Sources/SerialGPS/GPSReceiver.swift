@@ -97,6 +97,19 @@ public final class GPSReceiver: Sendable {
       core: core.makeRequest(request, bufferSize: bufferSize, lifetime: lifetime).0)
   }
 
+  /// ``subscribe(_:bufferSize:)`` with a callback, for code that is not async. Cancel the
+  /// returned subscription, or let it go, to end the request.
+  public func subscribe(
+    _ request: LocationRequest, bufferSize: Int? = nil,
+    _ handler: @escaping @Sendable (ReceiverEvent) -> Void
+  ) -> Subscription {
+    Subscription(
+      core: core.makeRequest(request, bufferSize: bufferSize, lifetime: lifetime).0,
+      handler: { item in
+        if case .event(let event) = item { handler(event) }
+      })
+  }
+
   /// One fix of `accuracy` metres or better (`nil`: any fix): the latest at once when it is
   /// no older than `maxAge` and good enough, else the first one the receiver makes, woken for
   /// it and released after it (no linger).
