@@ -33,6 +33,10 @@ struct RequestScheduler {
     var ephemerisValidity: Duration = .seconds(4 * 3600)
     /// Added to a learned wake cost, so that the fix is ready by the due time.
     var wakeMargin: Duration = .seconds(1)
+    /// The shortest sleep worth a power cycle: a receiver that is on stays on when it would
+    /// otherwise be woken again this soon (a wake that came early, its start faster than the
+    /// ones learned, waits for its fix rather than sleeping a second and waking again).
+    var minimumSleep: Duration = .seconds(5)
     /// What a start is taken to cost before any was seen reach the accuracy.
     var assumedHotStart: Duration = .seconds(10)
     var assumedWarmStart: Duration = .seconds(40)
@@ -381,7 +385,9 @@ struct RequestScheduler {
       anyActive = true
       guard active.request.interval != nil else { return (true, nil) }
       let wake = active.due - wakeCost(accuracy: active.request.accuracy, now: now)
-      if wake <= now { return (true, nil) }
+      if wake <= now || (receiverPowered && wake - configuration.minimumSleep <= now) {
+        return (true, nil)
+      }
       next = min(next ?? wake, wake)
     }
     if anyActive, receiverPowered, session != nil, needsCollection(now: now) {

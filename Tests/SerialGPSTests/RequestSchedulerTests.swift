@@ -237,6 +237,35 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
     }
   }
 
+  @Test("a wake whose start was faster than learned waits for its fix rather than cycling")
+  func earlyWakeWaits() {
+    var scheduler = RequestScheduler(configuration: .init())
+    let request = LocationRequest(interval: .seconds(20))
+    #expect(scheduler.handle(.add(1, request, cached: nil), now: .ms(0)) == [.powerOn])
+    _ = scheduler.handle(.receiverPowered(true), now: .ms(0))
+    // A slow first start (3 s to the first fix); fixes each second, on for the ephemeris.
+    var actions: [RequestScheduler.Action] = []
+    for second in 3...33 {
+      actions += scheduler.handle(.fix(fix(at: second * 1000, error: 3)), now: .ms(second * 1000))
+    }
+    #expect(
+      actions == [
+        .deliver(1, fix(at: 3000, error: 3)), .deliver(1, fix(at: 22_000, error: 3)),
+        .powerOff(linger: false), .armTimer(1, deadline: .ms(39_000)),
+      ])
+    _ = scheduler.handle(.receiverPowered(false), now: .ms(33_000))
+    #expect(scheduler.handle(.timerFired(1), now: .ms(39_000)) == [.powerOn])
+    _ = scheduler.handle(.receiverPowered(true), now: .ms(39_000))
+    // This start takes 1 s: a wake now would be due at 41 s, a second away. It stays on.
+    #expect(scheduler.handle(.fix(fix(at: 40_000, error: 3)), now: .ms(40_000)) == [])
+    #expect(scheduler.handle(.fix(fix(at: 41_000, error: 3)), now: .ms(41_000)) == [])
+    #expect(
+      scheduler.handle(.fix(fix(at: 42_000, error: 3)), now: .ms(42_000)) == [
+        .deliver(1, fix(at: 42_000, error: 3)), .powerOff(linger: false),
+        .armTimer(2, deadline: .ms(61_000)),
+      ])
+  }
+
   @Test("two requests of different phases merge onto one wake")
   func phasesMerge() {
     var bench = Bench()
