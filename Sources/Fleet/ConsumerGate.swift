@@ -80,10 +80,17 @@ struct ConsumerGate {
   /// counts or DOPs).
   private var latestSky: (used: Int?, hdop: Double?, vdop: Double?, pdop: Double?)?
 
-  init(topics: FleetTopics, consumer: String, demandExpiry: Duration?) {
+  /// The terms the demand carries (an interval, an accuracy); `nil`: continuous.
+  let request: LocationRequest?
+
+  init(
+    topics: FleetTopics, consumer: String, demandExpiry: Duration?,
+    request: LocationRequest? = nil
+  ) {
     self.topics = topics
     self.consumer = consumer
     self.demandExpiry = demandExpiry
+    self.request = request
   }
 
   mutating func handle(_ event: Event, now: Duration) -> [Action] {
@@ -215,6 +222,12 @@ struct ConsumerGate {
     var json = JSONWriter(capacity: 96)
     json.beginObject()
     json.member("consumer", consumer)
+    if let interval = request?.interval {
+      let seconds =
+        Double(interval.components.seconds) + Double(interval.components.attoseconds) * 1e-18
+      json.member("interval", seconds, decimals: 3)
+    }
+    json.member("accuracy", request?.accuracy, decimals: 2)
     json.endObject()
     counters.demandsPublished += 1
     demandPublished = true

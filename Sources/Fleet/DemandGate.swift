@@ -68,6 +68,11 @@ struct DemandGate {
     /// End that subscription (the receiver powers off after its linger if nobody else uses
     /// it).
     case disposeReceiver
+    /// Hold exactly these location requests on the receiver (none: end them all), replacing
+    /// those held before: the consumers' interval and accuracy demands, merged by the
+    /// receiver's scheduler with every other request (docs/requests.md). Only while no
+    /// demand is continuous: then the continuous subscription serves them all.
+    case requestReceiver([LocationRequest])
     /// Subscribe to an MQTT topic filter, retain flags as published.
     case subscribe(String)
     case publish(MQTTPublication)
@@ -109,6 +114,10 @@ struct DemandGate {
   let settings: Settings
   private(set) var connected = false
   private(set) var subscribed = false
+  /// The location requests held on the receiver now (``Action/requestReceiver(_:)``).
+  private(set) var requested: [LocationRequest] = []
+  /// The terms of the consumers whose demand is a location request rather than continuous.
+  private(set) var terms: [String: LocationRequest] = [:]
   private(set) var stopped = false
   /// Consumers that want positions, and when each demand expires (`nil`: only when
   /// withdrawn).
@@ -212,12 +221,17 @@ struct DemandGate {
           "demand of \(consumer) \(stood ? "withdrawn" : "refused"): \(reason)", now: now,
           into: &actions)
       case .continuous:
+        terms[consumer] = nil
+        stand(consumer, until: deadline, now: now, into: &actions)
+      case .request(let request):
+        terms[consumer] = request
         stand(consumer, until: deadline, now: now, into: &actions)
       }
       converge(into: &actions)
 
     case .fix(let fix, let age):
-      guard subscribed else { return [] }  // from a subscription already disposed
+      // From a subscription already disposed: dropped.
+      guard subscribed || !requested.isEmpty else { return [] }
       // The receiver replays its latest fix to a new subscription: published again, it keeps
       // the expiry it had left, and one past it is not published at all.
       guard age < settings.replayExpiry else { return [] }
@@ -277,6 +291,11 @@ struct DemandGate {
         subscribed = false
         actions.append(.disposeReceiver)
       }
+      if !requested.isEmpty {
+        requested = []
+        actions.append(.requestReceiver([]))
+      }
+      terms.removeAll()
       status = final
       publishStatus(into: &actions)
       actions.append(.disconnect)
@@ -399,7 +418,15 @@ struct DemandGate {
 
   /// Subscribes or disposes so that the receiver is subscribed exactly while it is wanted.
   private mutating func converge(into actions: inout [Action]) {
-    let wanted = !stopped && (settings.gating == .always || !demands.isEmpty)
+    let wanted =
+      !stopped && (settings.gating == .always || demands.keys.contains { terms[$0] == nil })
+    let requests =
+      wanted || stopped
+      ? []
+      : Set(demands.keys.compactMap { terms[$0] }).sorted {
+        ($0.interval ?? .zero, $0.accuracy ?? 0) < ($1.interval ?? .zero, $1.accuracy ?? 0)
+      }
+
     if wanted && !subscribed {
       subscribed = true
       actions.append(.subscribeReceiver)
@@ -410,6 +437,11 @@ struct DemandGate {
       actions.append(.disposeReceiver)
       status = .standby
       publishStatus(into: &actions)
+    }
+    // After the continuous subscription is made: no gap in the power between the two.
+    if requests != requested {
+      requested = requests
+      actions.append(.requestReceiver(requests))
     }
   }
 

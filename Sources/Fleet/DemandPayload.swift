@@ -1,24 +1,29 @@
 import GPSDProtocol
+import SerialGPS
 
 /// What a retained message on `serialgps/<id>/demand/<consumer>` says: the one parse of a
 /// demand's payload (docs/fleet.md, "Demand payloads").
 ///
 /// The documented forms only: empty (withdrawn), `1` (continuous positions), and a JSON
-/// object, the request form (`{"consumer":"truck-app"}`, as ``RemoteReceiver`` writes it).
+/// object, the request form (`{"consumer":"truck-app"}`, as ``RemoteReceiver`` writes it),
+/// which may carry a location request's terms: `interval` (seconds) and `accuracy` (metres),
+/// both numbers above 0 (`{"interval":60,"accuracy":20}`; docs/requests.md).
 /// Anything else — `0`, `false`, `-1`, `" "`, binary, oversized — is invalid and withdraws
 /// that consumer's demand: power follows what the broker holds now, so a bridge that
 /// restarts decides as the one that ran.
 enum DemandPayload: Sendable, Hashable {
   /// The consumer wants every fix while the demand stands.
   case continuous
+  /// The consumer wants fixes as the request says (an interval, an accuracy).
+  case request(LocationRequest)
   /// The consumer wants nothing (the empty message: its withdrawal or its Last Will).
   case withdrawn
   /// Not a demand; the reason is for the operator.
   case invalid(DemandRefusal)
 
-  /// The members a request object may carry. A request's own terms (an interval, an
-  /// accuracy) are not served yet: such a request is refused, never taken as continuous.
-  static let requestMembers: Set<String> = ["consumer"]
+  /// The members a request object may carry; any other refuses it (never taken as
+  /// continuous).
+  static let requestMembers: Set<String> = ["consumer", "interval", "accuracy"]
 
   /// Reads a demand's payload; anything over `maximumSize` bytes is refused unread.
   static func parse(_ payload: [UInt8], maximumSize: Int) -> DemandPayload {
@@ -44,18 +49,30 @@ enum DemandPayload: Sendable, Hashable {
       guard case .object(let members) = value else {
         return .invalid(.notADemand(Self.excerpt(payload)))
       }
+      var request = LocationRequest()
       for member in members {
-        guard requestMembers.contains(member.key) else {
+        switch (member.key, member.value) {
+        case ("consumer", .string):
+          break
+        case ("consumer", _):
+          return .invalid(.badRequest("'consumer' must be a string"))
+        case ("interval", .number(let seconds)) where seconds > 0 && seconds <= 86_400 * 7:
+          request.interval = .milliseconds(Int64((seconds * 1000).rounded()))
+        case ("interval", _):
+          return .invalid(
+            .badRequest("'interval' must be a number of seconds above 0, up to a week"))
+        case ("accuracy", .number(let metres)) where metres > 0 && metres.isFinite:
+          request.accuracy = metres
+        case ("accuracy", _):
+          return .invalid(.badRequest("'accuracy' must be a number of metres above 0"))
+        default:
           return .invalid(
             .badRequest(
-              "unknown member '\(Self.excerpt(Array(member.key.utf8)))' (this version serves "
-                + "continuous demands only: publish 1 or {})"))
-        }
-        guard case .string = member.value else {
-          return .invalid(.badRequest("'\(member.key)' must be a string"))
+              "unknown member '\(Self.excerpt(Array(member.key.utf8)))' (a request may carry "
+                + "consumer, interval and accuracy)"))
         }
       }
-      return .continuous
+      return request == LocationRequest() ? .continuous : .request(request)
     }
   }
 

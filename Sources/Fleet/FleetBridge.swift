@@ -219,6 +219,13 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
   private var subscription: Subscription?
   /// Events of a subscription already disposed are recognised by this and dropped.
   private var generation = 0
+  /// The location requests held for the consumers' interval demands, and their generation
+  /// (their events carry it negated).
+  private var requests: [Subscription] = []
+  private var requestGeneration = 0
+  /// The arrival of the last fix published from the requests: a fix several of them got is
+  /// published once.
+  private var lastRequestFix: DriverInstant?
   /// The last failure logged, so that retries failing alike stay quiet.
   private var lastLoggedFailure: String?
   private var counts = (connections: 0, disconnections: 0, publishFailures: 0)
@@ -280,6 +287,17 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
         generation += 1
         subscription?.cancel()
         subscription = nil
+      case .requestReceiver(let wanted):
+        requestGeneration += 1
+        let tag = -requestGeneration
+        let old = requests
+        requests = wanted.map { request in
+          receiver.subscribe(request, bufferSize: configuration.subscriptionBufferSize) {
+            [weak self] event in
+            self?.deliver(event, generation: tag)
+          }
+        }
+        for subscription in old { subscription.cancel() }  // after: no power gap between
       case .subscribe(let filter):
         client?.subscribe(filter, retainAsPublished: true)
       case .publish(let publication):
@@ -319,7 +337,14 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
   }
 
   private func receiverEvent(_ event: ReceiverEvent, generation: Int) {
-    guard generation == self.generation else { return }
+    if generation < 0 {
+      guard -generation == requestGeneration, case .fix(let update) = event,
+        update.arrival != lastRequestFix
+      else { return }
+      lastRequestFix = update.arrival
+    } else {
+      guard generation == self.generation else { return }
+    }
     let now = thread.now
     switch event {
     case .fix(let update): handle(.fix(update.fix, age: update.age), now: now)

@@ -34,6 +34,10 @@ public final class RemoteReceiver: Sendable {
     /// The demand's MQTT 5 message expiry, refreshed at half of it while it stands; `nil`: it
     /// stands until withdrawn (by the consumer or its Last Will).
     public var demandExpiry: Duration? = .seconds(600)
+    /// What the demand asks for: an interval and an accuracy (docs/requests.md), merged on
+    /// the board with every other request; `nil` (the default): every fix. The board
+    /// publishes the fixes all its consumers cause, so a subscriber may see more than its own.
+    public var request: LocationRequest?
     /// A newcomer gets the latest fix held here only while it is younger than this.
     public var replayExpiry: Duration = .seconds(10)
     /// Events buffered per subscriber before the oldest positions are dropped.
@@ -157,7 +161,9 @@ final class RemoteReceiverCore: MQTTClientDelegate, @unchecked Sendable {
     self.topics = topics
     self.options = options
     self.thread = thread
-    gate = ConsumerGate(topics: topics, consumer: consumer, demandExpiry: options.demandExpiry)
+    gate = ConsumerGate(
+      topics: topics, consumer: consumer, demandExpiry: options.demandExpiry,
+      request: options.request)
     // The source's callbacks reach the gate through the thread's inbox, in the order they
     // happen; `weak` so that the source does not keep its owner alive.
     let box = WeakCore()

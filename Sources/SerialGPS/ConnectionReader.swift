@@ -169,7 +169,8 @@ final class ConnectionReader: @unchecked Sendable {
   private func publishLive(_ epoch: Epoch) {
     publish(epoch.fix.mode == .noFix ? .noFix : .streaming)
     passThrough.flush(to: core.hub)  // the epoch's sentences ahead of its fix
-    core.hub.publish(fix: epoch.fix)
+    let update = core.hub.publish(fix: epoch.fix)
+    core.inbox.post(.requests(.fix(update)))
     if let satellites = epoch.satellites { core.hub.publish(satellites: satellites) }
   }
 

@@ -47,6 +47,10 @@ public final class GPSReceiver: Sendable {
     /// ``AwakeMarkers/standard()``: `/run/serialgps` or `$XDG_RUNTIME_DIR/serialgps`, whichever
     /// is writable, and `nil` (nothing noted) when neither is. `nil` turns it off.
     public var awakeMarkers: AwakeMarkers? = AwakeMarkers.standard()
+    /// The longest time between two ephemeris collections for a receiver woken only briefly
+    /// by interval requests: past it, one wake is extended until the receiver has tracked for
+    /// about 30 s, so that later wakes stay hot starts (docs/requests.md).
+    public var ephemerisRefresh: Duration = .seconds(2 * 3600)
 
     public init() {}
   }
@@ -80,6 +84,52 @@ public final class GPSReceiver: Sendable {
       core: core.makeSubscription(
         bufferSize: bufferSize, rawData: false, lateFixes: includingLateFixes,
         lifetime: lifetime))
+  }
+
+  /// Subscribes to fixes as `request` asks: how often, how good, whether it may power the
+  /// receiver (docs/requests.md). All requests and plain subscriptions are merged: the
+  /// receiver is powered for what they want together, sleeping between the fixes of interval
+  /// requests. The sequence gets only fixes, each good enough for the request and due, and
+  /// ends when the request does (``LocationRequest/maxUpdates``, ``LocationRequest/duration``,
+  /// a request that cannot be met such as a zero interval) or as ``ReceiverEvents`` do.
+  public func subscribe(_ request: LocationRequest, bufferSize: Int? = nil) -> ReceiverEvents {
+    ReceiverEvents(
+      core: core.makeRequest(request, bufferSize: bufferSize, lifetime: lifetime).0)
+  }
+
+  /// ``subscribe(_:bufferSize:)`` with a callback, for code that is not async. Cancel the
+  /// returned subscription, or let it go, to end the request.
+  public func subscribe(
+    _ request: LocationRequest, bufferSize: Int? = nil,
+    _ handler: @escaping @Sendable (ReceiverEvent) -> Void
+  ) -> Subscription {
+    Subscription(
+      core: core.makeRequest(request, bufferSize: bufferSize, lifetime: lifetime).0,
+      handler: { item in
+        if case .event(let event) = item { handler(event) }
+      })
+  }
+
+  /// One fix of `accuracy` metres or better (`nil`: any fix): the latest at once when it is
+  /// no older than `maxAge` and good enough, else the first one the receiver makes, woken for
+  /// it and released after it (no linger).
+  ///
+  /// - Throws: ``LocationTimeout`` (with the best fix seen) when none was good enough within
+  ///   `timeout`, or when the receiver shut down first; `CancellationError` when the task is
+  ///   cancelled.
+  public func location(
+    accuracy: Double? = nil, timeout: Duration = .seconds(60), maxAge: Duration? = nil
+  ) async throws -> FixUpdate {
+    let request = LocationRequest(
+      accuracy: accuracy, maxAge: maxAge, maxUpdates: 1, duration: timeout)
+    let (subscription, record) = core.makeRequest(
+      request, bufferSize: nil, lifetime: lifetime)
+    defer { subscription.dispose() }
+    for await event in ReceiverEvents(core: subscription) {
+      if case .fix(let update) = event { return update }
+    }
+    try Task.checkCancellation()
+    throw LocationTimeout(accuracy: accuracy, timeout: timeout, best: record.ended.best)
   }
 
   /// Subscribes with a callback, for code that is not async. The handler runs on a task, one
@@ -155,6 +205,11 @@ public final class GPSReceiver: Sendable {
   /// before the first fix. Asking powers nothing.
   public var latestFix: FixUpdate? { core.hub.latestFix }
 
+  /// The status subscribers were told last (``ReceiverStatus``): why a one-shot found no fix,
+  /// say (`disconnected` with the reason the device could not be opened). `nil` before the
+  /// first. Asking powers nothing.
+  public var status: ReceiverStatus? { core.hub.status }
+
   /// Counters since the receiver was created.
   public var statistics: ReceiverStatistics { core.statistics }
 
@@ -225,6 +280,9 @@ public struct ReceiverStatistics: Sendable, Hashable {
   /// Events the power policy did not expect in its state: a bug, ignored (a debug build
   /// stops at the first with an assertion). 0 unless something is wrong.
   public var unexpectedPolicyEvents = 0
+  /// Location requests refused because they cannot be met (a zero or negative interval,
+  /// count, duration or accuracy): their sequences end at once.
+  public var refusedRequests = 0
 
   public init() {}
 }

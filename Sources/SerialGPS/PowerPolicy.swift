@@ -53,6 +53,10 @@ struct PowerPolicy {
     case detach
     /// Keep the receiver powered until `until` (clock time) with or without subscribers.
     case hold(until: DriverInstant)
+    /// The location requests want power (``RequestScheduler``), or no longer do. `linger`:
+    /// when they no longer do, wait the linger first (a continuous request left) rather than
+    /// power off at once (a scheduled wake or a one-shot is over).
+    case scheduled(wanted: Bool, linger: Bool)
     case timerFired(TimerID)
     case poweredOn
     case powerOnFailed(reason: FailureReason)
@@ -96,6 +100,8 @@ struct PowerPolicy {
   /// Part of the demand, as the subscribers are, so in no state of its own: any state but
   /// `stopped` may have one.
   private var hold: Hold?
+  /// The location requests' demand, part of the demand as the subscribers are.
+  private(set) var scheduled = false
   private var nextTimer: TimerID = 0
   /// Events and operations that came in a state that does not expect them (a bug in whoever
   /// feeds the policy): ignored, and counted here. A debug build stops at the first with an
@@ -110,7 +116,7 @@ struct PowerPolicy {
   }
 
   /// Whether anyone wants the receiver powered.
-  var hasDemand: Bool { subscribers > 0 || hold != nil }
+  var hasDemand: Bool { subscribers > 0 || hold != nil || scheduled }
 
   mutating func handle(_ event: Event, now: DriverInstant) -> [Action] {
     if state == .stopped {
@@ -134,6 +140,11 @@ struct PowerPolicy {
       hold = held
       actions.append(.armTimer(held.timer, deadline: held.until))
       return actions + demandRose()
+
+    case .scheduled(let wanted, let linger):
+      guard wanted != scheduled else { return [] }  // no change
+      scheduled = wanted
+      return wanted ? demandRose() : demandMayHaveFallen(now: now, lingering: linger)
 
     case .timerFired(let timer):
       if timer == hold?.timer {
@@ -200,6 +211,7 @@ struct PowerPolicy {
       var actions: [Action] = []
       if let hold { actions.append(.cancelTimer(hold.timer)) }
       hold = nil
+      scheduled = false
       switch state {
       case .on:
         actions += [.powerOff, .status(.poweredOff)]
@@ -279,12 +291,15 @@ struct PowerPolicy {
     }
   }
 
-  /// Demand may be gone: linger, then power off; or stop waiting to reconnect.
-  private mutating func demandMayHaveFallen(now: DriverInstant) -> [Action] {
+  /// Demand may be gone: linger (unless `lingering` is false), then power off; or stop
+  /// waiting to reconnect.
+  private mutating func demandMayHaveFallen(now: DriverInstant, lingering: Bool = true)
+    -> [Action]
+  {
     guard !hasDemand else { return [] }
     switch state {
     case .on:
-      if configuration.linger <= .zero {
+      if !lingering || configuration.linger <= .zero {
         state = .poweringOff
         return [.powerOff]
       }

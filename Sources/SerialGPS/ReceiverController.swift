@@ -15,6 +15,8 @@ import POSIX
 final class ReceiverController: @unchecked Sendable {
   enum Event: Sendable {
     case policy(PowerPolicy.Event)
+    /// For the location requests' scheduler (``RequestScheduler``).
+    case requests(RequestScheduler.Event)
     /// The reader of connection `generation` stopped on an error.
     case readerFailed(generation: Int, reason: FailureReason)
     /// Resumed once every event before it has been handled (for tests and shutdown paths).
@@ -24,7 +26,9 @@ final class ReceiverController: @unchecked Sendable {
   private let core: ReceiverCore
   private let commands: CommandStepRunner
   private var policy: PowerPolicy
+  private var scheduler: RequestScheduler
   private var timers: [PowerPolicy.TimerID: Task<Void, Never>] = [:]
+  private var requestTimers: [RequestScheduler.TimerID: Task<Void, Never>] = [:]
   private var connection: (any ReceiverConnection)?
   private var reader: OwnThread?
   private var readerStop: Locked<Bool>?
@@ -41,6 +45,9 @@ final class ReceiverController: @unchecked Sendable {
       configuration: .init(
         linger: options.linger,
         backoff: .init(initial: options.reconnectDelay, maximum: options.maximumReconnectDelay)))
+    var schedule = RequestScheduler.Configuration()
+    schedule.ephemerisRefresh = options.ephemerisRefresh
+    scheduler = RequestScheduler(configuration: schedule)
   }
 
   private var clock: any DriverClock { core.clock }
@@ -71,6 +78,9 @@ final class ReceiverController: @unchecked Sendable {
         switch event {
         case .policy(let policyEvent):
           handle(policyEvent, deferring: &operations)
+        case .requests(let requestEvent):
+          if case .timerFired(let id) = requestEvent { requestTimers[id] = nil }
+          schedule(requestEvent, deferring: &operations)
         case .readerFailed(let failedGeneration, let reason):
           // A stale failure from a connection already closed is no news.
           guard failedGeneration == generation, connection != nil else { continue }
@@ -86,10 +96,18 @@ final class ReceiverController: @unchecked Sendable {
           if let outcome = await perform(action) { handle(outcome, deferring: &operations) }
         }
       }
-      core.counters.withLock { $0.unexpectedPolicyEvents = policy.unexpectedEvents }
+      let unexpected = policy.unexpectedEvents + scheduler.unexpectedEvents
+      let refused = scheduler.refusedRequests
+      core.counters.withLock {
+        $0.unexpectedPolicyEvents = unexpected
+        $0.refusedRequests = refused
+      }
     }
     for timer in timers.values { timer.cancel() }
     timers.removeAll()
+    for timer in requestTimers.values { timer.cancel() }
+    requestTimers.removeAll()
+    core.requests.finishAll()
     connector.stopWatching()
     // Nothing is handled after the stop, but nobody may be left waiting on a barrier.
     for leftover in inbox.close() {
@@ -108,6 +126,44 @@ final class ReceiverController: @unchecked Sendable {
         operations.append(action)
       } else {
         performAtOnce(action)
+      }
+    }
+    // The scheduler learns the receiver's starts from when it is powered.
+    switch event {
+    case .poweredOn: schedule(.receiverPowered(true), deferring: &operations)
+    case .poweredOff, .connectionLost: schedule(.receiverPowered(false), deferring: &operations)
+    default: break
+    }
+  }
+
+  /// Hands `event` to the requests' scheduler and runs what it decides: its demand goes to the
+  /// power policy as an event of its own, deliveries to the requests' queues.
+  private func schedule(
+    _ event: RequestScheduler.Event, deferring operations: inout [PowerPolicy.Action]
+  ) {
+    for action in scheduler.handle(event, now: clock.now) {
+      switch action {
+      case .powerOn:
+        handle(.scheduled(wanted: true, linger: false), deferring: &operations)
+      case .powerOff(let linger):
+        handle(.scheduled(wanted: false, linger: linger), deferring: &operations)
+      case .deliver(let id, let update):
+        core.requests.deliver(update, to: id)
+      case .finish(let id, let best):
+        core.requests.finish(id, best: best)
+      case .armTimer(let id, let deadline):
+        let clock = self.clock
+        let inbox = core.inbox
+        requestTimers[id] = DriverExecutor.task {
+          do {
+            try await clock.sleep(until: deadline)
+          } catch {
+            return  // cancelled
+          }
+          inbox.post(.requests(.timerFired(id)))
+        }
+      case .cancelTimer(let id):
+        requestTimers.removeValue(forKey: id)?.cancel()
       }
     }
   }

@@ -29,6 +29,8 @@ final class ReceiverCore: Sendable {
   let counters = Locked(ReceiverStatistics())
   /// What the receiver has said about itself, kept across connections.
   let knowledge: ReceiverKnowledge
+  /// The open location requests' queues.
+  let requests = RequestRegistry()
   /// The time service each new connection's reader feeds (``GPSReceiver/timeService``).
   let timeService = Locked<TimeService?>(nil)
   /// Set once a shutdown is asked for, so a power-on in progress stops retrying its wake-up.
@@ -102,6 +104,30 @@ final class ReceiverCore: Sendable {
       self.hub.remove(id)
       self.inbox.post(.policy(.detach))
     }
+  }
+
+  /// A location request: its queue gets what the scheduler delivers, and ends when the
+  /// request ends by itself or is disposed of.
+  func makeRequest(
+    _ request: LocationRequest, bufferSize: Int?, lifetime: ReceiverLifetime
+  ) -> (SubscriptionCore, RequestRegistry.Record) {
+    let queue = SubscriberQueue(capacity: bufferSize ?? options.subscriberBufferSize)
+    let record = RequestRegistry.Record(queue: queue)
+    let id = requests.add(record)
+    // Posted before this returns, so that the dispose that follows never overtakes it.
+    guard inbox.post(.requests(.add(id, request, cached: hub.latestFix))) else {
+      requests.remove(id)
+      queue.finish()
+      return (SubscriptionCore(queue: queue) {}, record)
+    }
+    startControllerIfNeeded()
+    let core = SubscriptionCore(queue: queue) { [weak self] in
+      _ = lifetime  // the receiver lives while a request does
+      guard let self else { return }
+      self.requests.remove(id)
+      self.inbox.post(.requests(.remove(id)))
+    }
+    return (core, record)
   }
 
   func hold(for duration: Duration) {

@@ -151,6 +151,8 @@ final class SubscriberQueue: @unchecked Sendable {
   private var head = 0
   private var waiter: CheckedContinuation<ReceiverEventOrRawData?, Never>?
   private var finished = false
+  /// Ended after what is buffered: ``next()`` hands that out, then `nil`.
+  private var draining = false
   private var droppedCount = 0
 
   init(capacity: Int, forward: Forward? = nil) {
@@ -188,7 +190,7 @@ final class SubscriberQueue: @unchecked Sendable {
       case forward(Forward)
     }
     let delivery: Delivery = lock.withLock {
-      if finished { return .none }
+      if finished || draining { return .none }
       if forwarding, let forward { return .forward(forward) }
       if let waiter {
         self.waiter = nil
@@ -240,7 +242,7 @@ final class SubscriberQueue: @unchecked Sendable {
             compact()
             return .some(event)
           }
-          if finished || Task.isCancelled { return .some(nil) }
+          if finished || draining || Task.isCancelled { return .some(nil) }
           waiter = continuation
           return nil
         }
@@ -259,8 +261,21 @@ final class SubscriberQueue: @unchecked Sendable {
         compact()
         return (event, ())
       }
-      return finished ? (nil, ()) : nil
+      return finished || draining ? (nil, ()) : nil
     }
+  }
+
+  /// Ends the queue after the events already buffered: the subscriber gets them, then `nil`;
+  /// later pushes are ignored.
+  func finishAfterBuffered() {
+    let waiting: CheckedContinuation<ReceiverEventOrRawData?, Never>? = lock.withLock {
+      draining = true
+      let waiting = waiter
+      waiter = nil
+      return waiting
+    }
+    // A waiter means the buffer is empty.
+    waiting?.resume(returning: nil)
   }
 
   /// Ends the queue: a waiting subscriber gets `nil`; later pushes are ignored. Events

@@ -90,17 +90,20 @@ final class SubscriptionHub: Sendable {
   }
 
   /// A fix for every subscriber, remembered for newcomers. `age`: how old it already was on
-  /// arrival (a report relayed from elsewhere); `isReplay`: it is not a live one.
-  func publish(fix: Fix, age: Duration = .zero, isReplay: Bool = false) {
+  /// arrival (a report relayed from elsewhere); `isReplay`: it is not a live one. Returns the
+  /// update the subscribers were given.
+  @discardableResult
+  func publish(fix: Fix, age: Duration = .zero, isReplay: Bool = false) -> FixUpdate {
     let arrival = clock.now - age
     let queues = state.withLock { state -> [SubscriberQueue] in
       state.latestFix = fix
       state.latestFixTime = arrival
       return Array(state.subscribers.values)
     }
-    let event = ReceiverEventOrRawData.event(
-      .fix(FixUpdate(fix: fix, age: age, isReplay: isReplay, arrival: arrival)))
+    let update = FixUpdate(fix: fix, age: age, isReplay: isReplay, arrival: arrival)
+    let event = ReceiverEventOrRawData.event(.fix(update))
     for queue in queues { queue.push(event) }
+    return update
   }
 
   /// A fix read late (queued behind a newer one), `age` old at least, for the subscribers that
@@ -131,6 +134,9 @@ final class SubscriptionHub: Sendable {
     }
     for queue in queues { queue.push(.event(.status(status))) }
   }
+
+  /// The status last published; `nil` before the first.
+  var status: ReceiverStatus? { state.withLock { $0.status } }
 
   /// The latest fix with its age, whatever that age; `nil` before the first fix.
   var latestFix: FixUpdate? {

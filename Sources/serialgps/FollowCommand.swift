@@ -6,7 +6,8 @@ import SerialGPS
 // receiver; on exit, SIGINT and SIGTERM included, it withdraws the demand. See docs/fleet.md.
 let followCommand = Command(
   name: "follow",
-  usage: "follow --mqtt URL ID [--json] [--count N] [--consumer NAME]",
+  usage:
+    "follow --mqtt URL ID [--json] [--count N] [--consumer NAME] [--interval S] [--accuracy M]",
   summary: "Print a remote receiver's fixes from an MQTT broker, powering it while it follows.",
   arguments: FollowOptions.self
 ) { options in
@@ -19,6 +20,8 @@ struct FollowOptions: Equatable, CommandArguments {
   var json = false
   var count: Int?
   var consumer: String?
+  /// `--interval`, `--accuracy`: the terms the demand carries.
+  var request: LocationRequest?
 
   static let help = """
     usage: serialgps follow --mqtt URL ID [options]
@@ -38,6 +41,9 @@ struct FollowOptions: Equatable, CommandArguments {
       --count N              stop after N fixes
       --consumer NAME        this consumer's name in the demand topic (default: host name,
                              process ID and a random suffix)
+      --interval S           demand one fix every S seconds ({"interval":S}): the board's
+                             receiver sleeps between them unless others want more
+      --accuracy M           demand fixes of M metres or better ({"accuracy":M})
     \(BrokerOptions.help)
       --help                 show this help
 
@@ -54,6 +60,16 @@ struct FollowOptions: Equatable, CommandArguments {
         options.json = true
       case "--count":
         options.count = try reader.fixCount()
+      case "--interval":
+        let interval = try reader.seconds(
+          in: 0...604_800, "--interval needs a number of seconds above 0, such as 60")
+        options.request = LocationRequest(
+          interval: interval, accuracy: options.request?.accuracy)
+      case "--accuracy":
+        let accuracy: Double = try reader.number(
+          in: 0.01...1_000_000, "--accuracy needs a number of metres above 0, such as 10")
+        options.request = LocationRequest(
+          interval: options.request?.interval, accuracy: accuracy)
       case "--consumer":
         let name = try reader.value("--consumer needs a name")
         guard FleetTopics.isValidName(name) else {
@@ -87,6 +103,7 @@ enum Follow {
     do {
       var remoteOptions = RemoteReceiver.Options()
       remoteOptions.consumer = options.consumer
+      remoteOptions.request = options.request
       receiver = try RemoteReceiver(
         broker: options.broker.configuration(), id: options.id!, options: remoteOptions)
     } catch {

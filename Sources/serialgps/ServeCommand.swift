@@ -29,6 +29,8 @@ let serveCommand = Command(
 struct ServeOptions: Equatable, CommandArguments {
   var listen = "127.0.0.1:2947"
   var linger: Duration = .seconds(5)
+  /// `--ephemeris-refresh S`: the longest time between two ephemeris collections.
+  var ephemerisRefresh = GPSReceiver.Options().ephemerisRefresh
   var maximumClients = 64
   /// `--client-send-buffer`: `SO_SNDBUF` of client sockets; `nil` leaves the kernel's.
   var clientSendBuffer: Int? = GPSDServer.Configuration().clientSendBufferSize
@@ -66,6 +68,9 @@ struct ServeOptions: Equatable, CommandArguments {
                           authentication, and any client can keep the receivers powered
       --linger S          seconds a receiver stays powered after its last watcher leaves
                           (default 5; 0 powers off at once)
+      --ephemeris-refresh S  the longest time between two 30-s wakes that refresh a
+                          receiver's ephemeris when only interval requests wake it
+                          (default 7200; docs/requests.md)
       --max-clients N     clients served at once (default 64); when all are taken, the
                           longest-idle client that does not watch makes room, else the
                           newcomer is told so and disconnected
@@ -124,6 +129,10 @@ struct ServeOptions: Equatable, CommandArguments {
         options.allowRemote = true
       case "--linger":
         options.linger = try reader.linger()
+      case "--ephemeris-refresh":
+        options.ephemerisRefresh = try reader.seconds(
+          in: 0...604_800,
+          "--ephemeris-refresh needs a number of seconds above 0, up to a week, such as 7200")
       case "--max-clients":
         options.maximumClients = try reader.number(
           in: 1...65_536, "--max-clients needs a number from 1 to 65536")
@@ -221,6 +230,7 @@ struct ServeOptions: Equatable, CommandArguments {
     configuration.maximumClients = maximumClients
     configuration.clientSendBufferSize = clientSendBuffer
     configuration.receiverOptions.linger = linger
+    configuration.receiverOptions.ephemerisRefresh = ephemerisRefresh
     configuration.receiverOptions.awakeMarkers = SerialGPSPaths.awakeMarkers
     if let family { configuration.receiverOptions.chipset = .family(family) }
     configuration.baud = baudSetting

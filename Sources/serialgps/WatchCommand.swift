@@ -13,7 +13,7 @@ let watchCommand = Command(
   name: "watch",
   usage:
     "watch [DEVICE] [--chipset auto|probe|\(ChipsetFamily.cliNames)] [--baud N|auto] [--count N] "
-    + "[--json] [--linger SECONDS]",
+    + "[--json] [--linger SECONDS] [--interval S] [--accuracy M]",
   summary: "Power a receiver on, print its fixes as they come, power it off on exit.",
   arguments: Watch.self
 ) { options in
@@ -30,6 +30,9 @@ enum Watch: CommandArguments {
     var json = false
     /// Watch is the receiver's only subscriber, so by default nothing is kept warm for later.
     var linger: Duration = .zero
+    /// One fix per interval (the receiver sleeps between them), of this accuracy.
+    var interval: Duration?
+    var accuracy: Double?
   }
 
   typealias Parsed = ParsedArguments<Options>
@@ -64,6 +67,11 @@ enum Watch: CommandArguments {
       --json             print gpsd TPV reports, one JSON object per line, instead
       --linger SECONDS   keep the receiver powered this long after watch stops listening
                          (default 0: watch is its only subscriber; Ctrl-C cuts it short)
+      --interval S       one fix every S seconds; the receiver is put to standby between
+                         them and woken early enough for the fix to be ready (docs/requests.md);
+                         fixes only, no status lines
+      --accuracy M       only fixes whose horizontal error reaches M metres (a receiver that
+                         gives no estimate has every fix taken)
       --help             show this help
 
     Stopping: after --count fixes, on Ctrl-C (SIGINT), SIGTERM, SIGHUP (the terminal or ssh
@@ -93,6 +101,12 @@ enum Watch: CommandArguments {
         options.count = try reader.fixCount()
       case "--linger":
         options.linger = try reader.linger()
+      case "--interval":
+        options.interval = try reader.seconds(
+          in: 0...86_400, "--interval needs a number of seconds above 0, such as 30")
+      case "--accuracy":
+        options.accuracy = try reader.number(
+          in: 0.01...1_000_000, "--accuracy needs a number of metres above 0, such as 10")
       default:
         try takeOperand(argument, into: &options.device, "watches one device")
       }
@@ -181,7 +195,10 @@ enum Watch: CommandArguments {
       makeReceiver?(receiverOptions)
       ?? GPSReceiver(device: device, baud: options.baud, options: receiverOptions)
     let stop = StopSignals()
-    let events = receiver.subscribe()
+    let events =
+      options.interval == nil && options.accuracy == nil
+      ? receiver.subscribe()
+      : receiver.subscribe(LocationRequest(interval: options.interval, accuracy: options.accuracy))
     stop.onStop { reason in
       Output.error.line(
         "serialgps watch: \(reason): stopping; powering \(device) off "

@@ -19,6 +19,7 @@ let commands: [Command] = [
   serveCommand,
   sendCommand,
   watchCommand,
+  locateCommand,
   followCommand,
   replayCommand,
   recordCommand,

@@ -47,6 +47,21 @@ struct ConsumerGateTests {
     #expect(gate.counters.withdrawals == 1)
   }
 
+  @Test("a demand with terms carries them, as the bridge reads them")
+  func demandWithTerms() throws {
+    let request = LocationRequest(interval: .seconds(60), accuracy: 20)
+    var gate = ConsumerGate(
+      topics: topics, consumer: "alice", demandExpiry: nil, request: request)
+    _ = gate.handle(.attach, now: .zero)
+    let actions = gate.handle(.connected, now: .zero)
+    guard case .publish(let publication) = actions.last else {
+      Issue.record("no demand: \(actions)")
+      return
+    }
+    #expect(publication.topic == "serialgps/board-1/demand/alice")
+    #expect(DemandPayload.parse(publication.payload, maximumSize: 256) == .request(request))
+  }
+
   @Test("a subscription that arrives while the last one's client stops gets a new client")
   func attachWhileStopping() {
     var gate = gate()

@@ -182,14 +182,75 @@ struct DemandGateTests {
       ("{} {}", .invalid(.badRequest("text after the JSON object"))),
       (
         "{\"interval\":60,\"accuracy\":20}",
+        .request(LocationRequest(interval: .seconds(60), accuracy: 20))
+      ),
+      (
+        "{\"consumer\":\"a\",\"interval\":0.5}",
+        .request(LocationRequest(interval: .milliseconds(500)))
+      ),
+      ("{\"accuracy\":5}", .request(LocationRequest(accuracy: 5))),
+      (
+        "{\"interval\":0}",
+        .invalid(.badRequest("'interval' must be a number of seconds above 0, up to a week"))
+      ),
+      (
+        "{\"interval\":\"60\"}",
+        .invalid(.badRequest("'interval' must be a number of seconds above 0, up to a week"))
+      ),
+      ("{\"accuracy\":-2}", .invalid(.badRequest("'accuracy' must be a number of metres above 0"))),
+      (
+        "{\"rate\":1}",
         .invalid(
-          .badRequest(
-            "unknown member 'interval' (this version serves continuous demands only: publish "
-              + "1 or {})"))
+          .badRequest("unknown member 'rate' (a request may carry consumer, interval and accuracy)")
+        )
       ),
     ] as [(String, DemandPayload)])
   func payloadForms(payload: String, expected: DemandPayload) {
     #expect(DemandPayload.parse(Array(payload.utf8), maximumSize: 256) == expected)
+  }
+
+  @Test("interval requests are held on the receiver, merged with continuous demands")
+  func intervalRequests() {
+    var gate = gate()
+    _ = gate.handle(.connected, now: .zero)
+    let minute = LocationRequest(interval: .seconds(60), accuracy: 20)
+    let fine = LocationRequest(interval: .seconds(30), accuracy: 5)
+    // Requests only: no continuous subscription, the requests themselves.
+    #expect(
+      gate.handle(demand("alice", "{\"interval\":60,\"accuracy\":20}"), now: .zero) == [
+        .requestReceiver([minute])
+      ])
+    #expect(
+      gate.handle(demand("bob", "{\"interval\":30,\"accuracy\":5}"), now: .zero) == [
+        .requestReceiver([fine, minute])
+      ])
+    // The same terms again change nothing.
+    #expect(gate.handle(demand("carol", "{\"interval\":60,\"accuracy\":20}"), now: .zero) == [])
+    // Their fixes are published.
+    let fix = testFix(second: 1)
+    #expect(gate.handle(.fix(fix, age: .zero), now: .zero) == [tpv(fix)])
+    // A continuous demand serves them all: subscribed, then the requests let go.
+    #expect(
+      gate.handle(demand("dave", "1"), now: .seconds(1)) == [
+        .subscribeReceiver, status("powering on"), .requestReceiver([]),
+      ])
+    // It leaves (its Last Will): back to the requests.
+    #expect(
+      gate.handle(demand("dave", ""), now: .seconds(2)) == [
+        .disposeReceiver, status("standby"), .requestReceiver([fine, minute]),
+      ])
+    // A malformed replacement withdraws bob's, with the reason; never taken as continuous.
+    #expect(
+      gate.handle(demand("bob", "{\"interval\":-1}"), now: .seconds(3)) == [
+        .log(
+          "demand of bob withdrawn: not a request this bridge serves: 'interval' must be a "
+            + "number of seconds above 0, up to a week"),
+        .requestReceiver([minute]),
+      ])
+    _ = gate.handle(demand("alice", ""), now: .seconds(4))
+    #expect(gate.handle(demand("carol", ""), now: .seconds(4)) == [.requestReceiver([])])
+    #expect(gate.handle(.fix(fix, age: .zero), now: .seconds(5)) == [])
+    #expect(gate.counters.invalidDemands == 1)
   }
 
   @Test("binary and oversized payloads are invalid")

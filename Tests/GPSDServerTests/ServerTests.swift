@@ -108,6 +108,15 @@ import Testing
     #expect(simulator.received.count == afterOff)
     #expect(server.statistics.subscribedDevices == 0)
 
+    // A poll now answers from the cache (the last fix, however old) and wakes nothing.
+    b.send("?POLL;\n")
+    let poll = try await onOwnThread { b.read(until: "POLL").0 }
+    let polled = (poll?["tpv"] as? [[String: Any]])?.first
+    #expect((polled?["mode"] as? Int ?? 0) >= 2, "\(String(describing: poll))")
+    try await Task.sleep(for: .milliseconds(300))
+    #expect(simulator.received.count == afterOff)
+    #expect(simulator.powerState == .backup)
+
     // Watching again wakes it again; a disconnect releases it like a disabled watch.
     b.send("?WATCH={\"enable\":true,\"json\":true}\n")
     #expect(try await readFix(b) != nil)  // at once: the latest fix, replayed with its time

@@ -17,6 +17,7 @@ let parsers: [String: @Sendable ([String]) -> String] = [
   "gpx": { "\(GPXOptions.parse($0))" },
   "demo": { "\(DemoOptions.parse($0))" },
   "follow": { "\(FollowOptions.parse($0))" },
+  "locate": { "\(Locate.parse($0))" },
 ]
 
 @Suite("serialgps: arguments")

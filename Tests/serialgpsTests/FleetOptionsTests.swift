@@ -1,4 +1,5 @@
 import Fleet
+import SerialGPS
 import Testing
 
 @testable import serialgps
@@ -99,6 +100,21 @@ struct FleetOptionsTests {
     #expect(
       followComplaint(["--mqtt", "mqtt://h", "a", "--count", "0"])?.contains("--count") == true)
     #expect(FollowOptions.parse(["--help"]) == .help)
+  }
+
+  @Test("follow --interval and --accuracy: the demand's terms")
+  func followRequest() {
+    guard
+      case .options(let parsed) = FollowOptions.parse(
+        ["--mqtt", "mqtt://127.0.0.1", "truck-17", "--interval", "60", "--accuracy", "20"])
+    else {
+      Issue.record("not parsed")
+      return
+    }
+    #expect(parsed.request == LocationRequest(interval: .seconds(60), accuracy: 20))
+    #expect(
+      followComplaint(["--mqtt", "mqtt://127.0.0.1", "truck-17", "--interval", "0"])?
+        .contains("--interval needs") == true)
   }
 
   @Test("the broker options make a checked configuration; the password never from the command line")

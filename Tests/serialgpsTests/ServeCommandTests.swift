@@ -47,6 +47,17 @@ struct ServeCommandTests {
     #expect(ServeOptions.parse(["--help"]) == .help)
   }
 
+  @Test func ephemerisRefresh() throws {
+    #expect(
+      try options([])?.configuration().get().receiverOptions.ephemerisRefresh == .seconds(7200))
+    #expect(
+      try options(["--ephemeris-refresh", "300"])?.configuration().get().receiverOptions
+        .ephemerisRefresh == .seconds(300))
+    for bad in [["--ephemeris-refresh", "0"], ["--ephemeris-refresh", "soon"]] {
+      #expect(complaint(bad)?.contains("--ephemeris-refresh needs") == true, "\(bad)")
+    }
+  }
+
   @Test func clientSendBuffer() throws {
     #expect(
       try options(["--client-send-buffer", "8192"])?.configuration().get().clientSendBufferSize

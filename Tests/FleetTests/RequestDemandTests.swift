@@ -1,0 +1,65 @@
+import Foundation
+import Replay
+import SerialGPS
+import Testing
+
+@testable import Fleet
+
+/// A consumer's JSON request through a real mosquitto: the bridge holds it on the receiver,
+/// whose scheduler powers it for the request's fixes only.
+@Suite(
+  "fleet bridge: request demands", .serialized,
+  .enabled(if: Mosquitto.shouldRun, "\(Mosquitto.missing)"))
+struct RequestDemandTests {
+  /// Advances `clock` in half seconds up to `limit`, letting the driver act after each step,
+  /// until `condition` holds.
+  func advance(_ clock: ManualClock, upTo limit: Duration, until condition: () -> Bool) async
+    -> Bool
+  {
+    var advanced = Duration.zero
+    while !condition() {
+      guard advanced < limit else { return false }
+      try? await Task.sleep(for: .milliseconds(20))
+      clock.advance(by: .milliseconds(500))
+      advanced += .milliseconds(500)
+    }
+    return true
+  }
+
+  @Test("{\"interval\":20}: on for the first fix and the ephemeris, then asleep while it stands")
+  func intervalDemand() async throws {
+    let broker = try await TestBroker()
+    let clock = ManualClock()
+    let (receiver, replay) = try makeReceiver(clock: clock, linger: .seconds(5))
+    let watcher = try Subscriber(port: broker.port, "serialgps/board-1/#")
+    await watcher.ready(port: broker.port)
+    let bridge = try FleetBridge(configuration: bridgeConfiguration(broker))
+    try bridge.publish(receiver, as: "board-1")
+    #expect(await eventually { watcher.payloads(on: "serialgps/board-1/status") == ["standby"] })
+
+    try await publish(
+      port: broker.port, topic: "serialgps/board-1/demand/alice", payload: "{\"interval\":20}",
+      retain: true)
+    #expect(await eventually { powerCommands(replay) == ["start"] })
+    // The first wake stays for 30 s of tracking (the ephemeris), then the receiver stops at
+    // once, the demand still standing: no linger.
+    #expect(
+      await advance(clock, upTo: .seconds(45)) { powerCommands(replay) == ["start", "stop"] },
+      "\(powerCommands(replay))")
+    let published = watcher.payloads(on: "serialgps/board-1/tpv").count
+    // Two or three fixes in those 30 s (one per 20 s), not thirty.
+    #expect(published >= 2 && published <= 3, "\(published)")
+    // It wakes again for the next fix, and sleeps again.
+    #expect(
+      await advance(clock, upTo: .seconds(30)) {
+        powerCommands(replay) == ["start", "stop", "start", "stop"]
+      }, "\(powerCommands(replay))")
+    #expect(
+      await eventually { watcher.payloads(on: "serialgps/board-1/tpv").count == published + 1 },
+      "\(published) \(watcher.payloads(on: "serialgps/board-1/tpv"))")
+    let statistics = try #require(bridge.statistics(for: "board-1"))
+    #expect(statistics.demandsAccepted == 1 && statistics.invalidDemands == 0)
+    await bridge.shutdown()
+    await receiver.shutdown()
+  }
+}
