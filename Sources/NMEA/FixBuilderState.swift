@@ -102,7 +102,9 @@ struct EpochInProgress {
     msl: Double? = nil, geoidSeparation: Double? = nil, hae: Double? = nil,
     from source: PositionSource
   ) {
-    guard msl != nil || hae != nil, source >= altitudeSource else { return }
+    guard msl != nil || hae != nil || geoidSeparation != nil, source >= altitudeSource else {
+      return
+    }
     if let msl { fix.altitudeMSL = msl }
     if let geoidSeparation { fix.geoidSeparation = geoidSeparation }
     if let hae { fix.reportedAltitudeHAE = hae }
