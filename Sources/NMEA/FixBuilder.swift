@@ -289,11 +289,12 @@ public struct FixBuilder {
       cycle.learn(endedBy: key, in: epoch)
       finishFix()
       var view: SatelliteView?
-      if epoch.sawGSV || epoch.sawGSA {
+      if epoch.sawGSV || epoch.sawGSA || epoch.satellitesFromBinary {
         epoch.markUsedSatellites()
         view = SatelliteView(
           time: epoch.fix.time, satellites: epoch.satellites, hdop: epoch.viewHDOP,
-          vdop: epoch.viewVDOP, pdop: epoch.viewPDOP)
+          vdop: epoch.viewVDOP, pdop: epoch.viewPDOP, gdop: epoch.viewGDOP,
+          tdop: epoch.viewTDOP, edop: epoch.viewEDOP, ndop: epoch.viewNDOP)
       }
       if key != nil { statistics.epochsClosedAtCycleEnd += 1 }
       cycle.remember(epoch.fix.time, closedByCycleEnd: key != nil)

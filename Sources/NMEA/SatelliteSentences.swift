@@ -286,6 +286,7 @@ extension GSV: NMEASentenceDescriptor {
 
   @inline(__always)
   func merge(into builder: inout FixBuilder) {
+    if builder.epoch.satellitesFromBinary { builder.epoch.replaceBinarySatellites() }
     builder.epoch.sawGSV = true
     for position in 0..<count {
       let satellite = self[position]

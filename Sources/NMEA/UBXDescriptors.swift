@@ -29,6 +29,32 @@ extension UBXFixType {
   }
 }
 
+/// The limits a fix holds for every source (the NMEA parser's, docs/nmea.md): a binary
+/// field beyond them is the receiver's "no value" (NAV-PVT's pDOP 99.99 without a fix) or
+/// nothing a receiver can mean, and is left out of the fix, as an NMEA field would be.
+enum UBXPlausible {
+  @inline(__always)
+  static func dop(_ value: Double) -> Double? { value < 99 ? value : nil }
+  @inline(__always)
+  static func speed(_ value: Double?) -> Double? {
+    value.flatMap { $0 >= 0 && $0 < 999 * FixBuilder.metresPerSecondPerKnot ? $0 : nil }
+  }
+  @inline(__always)
+  static func altitude(_ value: Double?) -> Double? {
+    value.flatMap { (-1_000...100_000).contains($0) ? $0 : nil }
+  }
+  /// The geoid separation of a height above the ellipsoid and one above sea level.
+  @inline(__always)
+  static func separation(hae: Double?, msl: Double?) -> Double? {
+    guard let hae, let msl, abs(hae - msl) <= 200 else { return nil }
+    return hae - msl
+  }
+  @inline(__always)
+  static func course(_ value: Double?) -> Double? {
+    value.flatMap { $0 >= 0 && $0 < 360 ? $0 : nil }
+  }
+}
+
 extension UTCTimestamp {
   /// The date of the instant rounded to the millisecond: u-blox writes the UTC of an epoch
   /// to the nanosecond around its whole millisecond, so 23:59:59.9999 is the next day's
@@ -56,7 +82,7 @@ extension UBXNavPVT: BinaryMessageDescriptor {
     if let timestamp { builder.epoch.explicitDate = timestamp.dateOfNearestMillisecond }
     if let leap = statedLeapSeconds { builder.epoch.fix.leapSeconds = leap }
     builder.epoch.fix.satellitesUsed = satellitesUsed
-    builder.epoch.fix.pdop = pdop
+    if let pdop = UBXPlausible.dop(pdop) { builder.epoch.fix.pdop = pdop }
     guard let fixType else { return }
     let mode = fixType.mode(fixOK: gnssFixOK)
     builder.epoch.state(binary: mode)
@@ -65,16 +91,20 @@ extension UBXNavPVT: BinaryMessageDescriptor {
       differential: differential, carrier: carrierSolution)
     builder.epoch.takePosition(position, from: .binarySolution)
     builder.epoch.takeAltitude(
-      msl: altitudeMSL, geoidSeparation: altitudeHAE.flatMap { h in altitudeMSL.map { h - $0 } },
-      hae: altitudeHAE, from: .binarySolution)
+      msl: UBXPlausible.altitude(altitudeMSL),
+      geoidSeparation: UBXPlausible.separation(hae: altitudeHAE, msl: altitudeMSL),
+      hae: UBXPlausible.altitude(altitudeHAE), from: .binarySolution)
     builder.epoch.takeHorizontalAccuracy(horizontalAccuracy, from: .binarySolution)
     builder.epoch.takeVerticalAccuracy(verticalAccuracy, from: .binarySolution)
-    builder.epoch.takeMotion(speed: groundSpeed, course: headingOfMotion, from: .binarySolution)
+    builder.epoch.takeMotion(
+      speed: UBXPlausible.speed(groundSpeed), course: headingOfMotion, from: .binarySolution)
     builder.epoch.fix.climb = -velocityDown
     builder.epoch.fix.velocityNED = ECEFVector(x: velocityNorth, y: velocityEast, z: velocityDown)
     builder.epoch.fix.speedAccuracy = speedAccuracy
     builder.epoch.fix.courseAccuracy = headingAccuracy
-    if let magneticDeclination { builder.epoch.fix.magneticVariation = magneticDeclination }
+    if let magneticDeclination, abs(magneticDeclination) <= 180 {
+      builder.epoch.fix.magneticVariation = magneticDeclination
+    }
   }
 }
 
@@ -84,8 +114,9 @@ extension UBXNavPosLLH: BinaryMessageDescriptor {
   func merge(into builder: inout FixBuilder) {
     builder.epoch.takePosition(position, from: .binarySolution)
     builder.epoch.takeAltitude(
-      msl: altitudeMSL, geoidSeparation: altitudeHAE - altitudeMSL, hae: altitudeHAE,
-      from: .binarySolution)
+      msl: UBXPlausible.altitude(altitudeMSL),
+      geoidSeparation: UBXPlausible.separation(hae: altitudeHAE, msl: altitudeMSL),
+      hae: UBXPlausible.altitude(altitudeHAE), from: .binarySolution)
     builder.epoch.noteStatedMode(altitude: altitudeMSL, satellitesUsed: nil)
     builder.epoch.takeHorizontalAccuracy(horizontalAccuracy, from: .binarySolution)
     builder.epoch.takeVerticalAccuracy(verticalAccuracy, from: .binarySolution)
@@ -96,8 +127,9 @@ extension UBXNavHPPosLLH: BinaryMessageDescriptor {
   func merge(into builder: inout FixBuilder) {
     builder.epoch.takePosition(position, from: .highPrecisionSolution)
     builder.epoch.takeAltitude(
-      msl: altitudeMSL, geoidSeparation: altitudeHAE.flatMap { h in altitudeMSL.map { h - $0 } },
-      hae: altitudeHAE, from: .highPrecisionSolution)
+      msl: UBXPlausible.altitude(altitudeMSL),
+      geoidSeparation: UBXPlausible.separation(hae: altitudeHAE, msl: altitudeMSL),
+      hae: UBXPlausible.altitude(altitudeHAE), from: .highPrecisionSolution)
     builder.epoch.takeHorizontalAccuracy(horizontalAccuracy, from: .binarySolution)
     builder.epoch.takeVerticalAccuracy(verticalAccuracy, from: .binarySolution)
   }
@@ -119,7 +151,8 @@ extension UBXNavVelECEF: BinaryMessageDescriptor {
 
 extension UBXNavVelNED: BinaryMessageDescriptor {
   func merge(into builder: inout FixBuilder) {
-    builder.epoch.takeMotion(speed: groundSpeed, course: heading, from: .binarySolution)
+    builder.epoch.takeMotion(
+      speed: UBXPlausible.speed(groundSpeed), course: heading, from: .binarySolution)
     builder.epoch.fix.climb = -velocityDown
     builder.epoch.fix.velocityNED = ECEFVector(x: velocityNorth, y: velocityEast, z: velocityDown)
     builder.epoch.fix.speedAccuracy = speedAccuracy
@@ -137,7 +170,7 @@ extension UBXNavSol: BinaryMessageDescriptor {
     builder.epoch.fix.ecefVelocity = ECEFVector(x: ecefVX, y: ecefVY, z: ecefVZ)
     builder.epoch.fix.ecefVelocityAccuracy = speedAccuracy
     builder.epoch.fix.satellitesUsed = satellitesUsed
-    builder.epoch.fix.pdop = pdop
+    if let pdop = UBXPlausible.dop(pdop) { builder.epoch.fix.pdop = pdop }
     if let week, timeOfWeekValid, let leap = builder.leapSeconds {
       builder.epoch.explicitDate = FixBuilder.utcDate(
         week: week, timeOfWeek: iTOW, leapSeconds: leap)
@@ -150,19 +183,33 @@ extension UBXNavSol: BinaryMessageDescriptor {
     let geodetic = ECEFVector(x: ecefX, y: ecefY, z: ecefZ).geodetic(
       velocity: ECEFVector(x: ecefVX, y: ecefVY, z: ecefVZ))
     builder.epoch.takePosition(geodetic.position, from: .binarySolution)
-    builder.epoch.takeAltitude(hae: geodetic.height, from: .binarySolution)
+    builder.epoch.takeAltitude(
+      hae: UBXPlausible.altitude(geodetic.height), from: .binarySolution)
     builder.epoch.takeMotion(
-      speed: geodetic.speed, course: geodetic.course, from: .binarySolution)
+      speed: UBXPlausible.speed(geodetic.speed), course: UBXPlausible.course(geodetic.course),
+      from: .binarySolution)
     builder.epoch.fix.climb = geodetic.climb
   }
 }
 
 extension UBXNavDOP: BinaryMessageDescriptor {
   func merge(into builder: inout FixBuilder) {
-    builder.epoch.fix.hdop = hdop
-    builder.epoch.fix.vdop = vdop
-    builder.epoch.fix.pdop = pdop
-    builder.epoch.fix.tdop = tdop
+    let hdop = UBXPlausible.dop(hdop)
+    let vdop = UBXPlausible.dop(vdop)
+    let pdop = UBXPlausible.dop(pdop)
+    let tdop = UBXPlausible.dop(tdop)
+    if let hdop { builder.epoch.fix.hdop = hdop }
+    if let vdop { builder.epoch.fix.vdop = vdop }
+    if let pdop { builder.epoch.fix.pdop = pdop }
+    if let tdop { builder.epoch.fix.tdop = tdop }
+    // The view's DOPs: GSA's where the epoch has one (the same figures, to two decimals).
+    if builder.epoch.viewHDOP == nil { builder.epoch.viewHDOP = hdop }
+    if builder.epoch.viewVDOP == nil { builder.epoch.viewVDOP = vdop }
+    if builder.epoch.viewPDOP == nil { builder.epoch.viewPDOP = pdop }
+    builder.epoch.viewGDOP = UBXPlausible.dop(gdop)
+    builder.epoch.viewTDOP = tdop
+    builder.epoch.viewEDOP = UBXPlausible.dop(edop)
+    builder.epoch.viewNDOP = UBXPlausible.dop(ndop)
   }
 }
 
@@ -208,12 +255,39 @@ extension UBXNavTimeGPS: BinaryMessageDescriptor {
   }
 }
 
+extension EpochInProgress {
+  /// The satellites of a UBX NAV-SAT or NAV-SVINFO, unless the epoch has a GSV view: NMEA's
+  /// GSV names each signal (NMEA 4.10), which the binary list does not; a GSV that comes
+  /// after them replaces them (``replaceBinarySatellites()``). A second binary list in one
+  /// epoch replaces the first.
+  mutating func takeBinarySatellites<Blocks: Collection>(
+    _ blocks: Blocks, _ satellite: (Blocks.Element) -> Satellite?
+  ) {
+    guard !sawGSV else { return }
+    satellites.removeAll(keepingCapacity: true)
+    for block in blocks {
+      if let entry = satellite(block) { satellites.append(entry) }
+    }
+    satellitesFromBinary = true
+  }
+
+  /// A GSV arrived after a binary list of satellites: the epoch's view is NMEA's.
+  mutating func replaceBinarySatellites() {
+    satellites.removeAll(keepingCapacity: true)
+    satellitesFromBinary = false
+  }
+}
+
 extension UBXNavSat: BinaryMessageDescriptor {
-  func merge(into builder: inout FixBuilder) {}
+  func merge(into builder: inout FixBuilder) {
+    builder.epoch.takeBinarySatellites(satellites) { $0.satellite }
+  }
 }
 
 extension UBXNavSVInfo: BinaryMessageDescriptor {
-  func merge(into builder: inout FixBuilder) {}
+  func merge(into builder: inout FixBuilder) {
+    builder.epoch.takeBinarySatellites(channels) { $0.satellite }
+  }
 }
 
 extension UBXNavSig: BinaryMessageDescriptor {
@@ -316,6 +390,7 @@ extension ECEFVector {
       velocity.x * cosPhi * cosLambda + velocity.y * cosPhi * sinLambda + velocity.z * sinPhi
     var course = atan2(east, north) * 180 / Double.pi
     if course < 0 { course += 360 }
+    if course >= 360 { course -= 360 }
     let degrees = 180 / Double.pi
     return GeodeticSolution(
       position: Position(
