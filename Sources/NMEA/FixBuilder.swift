@@ -289,12 +289,11 @@ public struct FixBuilder {
       cycle.learn(endedBy: key, in: epoch)
       finishFix()
       var view: SatelliteView?
-      if epoch.sawGSV || epoch.sawGSA || epoch.satellitesFromBinary {
+      if epoch.sawGSV || epoch.sawGSA {
         epoch.markUsedSatellites()
         view = SatelliteView(
           time: epoch.fix.time, satellites: epoch.satellites, hdop: epoch.viewHDOP,
-          vdop: epoch.viewVDOP, pdop: epoch.viewPDOP, gdop: epoch.viewGDOP,
-          tdop: epoch.viewTDOP, edop: epoch.viewEDOP, ndop: epoch.viewNDOP)
+          vdop: epoch.viewVDOP, pdop: epoch.viewPDOP)
       }
       if key != nil { statistics.epochsClosedAtCycleEnd += 1 }
       cycle.remember(epoch.fix.time, closedByCycleEnd: key != nil)

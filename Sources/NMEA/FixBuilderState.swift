@@ -45,16 +45,9 @@ struct EpochInProgress {
   /// A quick "certainly not" answer before the linear search of `satellites`.
   var satelliteFilter = KeyFilter()
   var sawGSV = false
-  /// The satellites are a UBX NAV-SAT's or NAV-SVINFO's, which a GSV of the epoch replaces.
-  var satellitesFromBinary = false
   var viewHDOP: Double?
   var viewVDOP: Double?
   var viewPDOP: Double?
-  /// NAV-DOP's, which NMEA does not give.
-  var viewGDOP: Double?
-  var viewTDOP: Double?
-  var viewEDOP: Double?
-  var viewNDOP: Double?
 
   /// How often each cycle key came in this epoch.
   var keyCounts = KeyCounts()
@@ -85,14 +78,9 @@ struct EpochInProgress {
     sawGSA = false
     garminAltitude = nil
     sawGSV = false
-    satellitesFromBinary = false
     viewHDOP = nil
     viewVDOP = nil
     viewPDOP = nil
-    viewGDOP = nil
-    viewTDOP = nil
-    viewEDOP = nil
-    viewNDOP = nil
     satellites.removeAll(keepingCapacity: true)
     used.removeAll()
     satelliteFilter.removeAll()

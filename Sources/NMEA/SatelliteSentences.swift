@@ -286,7 +286,6 @@ extension GSV: NMEASentenceDescriptor {
 
   @inline(__always)
   func merge(into builder: inout FixBuilder) {
-    if builder.epoch.satellitesFromBinary { builder.epoch.replaceBinarySatellites() }
     builder.epoch.sawGSV = true
     for position in 0..<count {
       let satellite = self[position]

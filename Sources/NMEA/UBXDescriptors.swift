@@ -202,14 +202,6 @@ extension UBXNavDOP: BinaryMessageDescriptor {
     if let vdop { builder.epoch.fix.vdop = vdop }
     if let pdop { builder.epoch.fix.pdop = pdop }
     if let tdop { builder.epoch.fix.tdop = tdop }
-    // The view's DOPs: GSA's where the epoch has one (the same figures, to two decimals).
-    if builder.epoch.viewHDOP == nil { builder.epoch.viewHDOP = hdop }
-    if builder.epoch.viewVDOP == nil { builder.epoch.viewVDOP = vdop }
-    if builder.epoch.viewPDOP == nil { builder.epoch.viewPDOP = pdop }
-    builder.epoch.viewGDOP = UBXPlausible.dop(gdop)
-    builder.epoch.viewTDOP = tdop
-    builder.epoch.viewEDOP = UBXPlausible.dop(edop)
-    builder.epoch.viewNDOP = UBXPlausible.dop(ndop)
   }
 }
 
@@ -255,39 +247,13 @@ extension UBXNavTimeGPS: BinaryMessageDescriptor {
   }
 }
 
-extension EpochInProgress {
-  /// The satellites of a UBX NAV-SAT or NAV-SVINFO, unless the epoch has a GSV view: NMEA's
-  /// GSV names each signal (NMEA 4.10), which the binary list does not; a GSV that comes
-  /// after them replaces them (``replaceBinarySatellites()``). A second binary list in one
-  /// epoch replaces the first.
-  mutating func takeBinarySatellites<Blocks: Collection>(
-    _ blocks: Blocks, _ satellite: (Blocks.Element) -> Satellite?
-  ) {
-    guard !sawGSV else { return }
-    satellites.removeAll(keepingCapacity: true)
-    for block in blocks {
-      if let entry = satellite(block) { satellites.append(entry) }
-    }
-    satellitesFromBinary = true
-  }
-
-  /// A GSV arrived after a binary list of satellites: the epoch's view is NMEA's.
-  mutating func replaceBinarySatellites() {
-    satellites.removeAll(keepingCapacity: true)
-    satellitesFromBinary = false
-  }
-}
-
+/// Satellite views still come from NMEA GSV: these join the epoch and merge nothing.
 extension UBXNavSat: BinaryMessageDescriptor {
-  func merge(into builder: inout FixBuilder) {
-    builder.epoch.takeBinarySatellites(satellites) { $0.satellite }
-  }
+  func merge(into builder: inout FixBuilder) {}
 }
 
 extension UBXNavSVInfo: BinaryMessageDescriptor {
-  func merge(into builder: inout FixBuilder) {
-    builder.epoch.takeBinarySatellites(channels) { $0.satellite }
-  }
+  func merge(into builder: inout FixBuilder) {}
 }
 
 extension UBXNavSig: BinaryMessageDescriptor {

@@ -112,34 +112,3 @@ struct UBXFixTests {
   }
 }
 
-extension UBXFixTests {
-  /// NAV-SAT of `timeOfWeek`: GPS 5 used, GLONASS 3 (gpsd's 67) tracked but not used.
-  static func navSat(timeOfWeek: UInt32) -> [UInt8] {
-    let used: [UInt8] = [0, 5, 45, 60, 0x5A, 0x00, 0, 0, 0x0F, 0, 0, 0]
-    let tracked: [UInt8] = [6, 3, 30, 20, 0x2C, 0x01, 0, 0, 0x04, 0, 0, 0]
-    return ubxFrame(
-      class: 0x01, id: 0x35, payload: littleEndian(timeOfWeek) + [1, 2, 0, 0] + used + tracked)
-  }
-
-  @Test("NAV-SAT gives the satellite view of a UBX epoch; a GSV of the epoch replaces it")
-  func satellitesFromNavSat() throws {
-    let iTOW = UBXEpochSamples.iTOW
-    let binary =
-      UBXEpochSamples.timeGPS(timeOfWeek: iTOW, leapSeconds: 18) + Self.navSat(timeOfWeek: iTOW)
-      + UBXEpochSamples.posLLH(timeOfWeek: iTOW) + UBXEpochSamples.endOfEpoch
-    let view = try #require(epochs(binary).first?.satellites)
-    #expect(view.satellites.map(\.prn) == [5, 67])
-    #expect(view.satellites.map(\.used) == [true, false])
-    #expect(view.satellites.first?.elevation == 60 && view.satellites.first?.azimuth == 90)
-    #expect(view.usedCount == 1)
-
-    // The same epoch with a GSV after NAV-SAT: NMEA's view, which names its signals.
-    let gsv = wire("GPGSV,1,1,01,12,40,180,44")
-    let mixed =
-      UBXEpochSamples.timeGPS(timeOfWeek: iTOW, leapSeconds: 18) + Self.navSat(timeOfWeek: iTOW)
-      + UBXEpochSamples.posLLH(timeOfWeek: iTOW) + gsv + UBXEpochSamples.endOfEpoch
-    let found = epochs(mixed)
-    #expect(found.count == 1)
-    #expect(found.first?.satellites?.satellites.map(\.prn) == [12])
-  }
-}
