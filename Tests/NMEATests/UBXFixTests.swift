@@ -111,4 +111,3 @@ struct UBXFixTests {
     #expect(found.first?.fix.date == UTCDate(year: 2019, month: 4, day: 20))
   }
 }
-
