@@ -9,12 +9,19 @@ date; the date of every epoch where the truth lists them; every sampled epoch's 
 mode, position (to the golden's 9 decimals), altitude, speed, course, satellites used and
 HDOP; RTK quality transitions as gpsd's status; a derived climb where the vehicle climbs.
 
+Where the recording carries a valid UBX NAV-PVT for a sampled epoch, the decoder's fix holds
+that binary solution (it ranks above NMEA: docs/ubx.md): the epoch's position, altitude,
+speed and course are then held to the NAV-PVT's own integers, read here from the recording
+with their checksum checked, and the NAV-PVT to the truth's NMEA within the rounding of the
+NMEA fields (which the generator wrote from the same solution).
+
 Usage: scripts/check-goldens.py [FIXTURES_DIRECTORY]
 Exit status 0 when every golden agrees with its truth, 1 otherwise (each difference printed).
 """
 
 import json
 import os
+import struct
 import sys
 
 KNOT = 1852.0 / 3600.0  # metres per second
@@ -27,6 +34,35 @@ def iso_time(date, time):
     hms, _, fraction = time.partition(".")
     milliseconds = (fraction + "000")[:3]
     return f"{date}T{hms}.{milliseconds}Z"
+
+
+def nav_pvts(path):
+    """The valid UBX NAV-PVT frames of a recording, by UTC time of day `hh:mm:ss`: latitude,
+    longitude (degrees), altMSL (m), ground speed (m/s) and heading of motion (degrees)."""
+    with open(path, "rb") as file:
+        data = file.read()
+    found = {}
+    start = data.find(b"\xb5\x62\x01\x07")
+    while start >= 0:
+        if start + 6 <= len(data):
+            length = data[start + 4] | data[start + 5] << 8
+            end = start + 6 + length + 2
+            if length >= 84 and end <= len(data):
+                a = b = 0
+                for byte in data[start + 2 : end - 2]:
+                    a = (a + byte) & 0xFF
+                    b = (b + a) & 0xFF
+                if a == data[end - 2] and b == data[end - 1]:
+                    p = data[start + 6 : end - 2]
+                    hour, minute, second = p[8], p[9], p[10]
+                    lon, lat, _, msl = struct.unpack_from("<iiii", p, 24)
+                    speed, heading = struct.unpack_from("<ii", p, 60)
+                    found[f"{hour:02d}:{minute:02d}:{second:02d}"] = {
+                        "lat": lat * 1e-7, "lon": lon * 1e-7, "altMSL": msl / 1000,
+                        "speed": speed / 1000, "track": heading * 1e-5,
+                    }
+        start = data.find(b"\xb5\x62\x01\x07", start + 1)
+    return found
 
 
 def check(directory, name):
@@ -87,6 +123,7 @@ def check(directory, name):
                f"first epoch with a date (a TPV time): {first_dated}, truth "
                f"{truth['date_known_from_epoch']}")
 
+    binary = nav_pvts(os.path.join(directory, truth["file"]))
     for sample in truth["samples"]:
         index = sample["epoch"]
         if index >= len(epochs):
@@ -98,6 +135,24 @@ def check(directory, name):
             expect(tpv.get("time") == iso_time(sample["date"], sample["time"]),
                    f"{where}: time {tpv.get('time')}")
         expect(tpv["mode"] == sample["mode"], f"{where}: mode {tpv['mode']}, truth {sample['mode']}")
+        pvt = binary.get(sample["time"].partition(".")[0])
+        if pvt is not None:
+            # Both round one solution: the NMEA to 5 decimals of minutes, decimetres, 3
+            # decimals of knots and 2 of degrees; the NAV-PVT to 1e-7°, mm, mm/s and 1e-5°.
+            # They are at most the two half units apart.
+            expect(abs(pvt["lat"] - sample["latitude_degrees"]) <= 0.5e-5 / 60 + 0.5e-7 + 1e-12
+                   and abs(pvt["lon"] - sample["longitude_degrees"]) <= 0.5e-5 / 60 + 0.5e-7 + 1e-12
+                   and abs(pvt["altMSL"] - sample["altitude_msl"]) <= 0.05 + 0.0005 + 1e-9
+                   and abs(pvt["speed"] - sample["speed_knots"] * KNOT) <= 0.0005 * KNOT + 0.0005 + 1e-9
+                   and abs(pvt["track"] - sample["course"]) <= 0.005 + 0.5e-5 + 1e-9,
+                   f"{where}: the recording's NAV-PVT {pvt} is not the solution its NMEA rounds")
+            for key, tolerance in (("lat", 0.6e-9), ("lon", 0.6e-9), ("altMSL", 1e-4),
+                                   ("speed", 0.0005 + 1e-9), ("track", 1e-4)):
+                expect(abs(tpv.get(key, -1e9) - pvt[key]) <= tolerance,
+                       f"{where}: {key} {tpv.get(key)}, the recording's NAV-PVT {pvt[key]}")
+            sample = dict(sample, latitude_degrees=pvt["lat"], longitude_degrees=pvt["lon"],
+                          altitude_msl=pvt["altMSL"], speed_knots=pvt["speed"] / KNOT,
+                          course=pvt["track"])
         expect(abs(tpv.get("lat", 999) - sample["latitude_degrees"]) < 1e-9 * 0.6 + 1e-10,
                f"{where}: lat {tpv.get('lat')}, truth {sample['latitude_degrees']}")
         expect(abs(tpv.get("lon", 999) - sample["longitude_degrees"]) < 1e-9 * 0.6 + 1e-10,

@@ -210,6 +210,7 @@ extension NMEADecoder.Stages: ParsedSentenceConsumer {
       builder.sentenceOffset = raw.offset
       try SentenceRegistry.parse(raw, into: &self, emit: body)
     case .ubx(let frame):
+      builder.sentenceOffset = nil
       try body(.ubx(frame))
       try decode(frame, body)
     case .sirf(let frame):
@@ -234,6 +235,7 @@ extension NMEADecoder.Stages: ParsedSentenceConsumer {
     ubx.decoded += 1
     ubx.droppedFields += message.droppedFields
     try body(.ubxMessage(message))
+    try message.add(to: &builder) { try body(.epoch($0)) }
   }
 
   @inline(__always)

@@ -24,6 +24,16 @@ protocol SentenceDescriptor {
   /// untimed. `nil` (the default) for every NMEA sentence.
   var timeOfWeek: UInt32? { get }
 
+  /// GPS − UTC leap seconds the message states or implies (NAV-TIMEGPS's `leapS`, the
+  /// difference between NAV-PVT's or NAV-TIMEUTC's own valid UTC and its `iTOW`, PUBX,04's
+  /// when not the firmware's default): the fix builder keeps the last one to turn times of
+  /// week into UTC. `nil` (the default) for a type that says nothing of them.
+  var statedLeapSeconds: Int? { get }
+
+  /// Whether the type marks the end of the receiver's epoch (UBX NAV-EOE): the epoch in
+  /// progress closes after it, with no cycle to learn. `false` (the default) for the others.
+  static var endsEpoch: Bool { get }
+
   /// The sentence's key in the cycle: its kind, talker and variant (``CycleKey``).
   var cycleKey: CycleKey { get }
 
@@ -37,6 +47,8 @@ protocol SentenceDescriptor {
 
 extension SentenceDescriptor {
   var timeOfWeek: UInt32? { nil }
+  var statedLeapSeconds: Int? { nil }
+  static var endsEpoch: Bool { false }
 }
 
 /// An NMEA sentence type: found by its address, parsed in place from its comma-separated
@@ -179,7 +191,10 @@ struct CycleKey: Hashable, Sendable {
 
 /// Which sentence's position an epoch keeps when several give one, best last: a source
 /// replaces the position of a lower one, never of a higher one, whatever the order in which
-/// the sentences come.
+/// the sentences come. The same ranks decide the altitude (``EpochInProgress/takeAltitude``)
+/// and the speed and course (``EpochInProgress/takeMotion``), each apart: GGA's altitude
+/// over none, NAV-PVT's millimetres over GGA's decimetres; RMC's and VTG's knots rank as
+/// ``recommendedMinimum``, a binary solution's mm/s above them.
 enum PositionSource: UInt8, Comparable, Sendable {
   case none = 0
   /// GLL: a position and nothing else.
@@ -189,9 +204,12 @@ enum PositionSource: UInt8, Comparable, Sendable {
   /// GGA and GNS: a position with its altitude and quality (AC12 writes five decimals of
   /// minutes in GGA and four in RMC).
   case fixData = 3
-  /// A u-blox binary navigation solution (NAV-PVT, NAV-POSLLH): 1e-7° and millimetres, over
-  /// any NMEA sentence's rounding.
+  /// A u-blox binary navigation solution (NAV-PVT, NAV-POSLLH, NAV-SOL's ECEF position):
+  /// 1e-7° and millimetres, over any NMEA sentence's rounding.
   case binarySolution = 4
+  /// u-blox's high-precision solution (NAV-HPPOSLLH): 1e-9° and 0.1 mm, over NAV-PVT's
+  /// rounding of the same solution.
+  case highPrecisionSolution = 5
 
   static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 }

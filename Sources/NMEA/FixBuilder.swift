@@ -65,6 +65,12 @@ public struct FixBuilder {
   /// The receiver's settings (the datum).
   var settings = ReceiverSettings()
 
+  /// GPS − UTC leap seconds, as the receiver last stated them (``SentenceDescriptor/
+  /// statedLeapSeconds``): what turns a binary message's GPS time of week into the UTC time
+  /// of day of its epoch. `nil` until a message states them; until then such messages are
+  /// untimed and join the epoch in progress.
+  public private(set) var leapSeconds: Int?
+
   /// The stream offset of the sentence being added, when it came through a framer (the
   /// decoder sets it before each sentence).
   var sentenceOffset: UInt64?
@@ -138,16 +144,52 @@ public struct FixBuilder {
       return
     case .position, .untimed, .timeOnly: break
     }
+    if let stated = sentence.statedLeapSeconds { leapSeconds = stated }
+    var time = sentence.time
+    if time == nil, let timeOfWeek = sentence.timeOfWeek, let leapSeconds {
+      time = Self.utcTime(timeOfWeek: timeOfWeek, leapSeconds: leapSeconds)
+    }
     let key = sentence.cycleKey
     let onlyTime = S.role == .timeOnly
     let normallyTimed = S.role == .position
     guard
       try begin(
-        key: key, time: sentence.time, onlyTime: onlyTime, normallyTimed: normallyTimed,
-        emit: emit)
+        key: key, time: time, onlyTime: onlyTime, normallyTimed: normallyTimed, emit: emit)
     else { return }
     sentence.merge(into: &self)
     try end(key: key, onlyTime: onlyTime, normallyTimed: normallyTimed, emit: emit)
+    if S.endsEpoch, epoch.hasData { try closeEpoch(endedBy: key, emit: emit) }
+  }
+
+  /// The UTC time of day of a GPS time of week (milliseconds) with `leapSeconds`.
+  static func utcTime(timeOfWeek: UInt32, leapSeconds: Int) -> UTCTime {
+    var milliseconds = (Int64(timeOfWeek) - Int64(leapSeconds) * 1000) % 86_400_000
+    if milliseconds < 0 { milliseconds += 86_400_000 }
+    let seconds = milliseconds / 1000
+    return UTCTime(
+      hour: UInt8(seconds / 3600), minute: UInt8(seconds / 60 % 60), second: UInt8(seconds % 60),
+      nanoseconds: UInt32(milliseconds % 1000) * 1_000_000)
+  }
+
+  /// The UTC date of a GPS week and time of week (milliseconds) with `leapSeconds`.
+  static func utcDate(week: Int, timeOfWeek: UInt32, leapSeconds: Int) -> UTCDate {
+    let milliseconds = Int64(timeOfWeek) - Int64(leapSeconds) * 1000
+    var days = milliseconds / 86_400_000
+    if milliseconds < 0 && milliseconds % 86_400_000 != 0 { days -= 1 }
+    // GPS time began on 1980-01-06, 3657 days after the Unix epoch.
+    return UTCDate(daysSinceUnixEpoch: 3657 + week * 7 + Int(days))
+  }
+
+  /// The leap seconds between a valid UTC time of day and the GPS time of week of the same
+  /// instant, when they are whole seconds apart (within a few milliseconds: u-blox writes
+  /// UTC to the nanosecond around the epoch's whole millisecond) and plausible.
+  static func leapSeconds(timeOfWeek: UInt32, utc: UTCTime) -> Int? {
+    let utcMilliseconds = (utc.nanosecondsOfDay + 500_000) / 1_000_000
+    var difference = (Int64(timeOfWeek) - utcMilliseconds) % 86_400_000
+    if difference < 0 { difference += 86_400_000 }
+    let seconds = (difference + 500) / 1000
+    guard abs(difference - seconds * 1000) <= 10, (0...60).contains(seconds) else { return nil }
+    return Int(seconds)
   }
 
   /// What happens before a sentence's data is merged: a late sentence is counted and
@@ -314,6 +356,9 @@ public struct FixBuilder {
     let epochTime = epoch.time
     epoch.fix.time = epochTime
     epoch.fix.storedDatum = settings.datum
+    epoch.fix.storedJammingIndicator = settings.jammingIndicator
+    epoch.fix.storedAntennaStatus = settings.antennaStatus
+    epoch.fix.storedAntennaPower = settings.antennaPower
     if epoch.fix.altitudeMSL == nil, let garminAltitude = epoch.garminAltitude {
       epoch.fix.altitudeMSL = garminAltitude
     }

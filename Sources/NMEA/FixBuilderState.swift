@@ -24,6 +24,9 @@ struct EpochInProgress {
   /// The dimension GGA, GNS, PUBX,00 or PGRMZ state.
   var statedMode: FixMode?
   var positionSource = PositionSource.none
+  /// The sources of the altitude and of the speed and course, ranked as positions are.
+  var altitudeSource = PositionSource.none
+  var motionSource = PositionSource.none
   // Each error estimate's source (``AccuracySource``): latitude and longitude errors,
   // horizontal, vertical, spherical.
   var errorSource = AccuracySource.none
@@ -65,6 +68,8 @@ struct EpochInProgress {
     modeFromGSA = nil
     statedMode = nil
     positionSource = .none
+    altitudeSource = .none
+    motionSource = .none
     errorSource = .none
     horizontalSource = .none
     verticalSource = .none
@@ -88,6 +93,31 @@ struct EpochInProgress {
     guard let position, source >= positionSource else { return }
     fix.position = position
     positionSource = source
+  }
+
+  /// The altitude above mean sea level with the geoid separation, or above the ellipsoid,
+  /// of `source`, unless a better source gave one: all of a source's altitudes, or none.
+  @inline(__always)
+  mutating func takeAltitude(
+    msl: Double? = nil, geoidSeparation: Double? = nil, hae: Double? = nil,
+    from source: PositionSource
+  ) {
+    guard msl != nil || hae != nil || geoidSeparation != nil, source >= altitudeSource else {
+      return
+    }
+    if let msl { fix.altitudeMSL = msl }
+    if let geoidSeparation { fix.geoidSeparation = geoidSeparation }
+    if let hae { fix.reportedAltitudeHAE = hae }
+    altitudeSource = source
+  }
+
+  /// The speed and course over ground of `source`, each unless a better source gave it.
+  @inline(__always)
+  mutating func takeMotion(speed: Double?, course: Double?, from source: PositionSource) {
+    guard source >= motionSource else { return }
+    if let speed { fix.speed = speed }
+    if let course { fix.course = course }
+    if speed != nil || course != nil { motionSource = source }
   }
 
   /// Latitude and longitude errors (gpsd's `epy`, `epx`) with their root sum of squares as
@@ -243,6 +273,11 @@ struct FixContinuity {
 struct ReceiverSettings {
   /// From `$PGRMM` or DTM.
   var datum: InlineText?
+  /// The jamming indicator and the antenna's state and power of the last UBX MON-RF or
+  /// MON-HW, as ``Fix`` stores them (``Int16/min`` and ``UInt8/max`` for none).
+  var jammingIndicator = Int16.min
+  var antennaStatus = UInt8.max
+  var antennaPower = UInt8.max
 }
 
 /// A set of satellites (system and number within it), for the used ones of an epoch. Exact

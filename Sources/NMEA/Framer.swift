@@ -607,4 +607,20 @@ extension NMEAFramer {
     }
     return found >= count
   }
+
+  /// Whether `bytes` hold at least `count` frames that prove the rate: sentences that
+  /// carried a valid checksum, or UBX frames (sync, length and Fletcher checksum), so that a
+  /// receiver configured for UBX output only is found at its rate as an NMEA one is.
+  public static func holdsChecksummedFrames(_ bytes: [UInt8], atLeast count: Int = 2) -> Bool {
+    var framer = NMEAFramer()
+    var found = 0
+    framer.feed(bytes) { frame in
+      switch frame {
+      case .sentence(let sentence): if sentence.hadChecksum { found += 1 }
+      case .ubx: found += 1
+      case .sirf: break
+      }
+    }
+    return found >= count
+  }
 }

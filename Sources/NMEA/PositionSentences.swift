@@ -266,8 +266,8 @@ extension GGA: NMEASentenceDescriptor {
     if quality?.rawValue == 0 { builder.epoch.fixDenied = true }
     if let quality, quality.rawValue > 0 {
       builder.epoch.takePosition(position, from: .fixData)
-      if let altitudeMSL { builder.epoch.fix.altitudeMSL = altitudeMSL }
-      if let geoidSeparation { builder.epoch.fix.geoidSeparation = geoidSeparation }
+      builder.epoch.takeAltitude(
+        msl: altitudeMSL, geoidSeparation: geoidSeparation, from: .fixData)
       builder.epoch.noteStatedMode(altitude: altitudeMSL, satellitesUsed: satellitesUsed)
     }
     if let quality { builder.epoch.fix.quality = quality }
@@ -306,8 +306,9 @@ extension RMC: NMEASentenceDescriptor {
     if let date { builder.epoch.explicitDate = date }
     if isValid != false && mode?.isValid != false {
       builder.epoch.takePosition(position, from: .recommendedMinimum)
-      if let speedKnots { builder.epoch.fix.speed = speedKnots * FixBuilder.metresPerSecondPerKnot }
-      if let course { builder.epoch.fix.course = course }
+      builder.epoch.takeMotion(
+        speed: speedKnots.map { $0 * FixBuilder.metresPerSecondPerKnot }, course: course,
+        from: .recommendedMinimum)
     } else {
       builder.epoch.fixDenied = true
     }
@@ -374,8 +375,8 @@ extension GNS: NMEASentenceDescriptor {
     let mode = bestMode
     if mode?.isValid ?? false {
       builder.epoch.takePosition(position, from: .fixData)
-      if let altitudeMSL { builder.epoch.fix.altitudeMSL = altitudeMSL }
-      if let geoidSeparation { builder.epoch.fix.geoidSeparation = geoidSeparation }
+      builder.epoch.takeAltitude(
+        msl: altitudeMSL, geoidSeparation: geoidSeparation, from: .fixData)
       builder.epoch.noteStatedMode(altitude: altitudeMSL, satellitesUsed: satellitesUsed)
     }
     if let mode, builder.epoch.fix.modeIndicator == nil { builder.epoch.fix.modeIndicator = mode }
@@ -426,12 +427,10 @@ extension VTG: NMEASentenceDescriptor {
 
   func merge(into builder: inout FixBuilder) {
     guard mode?.isValid != false else { return }
-    if let speedKnots {
-      builder.epoch.fix.speed = speedKnots * FixBuilder.metresPerSecondPerKnot
-    } else if let speedKilometresPerHour {
-      builder.epoch.fix.speed = speedKilometresPerHour / 3.6
-    }
-    if let courseTrue { builder.epoch.fix.course = courseTrue }
+    let speed = speedKnots.map { $0 * FixBuilder.metresPerSecondPerKnot }
+    builder.epoch.takeMotion(
+      speed: speed ?? speedKilometresPerHour.map { $0 / 3.6 }, course: courseTrue,
+      from: .recommendedMinimum)
   }
 }
 
@@ -468,11 +467,12 @@ extension PUBXPosition: NMEASentenceDescriptor {
     let status = navigationStatus
     if status != nil && status != Self.noFix && status != Self.timeOnly {
       builder.epoch.takePosition(position, from: .recommendedMinimum)
-      if let altitudeHAE { builder.epoch.fix.reportedAltitudeHAE = altitudeHAE }
+      builder.epoch.takeAltitude(hae: altitudeHAE, from: .fixData)
       let threeD = status == Self.threeD || status == Self.differential3D || status == Self.rtk
       builder.epoch.state(threeD ? .threeD : .twoD)
-      if let speedKilometresPerHour { builder.epoch.fix.speed = speedKilometresPerHour / 3.6 }
-      if let course { builder.epoch.fix.course = course }
+      builder.epoch.takeMotion(
+        speed: speedKilometresPerHour.map { $0 / 3.6 }, course: course,
+        from: .recommendedMinimum)
       if let verticalVelocityDown { builder.epoch.fix.climb = -verticalVelocityDown }
     }
     builder.epoch.takeHorizontalAccuracy(horizontalAccuracy, from: .receiverEstimate)

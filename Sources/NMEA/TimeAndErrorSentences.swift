@@ -244,6 +244,9 @@ extension PUBXTime: NMEASentenceDescriptor {
     pubx.timePulseGranularity = try f.uint()
   }
 
+  /// The receiver's leap seconds, unless they are its firmware's default.
+  var statedLeapSeconds: Int? { leapSecondsAreDefault ? nil : leapSeconds }
+
   func merge(into builder: inout FixBuilder) {
     if let date { builder.epoch.explicitDate = date }
   }

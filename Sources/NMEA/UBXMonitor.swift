@@ -56,7 +56,8 @@ public enum AntennaPower: UInt8, Sendable, Hashable, CustomStringConvertible {
 public struct UBXMonRF: UBXDecodable {
   public static let messageClass: UInt8 = 0x0A
   public static let messageID: UInt8 = 0x38
-  static var role: CycleRole { .none }
+  /// Kept in every later fix until the next report, as a setting is.
+  static var role: CycleRole { .setting }
 
   public let blocks: UBXBlocks<RFBlock>
 
@@ -102,7 +103,8 @@ public struct UBXMonRF: UBXDecodable {
 public struct UBXMonHW: UBXDecodable, Sendable, Hashable {
   public static let messageClass: UInt8 = 0x0A
   public static let messageID: UInt8 = 0x09
-  static var role: CycleRole { .none }
+  /// Kept in every later fix until the next report, as a setting is.
+  static var role: CycleRole { .setting }
 
   public var noisePerMillisecond: Int
   public var agcCount: Int

@@ -2,13 +2,9 @@
 // fix status and the end of an epoch. Layouts: UBX-13003221 (M8) and UBX-18010854 (F9),
 // section "UBX-NAV"; NAV-SOL from GPS.G6-SW-10018 (u-blox 6), gone from u-blox 9.
 
-/// What every decoded UBX message type says about itself, for the decoder's table and the
-/// fix builder: its class and ID, its place in the receiver's cycle and how it is read.
-protocol UBXDecodable {
-  static var messageClass: UInt8 { get }
-  static var messageID: UInt8 { get }
-  /// The type's place in the receiver's measurement cycle.
-  static var role: CycleRole { get }
+/// A decoded UBX message type: a ``BinaryMessageDescriptor`` (class, ID, role, merge;
+/// UBXDescriptors.swift) read from its payload by one validating initializer.
+protocol UBXDecodable: BinaryMessageDescriptor {
   /// Reads the message from its payload, refusing a length that cannot be the message's.
   init(validating payload: UnsafeRawBufferPointer) throws(UBXRejection)
 }
@@ -552,7 +548,8 @@ public struct UBXNavStatus: UBXEpochMessage, Sendable, Hashable {
 public struct UBXNavEOE: UBXEpochMessage, Sendable, Hashable {
   public static let messageClass: UInt8 = 0x01
   public static let messageID: UInt8 = 0x61
-  static var role: CycleRole { .untimed }
+  /// Its time only: an epoch of nothing else is no fix.
+  static var role: CycleRole { .timeOnly }
 
   public var iTOW: UInt32
 

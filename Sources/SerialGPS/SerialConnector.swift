@@ -111,7 +111,8 @@ public struct SerialConnector: ReceiverConnector {
   }
 
   /// Opens a receiver's port as `baud` says and leaves it open: at a fixed rate, or at the
-  /// rate found by listening for NMEA sentences with valid checksums (``Autobaud``), which
+  /// rate found by listening for NMEA sentences with valid checksums or UBX frames
+  /// (``Autobaud``, ``NMEA/NMEAFramer/holdsChecksummedFrames(_:atLeast:)``), which
   /// `memory` remembers and tries first next time. The one baud search of the package: the
   /// connectors, `serialgps record` and `send` open ports through it, and so can an app that
   /// wants a receiver's raw port at its rate.
@@ -155,7 +156,7 @@ public struct SerialConnector: ReceiverConnector {
       let detection = try Autobaud.detect(
         on: port, candidates: candidates, timePerRate: timePerRate, memory: &memory,
         readReturned: { _ in readTimes.append(.now()) },
-        recognises: { NMEAFramer.holdsChecksummedSentences($0) })
+        recognises: { NMEAFramer.holdsChecksummedFrames($0) })
       let heardReads = zip(detection.heardReads, readTimes.suffix(detection.heardReads.count))
         .map { HeardRead(count: $0, time: $1) }
       return OpenedPort(

@@ -96,6 +96,10 @@ struct ReferenceTPV {
   var altitudeMSL: Double?
   var altitudeHAE: Double?
   var speed: Double?
+  /// Horizontal, vertical and speed accuracies (`eph`, `epv`, `eps`), for the UBX logs.
+  var horizontalAccuracy: Double?
+  var verticalAccuracy: Double?
+  var speedAccuracy: Double?
 }
 
 /// gpsd's output for one log: the last TPV of each time of day.
@@ -134,6 +138,9 @@ struct ReferenceLog {
       tpv.altitudeMSL = object["altMSL"] as? Double
       tpv.altitudeHAE = object["altHAE"] as? Double
       tpv.speed = object["speed"] as? Double
+      tpv.horizontalAccuracy = object["eph"] as? Double
+      tpv.verticalAccuracy = object["epv"] as? Double
+      tpv.speedAccuracy = object["eps"] as? Double
       guard let key else {
         unattributed += 1
         continue

@@ -37,6 +37,21 @@ struct FramerTests {
     #expect(!NMEAFramer.holdsChecksummedSentences([0xF8, 0x00, 0x7E, 0x24, 0xE0] + one))
   }
 
+  @Test("listening for a receiver that sends only UBX counts its frames, checksums checked")
+  func holdsUBXFrames() {
+    let frame = ubxFrame(class: 0x01, id: 0x61, payload: [0x10, 0xE6, 0xB9, 0x09])
+    #expect(NMEAFramer.holdsChecksummedFrames(frame + frame))
+    #expect(!NMEAFramer.holdsChecksummedFrames(frame))
+    #expect(!NMEAFramer.holdsChecksummedSentences(frame + frame))
+    // A sentence and a frame together are two.
+    #expect(NMEAFramer.holdsChecksummedFrames(wire(Self.gga) + frame))
+    var corrupted = frame + frame
+    corrupted[7] ^= 0x01
+    #expect(!NMEAFramer.holdsChecksummedFrames(corrupted))
+    let bare = Array(("$" + Self.gga + "\r\n$" + Self.rmc + "\r\n").utf8)
+    #expect(!NMEAFramer.holdsChecksummedFrames(bare))
+  }
+
   @Test("every printable byte but $ ! * is sentence text, at every alignment and in any split")
   func printableText() {
     // The sentence loop looks at eight bytes at a time and at rare punctuation byte by byte;

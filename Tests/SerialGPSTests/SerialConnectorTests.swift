@@ -101,6 +101,41 @@ import Testing
     #expect(String(decoding: opened.heard, as: UTF8.self).contains("$GP"))
   }
 
+  @Test func aReceiverSendingOnlyUBXIsFoundAtItsRate() throws {
+    let pty = try PseudoTerminal()
+    // NAV-EOE frames, iTOW advancing: no NMEA at all.
+    func endOfEpoch(_ iTOW: UInt32) -> [UInt8] {
+      var frame: [UInt8] = [0xB5, 0x62, 0x01, 0x61, 0x04, 0x00]
+      frame += (0..<4).map { UInt8(truncatingIfNeeded: iTOW >> (8 * UInt32($0))) }
+      var a: UInt8 = 0
+      var b: UInt8 = 0
+      for byte in frame[2...] {
+        a = a &+ byte
+        b = b &+ a
+      }
+      return frame + [a, b]
+    }
+    let stop = Locked(false)
+    let talking = OwnThread.start(name: "talking") {
+      for second in 0..<200 where !stop.withLock({ $0 }) {
+        try? pty.write(endOfEpoch(UInt32(second) * 1000), timeout: .milliseconds(200))
+        usleep(50_000)
+      }
+    }
+    defer {
+      stop.withLock { $0 = true }
+      talking.joinBlocking()
+    }
+    var memory = BaudRateMemory()
+    let opened = try SerialConnector.openPort(
+      path: pty.devicePath, baud: .automatic(candidates: [.b38400], timePerRate: .seconds(5)),
+      memory: &memory)
+    defer { opened.port.close() }
+    #expect(opened.unrecognisedRates == nil)
+    #expect(opened.detection?.rate == .b38400)
+    #expect(memory.rate(for: pty.devicePath) == .b38400)
+  }
+
   @Test func aRatelessPortOrAFixedRateIsNotSearched() throws {
     let pty = try PseudoTerminal()
     var memory = BaudRateMemory()
