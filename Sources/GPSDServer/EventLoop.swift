@@ -57,8 +57,9 @@ final class EventLoop {
   let clock: any DriverClock
   /// Dates devices' `activated` and POLL's `time`.
   let wallClock: any WallClock
-  /// `nil`: no TCP listener (receivers served to in-process subscribers only).
-  private let listener: ListeningSocket?
+  /// Empty: no TCP listener (receivers served to in-process subscribers only). More than one
+  /// when the service manager passed several (IPv4 and IPv6 loopback).
+  private let listeners: [ListeningSocket]
   private let inbox: ServerInbox
   private let counters: Locked<ServerStatistics>
   /// Receivers to shut down once the loop has stopped.
@@ -72,16 +73,18 @@ final class EventLoop {
   private var stopping = false
   private var accepting = true
   private var dropLog = LogThrottle(interval: .seconds(10))
+  private var idleExit: IdleExit?
 
   init(
     configuration: GPSDServer.Configuration, clock: any DriverClock,
-    wallClock: any WallClock = SystemWallClock(), listener: ListeningSocket?,
+    wallClock: any WallClock = SystemWallClock(), listeners: [ListeningSocket],
     inbox: ServerInbox, counters: Locked<ServerStatistics>, retired: Locked<[GPSReceiver]>
   ) {
     self.configuration = configuration
     self.clock = clock
     self.wallClock = wallClock
-    self.listener = listener
+    self.listeners = listeners
+    idleExit = configuration.whenIdle.map { IdleExit(limit: $0.after) }
     self.inbox = inbox
     self.counters = counters
     self.retired = retired
@@ -116,17 +119,19 @@ final class EventLoop {
       descriptors.removeAll(keepingCapacity: true)
       order.removeAll(keepingCapacity: true)
       descriptors.append(inbox.wakeup.pollDescriptor)
-      // Without a listener, or while accepting is paused, the slot stays with a descriptor
-      // poll skips.
-      let listening = accepting ? listener?.descriptor ?? -1 : -1
-      descriptors.append(pollfd(fd: listening, events: Int16(POLLIN), revents: 0))
+      // While accepting is paused, the listeners' slots stay with a descriptor poll skips.
+      for listener in listeners {
+        let listening = accepting ? listener.descriptor : -1
+        descriptors.append(pollfd(fd: listening, events: Int16(POLLIN), revents: 0))
+      }
       for (id, connection) in connections {
         order.append(id)
         let events = Int16(POLLIN) | (connection.output.isEmpty ? 0 : Int16(POLLOUT))
         descriptors.append(pollfd(fd: connection.socket.descriptor, events: events, revents: 0))
       }
+      noteUse()
       do {
-        _ = try poll(&descriptors, until: admission.nextDeadline)
+        _ = try poll(&descriptors, until: nextDeadline)
       } catch {
         log("poll failed: \(SocketError("poll", error)); stopping")
         break
@@ -135,9 +140,12 @@ final class EventLoop {
         _ = inbox.wakeup.consume()
         handleInbox()
       }
-      if descriptors[1].revents != 0 { acceptClients() }
+      for (offset, listener) in listeners.enumerated() where descriptors[offset + 1].revents != 0 {
+        acceptClients(from: listener)
+      }
+      let firstClient = listeners.count + 1
       for (offset, id) in order.enumerated() {
-        let revents = descriptors[offset + 2].revents
+        let revents = descriptors[offset + firstClient].revents
         guard revents != 0, connections[id] != nil else { continue }
         if revents & Int16(POLLOUT) != 0 { flush(id) }
         if revents & Int16(POLLIN) != 0 { readClient(id, into: buffer) }
@@ -154,6 +162,29 @@ final class EventLoop {
       }
     }
     finish()
+  }
+
+  /// The earlier of admission's deadline and the idle exit's.
+  private var nextDeadline: MonotonicInstant? {
+    switch (admission.nextDeadline, idleExit?.deadline) {
+    case (let a?, let b?): return min(a, b)
+    case (let a, let b): return a ?? b
+    }
+  }
+
+  /// Tells the idle exit whether anyone uses the server now, and calls the idle handler when
+  /// nobody has for its time.
+  private func noteUse() {
+    guard idleExit != nil, let notice = configuration.whenIdle else { return }
+    let inUse = !connections.isEmpty || receivers.values.contains { $0.need != nil }
+    guard idleExit?.note(inUse: inUse, now: .now) == true else { return }
+    log("no client for \(Self.seconds(notice.after)): exiting until the next one connects")
+    notice.handler()
+  }
+
+  static func seconds(_ duration: Duration) -> String {
+    let (seconds, attoseconds) = duration.components
+    return attoseconds == 0 ? "\(seconds) s" : "\(Double(seconds) + Double(attoseconds) / 1e18) s"
   }
 
   private func handleInbox() {
@@ -204,8 +235,7 @@ final class EventLoop {
 
   // MARK: - Clients
 
-  private func acceptClients() {
-    guard let listener else { return }
+  private func acceptClients(from listener: ListeningSocket) {
     for _ in 0..<Self.acceptsPerWake {
       let descriptor: Int32?
       do {
@@ -486,7 +516,7 @@ final class EventLoop {
   private func finish() {
     for (_, connection) in connections { connection.socket.close() }
     connections.removeAll()
-    listener?.close()
+    for listener in listeners { listener.close() }
     for (_, slot) in receivers { slot.subscription?.cancel() }
     let all = receivers.values.map(\.receiver)
     retired.withLock { $0 += all }

@@ -30,6 +30,11 @@ public final class GPSDServer: Sendable {
     /// Permits a non-loopback ``listenAddress``: the protocol has no authentication, and any
     /// watcher can keep the receivers powered.
     public var allowRemote = false
+    /// Listening sockets the service manager passed (socket activation: `serve` under
+    /// `serialgps.socket` or `systemd-socket-activate`), served instead of ``listenAddress``
+    /// when not empty. The server owns them from then on and closes them when it ends. Each
+    /// must be a listening TCP socket, on loopback unless ``allowRemote``.
+    public var listenDescriptors: [Int32] = []
     /// Clients served at once. When all are connected, a newcomer takes the slot of the
     /// longest-idle client that does not watch (see ``evictionIdleTime``); when there is
     /// none, it is told so in an `ERROR` report and closed.
@@ -76,8 +81,26 @@ public final class GPSDServer: Sendable {
     /// Time for chrony and ntpd from every receiver served (`serve --time`, docs/time.md);
     /// `nil`: none. Each receiver then stays powered for as long as the server runs.
     public var time: TimeOptions?
+    /// Called once, on the server's thread, when the server has had no client connected and no
+    /// receiver subscribed (watched, or held by an in-process subscriber) for this long: a
+    /// socket-activated server then shuts down, to be started again by the next client
+    /// (`serve --exit-idle S`). Never with ``time``, whose consumers never stop listening.
+    public var whenIdle: IdleNotice?
 
     public init() {}
+  }
+
+  /// What ``Configuration/whenIdle`` calls, and after how long.
+  public struct IdleNotice: Sendable {
+    /// How long the server must have been idle.
+    public var after: Duration
+    /// Called once on the server's thread; must not block (shut the server down from a task).
+    public var handler: @Sendable () -> Void
+
+    public init(after: Duration, handler: @escaping @Sendable () -> Void) {
+      self.after = after
+      self.handler = handler
+    }
   }
 
   /// A device served from start to end.
@@ -123,8 +146,11 @@ public final class GPSDServer: Sendable {
   let inbox: ServerInbox
   let timeKeeper: TimeKeeper?
   /// The address listened on, with the port the kernel chose when port 0 was asked for;
-  /// `nil` without a listener.
-  public let listenAddress: ListenAddress?
+  /// `nil` without a listener. With sockets passed by the service manager, the first of them.
+  public var listenAddress: ListenAddress? { listenAddresses.first }
+  /// Every address listened on: the one of ``Configuration/listenAddress``, or those of the
+  /// sockets passed (``Configuration/listenDescriptors``).
+  public let listenAddresses: [ListenAddress]
   private let counters = Locked(ServerStatistics())
   /// Receivers to shut down once the server's thread has stopped.
   private let retired = Locked<[GPSReceiver]>([])
@@ -152,12 +178,18 @@ public final class GPSDServer: Sendable {
     configuration: Configuration = Configuration(), devices: Devices,
     clock: any DriverClock = SystemClock(), wallClock: any WallClock
   ) throws(GPSDServerError) {
-    let address = configuration.listenAddress
+    let activated = !configuration.listenDescriptors.isEmpty
+    let address = activated ? nil : configuration.listenAddress
     if let address, !address.isLoopback, !configuration.allowRemote {
       throw GPSDServerError(
         "listening on \(address) would let other machines connect: the gpsd protocol has no "
           + "authentication and any watcher keeps the receivers powered; pass --allow-remote "
           + "to do it anyway, or listen on 127.0.0.1")
+    }
+    if configuration.time != nil, configuration.whenIdle != nil {
+      throw GPSDServerError(
+        "a server that serves time is never idle (chrony and ntpd never stop listening): "
+          + "leave out the idle exit (--exit-idle) or the time service (--time)")
     }
     // A chrony socket that cannot work is said now, not counted in a report ten minutes on.
     if let path = configuration.time?.chronySocket {
@@ -167,16 +199,23 @@ public final class GPSDServer: Sendable {
       case .unusable(let problem): throw GPSDServerError(problem)
       }
     }
-    let listener: ListeningSocket?
+    let listeners: [ListeningSocket]
+    if activated {
+      listeners = try Self.adopt(configuration.listenDescriptors, configuration: configuration)
+    } else {
+      listeners = []
+    }
     let wakeup: EventSignal
+    var bound: ListeningSocket?
     do throws(SocketError) {
-      listener = try address.map { address throws(SocketError) in
+      bound = try address.map { address throws(SocketError) in
         try ListeningSocket(address: address)
       }
       do {
         wakeup = try EventSignal.make()
       } catch {
-        listener?.close()
+        bound?.close()
+        for listener in listeners { listener.close() }
         throw SocketError("eventfd", error)
       }
     } catch {
@@ -186,7 +225,8 @@ public final class GPSDServer: Sendable {
         : error.code == EACCES ? " (ports below 1024 need privileges)" : ""
       throw GPSDServerError("cannot listen on \(address?.description ?? "-"): \(error)\(hint)")
     }
-    listenAddress = listener?.address
+    let listening = listeners + (bound.map { [$0] } ?? [])
+    listenAddresses = listening.map(\.address)
     let inbox = ServerInbox(reportLimit: configuration.subscriptionBufferSize, wakeup: wakeup)
     self.inbox = inbox
     var configuration = configuration
@@ -206,7 +246,7 @@ public final class GPSDServer: Sendable {
       timeKeeper = nil
     }
     let loop = EventLoop(
-      configuration: configuration, clock: clock, wallClock: wallClock, listener: listener,
+      configuration: configuration, clock: clock, wallClock: wallClock, listeners: listening,
       inbox: inbox, counters: counters, retired: retired)
     switch devices {
     case .fixed(let served):
@@ -230,6 +270,34 @@ public final class GPSDServer: Sendable {
       }
     }
     thread = OwnThread.start(name: "serialgps-serve") { loop.run() }
+  }
+
+  /// The sockets the service manager passed, taken over; every one is closed when one cannot
+  /// be served, so that none is left to a process that will not accept on it.
+  private static func adopt(
+    _ descriptors: [Int32], configuration: Configuration
+  ) throws(GPSDServerError) -> [ListeningSocket] {
+    var adopted: [ListeningSocket] = []
+    for (index, descriptor) in descriptors.enumerated() {
+      let problem: String
+      do throws(SocketError) {
+        // One that fails is closed by its initialiser.
+        let listener = try ListeningSocket(adopting: descriptor)
+        adopted.append(listener)
+        if listener.address.isLoopback || configuration.allowRemote { continue }
+        problem =
+          "the socket unit listens on \(listener.address), which lets other machines connect: "
+          + "the gpsd protocol has no authentication; add --allow-remote to serve's ExecStart "
+          + "(a drop-in), or listen on 127.0.0.1:2947 and [::1]:2947 only"
+      } catch {
+        problem = "cannot serve the socket the service manager passed: \(error)"
+      }
+      for listener in adopted { listener.close() }
+      // Those not reached yet are ours too: nobody else will close them.
+      for rest in descriptors[(index + 1)...] { _ = Glibc.close(rest) }
+      throw GPSDServerError(problem)
+    }
+    return adopted
   }
 
   /// Counters and gauges, for monitoring and tests.

@@ -29,6 +29,8 @@ let serveCommand = Command(
 struct ServeOptions: Equatable, CommandArguments {
   var listen = "127.0.0.1:2947"
   var linger: Duration = .seconds(5)
+  /// `--exit-idle S`: end after S with no client and no receiver subscribed.
+  var exitIdle: Duration?
   var maximumClients = 64
   /// `--client-send-buffer`: `SO_SNDBUF` of client sockets; `nil` leaves the kernel's.
   var clientSendBuffer: Int? = GPSDServer.Configuration().clientSendBufferSize
@@ -66,6 +68,9 @@ struct ServeOptions: Equatable, CommandArguments {
                           authentication, and any client can keep the receivers powered
       --linger S          seconds a receiver stays powered after its last watcher leaves
                           (default 5; 0 powers off at once)
+      --exit-idle S       exit (status 0, receivers in standby) after S seconds with no client
+                          connected and no receiver watched: for serialgps.socket, which
+                          starts serve again at the next client. Not with --time or --mqtt
       --max-clients N     clients served at once (default 64); when all are taken, the
                           longest-idle client that does not watch makes room, else the
                           newcomer is told so and disconnected
@@ -122,6 +127,10 @@ struct ServeOptions: Equatable, CommandArguments {
           "--listen needs an address such as 127.0.0.1:2947", allowingEmpty: true)
       case "--allow-remote":
         options.allowRemote = true
+      case "--exit-idle":
+        options.exitIdle = try reader.seconds(
+          in: 1...86_400, allowingZero: false,
+          "--exit-idle needs a number of seconds from 1 to 86400, such as 60")
       case "--linger":
         options.linger = try reader.linger()
       case "--max-clients":
@@ -201,6 +210,18 @@ struct ServeOptions: Equatable, CommandArguments {
           "\(option) names one receiver's: serve that one DEVICE (the others get gpsd's defaults "
             + "when discovered), or leave \(option) out")
       }
+      if options.exitIdle != nil, options.servesTime || options.fleet.isEnabled {
+        throw UsageMessage(
+          "--exit-idle cannot go with \(options.servesTime ? "--time" : "--mqtt"): "
+            + (options.servesTime
+              ? "chrony and ntpd never stop listening, so serve is never idle"
+              : "MQTT consumers cannot start serve again once it exited")
+            + "; leave one of them out")
+      }
+      if options.exitIdle != nil, options.listen == "none" {
+        throw UsageMessage(
+          "--exit-idle with --listen none: no client could ever start serve again; listen")
+      }
       if options.listen == "none" && !options.fleet.isEnabled && !options.servesTime {
         throw UsageMessage(
           "--listen none leaves nobody to serve: add --mqtt URL or --time, or listen")
@@ -241,11 +262,22 @@ struct ServeUsageError: Error, Equatable {
 
 enum ServeCommand {
   static func run(_ options: ServeOptions) async -> Int32 {
+    // First: the variables must be gone before anything could start a child that inherits them.
+    let activation = SocketActivation.take()
     var configuration: GPSDServer.Configuration
     switch options.configuration() {
     case .success(let made): configuration = made
     case .failure(let error):
       Output.error.line("serialgps serve: " + error.message)
+      return 2
+    }
+    switch activation {
+    case .none, .otherProcess:
+      break
+    case .passed(let sockets):
+      configuration.listenDescriptors = sockets.map(\.descriptor)
+    case .invalid(let problem):
+      Output.error.line("serialgps serve: socket activation: \(problem)")
       return 2
     }
     configuration.log = { message in Output.error.line(message) }
@@ -269,6 +301,9 @@ enum ServeCommand {
       : .fixed(options.devices.map { .serialPort(path: $0, baud: options.baudSetting) })
     // Before the receivers exist: a signal from now on stops them cleanly.
     let stop = StopSignals()
+    if let after = options.exitIdle {
+      configuration.whenIdle = GPSDServer.IdleNotice(after: after) { stop.request(.idle) }
+    }
     let server: GPSDServer
     do {
       server = try GPSDServer(configuration: configuration, devices: devices)
@@ -279,7 +314,12 @@ enum ServeCommand {
     }
     let served =
       options.devices.isEmpty ? "the receivers found" : options.devices.joined(separator: ", ")
-    let listening = server.listenAddress.map { "listening on \($0)" } ?? "no gpsd port"
+    let passed = configuration.listenDescriptors.isEmpty ? "" : " (sockets passed by systemd)"
+    let listening =
+      server.listenAddresses.isEmpty
+      ? "no gpsd port"
+      : "listening on "
+        + server.listenAddresses.map(\.description).joined(separator: " and ") + passed
     let publishing = fleet.map { " and publishing to \($0.bridge.brokerURL)" } ?? ""
     let time = options.servesTime ? " and serving time" : ""
     Output.error.line("serialgps serve: \(listening)\(publishing)\(time) for \(served)")
