@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Replay
 import Testing
 
 // The built `serialgps` as a child process, for the commands whose job is the process itself:
@@ -42,16 +43,20 @@ final class CLIProcess: @unchecked Sendable {
   ///     terminal); its output is then not collected.
   ///   - signalDispositions: `env(1)` options that set the child's signal dispositions before
   ///     it starts (`--default-signal=HUP`), whatever this process has.
+  ///   - launcher: a program and its arguments that start serialgps (given last) themselves,
+  ///     such as `systemd-socket-activate -l ADDRESS`.
   init(
     _ arguments: [String], standardError: FileHandle? = nil, signalDispositions: [String] = [],
-    environment extra: [String: String] = [:]
+    environment extra: [String: String] = [:], launcher: [String] = []
   ) throws {
-    if signalDispositions.isEmpty {
+    let wrapper =
+      launcher + (signalDispositions.isEmpty ? [] : ["/usr/bin/env"] + signalDispositions)
+    if wrapper.isEmpty {
       process.executableURL = try serialgpsBinary()
       process.arguments = arguments
     } else {
-      process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-      process.arguments = signalDispositions + [try serialgpsBinary().path] + arguments
+      process.executableURL = URL(fileURLWithPath: wrapper[0])
+      process.arguments = wrapper.dropFirst() + [try serialgpsBinary().path] + arguments
     }
     var environment = ProcessInfo.processInfo.environment
     environment["SWIFT_BACKTRACE"] = "enable=no"
@@ -125,4 +130,15 @@ final class TemporaryDirectory {
   func file(_ name: String) -> String { path + "/" + name }
 
   deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// A simulated MediaTek receiver in standby on a pty, playing the MediaTek cold start four
+/// times as fast as recorded once woken: the receiver of the tests of processes that must
+/// leave it in standby. Stop it at the end of the test.
+func sleepingMediaTek() throws -> ReceiverSimulator {
+  let recording = try Recording.load(path: "\(fixturesDirectory)/mtk-cold-start.nmea")
+  return try ReceiverSimulator(
+    recording: recording,
+    configuration: .init(
+      profile: .mediatek, pace: .recorded(speed: 4), initialPowerState: .standby))
 }

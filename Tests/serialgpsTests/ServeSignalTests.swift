@@ -51,11 +51,7 @@ struct ServeSignalTests {
     "SIGTERM, SIGINT, SIGHUP and SIGQUIT: standby reaches the receiver, exit 0",
     arguments: [SIGTERM, SIGINT, SIGHUP, SIGQUIT])
   func stopsWithStandby(_ signal: Int32) async throws {
-    let recording = try Recording.load(path: "\(fixturesDirectory)/mtk-cold-start.nmea")
-    let simulator = try ReceiverSimulator(
-      recording: recording,
-      configuration: .init(
-        profile: .mediatek, pace: .recorded(speed: 4), initialPowerState: .standby))
+    let simulator = try sleepingMediaTek()
     defer { simulator.stop() }
     let serve = try CLIProcess(
       [
