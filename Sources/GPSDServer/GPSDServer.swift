@@ -35,6 +35,18 @@ public final class GPSDServer: Sendable {
     /// when not empty. The server owns them from then on and closes them when it ends. Each
     /// must be a listening TCP socket, on loopback unless ``allowRemote``.
     public var listenDescriptors: [Int32] = []
+    /// The raw port (`serve --raw-listen`): each connection gets the bytes the first receiver
+    /// served sends, as they are, for as long as it is connected, and counts as a subscriber
+    /// of it (the receiver is powered while any is connected). `nil`: none. Loopback unless
+    /// ``allowRemote``.
+    public var rawListenAddress: ListenAddress?
+    /// Whether one raw-port connection at a time may write to the receiver (the first that
+    /// sends, until it leaves; `GPSReceiver.write`, between the driver's own command
+    /// exchanges); the others' bytes are dropped and each is told so once.
+    public var rawWrite = false
+    /// Bytes queued for a raw-port connection that does not read; past it, the receiver's
+    /// bytes are dropped for that connection (``ServerStatistics/rawBytesDropped``).
+    public var rawBacklog = 256 * 1024
     /// Clients served at once. When all are connected, a newcomer takes the slot of the
     /// longest-idle client that does not watch (see ``evictionIdleTime``); when there is
     /// none, it is told so in an `ERROR` report and closed.
@@ -151,6 +163,8 @@ public final class GPSDServer: Sendable {
   /// Every address listened on: the one of ``Configuration/listenAddress``, or those of the
   /// sockets passed (``Configuration/listenDescriptors``).
   public let listenAddresses: [ListenAddress]
+  /// The raw port's address, with the port the kernel chose for port 0; `nil` without one.
+  public let rawListenAddress: ListenAddress?
   private let counters = Locked(ServerStatistics())
   /// Receivers to shut down once the server's thread has stopped.
   private let retired = Locked<[GPSReceiver]>([])
@@ -186,6 +200,11 @@ public final class GPSDServer: Sendable {
           + "authentication and any watcher keeps the receivers powered; pass --allow-remote "
           + "to do it anyway, or listen on 127.0.0.1")
     }
+    if let raw = configuration.rawListenAddress, !raw.isLoopback, !configuration.allowRemote {
+      throw GPSDServerError(
+        "a raw port on \(raw) would let other machines read the receiver, and write to it with "
+          + "--raw-write; pass --allow-remote to do it anyway, or listen on 127.0.0.1")
+    }
     if configuration.time != nil, configuration.whenIdle != nil {
       throw GPSDServerError(
         "a server that serves time is never idle (chrony and ntpd never stop listening): "
@@ -205,6 +224,17 @@ public final class GPSDServer: Sendable {
     } else {
       listeners = []
     }
+    // Each listener closes its socket when it goes away: an error below leaves none open.
+    let rawListener: ListeningSocket?
+    do throws(SocketError) {
+      rawListener = try configuration.rawListenAddress.map { raw throws(SocketError) in
+        try ListeningSocket(address: raw)
+      }
+    } catch {
+      throw GPSDServerError(
+        "cannot listen on the raw port \(configuration.rawListenAddress?.description ?? "-"): "
+          + "\(error)\(error.code == EADDRINUSE ? " (choose another --raw-listen port)" : "")")
+    }
     let wakeup: EventSignal
     var bound: ListeningSocket?
     do throws(SocketError) {
@@ -215,6 +245,7 @@ public final class GPSDServer: Sendable {
         wakeup = try EventSignal.make()
       } catch {
         bound?.close()
+        rawListener?.close()
         for listener in listeners { listener.close() }
         throw SocketError("eventfd", error)
       }
@@ -227,6 +258,7 @@ public final class GPSDServer: Sendable {
     }
     let listening = listeners + (bound.map { [$0] } ?? [])
     listenAddresses = listening.map(\.address)
+    rawListenAddress = rawListener?.address
     let inbox = ServerInbox(reportLimit: configuration.subscriptionBufferSize, wakeup: wakeup)
     self.inbox = inbox
     var configuration = configuration
@@ -247,6 +279,7 @@ public final class GPSDServer: Sendable {
     }
     let loop = EventLoop(
       configuration: configuration, clock: clock, wallClock: wallClock, listeners: listening,
+      rawListener: rawListener,
       inbox: inbox, counters: counters, retired: retired)
     switch devices {
     case .fixed(let served):
@@ -367,6 +400,11 @@ public struct ServerStatistics: Sendable, Hashable {
   /// Receiver reports skipped because the server thread fell behind the receivers (the
   /// newest are kept; see `subscriptionBufferSize`).
   public var reportsDropped = 0
+  /// Connections to the raw port now.
+  public var rawClients = 0
+  /// Bytes of the receiver not sent to a raw-port connection because it did not read and
+  /// ``GPSDServer/Configuration/rawBacklog`` bytes waited for it already.
+  public var rawBytesDropped = 0
   /// Inputs the server's protocol state did not expect and ignored (a bug if ever above zero;
   /// a debug build stops at the first).
   public var unexpectedEvents = 0

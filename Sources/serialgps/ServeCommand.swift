@@ -35,6 +35,9 @@ struct ServeOptions: Equatable, CommandArguments {
   /// `--client-send-buffer`: `SO_SNDBUF` of client sockets; `nil` leaves the kernel's.
   var clientSendBuffer: Int? = GPSDServer.Configuration().clientSendBufferSize
   var allowRemote = false
+  /// `--raw-listen ADDR`: the raw port; `--raw-write`: one connection may write.
+  var rawListen: String?
+  var rawWrite = false
   var baud: BaudRate?
   var family: ChipsetFamily?
   var devices: [String] = []
@@ -68,6 +71,14 @@ struct ServeOptions: Equatable, CommandArguments {
                           authentication, and any client can keep the receivers powered
       --linger S          seconds a receiver stays powered after its last watcher leaves
                           (default 5; 0 powers off at once)
+      --raw-listen ADDR   also serve the first receiver's bytes as they are (NMEA, UBX, RTCM)
+                          on ADDR (PORT, HOST:PORT or [::1]:PORT; loopback unless
+                          --allow-remote) to each connection, for u-center, RTKLIB's
+                          str2str (tcpcli://), pygpsclient: the receiver is powered while
+                          any is connected
+      --raw-write         let one raw connection at a time write to the receiver (the first
+                          that sends, until it leaves); others are told it is taken. Never
+                          inside serve's own wake-up and standby exchanges
       --exit-idle S       exit (status 0, receivers in standby) after S seconds with no client
                           connected and no receiver watched: for serialgps.socket, which
                           starts serve again at the next client. Not with --time or --mqtt
@@ -127,6 +138,11 @@ struct ServeOptions: Equatable, CommandArguments {
           "--listen needs an address such as 127.0.0.1:2947", allowingEmpty: true)
       case "--allow-remote":
         options.allowRemote = true
+      case "--raw-listen":
+        options.rawListen = try reader.value(
+          "--raw-listen needs a port or an address such as 127.0.0.1:2948")
+      case "--raw-write":
+        options.rawWrite = true
       case "--exit-idle":
         options.exitIdle = try reader.seconds(
           in: 1...86_400, allowingZero: false,
@@ -210,6 +226,9 @@ struct ServeOptions: Equatable, CommandArguments {
           "\(option) names one receiver's: serve that one DEVICE (the others get gpsd's defaults "
             + "when discovered), or leave \(option) out")
       }
+      if options.rawWrite, options.rawListen == nil {
+        throw UsageMessage("--raw-write writes through the raw port: add --raw-listen ADDR")
+      }
       if options.exitIdle != nil, options.servesTime || options.fleet.isEnabled {
         throw UsageMessage(
           "--exit-idle cannot go with \(options.servesTime ? "--time" : "--mqtt"): "
@@ -237,6 +256,16 @@ struct ServeOptions: Equatable, CommandArguments {
       configuration.listenAddress = listen == "none" ? nil : try ListenAddress(parsing: listen)
     } catch {
       return .failure(ServeUsageError(message: "--listen \(error)"))
+    }
+    if let rawListen {
+      // A bare port is one on loopback: the raw stream has no default port of its own.
+      let text = rawListen.allSatisfy(\.isNumber) ? ":" + rawListen : rawListen
+      do {
+        configuration.rawListenAddress = try ListenAddress(parsing: text)
+      } catch {
+        return .failure(ServeUsageError(message: "--raw-listen \(error)"))
+      }
+      configuration.rawWrite = rawWrite
     }
     configuration.allowRemote = allowRemote
     configuration.maximumClients = maximumClients
@@ -321,7 +350,10 @@ enum ServeCommand {
       : "listening on "
         + server.listenAddresses.map(\.description).joined(separator: " and ") + passed
     let publishing = fleet.map { " and publishing to \($0.bridge.brokerURL)" } ?? ""
-    let time = options.servesTime ? " and serving time" : ""
+    let raw = server.rawListenAddress.map {
+      " with the raw stream on \($0)\(options.rawWrite ? " (writable)" : "")"
+    }
+    let time = (raw ?? "") + (options.servesTime ? " and serving time" : "")
     Output.error.line("serialgps serve: \(listening)\(publishing)\(time) for \(served)")
     // Started: the code only start-up ran leaves the resident set (docs/posix.md, Memory).
     _ = try? ResidentMemory.releaseExecutableCode()

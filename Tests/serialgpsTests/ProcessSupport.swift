@@ -142,3 +142,80 @@ func sleepingMediaTek() throws -> ReceiverSimulator {
     configuration: .init(
       profile: .mediatek, pace: .recorded(speed: 4), initialPowerState: .standby))
 }
+
+/// A TCP connection to 127.0.0.1:`port`, blocking; `receiveBuffer` sets `SO_RCVBUF` before it
+/// connects (a small one makes a client that never reads fill up soon). Close it at the end.
+func loopbackConnection(port: UInt16, receiveBuffer: Int32? = nil) throws -> Int32 {
+  let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
+  if var size = receiveBuffer {
+    setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+  }
+  var address = sockaddr_in()
+  address.sin_family = sa_family_t(AF_INET)
+  address.sin_port = port.bigEndian
+  address.sin_addr.s_addr = inet_addr("127.0.0.1")
+  let connected = withUnsafePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+      connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+    }
+  }
+  guard connected == 0 else {
+    close(descriptor)
+    throw POSIXError(.ECONNREFUSED)
+  }
+  return descriptor
+}
+
+/// Another program (socat, gpspipe, str2str) run with its standard output and error
+/// collected on a thread of its own, so that no test task blocks on a read.
+final class Tool: @unchecked Sendable {
+  let process = Process()
+  let input = Pipe()
+  private let lock = NSLock()
+  private var collected = Data()
+  private var ended = false
+
+  init(_ path: String, _ arguments: [String]) throws {
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    process.standardInput = input
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let handle = output.fileHandleForReading
+    Thread { [self] in
+      while true {
+        let data = handle.availableData
+        if data.isEmpty { break }
+        lock.withLock { collected.append(data) }
+      }
+      lock.withLock { ended = true }
+    }.start()
+  }
+
+  var output: String { lock.withLock { String(decoding: collected, as: UTF8.self) } }
+  var byteCount: Int { lock.withLock { collected.count } }
+
+  /// Waits (without blocking a thread) until it has exited and its output was read to the
+  /// end, at most `timeout`; what it printed.
+  func finish(timeout: Duration = .seconds(90)) async -> String {
+    _ = await eventually(timeout: timeout) {
+      !process.isRunning && lock.withLock { ended }
+    }
+    return output
+  }
+
+  func send(_ text: String) { input.fileHandleForWriting.write(Data(text.utf8)) }
+
+  /// Ends it and waits for the exit, so that its connection is closed. SIGKILL: a child
+  /// of the test runner may inherit SIGTERM blocked. Polls: `waitUntilExit` needs a run
+  /// loop that a test's task does not have.
+  func stop() async {
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    _ = await eventually(timeout: .seconds(10)) { !process.isRunning }
+  }
+
+  deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+}

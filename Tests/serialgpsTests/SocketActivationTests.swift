@@ -49,30 +49,8 @@ struct SocketActivationTests {
   }
 
   /// gpsd's own client, `gpspipe -w`, started for `lines` lines (or until 60 s passed).
-  final class GPSPipe {
-    let process = Process()
-    private let output = Pipe()
-    private let errors = Pipe()
-
-    init(_ server: String, lines: Int) throws {
-      process.executableURL = URL(fileURLWithPath: "/usr/bin/gpspipe")
-      process.arguments = ["-w", "-n", "\(lines)", "-x", "60", server]
-      process.standardOutput = output
-      process.standardError = errors
-      try process.run()
-    }
-
-    /// What it printed on standard output, then on standard error, once it ended.
-    func finish() -> String {
-      let data = output.fileHandleForReading.readDataToEndOfFile()
-      let complaints = errors.fileHandleForReading.readDataToEndOfFile()
-      process.waitUntilExit()
-      return String(decoding: data + complaints, as: UTF8.self)
-    }
-  }
-
-  func gpspipe(_ server: String, lines: Int) throws -> String {
-    try GPSPipe(server, lines: lines).finish()
+  func gpspipe(_ server: String, lines: Int) throws -> Tool {
+    try Tool("/usr/bin/gpspipe", ["-w", "-n", "\(lines)", "-x", "60", server])
   }
 
   /// The `flags:` line of a descriptor of a process, in octal as the kernel gives it.
@@ -111,8 +89,8 @@ struct SocketActivationTests {
     // at once, so that the idle exit cannot come between them.
     // 40 lines: the TPVs of a cold start come after VERSION, DEVICES, WATCH, DEVICE and the
     // first epochs' reports.
-    let overIPv4 = try GPSPipe("127.0.0.1:\(port)", lines: 40)
-    let overIPv6 = ipv6 ? try GPSPipe("[::1]:\(port)", lines: 40) : nil
+    let overIPv4 = try gpspipe("127.0.0.1:\(port)", lines: 40)
+    let overIPv6 = ipv6 ? try gpspipe("[::1]:\(port)", lines: 40) : nil
     #expect(
       await eventually { serve.standardError.contains("(sockets passed by systemd)") },
       "\(serve.standardError)")
@@ -122,11 +100,11 @@ struct SocketActivationTests {
     let flags = descriptorFlags(pid: pid, descriptor: 3)
     #expect(flags.map { $0 & 0o2_000_000 != 0 } == true, "descriptor 3's flags: \(flags ?? -1)")
     #expect(flags.map { $0 & Int(O_NONBLOCK) != 0 } == true, "descriptor 3's flags: \(flags ?? -1)")
-    let first = overIPv4.finish()
+    let first = await overIPv4.finish()
     #expect(first.contains("\"class\":\"VERSION\""), "\(first)\n\(serve.standardError)")
     #expect(first.contains("\"class\":\"TPV\""), "\(first)\n\(serve.standardError)")
     if let overIPv6 {
-      let second = overIPv6.finish()
+      let second = await overIPv6.finish()
       #expect(second.contains("\"class\":\"TPV\""), "\(second)\n\(serve.standardError)")
     }
 
@@ -151,7 +129,7 @@ struct SocketActivationTests {
       launcher: [Self.activator, "-l", "127.0.0.1:\(port)"])
     #expect(await eventually { serve.standardError.contains("Listening on 127.0.0.1:\(port)") })
     // VERSION, DEVICES, WATCH.
-    let reply = try gpspipe("127.0.0.1:\(port)", lines: 3)
+    let reply = try await gpspipe("127.0.0.1:\(port)", lines: 3).finish()
     #expect(reply.contains("\"class\":\"VERSION\""), "\(reply)\n\(serve.standardError)")
     #expect(await serve.exitStatus(timeout: .seconds(30)) == 0, "\(serve.standardError)")
   }
