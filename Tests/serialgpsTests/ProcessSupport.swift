@@ -219,3 +219,14 @@ final class Tool: @unchecked Sendable {
 
   deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 }
+
+/// Runs `body`, which blocks (a child process's pipes, `waitUntilExit`), on a thread of its
+/// own: on a test task it would hold one of the few threads of the pool, which Foundation's
+/// `Process` also needs to notice its children's exits; with them all held, nothing ends.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+  try await withCheckedThrowingContinuation { continuation in
+    let thread = Thread { continuation.resume(with: Result { try body() }) }
+    thread.stackSize = 1 << 20
+    thread.start()
+  }
+}
