@@ -2,13 +2,14 @@
 # CI's check of the Debian package (make deb-check; docs/packaging.md), as root:
 #   1. lintian reports no error;
 #   2. in a private mount namespace whose /run says that udev and systemd run (so that the
-#      maintainer scripts take their reload paths), with udevadm, systemctl and
-#      deb-systemd-invoke replaced by stubs that record their arguments: install with
-#      dpkg -i, install again (an upgrade), run the installed serialgps --version and demo,
-#      systemd-analyze verify the installed unit, check the man page, purge with
-#      dpkg --purge;
-#   3. the maintainer scripts reloaded udev and systemd on install and removal, and stopped
-#      the service on removal;
+#      maintainer scripts take their reload paths), with udevadm, systemctl,
+#      deb-systemd-invoke and deb-systemd-helper replaced by stubs that record their
+#      arguments: install with dpkg -i, install again (an upgrade), run the installed
+#      serialgps --version and demo, systemd-analyze verify the installed units (service and
+#      socket), check the man page, purge with dpkg --purge;
+#   3. the maintainer scripts reloaded udev and systemd on install and removal, enabled and
+#      started serialgps.socket on install, and stopped socket and service on removal and
+#      purged the socket's enablement;
 #   4. nothing the package installed is left, and no path under /etc, /usr or /var/lib was
 #      added or removed.
 #
@@ -52,8 +53,11 @@ snapshot >"$work/before"
 
 stubs=$work/stubs
 mkdir -p "$stubs"
-for tool in udevadm systemctl deb-systemd-invoke; do
+# systemctl is-active says inactive (3), as with no gpsd running; deb-systemd-helper
+# was-enabled says "enable" (0), as for a new install.
+for tool in udevadm systemctl deb-systemd-invoke deb-systemd-helper; do
   printf '#!/bin/sh\necho "%s $*" >>%s/calls\n' "$tool" "$work" >"$stubs/$tool"
+  [ "$tool" = systemctl ] && printf '[ "$1" = is-active ] && exit 3\nexit 0\n' >>"$stubs/$tool"
   chmod 755 "$stubs/$tool"
 done
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's#^\./#/#' | grep -v '/$' >"$work/files"
@@ -85,9 +89,11 @@ unshare --mount --propagation private env WORK="$work" DEB="$deb" STUBS="$stubs"
   tail -3 "$WORK/demo.out"
   grep -q "Demo over" "$WORK/demo.out" || { echo "the demo did not finish" >&2; exit 1; }
 
-  echo "== systemd-analyze verify /usr/lib/systemd/system/serialgps.service"
-  systemd-analyze verify /usr/lib/systemd/system/serialgps.service 2>&1 | tee "$WORK/verify"
-  [ ! -s "$WORK/verify" ] || { echo "systemd-analyze verify complained" >&2; exit 1; }
+  for unit in serialgps.service serialgps.socket; do
+    echo "== systemd-analyze verify /usr/lib/systemd/system/$unit"
+    systemd-analyze verify "/usr/lib/systemd/system/$unit" 2>&1 | tee "$WORK/verify"
+    [ ! -s "$WORK/verify" ] || { echo "systemd-analyze verify complained about $unit" >&2; exit 1; }
+  done
 
   echo "== man serialgps"
   [ "$(man -w serialgps)" = /usr/share/man/man1/serialgps.1.gz ]
@@ -113,7 +119,11 @@ for phase in install upgrade purge; do
   expect "$phase" "systemctl --system daemon-reload"
 done
 expect upgrade "deb-systemd-invoke restart serialgps.service"
-expect purge "deb-systemd-invoke stop serialgps.service"
+expect install "deb-systemd-helper enable serialgps.socket"
+expect install "deb-systemd-invoke start serialgps.socket"
+expect upgrade "deb-systemd-helper enable serialgps.socket"
+expect purge "deb-systemd-invoke stop serialgps.socket serialgps.service"
+expect purge "deb-systemd-helper purge serialgps.socket"
 
 echo "== nothing left behind"
 if dpkg-query -W serialgps >/dev/null 2>&1; then

@@ -49,6 +49,7 @@ grep -q '^ExecStart=/usr/bin/serialgps ' "$root/usr/lib/systemd/system/serialgps
   echo "make-deb: contrib/systemd/serialgps.service has no ExecStart=/usr/local/bin/serialgps to adapt" >&2
   exit 1
 }
+install -m 0644 contrib/systemd/serialgps.socket "$root/usr/lib/systemd/system/serialgps.socket"
 # The recording `serialgps demo` replays (it looks in share/serialgps beside bin/).
 install -D -m 0644 fixtures/ublox-m8-drive.nmea "$root/usr/share/serialgps/ublox-m8-drive.nmea"
 

@@ -25,7 +25,11 @@ final class EventLoop {
     /// The device's path, for log messages.
     let path: String
     var subscription: Subscription?
+    /// What the subscription delivers: what ``ServerState`` asked for, and the raw bytes
+    /// while raw-port connections want this device's.
     var need: ReceiverNeed?
+    /// What ``ServerState`` asked for; its events go to it only while it asked.
+    var stateNeed: ReceiverNeed?
     /// Events of an older subscription still in flight are recognised by this and dropped.
     var generation = 0
     /// What discovery knows about it, and its events for the receiver's connector, for
@@ -57,8 +61,15 @@ final class EventLoop {
   let clock: any DriverClock
   /// Dates devices' `activated` and POLL's `time`.
   let wallClock: any WallClock
-  /// `nil`: no TCP listener (receivers served to in-process subscribers only).
-  private let listener: ListeningSocket?
+  /// Empty: no TCP listener (receivers served to in-process subscribers only). More than one
+  /// when the service manager passed several (IPv4 and IPv6 loopback).
+  private let listeners: [ListeningSocket]
+  /// The raw port (`serve --raw-listen`); `nil` without one.
+  private let rawListener: ListeningSocket?
+  private var rawConnections: [Int: Connection] = [:]
+  private var nextRawID = 1
+  private var rawWriters: RawWriterSlot
+  private var rawDropLog = LogThrottle(interval: .seconds(10))
   private let inbox: ServerInbox
   private let counters: Locked<ServerStatistics>
   /// Receivers to shut down once the loop has stopped.
@@ -72,16 +83,21 @@ final class EventLoop {
   private var stopping = false
   private var accepting = true
   private var dropLog = LogThrottle(interval: .seconds(10))
+  private var idleExit: IdleExit?
 
   init(
     configuration: GPSDServer.Configuration, clock: any DriverClock,
-    wallClock: any WallClock = SystemWallClock(), listener: ListeningSocket?,
+    wallClock: any WallClock = SystemWallClock(), listeners: [ListeningSocket],
+    rawListener: ListeningSocket? = nil,
     inbox: ServerInbox, counters: Locked<ServerStatistics>, retired: Locked<[GPSReceiver]>
   ) {
     self.configuration = configuration
     self.clock = clock
     self.wallClock = wallClock
-    self.listener = listener
+    self.listeners = listeners
+    self.rawListener = rawListener
+    rawWriters = RawWriterSlot(writable: configuration.rawWrite)
+    idleExit = configuration.whenIdle.map { IdleExit(limit: $0.after) }
     self.inbox = inbox
     self.counters = counters
     self.retired = retired
@@ -112,21 +128,32 @@ final class EventLoop {
     defer { buffer.deallocate() }
     var descriptors: [pollfd] = []
     var order: [ClientID] = []
+    var rawOrder: [Int] = []
     while !stopping {
       descriptors.removeAll(keepingCapacity: true)
       order.removeAll(keepingCapacity: true)
+      rawOrder.removeAll(keepingCapacity: true)
       descriptors.append(inbox.wakeup.pollDescriptor)
-      // Without a listener, or while accepting is paused, the slot stays with a descriptor
-      // poll skips.
-      let listening = accepting ? listener?.descriptor ?? -1 : -1
-      descriptors.append(pollfd(fd: listening, events: Int16(POLLIN), revents: 0))
+      // While accepting is paused, the listeners' slots stay with a descriptor poll skips.
+      for listener in listeners {
+        let listening = accepting ? listener.descriptor : -1
+        descriptors.append(pollfd(fd: listening, events: Int16(POLLIN), revents: 0))
+      }
+      let rawListening = accepting ? rawListener?.descriptor ?? -1 : -1
+      descriptors.append(pollfd(fd: rawListening, events: Int16(POLLIN), revents: 0))
       for (id, connection) in connections {
         order.append(id)
         let events = Int16(POLLIN) | (connection.output.isEmpty ? 0 : Int16(POLLOUT))
         descriptors.append(pollfd(fd: connection.socket.descriptor, events: events, revents: 0))
       }
+      for (id, connection) in rawConnections {
+        rawOrder.append(id)
+        let events = Int16(POLLIN) | (connection.output.isEmpty ? 0 : Int16(POLLOUT))
+        descriptors.append(pollfd(fd: connection.socket.descriptor, events: events, revents: 0))
+      }
+      noteUse()
       do {
-        _ = try poll(&descriptors, until: admission.nextDeadline)
+        _ = try poll(&descriptors, until: nextDeadline)
       } catch {
         log("poll failed: \(SocketError("poll", error)); stopping")
         break
@@ -135,9 +162,13 @@ final class EventLoop {
         _ = inbox.wakeup.consume()
         handleInbox()
       }
-      if descriptors[1].revents != 0 { acceptClients() }
+      for (offset, listener) in listeners.enumerated() where descriptors[offset + 1].revents != 0 {
+        acceptClients(from: listener)
+      }
+      if descriptors[listeners.count + 1].revents != 0 { acceptRawConnections() }
+      let firstClient = listeners.count + 2
       for (offset, id) in order.enumerated() {
-        let revents = descriptors[offset + 2].revents
+        let revents = descriptors[offset + firstClient].revents
         guard revents != 0, connections[id] != nil else { continue }
         if revents & Int16(POLLOUT) != 0 { flush(id) }
         if revents & Int16(POLLIN) != 0 { readClient(id, into: buffer) }
@@ -148,12 +179,49 @@ final class EventLoop {
           drop(id, reason: nil)
         }
       }
+      let firstRaw = firstClient + order.count
+      for (offset, id) in rawOrder.enumerated() {
+        let revents = descriptors[offset + firstRaw].revents
+        guard revents != 0, rawConnections[id] != nil else { continue }
+        if revents & Int16(POLLOUT) != 0 { flushRaw(id) }
+        if revents & Int16(POLLIN) != 0 { readRaw(id, into: buffer) }
+        if revents & (Int16(POLLHUP) | Int16(POLLERR) | Int16(POLLNVAL)) != 0,
+          revents & Int16(POLLIN) == 0
+        {
+          closeRaw(id)
+        }
+      }
       let now = MonotonicInstant.now
       if let due = admission.nextDeadline, due <= now {
         admit(admission.handle(.timer, now: now))
       }
     }
     finish()
+  }
+
+  /// The earlier of admission's deadline and the idle exit's.
+  private var nextDeadline: MonotonicInstant? {
+    switch (admission.nextDeadline, idleExit?.deadline) {
+    case (let a?, let b?): return min(a, b)
+    case (let a, let b): return a ?? b
+    }
+  }
+
+  /// Tells the idle exit whether anyone uses the server now, and calls the idle handler when
+  /// nobody has for its time.
+  private func noteUse() {
+    guard idleExit != nil, let notice = configuration.whenIdle else { return }
+    let inUse =
+      !connections.isEmpty || !rawConnections.isEmpty
+      || receivers.values.contains { $0.need != nil }
+    guard idleExit?.note(inUse: inUse, now: .now) == true else { return }
+    log("no client for \(Self.seconds(notice.after)): exiting until the next one connects")
+    notice.handler()
+  }
+
+  static func seconds(_ duration: Duration) -> String {
+    let (seconds, attoseconds) = duration.components
+    return attoseconds == 0 ? "\(seconds) s" : "\(Double(seconds) + Double(attoseconds) / 1e18) s"
   }
 
   private func handleInbox() {
@@ -175,6 +243,10 @@ final class EventLoop {
         default:
           break
         }
+        if case .rawData(let bytes) = event, id == rawDevice { sendRaw(bytes) }
+        // Only what ServerState asked for: the raw port's bytes are not its business.
+        guard let asked = slot.stateNeed else { continue }
+        if case .rawData = event, !asked.rawData { continue }
         perform(state.receiverEvent(id, event, wallClock: wallClockNow()))
       case .time(let path, let report):
         guard let id = receivers.first(where: { $0.value.path == path })?.key else { continue }
@@ -204,8 +276,7 @@ final class EventLoop {
 
   // MARK: - Clients
 
-  private func acceptClients() {
-    guard let listener else { return }
+  private func acceptClients(from listener: ListeningSocket) {
     for _ in 0..<Self.acceptsPerWake {
       let descriptor: Int32?
       do {
@@ -345,6 +416,108 @@ final class EventLoop {
     perform(state.clientDisconnected(id))
   }
 
+  // MARK: - The raw port
+
+  /// The device whose bytes the raw port serves: the first one served (named first, or found
+  /// first) while it is.
+  private var rawDevice: DeviceID? { rawListener == nil ? nil : receivers.keys.min() }
+
+  private func acceptRawConnections() {
+    guard let rawListener else { return }
+    for _ in 0..<Self.acceptsPerWake {
+      let descriptor: Int32?
+      do {
+        descriptor = try rawListener.accept()
+      } catch {
+        log("raw port: \(error)")
+        return
+      }
+      guard let descriptor else { return }
+      let socket = ClientSocket(descriptor: descriptor)
+      socket.configure(sendBufferSize: configuration.clientSendBufferSize)
+      let id = nextRawID
+      nextRawID += 1
+      rawConnections[id] = Connection(socket: socket, peer: socket.peer)
+      counters.withLock { $0.rawClients = rawConnections.count }
+      if rawConnections.count == 1, let device = rawDevice { updateSubscription(device) }
+    }
+  }
+
+  private func readRaw(_ id: Int, into buffer: UnsafeMutableRawBufferPointer) {
+    guard let connection = rawConnections[id] else { return }
+    for _ in 0..<4 {
+      switch connection.socket.read(into: buffer) {
+      case .received(let count):
+        switch rawWriters.input(from: id, peer: connection.peer) {
+        case .write:
+          let bytes = Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+          if let device = rawDevice, let receiver = receivers[device]?.receiver {
+            receiver.write(bytes)
+          }
+        case .refuse(let refusal):
+          queueRaw(Array(RawWriterSlot.notice(refusal).utf8)[...], to: id)
+        case .drop:
+          break
+        }
+      case .wouldBlock:
+        return
+      case .closed:
+        closeRaw(id)
+        return
+      }
+    }
+  }
+
+  /// The receiver's bytes to every raw connection.
+  private func sendRaw(_ bytes: [UInt8]) {
+    for id in rawConnections.keys { queueRaw(bytes[...], to: id) }
+  }
+
+  /// Writes what the socket takes now and queues the rest, up to
+  /// ``GPSDServer/Configuration/rawBacklog``: past it the bytes are dropped for that
+  /// connection alone (counted, logged every 10 s at most), so that one that does not read
+  /// never holds the others or the receiver back, and stays connected.
+  private func queueRaw(_ bytes: ArraySlice<UInt8>, to id: Int) {
+    guard let connection = rawConnections[id] else { return }
+    var offset = bytes.startIndex
+    if connection.output.isEmpty {
+      guard let written = bytes.withUnsafeBytes({ connection.socket.write($0) }) else {
+        closeRaw(id)
+        return
+      }
+      offset += written
+    }
+    guard offset < bytes.endIndex else { return }
+    let rest = bytes[offset...]
+    guard connection.output.count + rest.count <= configuration.rawBacklog else {
+      let total = counters.withLock { statistics -> Int in
+        statistics.rawBytesDropped += rest.count
+        return statistics.rawBytesDropped
+      }
+      if rawDropLog.allow(now: .now) != nil {
+        log(
+          "raw port: \(connection.peer) is not reading: \(total) bytes dropped so far "
+            + "(\(configuration.rawBacklog) bytes wait for it at most)")
+      }
+      return
+    }
+    connection.output.append(rest)
+  }
+
+  private func flushRaw(_ id: Int) {
+    guard let connection = rawConnections[id] else { return }
+    let socket = connection.socket
+    if connection.output.drain({ socket.write($0) }) == nil { closeRaw(id) }
+  }
+
+  private func closeRaw(_ id: Int) {
+    guard let connection = rawConnections.removeValue(forKey: id) else { return }
+    connection.socket.close()
+    rawWriters.left(id)
+    counters.withLock { $0.rawClients = rawConnections.count }
+    if rawConnections.isEmpty, let device = rawDevice { updateSubscription(device) }
+  }
+
   // MARK: - Actions
 
   private func perform(_ actions: [ServerAction]) {
@@ -355,7 +528,10 @@ final class EventLoop {
       case .subscribe(let id, let need):
         subscribe(id, need)
       case .release(let id):
+        let wasRaw = id == rawDevice
         guard let slot = receivers.removeValue(forKey: id) else { continue }
+        // The raw port follows the next receiver served.
+        if wasRaw, let next = rawDevice { updateSubscription(next) }
         slot.subscription?.cancel()
         configuration.receiverChanges?(
           .removed(ServedReceiver(path: slot.path, device: slot.device, receiver: slot.receiver)))
@@ -381,7 +557,25 @@ final class EventLoop {
   /// Gives the device the subscription it needs now. A replacement is made before the old
   /// one is cancelled, so the receiver never sees zero subscribers in between (no power
   /// cycle); events of the old one still queued are dropped by their generation.
-  private func subscribe(_ id: DeviceID, _ need: ReceiverNeed?) {
+  private func subscribe(_ id: DeviceID, _ asked: ReceiverNeed?) {
+    guard receivers[id] != nil else { return }
+    receivers[id]?.stateNeed = asked
+    updateSubscription(id)
+  }
+
+  /// What the device's subscription must deliver now: what ``ServerState`` asked for, and
+  /// the raw bytes while the raw port has connections and serves this device.
+  private func updateSubscription(_ id: DeviceID) {
+    guard let slot = receivers[id] else { return }
+    var need = slot.stateNeed
+    if id == rawDevice, !rawConnections.isEmpty {
+      need = need ?? ReceiverNeed()
+      need?.rawData = true
+    }
+    resubscribe(id, need)
+  }
+
+  private func resubscribe(_ id: DeviceID, _ need: ReceiverNeed?) {
     guard var slot = receivers[id], slot.need != need else { return }
     let old = slot.subscription
     slot.generation += 1
@@ -467,6 +661,8 @@ final class EventLoop {
     configuration.receiverChanges?(
       .added(ServedReceiver(path: device.path, device: device, receiver: receiver)))
     perform(state.deviceAdded(id, Self.description(of: device), wallClock: wallClockNow()))
+    // The first receiver served now: the raw port's connections get its bytes.
+    if id == rawDevice { updateSubscription(id) }
   }
 
   private func removeDiscovered(sysPath: String, reason: String) {
@@ -486,7 +682,10 @@ final class EventLoop {
   private func finish() {
     for (_, connection) in connections { connection.socket.close() }
     connections.removeAll()
-    listener?.close()
+    for listener in listeners { listener.close() }
+    for (_, connection) in rawConnections { connection.socket.close() }
+    rawConnections.removeAll()
+    rawListener?.close()
     for (_, slot) in receivers { slot.subscription?.cancel() }
     let all = receivers.values.map(\.receiver)
     retired.withLock { $0 += all }

@@ -30,6 +30,23 @@ public final class GPSDServer: Sendable {
     /// Permits a non-loopback ``listenAddress``: the protocol has no authentication, and any
     /// watcher can keep the receivers powered.
     public var allowRemote = false
+    /// Listening sockets the service manager passed (socket activation: `serve` under
+    /// `serialgps.socket` or `systemd-socket-activate`), served instead of ``listenAddress``
+    /// when not empty. The server owns them from then on and closes them when it ends. Each
+    /// must be a listening TCP socket, on loopback unless ``allowRemote``.
+    public var listenDescriptors: [Int32] = []
+    /// The raw port (`serve --raw-listen`): each connection gets the bytes the first receiver
+    /// served sends, as they are, for as long as it is connected, and counts as a subscriber
+    /// of it (the receiver is powered while any is connected). `nil`: none. Loopback unless
+    /// ``allowRemote``.
+    public var rawListenAddress: ListenAddress?
+    /// Whether one raw-port connection at a time may write to the receiver (the first that
+    /// sends, until it leaves; `GPSReceiver.write`, between the driver's own command
+    /// exchanges); the others' bytes are dropped and each is told so once.
+    public var rawWrite = false
+    /// Bytes queued for a raw-port connection that does not read; past it, the receiver's
+    /// bytes are dropped for that connection (``ServerStatistics/rawBytesDropped``).
+    public var rawBacklog = 256 * 1024
     /// Clients served at once. When all are connected, a newcomer takes the slot of the
     /// longest-idle client that does not watch (see ``evictionIdleTime``); when there is
     /// none, it is told so in an `ERROR` report and closed.
@@ -76,8 +93,26 @@ public final class GPSDServer: Sendable {
     /// Time for chrony and ntpd from every receiver served (`serve --time`, docs/time.md);
     /// `nil`: none. Each receiver then stays powered for as long as the server runs.
     public var time: TimeOptions?
+    /// Called once, on the server's thread, when the server has had no client connected and no
+    /// receiver subscribed (watched, or held by an in-process subscriber) for this long: a
+    /// socket-activated server then shuts down, to be started again by the next client
+    /// (`serve --exit-idle S`). Never with ``time``, whose consumers never stop listening.
+    public var whenIdle: IdleNotice?
 
     public init() {}
+  }
+
+  /// What ``Configuration/whenIdle`` calls, and after how long.
+  public struct IdleNotice: Sendable {
+    /// How long the server must have been idle.
+    public var after: Duration
+    /// Called once on the server's thread; must not block (shut the server down from a task).
+    public var handler: @Sendable () -> Void
+
+    public init(after: Duration, handler: @escaping @Sendable () -> Void) {
+      self.after = after
+      self.handler = handler
+    }
   }
 
   /// A device served from start to end.
@@ -123,8 +158,13 @@ public final class GPSDServer: Sendable {
   let inbox: ServerInbox
   let timeKeeper: TimeKeeper?
   /// The address listened on, with the port the kernel chose when port 0 was asked for;
-  /// `nil` without a listener.
-  public let listenAddress: ListenAddress?
+  /// `nil` without a listener. With sockets passed by the service manager, the first of them.
+  public var listenAddress: ListenAddress? { listenAddresses.first }
+  /// Every address listened on: the one of ``Configuration/listenAddress``, or those of the
+  /// sockets passed (``Configuration/listenDescriptors``).
+  public let listenAddresses: [ListenAddress]
+  /// The raw port's address, with the port the kernel chose for port 0; `nil` without one.
+  public let rawListenAddress: ListenAddress?
   private let counters = Locked(ServerStatistics())
   /// Receivers to shut down once the server's thread has stopped.
   private let retired = Locked<[GPSReceiver]>([])
@@ -152,12 +192,23 @@ public final class GPSDServer: Sendable {
     configuration: Configuration = Configuration(), devices: Devices,
     clock: any DriverClock = SystemClock(), wallClock: any WallClock
   ) throws(GPSDServerError) {
-    let address = configuration.listenAddress
+    let activated = !configuration.listenDescriptors.isEmpty
+    let address = activated ? nil : configuration.listenAddress
     if let address, !address.isLoopback, !configuration.allowRemote {
       throw GPSDServerError(
         "listening on \(address) would let other machines connect: the gpsd protocol has no "
           + "authentication and any watcher keeps the receivers powered; pass --allow-remote "
           + "to do it anyway, or listen on 127.0.0.1")
+    }
+    if let raw = configuration.rawListenAddress, !raw.isLoopback, !configuration.allowRemote {
+      throw GPSDServerError(
+        "a raw port on \(raw) would let other machines read the receiver, and write to it with "
+          + "--raw-write; pass --allow-remote to do it anyway, or listen on 127.0.0.1")
+    }
+    if configuration.time != nil, configuration.whenIdle != nil {
+      throw GPSDServerError(
+        "a server that serves time is never idle (chrony and ntpd never stop listening): "
+          + "leave out the idle exit (--exit-idle) or the time service (--time)")
     }
     // A chrony socket that cannot work is said now, not counted in a report ten minutes on.
     if let path = configuration.time?.chronySocket {
@@ -167,16 +218,35 @@ public final class GPSDServer: Sendable {
       case .unusable(let problem): throw GPSDServerError(problem)
       }
     }
-    let listener: ListeningSocket?
-    let wakeup: EventSignal
+    let listeners: [ListeningSocket]
+    if activated {
+      listeners = try Self.adopt(configuration.listenDescriptors, configuration: configuration)
+    } else {
+      listeners = []
+    }
+    // Each listener closes its socket when it goes away: an error below leaves none open.
+    let rawListener: ListeningSocket?
     do throws(SocketError) {
-      listener = try address.map { address throws(SocketError) in
+      rawListener = try configuration.rawListenAddress.map { raw throws(SocketError) in
+        try ListeningSocket(address: raw)
+      }
+    } catch {
+      throw GPSDServerError(
+        "cannot listen on the raw port \(configuration.rawListenAddress?.description ?? "-"): "
+          + "\(error)\(error.code == EADDRINUSE ? " (choose another --raw-listen port)" : "")")
+    }
+    let wakeup: EventSignal
+    var bound: ListeningSocket?
+    do throws(SocketError) {
+      bound = try address.map { address throws(SocketError) in
         try ListeningSocket(address: address)
       }
       do {
         wakeup = try EventSignal.make()
       } catch {
-        listener?.close()
+        bound?.close()
+        rawListener?.close()
+        for listener in listeners { listener.close() }
         throw SocketError("eventfd", error)
       }
     } catch {
@@ -186,7 +256,9 @@ public final class GPSDServer: Sendable {
         : error.code == EACCES ? " (ports below 1024 need privileges)" : ""
       throw GPSDServerError("cannot listen on \(address?.description ?? "-"): \(error)\(hint)")
     }
-    listenAddress = listener?.address
+    let listening = listeners + (bound.map { [$0] } ?? [])
+    listenAddresses = listening.map(\.address)
+    rawListenAddress = rawListener?.address
     let inbox = ServerInbox(reportLimit: configuration.subscriptionBufferSize, wakeup: wakeup)
     self.inbox = inbox
     var configuration = configuration
@@ -206,7 +278,8 @@ public final class GPSDServer: Sendable {
       timeKeeper = nil
     }
     let loop = EventLoop(
-      configuration: configuration, clock: clock, wallClock: wallClock, listener: listener,
+      configuration: configuration, clock: clock, wallClock: wallClock, listeners: listening,
+      rawListener: rawListener,
       inbox: inbox, counters: counters, retired: retired)
     switch devices {
     case .fixed(let served):
@@ -230,6 +303,34 @@ public final class GPSDServer: Sendable {
       }
     }
     thread = OwnThread.start(name: "serialgps-serve") { loop.run() }
+  }
+
+  /// The sockets the service manager passed, taken over; every one is closed when one cannot
+  /// be served, so that none is left to a process that will not accept on it.
+  private static func adopt(
+    _ descriptors: [Int32], configuration: Configuration
+  ) throws(GPSDServerError) -> [ListeningSocket] {
+    var adopted: [ListeningSocket] = []
+    for (index, descriptor) in descriptors.enumerated() {
+      let problem: String
+      do throws(SocketError) {
+        // One that fails is closed by its initialiser.
+        let listener = try ListeningSocket(adopting: descriptor)
+        adopted.append(listener)
+        if listener.address.isLoopback || configuration.allowRemote { continue }
+        problem =
+          "the socket unit listens on \(listener.address), which lets other machines connect: "
+          + "the gpsd protocol has no authentication; add --allow-remote to serve's ExecStart "
+          + "(a drop-in), or listen on 127.0.0.1:2947 and [::1]:2947 only"
+      } catch {
+        problem = "cannot serve the socket the service manager passed: \(error)"
+      }
+      for listener in adopted { listener.close() }
+      // Those not reached yet are ours too: nobody else will close them.
+      for rest in descriptors[(index + 1)...] { _ = Glibc.close(rest) }
+      throw GPSDServerError(problem)
+    }
+    return adopted
   }
 
   /// Counters and gauges, for monitoring and tests.
@@ -299,6 +400,11 @@ public struct ServerStatistics: Sendable, Hashable {
   /// Receiver reports skipped because the server thread fell behind the receivers (the
   /// newest are kept; see `subscriptionBufferSize`).
   public var reportsDropped = 0
+  /// Connections to the raw port now.
+  public var rawClients = 0
+  /// Bytes of the receiver not sent to a raw-port connection because it did not read and
+  /// ``GPSDServer/Configuration/rawBacklog`` bytes waited for it already.
+  public var rawBytesDropped = 0
   /// Inputs the server's protocol state did not expect and ignored (a bug if ever above zero;
   /// a debug build stops at the first).
   public var unexpectedEvents = 0

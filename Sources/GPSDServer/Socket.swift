@@ -64,6 +64,43 @@ final class ListeningSocket {
     self.address = actual
   }
 
+  /// Takes a listening socket the service manager passed (``SocketActivation``): it must be a
+  /// TCP socket that listens, on IPv4 or IPv6. It is made non-blocking (systemd passes it
+  /// blocking) and closed by ``close()`` or when this goes away, like one bound here.
+  init(adopting descriptor: Int32) throws(SocketError) {
+    let owned = OwnedDescriptor(FileDescriptor(rawValue: descriptor))
+    func option(_ name: Int32) throws(SocketError) -> Int32 {
+      var value: Int32 = 0
+      var length = socklen_t(MemoryLayout<Int32>.size)
+      guard getsockopt(descriptor, SOL_SOCKET, name, &value, &length) == 0 else {
+        throw SocketError("descriptor \(descriptor) passed by the service manager")
+      }
+      return value
+    }
+    var storage = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    let named = withUnsafeMutablePointer(to: &storage) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        getsockname(descriptor, $0, &length)
+      }
+    }
+    guard try option(SO_TYPE) == Int32(SOCK_STREAM.rawValue), try option(SO_ACCEPTCONN) == 1,
+      named == 0, let address = ListenAddress(storage)
+    else {
+      // ENOTSOCK's text is the closest: "not a listening TCP socket" is what is wrong.
+      throw SocketError(
+        "descriptor \(descriptor) passed by the service manager is not a listening TCP socket "
+          + "(ListenStream= with an IP address and port is)", Errno(rawValue: ENOTSOCK))
+    }
+    let flags = fcntl(descriptor, F_GETFL)
+    guard flags >= 0, fcntl(descriptor, F_SETFL, flags | O_NONBLOCK) == 0 else {
+      throw SocketError("fcntl O_NONBLOCK on descriptor \(descriptor)")
+    }
+    self.descriptor = descriptor
+    self.owned = consume owned
+    self.address = address
+  }
+
   /// The next pending connection, non-blocking and close-on-exec; `nil` when none is waiting.
   func accept() throws(SocketError) -> Int32? {
     do {

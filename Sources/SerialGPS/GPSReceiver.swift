@@ -190,6 +190,15 @@ public final class GPSReceiver: Sendable {
     core.hold(for: duration)
   }
 
+  /// Writes `bytes` to the receiver as they are (a tool's own commands: u-center, RTKLIB),
+  /// in order, between the driver's own command exchanges, never inside one: the driver's
+  /// thread writes them when no wake-up, standby or probe is under way. Writes nothing, and
+  /// counts the bytes in ``ReceiverStatistics/bytesNotWritten``, while the receiver is not
+  /// open (powered off, or being opened): subscribe first. Returns at once.
+  public func write(_ bytes: [UInt8]) {
+    core.write(bytes)
+  }
+
   /// Ends every subscription, powers the receiver off (sending its standby commands at once,
   /// without the linger) and returns when the port is closed.
   public func shutdown() async {
@@ -275,6 +284,10 @@ public struct ReceiverStatistics: Sendable, Hashable {
   /// Power-ons and power-offs that sent no commands because nothing named the receiver's
   /// chipset (``ReceiverStatus/commandsWithheld(_:)``): a receiver left running, or not woken.
   public var powerCommandsWithheld = 0
+  /// Bytes of ``GPSReceiver/write(_:)`` written to the receiver, and those dropped because
+  /// it was not open or the write failed.
+  public var bytesWritten = 0
+  public var bytesNotWritten = 0
   /// What the decoder accepted and rejected over all connections.
   public var decoder = DecoderStatistics()
   /// Events the power policy did not expect in its state: a bug, ignored (a debug build

@@ -19,6 +19,9 @@ final class ReceiverController: @unchecked Sendable {
     case requests(RequestScheduler.Event)
     /// The reader of connection `generation` stopped on an error.
     case readerFailed(generation: Int, reason: FailureReason)
+    /// Bytes of a client's own for the receiver (``GPSReceiver/write(_:)``), written as they
+    /// are between the controller's power operations, so never inside a command exchange.
+    case write([UInt8])
     /// Resumed once every event before it has been handled (for tests and shutdown paths).
     case barrier(CheckedContinuation<Void, Never>)
   }
@@ -86,6 +89,8 @@ final class ReceiverController: @unchecked Sendable {
           guard failedGeneration == generation, connection != nil else { continue }
           core.counters.withLock { $0.connectionsLost += 1 }
           handle(.connectionLost(reason: reason), deferring: &operations)
+        case .write(let bytes):
+          write(bytes)
         case .barrier(let continuation):
           barriers.append(continuation)
         }
@@ -299,6 +304,22 @@ final class ReceiverController: @unchecked Sendable {
     // Standby sent, or the connection lost: no longer this process's to put to sleep.
     if let markers = options.awakeMarkers, let identity = connector.markerIdentity {
       markers.clear(identity)
+    }
+  }
+
+  /// Writes a client's bytes to the open connection; with none (the receiver is powered
+  /// off, or its port is being opened) they are dropped and counted: bytes for a receiver
+  /// that is not there mean nothing later.
+  private func write(_ bytes: [UInt8]) {
+    guard let connection else {
+      core.counters.withLock { $0.bytesNotWritten += bytes.count }
+      return
+    }
+    do {
+      try connection.write(bytes)
+      core.counters.withLock { $0.bytesWritten += bytes.count }
+    } catch {
+      core.counters.withLock { $0.bytesNotWritten += bytes.count }
     }
   }
 

@@ -135,6 +135,13 @@ final class ReceiverCore: Sendable {
     startControllerIfNeeded()
   }
 
+  /// Queues bytes for the controller, which writes them between its own command exchanges.
+  func write(_ bytes: [UInt8]) {
+    guard !bytes.isEmpty else { return }
+    if !inbox.post(.write(bytes)) { counters.withLock { $0.bytesNotWritten += bytes.count } }
+    startControllerIfNeeded()
+  }
+
   func requestShutdown() {
     shutdownRequested.withLock { $0 = true }
     // A wake-up waiting for its acknowledgement gives up now rather than after its retries;

@@ -31,10 +31,15 @@ struct ServeOptions: Equatable, CommandArguments {
   var linger: Duration = .seconds(5)
   /// `--ephemeris-refresh S`: the longest time between two ephemeris collections.
   var ephemerisRefresh = GPSReceiver.Options().ephemerisRefresh
+  /// `--exit-idle S`: end after S with no client and no receiver subscribed.
+  var exitIdle: Duration?
   var maximumClients = 64
   /// `--client-send-buffer`: `SO_SNDBUF` of client sockets; `nil` leaves the kernel's.
   var clientSendBuffer: Int? = GPSDServer.Configuration().clientSendBufferSize
   var allowRemote = false
+  /// `--raw-listen ADDR`: the raw port; `--raw-write`: one connection may write.
+  var rawListen: String?
+  var rawWrite = false
   var baud: BaudRate?
   var family: ChipsetFamily?
   var devices: [String] = []
@@ -71,6 +76,17 @@ struct ServeOptions: Equatable, CommandArguments {
       --ephemeris-refresh S  the longest time between two 30-s wakes that refresh a
                           receiver's ephemeris when only interval requests wake it
                           (default 7200; docs/requests.md)
+      --raw-listen ADDR   also serve the first receiver's bytes as they are (NMEA, UBX, RTCM)
+                          on ADDR (PORT, HOST:PORT or [::1]:PORT; loopback unless
+                          --allow-remote) to each connection, for u-center, RTKLIB's
+                          str2str (tcpcli://), pygpsclient: the receiver is powered while
+                          any is connected
+      --raw-write         let one raw connection at a time write to the receiver (the first
+                          that sends, until it leaves); others are told it is taken. Never
+                          inside serve's own wake-up and standby exchanges
+      --exit-idle S       exit (status 0, receivers in standby) after S seconds with no client
+                          connected and no receiver watched: for serialgps.socket, which
+                          starts serve again at the next client. Not with --time or --mqtt
       --max-clients N     clients served at once (default 64); when all are taken, the
                           longest-idle client that does not watch makes room, else the
                           newcomer is told so and disconnected
@@ -127,6 +143,15 @@ struct ServeOptions: Equatable, CommandArguments {
           "--listen needs an address such as 127.0.0.1:2947", allowingEmpty: true)
       case "--allow-remote":
         options.allowRemote = true
+      case "--raw-listen":
+        options.rawListen = try reader.value(
+          "--raw-listen needs a port or an address such as 127.0.0.1:2948")
+      case "--raw-write":
+        options.rawWrite = true
+      case "--exit-idle":
+        options.exitIdle = try reader.seconds(
+          in: 1...86_400, allowingZero: false,
+          "--exit-idle needs a number of seconds from 1 to 86400, such as 60")
       case "--linger":
         options.linger = try reader.linger()
       case "--ephemeris-refresh":
@@ -210,6 +235,21 @@ struct ServeOptions: Equatable, CommandArguments {
           "\(option) names one receiver's: serve that one DEVICE (the others get gpsd's defaults "
             + "when discovered), or leave \(option) out")
       }
+      if options.rawWrite, options.rawListen == nil {
+        throw UsageMessage("--raw-write writes through the raw port: add --raw-listen ADDR")
+      }
+      if options.exitIdle != nil, options.servesTime || options.fleet.isEnabled {
+        throw UsageMessage(
+          "--exit-idle cannot go with \(options.servesTime ? "--time" : "--mqtt"): "
+            + (options.servesTime
+              ? "chrony and ntpd never stop listening, so serve is never idle"
+              : "MQTT consumers cannot start serve again once it exited")
+            + "; leave one of them out")
+      }
+      if options.exitIdle != nil, options.listen == "none" {
+        throw UsageMessage(
+          "--exit-idle with --listen none: no client could ever start serve again; listen")
+      }
       if options.listen == "none" && !options.fleet.isEnabled && !options.servesTime {
         throw UsageMessage(
           "--listen none leaves nobody to serve: add --mqtt URL or --time, or listen")
@@ -225,6 +265,16 @@ struct ServeOptions: Equatable, CommandArguments {
       configuration.listenAddress = listen == "none" ? nil : try ListenAddress(parsing: listen)
     } catch {
       return .failure(ServeUsageError(message: "--listen \(error)"))
+    }
+    if let rawListen {
+      // A bare port is one on loopback: the raw stream has no default port of its own.
+      let text = rawListen.allSatisfy(\.isNumber) ? ":" + rawListen : rawListen
+      do {
+        configuration.rawListenAddress = try ListenAddress(parsing: text)
+      } catch {
+        return .failure(ServeUsageError(message: "--raw-listen \(error)"))
+      }
+      configuration.rawWrite = rawWrite
     }
     configuration.allowRemote = allowRemote
     configuration.maximumClients = maximumClients
@@ -251,11 +301,22 @@ struct ServeUsageError: Error, Equatable {
 
 enum ServeCommand {
   static func run(_ options: ServeOptions) async -> Int32 {
+    // First: the variables must be gone before anything could start a child that inherits them.
+    let activation = SocketActivation.take()
     var configuration: GPSDServer.Configuration
     switch options.configuration() {
     case .success(let made): configuration = made
     case .failure(let error):
       Output.error.line("serialgps serve: " + error.message)
+      return 2
+    }
+    switch activation {
+    case .none, .otherProcess:
+      break
+    case .passed(let sockets):
+      configuration.listenDescriptors = sockets.map(\.descriptor)
+    case .invalid(let problem):
+      Output.error.line("serialgps serve: socket activation: \(problem)")
       return 2
     }
     configuration.log = { message in Output.error.line(message) }
@@ -279,6 +340,9 @@ enum ServeCommand {
       : .fixed(options.devices.map { .serialPort(path: $0, baud: options.baudSetting) })
     // Before the receivers exist: a signal from now on stops them cleanly.
     let stop = StopSignals()
+    if let after = options.exitIdle {
+      configuration.whenIdle = GPSDServer.IdleNotice(after: after) { stop.request(.idle) }
+    }
     let server: GPSDServer
     do {
       server = try GPSDServer(configuration: configuration, devices: devices)
@@ -289,9 +353,17 @@ enum ServeCommand {
     }
     let served =
       options.devices.isEmpty ? "the receivers found" : options.devices.joined(separator: ", ")
-    let listening = server.listenAddress.map { "listening on \($0)" } ?? "no gpsd port"
+    let passed = configuration.listenDescriptors.isEmpty ? "" : " (sockets passed by systemd)"
+    let listening =
+      server.listenAddresses.isEmpty
+      ? "no gpsd port"
+      : "listening on "
+        + server.listenAddresses.map(\.description).joined(separator: " and ") + passed
     let publishing = fleet.map { " and publishing to \($0.bridge.brokerURL)" } ?? ""
-    let time = options.servesTime ? " and serving time" : ""
+    let raw = server.rawListenAddress.map {
+      " with the raw stream on \($0)\(options.rawWrite ? " (writable)" : "")"
+    }
+    let time = (raw ?? "") + (options.servesTime ? " and serving time" : "")
     Output.error.line("serialgps serve: \(listening)\(publishing)\(time) for \(served)")
     // Started: the code only start-up ran leaves the resident set (docs/posix.md, Memory).
     _ = try? ResidentMemory.releaseExecutableCode()

@@ -30,12 +30,15 @@ final class StopSignals: @unchecked Sendable {
     case outputClosed
     /// Writing standard output failed otherwise (a full disk, an I/O error).
     case outputFailed(Errno)
+    /// Nobody used the server for `serve --exit-idle`'s time.
+    case idle
 
     var description: String {
       switch self {
       case .signal(let signal): return "\(signal)"
       case .outputClosed: return "standard output closed"
       case .outputFailed(let error): return "cannot write standard output: \(error)"
+      case .idle: return "idle"
       }
     }
   }

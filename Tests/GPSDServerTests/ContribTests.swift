@@ -36,14 +36,24 @@ import Testing
     let copy = directory.appendingPathComponent("serialgps.service")
     try unit.replacingOccurrences(of: "/usr/local/bin/serialgps", with: binary)
       .write(to: copy, atomically: true, encoding: .utf8)
+    // The socket beside it: verify loads the service it activates from the same directory.
+    let socketUnit = try String(
+      contentsOf: Self.contrib.appendingPathComponent("serialgps.socket"), encoding: .utf8)
+    #expect(socketUnit.contains("ListenStream=127.0.0.1:2947\n"))
+    #expect(socketUnit.contains("ListenStream=[::1]:2947\n"))
+    // Without it, a [::1] that sysctl disabled fails the whole socket unit (EADDRNOTAVAIL).
+    #expect(socketUnit.contains("FreeBind=yes\n"))
+    let socketCopy = directory.appendingPathComponent("serialgps.socket")
+    try socketUnit.write(to: socketCopy, atomically: true, encoding: .utf8)
     // Documentation=man:serialgps(1) is installed by the Debian package, whose check
-    // (scripts/check-deb.sh) verifies the installed unit with it; here it is not installed.
-    let run = try Tools.run("/usr/bin/systemd-analyze", ["verify", "--man=no", copy.path])
-    // verify exits 0 after ignoring lines it could not parse: any complaint about the file
+    // (scripts/check-deb.sh) verifies the installed units with it; here it is not installed.
+    let run = try Tools.run(
+      "/usr/bin/systemd-analyze", ["verify", "--man=no", copy.path, socketCopy.path])
+    // verify exits 0 after ignoring lines it could not parse: any complaint about the files
     // fails the test.
     #expect(run.status == 0, "\(run.error)")
     let complaints = (run.output + run.error).split(whereSeparator: \.isNewline)
-      .filter { $0.contains("serialgps.service") }
+      .filter { $0.contains("serialgps.service") || $0.contains("serialgps.socket") }
     #expect(complaints.isEmpty, "\(complaints)")
   }
 

@@ -147,7 +147,13 @@ struct DecodeCommandTests {
 }
 
 /// Runs the built `serialgps` with `arguments` and `input` on standard input.
-func runSerialgps(_ arguments: [String], input: Data = Data()) throws -> (
+func runSerialgps(_ arguments: [String], input: Data = Data()) async throws -> (
+  status: Int32, stdout: String, stderr: String
+) {
+  try await onOwnThread { try runSerialgpsWaiting(arguments, input: input) }
+}
+
+private func runSerialgpsWaiting(_ arguments: [String], input: Data) throws -> (
   status: Int32, stdout: String, stderr: String
 ) {
   // The test bundle sits next to the products in the build directory.
@@ -190,9 +196,9 @@ func runSerialgps(_ arguments: [String], input: Data = Data()) throws -> (
 @Suite("the serialgps executable")
 struct DecodeExecutableTests {
   @Test("a missing file: one line on stderr naming it, exit code 2")
-  func missingFile() throws {
+  func missingFile() async throws {
     let path = "/nonexistent/recording-\(UInt32.random(in: 0...UInt32.max)).nmea"
-    let result = try runSerialgps(["decode", path])
+    let result = try await runSerialgps(["decode", path])
     #expect(result.status == 2)
     #expect(result.stdout.isEmpty)
     let lines = result.stderr.split(separator: "\n")
@@ -201,15 +207,15 @@ struct DecodeExecutableTests {
   }
 
   @Test("a directory: cannot be read, exit code 2")
-  func directory() throws {
-    let result = try runSerialgps(["decode", NSTemporaryDirectory()])
+  func directory() async throws {
+    let result = try await runSerialgps(["decode", NSTemporaryDirectory()])
     #expect(result.status == 2)
     #expect(result.stderr.split(separator: "\n").count == 1)
   }
 
   @Test("standard input, --json and --stats")
-  func standardInput() throws {
-    let result = try runSerialgps(
+  func standardInput() async throws {
+    let result = try await runSerialgps(
       ["decode", "--json", "--stats", "-"], input: Data(recording.utf8))
     #expect(result.status == 0)
     #expect(result.stdout.split(separator: "\n").count == 4)
@@ -218,20 +224,20 @@ struct DecodeExecutableTests {
   }
 
   @Test("binary garbage on standard input: exit 0, a note that nothing was found")
-  func garbage() throws {
+  func garbage() async throws {
     var generator = SystemRandomNumberGenerator()
     let noise = Data((0..<300_000).map { _ in UInt8.random(in: 0...255, using: &generator) })
-    let result = try runSerialgps(["decode"], input: noise)
+    let result = try await runSerialgps(["decode"], input: noise)
     #expect(result.status == 0)
     #expect(result.stderr.contains("no NMEA sentences found") || !result.stdout.isEmpty)
   }
 
   @Test("--help and unknown options")
-  func help() throws {
-    let help = try runSerialgps(["decode", "--help"])
+  func help() async throws {
+    let help = try await runSerialgps(["decode", "--help"])
     #expect(help.status == 0)
     #expect(help.stdout.contains("usage: serialgps decode"))
-    let wrong = try runSerialgps(["decode", "--nope"])
+    let wrong = try await runSerialgps(["decode", "--nope"])
     #expect(wrong.status == 2)
     #expect(wrong.stderr.contains("--nope"))
   }

@@ -38,11 +38,7 @@ struct LeftAwakeTests {
   @Test func theNextServePutsItToStandbyWithNoClient() async throws {
     let markers = try TemporaryDirectory()
     let environment = ["SERIALGPS_RUNTIME_DIR": markers.path]
-    let recording = try Recording.load(path: "\(fixturesDirectory)/mtk-cold-start.nmea")
-    let simulator = try ReceiverSimulator(
-      recording: recording,
-      configuration: .init(
-        profile: .mediatek, pace: .recorded(speed: 4), initialPowerState: .standby))
+    let simulator = try sleepingMediaTek()
     defer { simulator.stop() }
     let serveArguments = [
       "serve", simulator.devicePath, "--chipset", "mtk", "--baud", "9600", "--listen",

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Replay
 import Testing
 
 // The built `serialgps` as a child process, for the commands whose job is the process itself:
@@ -42,16 +43,20 @@ final class CLIProcess: @unchecked Sendable {
   ///     terminal); its output is then not collected.
   ///   - signalDispositions: `env(1)` options that set the child's signal dispositions before
   ///     it starts (`--default-signal=HUP`), whatever this process has.
+  ///   - launcher: a program and its arguments that start serialgps (given last) themselves,
+  ///     such as `systemd-socket-activate -l ADDRESS`.
   init(
     _ arguments: [String], standardError: FileHandle? = nil, signalDispositions: [String] = [],
-    environment extra: [String: String] = [:]
+    environment extra: [String: String] = [:], launcher: [String] = []
   ) throws {
-    if signalDispositions.isEmpty {
+    let wrapper =
+      launcher + (signalDispositions.isEmpty ? [] : ["/usr/bin/env"] + signalDispositions)
+    if wrapper.isEmpty {
       process.executableURL = try serialgpsBinary()
       process.arguments = arguments
     } else {
-      process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-      process.arguments = signalDispositions + [try serialgpsBinary().path] + arguments
+      process.executableURL = URL(fileURLWithPath: wrapper[0])
+      process.arguments = wrapper.dropFirst() + [try serialgpsBinary().path] + arguments
     }
     var environment = ProcessInfo.processInfo.environment
     environment["SWIFT_BACKTRACE"] = "enable=no"
@@ -125,4 +130,103 @@ final class TemporaryDirectory {
   func file(_ name: String) -> String { path + "/" + name }
 
   deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// A simulated MediaTek receiver in standby on a pty, playing the MediaTek cold start four
+/// times as fast as recorded once woken: the receiver of the tests of processes that must
+/// leave it in standby. Stop it at the end of the test.
+func sleepingMediaTek() throws -> ReceiverSimulator {
+  let recording = try Recording.load(path: "\(fixturesDirectory)/mtk-cold-start.nmea")
+  return try ReceiverSimulator(
+    recording: recording,
+    configuration: .init(
+      profile: .mediatek, pace: .recorded(speed: 4), initialPowerState: .standby))
+}
+
+/// A TCP connection to 127.0.0.1:`port`, blocking; `receiveBuffer` sets `SO_RCVBUF` before it
+/// connects (a small one makes a client that never reads fill up soon). Close it at the end.
+func loopbackConnection(port: UInt16, receiveBuffer: Int32? = nil) throws -> Int32 {
+  let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
+  if var size = receiveBuffer {
+    setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+  }
+  var address = sockaddr_in()
+  address.sin_family = sa_family_t(AF_INET)
+  address.sin_port = port.bigEndian
+  address.sin_addr.s_addr = inet_addr("127.0.0.1")
+  let connected = withUnsafePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+      connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+    }
+  }
+  guard connected == 0 else {
+    close(descriptor)
+    throw POSIXError(.ECONNREFUSED)
+  }
+  return descriptor
+}
+
+/// Another program (socat, gpspipe, str2str) run with its standard output and error
+/// collected on a thread of its own, so that no test task blocks on a read.
+final class Tool: @unchecked Sendable {
+  let process = Process()
+  let input = Pipe()
+  private let lock = NSLock()
+  private var collected = Data()
+  private var ended = false
+
+  init(_ path: String, _ arguments: [String]) throws {
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    process.standardInput = input
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let handle = output.fileHandleForReading
+    Thread { [self] in
+      while true {
+        let data = handle.availableData
+        if data.isEmpty { break }
+        lock.withLock { collected.append(data) }
+      }
+      lock.withLock { ended = true }
+    }.start()
+  }
+
+  var output: String { lock.withLock { String(decoding: collected, as: UTF8.self) } }
+  var byteCount: Int { lock.withLock { collected.count } }
+
+  /// Waits (without blocking a thread) until it has exited and its output was read to the
+  /// end, at most `timeout`; what it printed.
+  func finish(timeout: Duration = .seconds(90)) async -> String {
+    _ = await eventually(timeout: timeout) {
+      !process.isRunning && lock.withLock { ended }
+    }
+    return output
+  }
+
+  func send(_ text: String) { input.fileHandleForWriting.write(Data(text.utf8)) }
+
+  /// Ends it and waits for the exit, so that its connection is closed. SIGKILL: a child
+  /// of the test runner may inherit SIGTERM blocked. Polls: `waitUntilExit` needs a run
+  /// loop that a test's task does not have.
+  func stop() async {
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    _ = await eventually(timeout: .seconds(10)) { !process.isRunning }
+  }
+
+  deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+}
+
+/// Runs `body`, which blocks (a child process's pipes, `waitUntilExit`), on a thread of its
+/// own: on a test task it would hold one of the few threads of the pool, which Foundation's
+/// `Process` also needs to notice its children's exits; with them all held, nothing ends.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+  try await withCheckedThrowingContinuation { continuation in
+    let thread = Thread { continuation.resume(with: Result { try body() }) }
+    thread.stackSize = 1 << 20
+    thread.start()
+  }
 }

@@ -162,3 +162,25 @@ struct ServeTimeOptionsTests {
     #expect(complaint(["--listen", "none"])?.contains("--time") == true)
   }
 }
+
+@Suite("serialgps serve --exit-idle")
+struct ServeExitIdleOptionTests {
+  @Test func takesSecondsAndRefusesWhatCannotBeIdle() throws {
+    guard case .options(let parsed) = ServeOptions.parse(["--exit-idle", "60"]) else {
+      Issue.record("--exit-idle 60 refused")
+      return
+    }
+    #expect(parsed.exitIdle == .seconds(60))
+    for arguments in [
+      ["--exit-idle", "0"], ["--exit-idle", "x"], ["--exit-idle", "60", "--time"],
+      ["--exit-idle", "60", "--listen", "none", "--time"],
+      ["--exit-idle", "60", "--mqtt", "mqtt://127.0.0.1"],
+    ] {
+      guard case .invalid(let message) = ServeOptions.parse(arguments) else {
+        Issue.record("\(arguments) accepted")
+        continue
+      }
+      #expect(message.contains("--exit-idle"), "\(arguments): \(message)")
+    }
+  }
+}

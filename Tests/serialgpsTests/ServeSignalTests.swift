@@ -23,21 +23,7 @@ struct ServeSignalTests {
 
   /// A client that asks to watch, kept open until the end of the test.
   func watch(port: UInt16) throws -> Int32 {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-      }
-    }
-    guard connected == 0 else {
-      close(descriptor)
-      throw POSIXError(.ECONNREFUSED)
-    }
+    let descriptor = try loopbackConnection(port: port)
     let request = Array("?WATCH={\"enable\":true,\"json\":true};\n".utf8)
     _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
     return descriptor
@@ -51,11 +37,7 @@ struct ServeSignalTests {
     "SIGTERM, SIGINT, SIGHUP and SIGQUIT: standby reaches the receiver, exit 0",
     arguments: [SIGTERM, SIGINT, SIGHUP, SIGQUIT])
   func stopsWithStandby(_ signal: Int32) async throws {
-    let recording = try Recording.load(path: "\(fixturesDirectory)/mtk-cold-start.nmea")
-    let simulator = try ReceiverSimulator(
-      recording: recording,
-      configuration: .init(
-        profile: .mediatek, pace: .recorded(speed: 4), initialPowerState: .standby))
+    let simulator = try sleepingMediaTek()
     defer { simulator.stop() }
     let serve = try CLIProcess(
       [

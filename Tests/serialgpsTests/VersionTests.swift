@@ -9,25 +9,30 @@ import Testing
 
 @Suite struct VersionTests {
   @Test(arguments: ["--version", "version"])
-  func executableSaysItsVersion(argument: String) throws {
-    let result = try runSerialgps([argument])
+  func executableSaysItsVersion(argument: String) async throws {
+    let result = try await runSerialgps([argument])
     #expect(result.status == 0)
     #expect(result.stdout == "serialgps \(Version.serialgps)\n")
     #expect(result.stderr.isEmpty)
   }
 
-  @Test func packagingReadsTheSameVersion() throws {
+  @Test func packagingReadsTheSameVersion() async throws {
     let root = URL(fileURLWithPath: #filePath)
       .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = [root.appendingPathComponent("scripts/version.sh").path]
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 0)
+    let script = root.appendingPathComponent("scripts/version.sh").path
+    let (status, text) = try await onOwnThread { () throws -> (Int32, String) in
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: "/bin/sh")
+      process.arguments = [script]
+      let output = Pipe()
+      process.standardOutput = output
+      try process.run()
+      let text = String(
+        decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      process.waitUntilExit()
+      return (process.terminationStatus, text)
+    }
+    #expect(status == 0)
     #expect(text == Version.serialgps + "\n")
   }
 }
