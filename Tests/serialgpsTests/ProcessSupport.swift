@@ -49,8 +49,33 @@ final class CLIProcess: @unchecked Sendable {
     _ arguments: [String], standardError: FileHandle? = nil, signalDispositions: [String] = [],
     environment extra: [String: String] = [:], launcher: [String] = []
   ) throws {
-    let wrapper =
+    var wrapper =
       launcher + (signalDispositions.isEmpty ? [] : ["/usr/bin/env"] + signalDispositions)
+    if !launcher.isEmpty {
+      // Under a parent that stays: a launcher that closes every descriptor it inherited
+      // (systemd-socket-activate does) closes the one by which Foundation's Process learns
+      // that its child ended; Foundation then waits for that child with a blocking waitpid on
+      // its one monitoring thread, and no other process of the test run is ever reaped. The
+      // parent keeps the descriptor, passes signals on and exits as the launcher did. Not a
+      // shell: the child inherits this process's signal mask, with SIGCHLD blocked, and a
+      // shell's `wait` then sleeps for ever; the parent clears the mask and the dispositions
+      // a launcher started by systemd would not have.
+      let parent = """
+        import os, signal, sys
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        child = os.fork()
+        if child == 0:
+            for number in (signal.SIGINT, signal.SIGQUIT, signal.SIGPIPE):
+                signal.signal(number, signal.SIG_DFL)
+            os.execv(sys.argv[1], sys.argv[1:])
+        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(number, lambda received, frame: os.kill(child, received))
+        _, status = os.waitpid(child, 0)
+        code = os.waitstatus_to_exitcode(status)
+        sys.exit(code if code >= 0 else 128 - code)
+        """
+      wrapper = ["/usr/bin/python3", "-c", parent] + wrapper
+    }
     if wrapper.isEmpty {
       process.executableURL = try serialgpsBinary()
       process.arguments = arguments
@@ -98,6 +123,18 @@ final class CLIProcess: @unchecked Sendable {
   var standardError: String { lock.withLock { String(decoding: err, as: UTF8.self) } }
 
   func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+  /// The process the launcher became (for a `launcher`: the parent's one child, which the
+  /// launcher's exec makes serialgps), else the process itself; `nil` when the parent has no
+  /// child (any more).
+  var launchedProcessIdentifier: pid_t? {
+    let pid = process.processIdentifier
+    guard process.executableURL?.path == "/usr/bin/python3" else { return pid }
+    guard
+      let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)
+    else { return nil }
+    return text.split(separator: " ").first.flatMap { pid_t($0) }
+  }
 
   /// Waits for the exit and for both streams to be read to their end; the exit status, or
   /// `nil` (after killing it) when it does not end within `timeout`.

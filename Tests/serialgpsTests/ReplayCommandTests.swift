@@ -147,9 +147,12 @@ struct ReplayCommandTests {
       "--physics", "--start", "cold", "--energy-file", energy, "--control", control,
     ])
     #expect(await eventually { replay.standardOutput.hasSuffix("\n") })
+    // Standard error is read apart from standard output: its line may come in a moment later.
     #expect(
-      replay.standardError.contains(
-        "physics: MediaTek MT3339 (GlobalTop PA6H), timings ×10 faster than the data sheet"))
+      await eventually {
+        replay.standardError.contains(
+          "physics: MediaTek MT3339 (GlobalTop PA6H), timings ×10 faster than the data sheet")
+      })
     let port = try await openDevice(link, baud: .b9600)
     let reader = DeviceReader(port)
     // The data sheet's cold start at ×10 (32 s: the first fix comes after 3.2 s).
@@ -169,7 +172,10 @@ struct ReplayCommandTests {
     try fifo.close()
     #expect(
       await eventually { replay.standardError.contains("control: main power cut and restored") })
-    #expect(replay.standardError.contains("control: 'frobnicate': say 'backup on|off'"))
+    #expect(
+      await eventually {
+        replay.standardError.contains("control: 'frobnicate': say 'backup on|off'")
+      })
     #expect(await eventually { summary().contains("\"backup_power\":false") })
     #expect(await eventually { summary().components(separatedBy: "\"kind\":\"cold\"").count == 3 })
     replay.signal(SIGINT)

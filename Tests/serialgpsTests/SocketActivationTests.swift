@@ -96,7 +96,7 @@ struct SocketActivationTests {
       "\(serve.standardError)")
     // Close-on-exec: the activator had to pass them without it; a child of serve must not get
     // them. 02000000 is O_CLOEXEC in fdinfo's flags.
-    let pid = serve.process.processIdentifier
+    let pid = try #require(serve.launchedProcessIdentifier)
     let flags = descriptorFlags(pid: pid, descriptor: 3)
     #expect(flags.map { $0 & 0o2_000_000 != 0 } == true, "descriptor 3's flags: \(flags ?? -1)")
     #expect(flags.map { $0 & Int(O_NONBLOCK) != 0 } == true, "descriptor 3's flags: \(flags ?? -1)")
