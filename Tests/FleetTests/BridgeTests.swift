@@ -293,7 +293,9 @@ struct BridgeTests {
     let clock = ManualClock()
     let (receiver, _) = try makeReceiver(clock: clock)
     var configuration = try bridgeConfiguration(broker)
-    configuration.replayExpiry = .seconds(2)
+    // Long enough for the newcomer below to come in time on a loaded machine (under
+    // ThreadSanitizer, 2 s were once not), short enough to wait out.
+    configuration.replayExpiry = .seconds(8)
     let bridge = try FleetBridge(configuration: configuration)
     try bridge.publish(receiver, as: "board-1")
     let consumer = try remoteReceiver(broker, id: "board-1", consumer: "alice")
@@ -314,8 +316,8 @@ struct BridgeTests {
     lateEvents.stop()
     await late.shutdown()
 
-    // Its expiry (2 s) passed without a new fix: a newcomer gets none.
-    try await Task.sleep(for: .milliseconds(2500))
+    // Its expiry (8 s) passed without a new fix: a newcomer gets none.
+    try await Task.sleep(for: .milliseconds(8500))
     let after = try Subscriber(port: broker.port, "serialgps/board-1/#")
     await after.ready(port: broker.port)
     try await Task.sleep(for: .milliseconds(200))

@@ -8,7 +8,7 @@ import Testing
 /// Polls `condition` until it holds or `timeout` (real time) passes. For waiting on other
 /// threads and tasks in tests; never used to assert durations.
 func eventually(
-  timeout: Duration = .seconds(10), _ condition: @Sendable () -> Bool
+  timeout: Duration = .seconds(30), _ condition: @Sendable () -> Bool
 ) async -> Bool {
   let deadline = ContinuousClock.now + timeout
   while ContinuousClock.now < deadline {
