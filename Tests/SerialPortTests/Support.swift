@@ -208,3 +208,15 @@ func withoutPrivilegeOverrides<T>(_ body: () throws -> T) throws -> T {
   defer { _ = cserial_thread_set_privilege_overrides(1) }
   return try body()
 }
+
+/// Polls `condition` on the calling thread every 10 ms until it holds or `limit` passes; for a
+/// state that another process of the test run can hold for a moment, as a child spawned between
+/// fork and exec holds every descriptor of this process.
+func becomesTrue(within limit: Duration, _ condition: () -> Bool) -> Bool {
+  let end = ContinuousClock.now.advanced(by: limit)
+  while ContinuousClock.now < end {
+    if condition() { return true }
+    usleep(10_000)
+  }
+  return condition()
+}
