@@ -130,3 +130,68 @@ struct GeoClueTests {
     #expect(!FileManager.default.fileExists(atPath: nmeaSocket), "serve removes its socket")
   }
 }
+
+/// The NMEA socket's path and its connections, with socat as the reader.
+@Suite("serialgps serve --nmea-socket: the socket", .serialized)
+struct NMEASocketTests {
+  @Test(
+    "a socket left by a process that is gone is replaced; socat reads sentences while connected",
+    .enabled(
+      if: FileManager.default.isExecutableFile(atPath: "/usr/bin/socat") || GeoClueTests.isCI,
+      "socat is not installed"))
+  func staleSocketReplacedAndRead() async throws {
+    let directory = try TemporaryDirectory()
+    let path = directory.file("nmea.sock")
+    // Bound and closed without removing it, as a process that was killed leaves it.
+    let stale = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(stale, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    close(stale)
+    try #require(bound == 0)
+
+    let simulator = try sleepingMediaTek()
+    defer { simulator.stop() }
+    let serve = try CLIProcess([
+      "serve", simulator.devicePath, "--chipset", "mtk", "--baud", "9600", "--linger", "0",
+      "--listen", "127.0.0.1:0", "--nmea-socket", path,
+    ])
+    #expect(
+      await eventually { serve.standardError.contains("with NMEA on \(path)") },
+      "\(serve.standardError)")
+    var status = stat()
+    #expect(stat(path, &status) == 0 && status.st_mode & 0o777 == 0o666)
+    #expect(simulator.powerState == .standby, "nobody connected: nothing woken")
+
+    let reader = try Tool("/usr/bin/socat", ["-u", "UNIX-CONNECT:\(path)", "STDOUT"])
+    #expect(
+      await eventually { reader.output.contains("$GPGGA,") && reader.output.contains("$GPRMC,") },
+      "\(reader.output)\n\(serve.standardError)")
+    #expect(simulator.powerState == .running)
+    // Sentences only, each whole with its CR LF: no PMTK boot noise cut in half, no binary.
+    let lines = reader.output.split(separator: "\n").dropLast()
+    #expect(lines.allSatisfy { $0.hasPrefix("$") && $0.hasSuffix("\r") }, "\(reader.output)")
+    await reader.stop()
+    #expect(await simulator.waitForPowerState(.standby, timeout: .seconds(30)))
+    serve.signal(SIGTERM)
+    #expect(await serve.exitStatus() == 0, "\(serve.standardError)")
+  }
+
+  @Test("a file that is not a socket is left alone and stops serve with exit status 2")
+  func fileInTheWay() async throws {
+    let directory = try TemporaryDirectory()
+    let path = directory.file("nmea.sock")
+    try "keep me".write(toFile: path, atomically: true, encoding: .utf8)
+    let serve = try CLIProcess([
+      "serve", "/dev/null-no-such-receiver", "--listen", "127.0.0.1:0", "--nmea-socket", path,
+    ])
+    #expect(await serve.exitStatus() == 2, "\(serve.standardError)")
+    #expect(serve.standardError.contains("not a socket"), "\(serve.standardError)")
+    #expect(try String(contentsOfFile: path, encoding: .utf8) == "keep me")
+  }
+}
