@@ -9,10 +9,11 @@ BUILD_PACKAGES := libudev-dev libmosquitto-dev pkg-config linux-libc-dev
 # clients, the GPX schema check, Python for the fixture checker, chronyd and gpsd's ntpshmmon (in the gpsd package) for
 # the time service, a real MQTT broker and its clients, openssl for the TLS test's certificates,
 # systemd for systemd-socket-activate (serve under socket activation) and systemd-analyze,
-# rtklib for str2str (a client of serve's raw port).
+# rtklib for str2str (a client of serve's raw port), dbus, GeoClue and its demos (where-am-i and
+# the demo agent, in geoclue-2-demo) for serve's NMEA socket.
 TEST_PACKAGES := $(BUILD_PACKAGES) umockdev libumockdev-dev udev socat gpsd-clients python3-gps \
 	libxml2-utils util-linux python3 chrony gpsd gpsd-tools mosquitto mosquitto-clients openssl \
-	systemd rtklib
+	systemd rtklib dbus geoclue-2.0 geoclue-2-demo
 
 # Needed to make the Debian package (dpkg-shlibdeps, dpkg-gencontrol; python3 for the man page)
 # and to check it (lintian; systemd for systemd-analyze verify; udev for udevadm).

@@ -44,11 +44,14 @@ final class EventLoop {
   final class Connection {
     let socket: ClientSocket
     let peer: String
+    /// What a stream port's connection gets (`nil` for a gpsd client).
+    let stream: StreamKind?
     var output = OutputQueue()
 
-    init(socket: ClientSocket, peer: String) {
+    init(socket: ClientSocket, peer: String, stream: StreamKind? = nil) {
       self.socket = socket
       self.peer = peer
+      self.stream = stream
     }
   }
 
@@ -64,10 +67,11 @@ final class EventLoop {
   /// Empty: no TCP listener (receivers served to in-process subscribers only). More than one
   /// when the service manager passed several (IPv4 and IPv6 loopback).
   private let listeners: [ListeningSocket]
-  /// The raw port (`serve --raw-listen`); `nil` without one.
-  private let rawListener: ListeningSocket?
-  private var rawConnections: [Int: Connection] = [:]
-  private var nextRawID = 1
+  /// The stream ports: the raw port (`serve --raw-listen`) and the NMEA socket
+  /// (`--nmea-socket`), each connection a continuous subscription of the first receiver.
+  private let streamPorts: [(listener: any Listener, kind: StreamKind)]
+  private var streamConnections: [Int: Connection] = [:]
+  private var nextStreamID = 1
   private var rawWriters: RawWriterSlot
   private var rawDropLog = LogThrottle(interval: .seconds(10))
   private let inbox: ServerInbox
@@ -88,14 +92,14 @@ final class EventLoop {
   init(
     configuration: GPSDServer.Configuration, clock: any DriverClock,
     wallClock: any WallClock = SystemWallClock(), listeners: [ListeningSocket],
-    rawListener: ListeningSocket? = nil,
+    streamPorts: [(listener: any Listener, kind: StreamKind)] = [],
     inbox: ServerInbox, counters: Locked<ServerStatistics>, retired: Locked<[GPSReceiver]>
   ) {
     self.configuration = configuration
     self.clock = clock
     self.wallClock = wallClock
     self.listeners = listeners
-    self.rawListener = rawListener
+    self.streamPorts = streamPorts
     rawWriters = RawWriterSlot(writable: configuration.rawWrite)
     idleExit = configuration.whenIdle.map { IdleExit(limit: $0.after) }
     self.inbox = inbox
@@ -139,14 +143,16 @@ final class EventLoop {
         let listening = accepting ? listener.descriptor : -1
         descriptors.append(pollfd(fd: listening, events: Int16(POLLIN), revents: 0))
       }
-      let rawListening = accepting ? rawListener?.descriptor ?? -1 : -1
-      descriptors.append(pollfd(fd: rawListening, events: Int16(POLLIN), revents: 0))
+      for port in streamPorts {
+        let listening = accepting ? port.listener.descriptor : -1
+        descriptors.append(pollfd(fd: listening, events: Int16(POLLIN), revents: 0))
+      }
       for (id, connection) in connections {
         order.append(id)
         let events = Int16(POLLIN) | (connection.output.isEmpty ? 0 : Int16(POLLOUT))
         descriptors.append(pollfd(fd: connection.socket.descriptor, events: events, revents: 0))
       }
-      for (id, connection) in rawConnections {
+      for (id, connection) in streamConnections {
         rawOrder.append(id)
         let events = Int16(POLLIN) | (connection.output.isEmpty ? 0 : Int16(POLLOUT))
         descriptors.append(pollfd(fd: connection.socket.descriptor, events: events, revents: 0))
@@ -165,8 +171,11 @@ final class EventLoop {
       for (offset, listener) in listeners.enumerated() where descriptors[offset + 1].revents != 0 {
         acceptClients(from: listener)
       }
-      if descriptors[listeners.count + 1].revents != 0 { acceptRawConnections() }
-      let firstClient = listeners.count + 2
+      for (offset, port) in streamPorts.enumerated()
+      where descriptors[listeners.count + 1 + offset].revents != 0 {
+        acceptStreamConnections(port.listener, port.kind)
+      }
+      let firstClient = listeners.count + 1 + streamPorts.count
       for (offset, id) in order.enumerated() {
         let revents = descriptors[offset + firstClient].revents
         guard revents != 0, connections[id] != nil else { continue }
@@ -182,13 +191,13 @@ final class EventLoop {
       let firstRaw = firstClient + order.count
       for (offset, id) in rawOrder.enumerated() {
         let revents = descriptors[offset + firstRaw].revents
-        guard revents != 0, rawConnections[id] != nil else { continue }
-        if revents & Int16(POLLOUT) != 0 { flushRaw(id) }
-        if revents & Int16(POLLIN) != 0 { readRaw(id, into: buffer) }
+        guard revents != 0, streamConnections[id] != nil else { continue }
+        if revents & Int16(POLLOUT) != 0 { flushStream(id) }
+        if revents & Int16(POLLIN) != 0 { readStream(id, into: buffer) }
         if revents & (Int16(POLLHUP) | Int16(POLLERR) | Int16(POLLNVAL)) != 0,
           revents & Int16(POLLIN) == 0
         {
-          closeRaw(id)
+          closeStream(id)
         }
       }
       let now = MonotonicInstant.now
@@ -212,7 +221,7 @@ final class EventLoop {
   private func noteUse() {
     guard idleExit != nil, let notice = configuration.whenIdle else { return }
     let inUse =
-      !connections.isEmpty || !rawConnections.isEmpty
+      !connections.isEmpty || !streamConnections.isEmpty
       || receivers.values.contains { $0.need != nil }
     guard idleExit?.note(inUse: inUse, now: .now) == true else { return }
     log("no client for \(Self.seconds(notice.after)): exiting until the next one connects")
@@ -243,10 +252,17 @@ final class EventLoop {
         default:
           break
         }
-        if case .rawData(let bytes) = event, id == rawDevice { sendRaw(bytes) }
-        // Only what ServerState asked for: the raw port's bytes are not its business.
+        if id == streamDevice {
+          switch event {
+          case .rawData(let bytes): sendStream(bytes, to: .raw)
+          case .sentences(let bytes): sendStream(bytes, to: .nmea)
+          case .event: break
+          }
+        }
+        // Only what ServerState asked for: the stream ports' bytes are not its business.
         guard let asked = slot.stateNeed else { continue }
         if case .rawData = event, !asked.rawData { continue }
+        if case .sentences = event, !asked.sentences { continue }
         perform(state.receiverEvent(id, event, wallClock: wallClockNow()))
       case .time(let path, let report):
         guard let id = receivers.first(where: { $0.value.path == path })?.key else { continue }
@@ -416,73 +432,92 @@ final class EventLoop {
     perform(state.clientDisconnected(id))
   }
 
-  // MARK: - The raw port
+  // MARK: - The stream ports
 
-  /// The device whose bytes the raw port serves: the first one served (named first, or found
-  /// first) while it is.
-  private var rawDevice: DeviceID? { rawListener == nil ? nil : receivers.keys.min() }
+  /// The device whose output the stream ports serve: the first one served (named first, or
+  /// found first) while it is.
+  private var streamDevice: DeviceID? { streamPorts.isEmpty ? nil : receivers.keys.min() }
 
-  private func acceptRawConnections() {
-    guard let rawListener else { return }
+  private func hasStreamConnections(_ kind: StreamKind) -> Bool {
+    streamConnections.values.contains { $0.stream == kind }
+  }
+
+  private func acceptStreamConnections(_ listener: any Listener, _ kind: StreamKind) {
     for _ in 0..<Self.acceptsPerWake {
       let descriptor: Int32?
       do {
-        descriptor = try rawListener.accept()
+        descriptor = try listener.accept()
       } catch {
-        log("raw port: \(error)")
+        log("\(kind.name): \(error)")
         return
       }
       guard let descriptor else { return }
       let socket = ClientSocket(descriptor: descriptor)
       socket.configure(sendBufferSize: configuration.clientSendBufferSize)
-      let id = nextRawID
-      nextRawID += 1
-      rawConnections[id] = Connection(socket: socket, peer: socket.peer)
-      counters.withLock { $0.rawClients = rawConnections.count }
-      if rawConnections.count == 1, let device = rawDevice { updateSubscription(device) }
+      let id = nextStreamID
+      nextStreamID += 1
+      let wanted = hasStreamConnections(kind)
+      // A Unix socket's peer has no address: it is named by its number.
+      let peer = kind == .raw ? socket.peer : "connection \(id)"
+      streamConnections[id] = Connection(socket: socket, peer: peer, stream: kind)
+      countStreamConnections()
+      if !wanted, let device = streamDevice { updateSubscription(device) }
     }
   }
 
-  private func readRaw(_ id: Int, into buffer: UnsafeMutableRawBufferPointer) {
-    guard let connection = rawConnections[id] else { return }
+  private func countStreamConnections() {
+    let raw = streamConnections.values.count { $0.stream == .raw }
+    let nmea = streamConnections.count - raw
+    counters.withLock {
+      $0.rawClients = raw
+      $0.nmeaClients = nmea
+    }
+  }
+
+  private func readStream(_ id: Int, into buffer: UnsafeMutableRawBufferPointer) {
+    guard let connection = streamConnections[id] else { return }
     for _ in 0..<4 {
       switch connection.socket.read(into: buffer) {
       case .received(let count):
+        // The NMEA socket's readers (GeoClue) send nothing; what one sends goes nowhere.
+        guard connection.stream == .raw else { continue }
         switch rawWriters.input(from: id, peer: connection.peer) {
         case .write:
           let bytes = Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-          if let device = rawDevice, let receiver = receivers[device]?.receiver {
+          if let device = streamDevice, let receiver = receivers[device]?.receiver {
             receiver.write(bytes)
           }
         case .refuse(let refusal):
-          queueRaw(Array(RawWriterSlot.notice(refusal).utf8)[...], to: id)
+          queueStream(Array(RawWriterSlot.notice(refusal).utf8)[...], to: id)
         case .drop:
           break
         }
       case .wouldBlock:
         return
       case .closed:
-        closeRaw(id)
+        closeStream(id)
         return
       }
     }
   }
 
-  /// The receiver's bytes to every raw connection.
-  private func sendRaw(_ bytes: [UInt8]) {
-    for id in rawConnections.keys { queueRaw(bytes[...], to: id) }
+  /// The receiver's bytes, or its sentences, to every connection of that kind.
+  private func sendStream(_ bytes: [UInt8], to kind: StreamKind) {
+    for (id, connection) in streamConnections where connection.stream == kind {
+      queueStream(bytes[...], to: id)
+    }
   }
 
   /// Writes what the socket takes now and queues the rest, up to
   /// ``GPSDServer/Configuration/rawBacklog``: past it the bytes are dropped for that
   /// connection alone (counted, logged every 10 s at most), so that one that does not read
   /// never holds the others or the receiver back, and stays connected.
-  private func queueRaw(_ bytes: ArraySlice<UInt8>, to id: Int) {
-    guard let connection = rawConnections[id] else { return }
+  private func queueStream(_ bytes: ArraySlice<UInt8>, to id: Int) {
+    guard let connection = streamConnections[id] else { return }
     var offset = bytes.startIndex
     if connection.output.isEmpty {
       guard let written = bytes.withUnsafeBytes({ connection.socket.write($0) }) else {
-        closeRaw(id)
+        closeStream(id)
         return
       }
       offset += written
@@ -496,26 +531,28 @@ final class EventLoop {
       }
       if rawDropLog.allow(now: .now) != nil {
         log(
-          "raw port: \(connection.peer) is not reading: \(total) bytes dropped so far "
-            + "(\(configuration.rawBacklog) bytes wait for it at most)")
+          "\(connection.stream?.name ?? "stream"): \(connection.peer) is not reading: \(total) "
+            + "bytes dropped so far (\(configuration.rawBacklog) bytes wait for it at most)")
       }
       return
     }
     connection.output.append(rest)
   }
 
-  private func flushRaw(_ id: Int) {
-    guard let connection = rawConnections[id] else { return }
+  private func flushStream(_ id: Int) {
+    guard let connection = streamConnections[id] else { return }
     let socket = connection.socket
-    if connection.output.drain({ socket.write($0) }) == nil { closeRaw(id) }
+    if connection.output.drain({ socket.write($0) }) == nil { closeStream(id) }
   }
 
-  private func closeRaw(_ id: Int) {
-    guard let connection = rawConnections.removeValue(forKey: id) else { return }
+  private func closeStream(_ id: Int) {
+    guard let connection = streamConnections.removeValue(forKey: id) else { return }
     connection.socket.close()
-    rawWriters.left(id)
-    counters.withLock { $0.rawClients = rawConnections.count }
-    if rawConnections.isEmpty, let device = rawDevice { updateSubscription(device) }
+    if connection.stream == .raw { rawWriters.left(id) }
+    countStreamConnections()
+    if let kind = connection.stream, !hasStreamConnections(kind), let device = streamDevice {
+      updateSubscription(device)
+    }
   }
 
   // MARK: - Actions
@@ -528,10 +565,10 @@ final class EventLoop {
       case .subscribe(let id, let need):
         subscribe(id, need)
       case .release(let id):
-        let wasRaw = id == rawDevice
+        let wasStreamed = id == streamDevice
         guard let slot = receivers.removeValue(forKey: id) else { continue }
-        // The raw port follows the next receiver served.
-        if wasRaw, let next = rawDevice { updateSubscription(next) }
+        // The stream ports follow the next receiver served.
+        if wasStreamed, let next = streamDevice { updateSubscription(next) }
         slot.subscription?.cancel()
         configuration.receiverChanges?(
           .removed(ServedReceiver(path: slot.path, device: slot.device, receiver: slot.receiver)))
@@ -564,13 +601,15 @@ final class EventLoop {
   }
 
   /// What the device's subscription must deliver now: what ``ServerState`` asked for, and
-  /// the raw bytes while the raw port has connections and serves this device.
+  /// the raw bytes and the sentences while the stream ports that serve this device have
+  /// connections that want them.
   private func updateSubscription(_ id: DeviceID) {
     guard let slot = receivers[id] else { return }
     var need = slot.stateNeed
-    if id == rawDevice, !rawConnections.isEmpty {
+    if id == streamDevice, !streamConnections.isEmpty {
       need = need ?? ReceiverNeed()
-      need?.rawData = true
+      if hasStreamConnections(.raw) { need?.rawData = true }
+      if hasStreamConnections(.nmea) { need?.sentences = true }
     }
     resubscribe(id, need)
   }
@@ -661,8 +700,8 @@ final class EventLoop {
     configuration.receiverChanges?(
       .added(ServedReceiver(path: device.path, device: device, receiver: receiver)))
     perform(state.deviceAdded(id, Self.description(of: device), wallClock: wallClockNow()))
-    // The first receiver served now: the raw port's connections get its bytes.
-    if id == rawDevice { updateSubscription(id) }
+    // The first receiver served now: the stream ports' connections get its output.
+    if id == streamDevice { updateSubscription(id) }
   }
 
   private func removeDiscovered(sysPath: String, reason: String) {
@@ -683,9 +722,9 @@ final class EventLoop {
     for (_, connection) in connections { connection.socket.close() }
     connections.removeAll()
     for listener in listeners { listener.close() }
-    for (_, connection) in rawConnections { connection.socket.close() }
-    rawConnections.removeAll()
-    rawListener?.close()
+    for (_, connection) in streamConnections { connection.socket.close() }
+    streamConnections.removeAll()
+    for port in streamPorts { port.listener.close() }
     for (_, slot) in receivers { slot.subscription?.cancel() }
     let all = receivers.values.map(\.receiver)
     retired.withLock { $0 += all }

@@ -44,9 +44,14 @@ public final class GPSDServer: Sendable {
     /// sends, until it leaves; `GPSReceiver.write`, between the driver's own command
     /// exchanges); the others' bytes are dropped and each is told so once.
     public var rawWrite = false
-    /// Bytes queued for a raw-port connection that does not read; past it, the receiver's
-    /// bytes are dropped for that connection (``ServerStatistics/rawBytesDropped``).
+    /// Bytes queued for a raw-port or NMEA-socket connection that does not read; past it, the
+    /// receiver's bytes are dropped for that connection (``ServerStatistics/rawBytesDropped``).
     public var rawBacklog = 256 * 1024
+    /// The NMEA socket (`serve --nmea-socket`, GeoClue's `network-nmea` source): a Unix stream
+    /// socket at this path whose every connection gets the NMEA sentences of the first
+    /// receiver served, as the reader framed them, and counts as a subscriber of it for as long
+    /// as it is connected. `nil`: none. See docs/geoclue.md.
+    public var nmeaSocket: NMEASocket?
     /// Clients served at once. When all are connected, a newcomer takes the slot of the
     /// longest-idle client that does not watch (see ``evictionIdleTime``); when there is
     /// none, it is told so in an `ERROR` report and closed.
@@ -165,6 +170,8 @@ public final class GPSDServer: Sendable {
   public let listenAddresses: [ListenAddress]
   /// The raw port's address, with the port the kernel chose for port 0; `nil` without one.
   public let rawListenAddress: ListenAddress?
+  /// The NMEA socket's path; `nil` without one.
+  public let nmeaSocketPath: String?
   private let counters = Locked(ServerStatistics())
   /// Receivers to shut down once the server's thread has stopped.
   private let retired = Locked<[GPSReceiver]>([])
@@ -235,6 +242,17 @@ public final class GPSDServer: Sendable {
         "cannot listen on the raw port \(configuration.rawListenAddress?.description ?? "-"): "
           + "\(error)\(error.code == EADDRINUSE ? " (choose another --raw-listen port)" : "")")
     }
+    let nmeaListener: UnixListeningSocket?
+    do throws(SocketError) {
+      nmeaListener = try configuration.nmeaSocket.map { nmea throws(SocketError) in
+        try UnixListeningSocket(path: nmea.path, mode: nmea.mode)
+      }
+    } catch {
+      rawListener?.close()
+      throw GPSDServerError(
+        "cannot serve the NMEA socket \(configuration.nmeaSocket?.path ?? "-"): \(error) "
+          + "(choose another --nmea-socket path, or remove what is there)")
+    }
     let wakeup: EventSignal
     var bound: ListeningSocket?
     do throws(SocketError) {
@@ -246,6 +264,7 @@ public final class GPSDServer: Sendable {
       } catch {
         bound?.close()
         rawListener?.close()
+        nmeaListener?.close()
         for listener in listeners { listener.close() }
         throw SocketError("eventfd", error)
       }
@@ -259,6 +278,10 @@ public final class GPSDServer: Sendable {
     let listening = listeners + (bound.map { [$0] } ?? [])
     listenAddresses = listening.map(\.address)
     rawListenAddress = rawListener?.address
+    nmeaSocketPath = nmeaListener?.path
+    var streamPorts: [(listener: any Listener, kind: StreamKind)] = []
+    if let rawListener { streamPorts.append((rawListener, .raw)) }
+    if let nmeaListener { streamPorts.append((nmeaListener, .nmea)) }
     let inbox = ServerInbox(reportLimit: configuration.subscriptionBufferSize, wakeup: wakeup)
     self.inbox = inbox
     var configuration = configuration
@@ -279,7 +302,7 @@ public final class GPSDServer: Sendable {
     }
     let loop = EventLoop(
       configuration: configuration, clock: clock, wallClock: wallClock, listeners: listening,
-      rawListener: rawListener,
+      streamPorts: streamPorts,
       inbox: inbox, counters: counters, retired: retired)
     switch devices {
     case .fixed(let served):
@@ -402,6 +425,8 @@ public struct ServerStatistics: Sendable, Hashable {
   public var reportsDropped = 0
   /// Connections to the raw port now.
   public var rawClients = 0
+  /// Connections to the NMEA socket now.
+  public var nmeaClients = 0
   /// Bytes of the receiver not sent to a raw-port connection because it did not read and
   /// ``GPSDServer/Configuration/rawBacklog`` bytes waited for it already.
   public var rawBytesDropped = 0
@@ -410,4 +435,20 @@ public struct ServerStatistics: Sendable, Hashable {
   public var unexpectedEvents = 0
 
   public init() {}
+}
+
+/// Where and with which permissions serve offers its NMEA sentences on a Unix stream socket
+/// (``GPSDServer/Configuration/nmeaSocket``, `serve --nmea-socket PATH`).
+public struct NMEASocket: Sendable, Hashable {
+  /// The socket's path. A socket a process that is gone left there is replaced.
+  public var path: String
+  /// Its permissions: connecting needs write permission. 0o666 by default, as the gpsd port
+  /// on loopback is open to every local user; 0o660 keeps it to serve's group (GeoClue's user
+  /// must then be in it).
+  public var mode: UInt32
+
+  public init(path: String, mode: UInt32 = 0o666) {
+    self.path = path
+    self.mode = mode
+  }
 }

@@ -1,3 +1,16 @@
+/// What a stream port's connection gets of the first receiver served, for as long as it is
+/// connected (a continuous subscription).
+enum StreamKind: Equatable {
+  /// The bytes exactly as read (`serve --raw-listen`).
+  case raw
+  /// The NMEA sentences the reader framed, checksum-checked, with their CR LF
+  /// (`serve --nmea-socket`, for GeoClue's `network-nmea` source).
+  case nmea
+
+  /// The port's name in log messages.
+  var name: String { self == .raw ? "raw port" : "NMEA socket" }
+}
+
 /// Who may write to the receiver through the raw port (`serve --raw-listen`, `--raw-write`),
 /// as a state machine with no I/O: at most one connection at a time, the first that sends
 /// bytes, until it leaves; the others' bytes are dropped and each is told so once, and so is

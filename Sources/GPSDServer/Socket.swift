@@ -17,9 +17,30 @@ public struct SocketError: Error, Sendable, Hashable, CustomStringConvertible {
   var isWouldBlock: Bool { code == EAGAIN || code == EWOULDBLOCK }
 }
 
+/// A listening, non-blocking socket the event loop accepts connections on.
+protocol Listener: AnyObject {
+  var descriptor: Int32 { get }
+  /// The next pending connection, non-blocking and close-on-exec; `nil` when none is waiting.
+  func accept() throws(SocketError) -> Int32?
+  /// Closes it now; later calls do nothing.
+  func close()
+}
+
+/// `accept4` on a listening socket: a connection reset before it was accepted, or a transient
+/// lack of descriptors, is not a reason to stop listening (`nil`, as when none waits).
+private func acceptPending(on descriptor: Int32) throws(SocketError) -> Int32? {
+  do {
+    return try FileDescriptor(rawValue: descriptor).acceptConnection().rawValue
+  } catch {
+    let error = SocketError("accept", error)
+    if error.isWouldBlock || error.code == ECONNABORTED || error.code == EPROTO { return nil }
+    throw error
+  }
+}
+
 /// A bound, listening, non-blocking TCP socket, closed by ``close()`` or else when it goes
 /// away.
-final class ListeningSocket {
+final class ListeningSocket: Listener {
   let descriptor: Int32
   private var owned: OwnedDescriptor?
   /// The address actually bound (the port the kernel chose for port 0).
@@ -101,21 +122,79 @@ final class ListeningSocket {
     self.address = address
   }
 
-  /// The next pending connection, non-blocking and close-on-exec; `nil` when none is waiting.
-  func accept() throws(SocketError) -> Int32? {
-    do {
-      return try FileDescriptor(rawValue: descriptor).acceptConnection().rawValue
-    } catch {
-      let error = SocketError("accept", error)
-      // A connection reset before it was accepted, or a transient lack of descriptors, is not
-      // a reason to stop listening.
-      if error.isWouldBlock || error.code == ECONNABORTED || error.code == EPROTO { return nil }
-      throw error
-    }
-  }
+  func accept() throws(SocketError) -> Int32? { try acceptPending(on: descriptor) }
 
   /// Closes it now; later calls do nothing.
   func close() { owned = nil }
+}
+
+/// A bound, listening, non-blocking Unix stream socket at a path (`serve --nmea-socket`),
+/// with the permissions asked for; the path is removed by ``close()`` or when this goes away.
+final class UnixListeningSocket: Listener {
+  let descriptor: Int32
+  let path: String
+  private var owned: OwnedDescriptor?
+
+  /// Binds `path` with permissions `mode`. A socket left at `path` by a process that is gone
+  /// is replaced; one that answers, or a file that is not a socket, is not touched.
+  init(path: String, mode: mode_t, backlog: Int32 = 16) throws(SocketError) {
+    guard path.utf8.count < UnixSocketAddress.pathCapacity else {
+      throw SocketError(
+        "bind \(path) (at most \(UnixSocketAddress.pathCapacity - 1) bytes)",
+        Errno(rawValue: ENAMETOOLONG))
+    }
+    var status = stat()
+    if lstat(path, &status) == 0 {
+      guard status.st_mode & S_IFMT == S_IFSOCK else {
+        throw SocketError("bind \(path): not a socket, left alone", Errno(rawValue: EEXIST))
+      }
+      guard !Self.answers(path) else {
+        throw SocketError("bind \(path): another process serves it", Errno(rawValue: EADDRINUSE))
+      }
+      unlink(path)
+    }
+    let descriptor = socket(
+      AF_UNIX,
+      Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+        | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard descriptor >= 0 else { throw SocketError("socket") }
+    // Closed by its owner going away when a step below throws.
+    let owned = OwnedDescriptor(FileDescriptor(rawValue: descriptor))
+    let bound = (try? UnixSocketAddress.with(path) { bind(descriptor, $0, $1) }) ?? -1
+    guard bound == 0 else { throw SocketError("bind \(path)") }
+    // Before listen: nobody connects with the umask's permissions in between.
+    guard chmod(path, mode) == 0 else {
+      let error = SocketError("chmod \(path)")
+      unlink(path)
+      throw error
+    }
+    guard listen(descriptor, backlog) == 0 else {
+      let error = SocketError("listen \(path)")
+      unlink(path)
+      throw error
+    }
+    self.descriptor = descriptor
+    self.path = path
+    self.owned = consume owned
+  }
+
+  /// Whether a process accepts connections at `path` now.
+  private static func answers(_ path: String) -> Bool {
+    let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard probe >= 0 else { return false }
+    defer { Glibc.close(probe) }
+    return (try? UnixSocketAddress.with(path) { connect(probe, $0, $1) }) == 0
+  }
+
+  func accept() throws(SocketError) -> Int32? { try acceptPending(on: descriptor) }
+
+  func close() {
+    guard owned != nil else { return }
+    owned = nil
+    unlink(path)
+  }
+
+  deinit { close() }
 }
 
 /// One accepted client connection's descriptor, non-blocking.

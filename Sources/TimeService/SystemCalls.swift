@@ -158,21 +158,16 @@ enum System {
   }
 
   /// The bytes a Unix socket address holds, with the terminating zero.
-  static var socketPathCapacity: Int { MemoryLayout.size(ofValue: sockaddr_un().sun_path) }
+  static var socketPathCapacity: Int { UnixSocketAddress.pathCapacity }
 
   // MARK: Unix datagram sockets
 
   /// A close-on-exec, non-blocking Unix datagram socket connected to `path`; closed here when
   /// the connection fails.
   static func connectedDatagramSocket(to path: String) throws(Errno) -> OwnedDescriptor {
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(path.utf8)
-    let capacity = MemoryLayout.size(ofValue: address.sun_path)
-    guard bytes.count < capacity else { throw Errno(rawValue: ENAMETOOLONG) }
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-      raw.copyBytes(from: bytes)
-      raw[bytes.count] = 0
+    // Too long a path is said before a socket is made.
+    guard path.utf8.count < UnixSocketAddress.pathCapacity else {
+      throw Errno(rawValue: ENAMETOOLONG)
     }
     let descriptor = socket(
       AF_UNIX,
@@ -182,11 +177,7 @@ enum System {
     // Closed by its owner going away when `connect` throws.
     let socket = OwnedDescriptor(FileDescriptor(rawValue: descriptor))
     _ = try retrying {
-      withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-          Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
-      }
+      (try? UnixSocketAddress.with(path) { Glibc.connect(descriptor, $0, $1) }) ?? -1
     }
     return socket
   }

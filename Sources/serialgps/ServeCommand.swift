@@ -40,6 +40,9 @@ struct ServeOptions: Equatable, CommandArguments {
   /// `--raw-listen ADDR`: the raw port; `--raw-write`: one connection may write.
   var rawListen: String?
   var rawWrite = false
+  /// `--nmea-socket PATH`, `--nmea-socket-mode OCTAL`: the NMEA socket for GeoClue.
+  var nmeaSocket: String?
+  var nmeaSocketMode: UInt32?
   var baud: BaudRate?
   var family: ChipsetFamily?
   var devices: [String] = []
@@ -84,6 +87,12 @@ struct ServeOptions: Equatable, CommandArguments {
       --raw-write         let one raw connection at a time write to the receiver (the first
                           that sends, until it leaves); others are told it is taken. Never
                           inside serve's own wake-up and standby exchanges
+      --nmea-socket PATH  also serve the first receiver's NMEA sentences on a Unix socket at
+                          PATH to each connection, for GeoClue's network-nmea source
+                          (docs/geoclue.md): the receiver is powered while any is connected
+      --nmea-socket-mode OCTAL
+                          the NMEA socket's permissions (default 0666, any local user, as
+                          the gpsd port on loopback; 0660: serve's group only)
       --exit-idle S       exit (status 0, receivers in standby) after S seconds with no client
                           connected and no receiver watched: for serialgps.socket, which
                           starts serve again at the next client. Not with --time or --mqtt
@@ -148,6 +157,16 @@ struct ServeOptions: Equatable, CommandArguments {
           "--raw-listen needs a port or an address such as 127.0.0.1:2948")
       case "--raw-write":
         options.rawWrite = true
+      case "--nmea-socket":
+        options.nmeaSocket = try reader.value(
+          "--nmea-socket needs a path such as /run/serialgps/nmea.sock")
+      case "--nmea-socket-mode":
+        let text = try reader.value("--nmea-socket-mode needs octal permissions such as 0660")
+        guard let mode = UInt32(text, radix: 8), mode <= 0o777 else {
+          throw UsageMessage(
+            "--nmea-socket-mode \(text): give octal permissions from 0 to 0777, such as 0660")
+        }
+        options.nmeaSocketMode = mode
       case "--exit-idle":
         options.exitIdle = try reader.seconds(
           in: 1...86_400, allowingZero: false,
@@ -238,6 +257,10 @@ struct ServeOptions: Equatable, CommandArguments {
       if options.rawWrite, options.rawListen == nil {
         throw UsageMessage("--raw-write writes through the raw port: add --raw-listen ADDR")
       }
+      if options.nmeaSocketMode != nil, options.nmeaSocket == nil {
+        throw UsageMessage(
+          "--nmea-socket-mode sets the NMEA socket's permissions: add --nmea-socket PATH")
+      }
       if options.exitIdle != nil, options.servesTime || options.fleet.isEnabled {
         throw UsageMessage(
           "--exit-idle cannot go with \(options.servesTime ? "--time" : "--mqtt"): "
@@ -275,6 +298,10 @@ struct ServeOptions: Equatable, CommandArguments {
         return .failure(ServeUsageError(message: "--raw-listen \(error)"))
       }
       configuration.rawWrite = rawWrite
+    }
+    if let nmeaSocket {
+      configuration.nmeaSocket = NMEASocket(path: nmeaSocket)
+      if let nmeaSocketMode { configuration.nmeaSocket?.mode = nmeaSocketMode }
     }
     configuration.allowRemote = allowRemote
     configuration.maximumClients = maximumClients
@@ -363,7 +390,8 @@ enum ServeCommand {
     let raw = server.rawListenAddress.map {
       " with the raw stream on \($0)\(options.rawWrite ? " (writable)" : "")"
     }
-    let time = (raw ?? "") + (options.servesTime ? " and serving time" : "")
+    let nmea = server.nmeaSocketPath.map { " with NMEA on \($0)" }
+    let time = (raw ?? "") + (nmea ?? "") + (options.servesTime ? " and serving time" : "")
     Output.error.line("serialgps serve: \(listening)\(publishing)\(time) for \(served)")
     // Started: the code only start-up ran leaves the resident set (docs/posix.md, Memory).
     _ = try? ResidentMemory.releaseExecutableCode()

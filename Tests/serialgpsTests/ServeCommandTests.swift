@@ -47,6 +47,21 @@ struct ServeCommandTests {
     #expect(ServeOptions.parse(["--help"]) == .help)
   }
 
+  @Test func nmeaSocket() throws {
+    let parsed = try #require(options(["--nmea-socket", "/run/s/nmea.sock"]))
+    #expect(try parsed.configuration().get().nmeaSocket == NMEASocket(path: "/run/s/nmea.sock"))
+    let grouped = try #require(
+      options(["--nmea-socket", "/run/s/nmea.sock", "--nmea-socket-mode", "0660"]))
+    #expect(try grouped.configuration().get().nmeaSocket?.mode == 0o660)
+    #expect(try options([])?.configuration().get().nmeaSocket == nil)
+    for bad in ["8", "1777", "rw", ""] {
+      #expect(
+        complaint(["--nmea-socket", "/s", "--nmea-socket-mode", bad])?.contains("octal") == true,
+        "\(bad)")
+    }
+    #expect(complaint(["--nmea-socket-mode", "0660"])?.contains("add --nmea-socket") == true)
+  }
+
   @Test func ephemerisRefresh() throws {
     #expect(
       try options([])?.configuration().get().receiverOptions.ephemerisRefresh == .seconds(7200))
