@@ -174,7 +174,7 @@ let package = Package(
       name: "GPSDServerTests",
       dependencies: [
         "GPSDServer", "GPSDProtocol", "SerialGPS", "Replay", "NMEA", "SerialPort", "Discovery",
-        "Chipsets", "POSIX",
+        "Chipsets", "POSIX", "TimeService",
       ]
     ),
   ],

@@ -35,8 +35,9 @@ enum ServerAction: Sendable, Hashable {
 enum DeviceTimeReport: Sendable, Hashable {
   /// gpsd's `TOFF`: an epoch's receiver time and the arrival of its first byte.
   case offset(real: GPSDTime, clock: GPSDTime)
-  /// gpsd's `PPS`: the labelled second and the system time of the pulse's edge.
-  case pulse(real: GPSDTime, clock: GPSDTime, precision: Int)
+  /// gpsd's `PPS`: the labelled second, the system time of the pulse's edge as timestamped,
+  /// and the receiver's quantisation error of the edge in picoseconds when it gave one.
+  case pulse(real: GPSDTime, clock: GPSDTime, precision: Int, quantizationError: Int? = nil)
 }
 
 extension WatchPolicy {
@@ -424,8 +425,10 @@ struct ServerState {
       switch report {
       case .offset(let real, let clock):
         json.timeOffset(device: path, real: real, clock: clock)
-      case .pulse(let real, let clock, let precision):
-        json.pulse(device: path, real: real, clock: clock, precision: precision)
+      case .pulse(let real, let clock, let precision, let quantizationError):
+        json.pulse(
+          device: path, real: real, clock: clock, precision: precision,
+          quantizationError: quantizationError)
       }
     }
     return broadcast(bytes, on: index) { $0.wantsTimeReports }

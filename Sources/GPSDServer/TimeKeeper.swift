@@ -218,7 +218,8 @@ extension DeviceTimeReport {
       self = .offset(real: GPSDTime(sample.receiverTime), clock: GPSDTime(sample.arrival))
     case .pulse(let sample, let precision):
       self = .pulse(
-        real: GPSDTime(sample.second), clock: GPSDTime(sample.pulse), precision: Int(precision))
+        real: GPSDTime(sample.second), clock: GPSDTime(sample.pulse), precision: Int(precision),
+        quantizationError: sample.quantisationError.map { Int(($0 / .seconds(1) * 1e12).rounded()) })
     }
   }
 }

@@ -26,7 +26,17 @@ struct ReaderTimekeeping {
   }
 
   /// Takes every decoder event; an epoch goes to the service with its first byte's arrival.
+  /// A u-blox `UBX-TIM-TP` announces the next pulse's quantisation error, dated by the read
+  /// that brought its last byte.
   mutating func observe(_ event: DecoderEvent) {
+    if case .ubxMessage(.timTP(let message)) = event {
+      guard timeline.streamOffset > 0,
+        let arrival = timeline.arrival(ofByteAt: timeline.streamOffset - 1),
+        let announcement = PulseQuantisation(message, announced: arrival.time)
+      else { return }
+      service.pulseAnnounced(announcement)
+      return
+    }
     guard let time = collector.observe(event), case .epoch(let epoch) = event else { return }
     let arrival = epoch.firstByteOffset.flatMap { timeline.arrival(ofByteAt: $0) }
     service.epoch(time, firstByte: arrival)

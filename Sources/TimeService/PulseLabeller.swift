@@ -1,4 +1,5 @@
 import Chipsets
+import NMEA
 
 /// One pulse of a PPS line, as a source timestamped it.
 public struct Pulse: Sendable, Hashable {
@@ -17,19 +18,77 @@ public struct Pulse: Sendable, Hashable {
 public struct PPSSample: Sendable, Hashable {
   /// The UTC second (whole) the pulse marks.
   public var second: PosixTime
-  /// The system time of the pulse.
+  /// The system time of the pulse, as the source timestamped it.
   public var pulse: PosixTime
   /// The source's sequence number.
   public var sequence: UInt64
+  /// The receiver's quantisation error of this edge (u-blox `UBX-TIM-TP` `qErr`), when it
+  /// announced one: the true second began `quantisationError` after the edge.
+  public var quantisationError: Duration?
 
-  public init(second: PosixTime, pulse: PosixTime, sequence: UInt64) {
+  public init(
+    second: PosixTime, pulse: PosixTime, sequence: UInt64, quantisationError: Duration? = nil
+  ) {
     self.second = second
     self.pulse = pulse
     self.sequence = sequence
+    self.quantisationError = quantisationError
   }
 
-  /// `second − pulse`: how far the system clock is behind true time.
-  public var offset: Duration { second - pulse }
+  /// The system time at which the second began: the edge corrected by its quantisation
+  /// error. What chrony and ntpd are given.
+  public var edge: PosixTime { pulse + (quantisationError ?? .zero) }
+
+  /// `second − edge`: how far the system clock is behind true time.
+  public var offset: Duration { second - edge }
+}
+
+/// A receiver's word on its next pulse (u-blox `UBX-TIM-TP`): the quantisation error of that
+/// edge, when the message arrived, and the UTC second the pulse marks when the receiver says
+/// it in UTC.
+///
+/// A receiver makes its pulse on the edges of its own oscillator, so the edge lands up to a
+/// period of that clock (about 20 ns on a u-blox 8) before or after the true second; TIM-TP
+/// says by how much, before the pulse (u-blox M8 and F9 interface descriptions, "Time
+/// pulse"). The sign: the true second is the edge plus `qErr` (A. Wallin, "uBlox F9T qErr
+/// correction", 2019: a counter started by a reference second and stopped by the u-blox edge
+/// reads smooth once `qErr` is added).
+public struct PulseQuantisation: Sendable, Hashable {
+  /// `qErr`.
+  public var error: Duration
+  /// The system time the message arrived: it describes the first pulse within a second after.
+  public var announced: PosixTime
+  /// The UTC second of the pulse, when the message's time base is UTC; `nil` for a GNSS time
+  /// base (matched by arrival alone).
+  public var second: PosixTime?
+
+  public init(error: Duration, announced: PosixTime, second: PosixTime? = nil) {
+    self.error = error
+    self.announced = announced
+    self.second = second
+  }
+
+  /// 1980-01-06T00:00:00Z, where GPS weeks start, in POSIX seconds.
+  static let gpsEpoch: Int64 = 315_964_800
+
+  /// What `message` says of the next pulse, arrived at `announced`; `nil` when it gives no
+  /// quantisation error (`qErrInvalid`).
+  public init?(_ message: UBXTimTP, announced: PosixTime) {
+    guard let error = message.quantisationError else { return nil }
+    let picoseconds = Int64((error * 1e12).rounded())
+    self.error = Duration(
+      secondsComponent: 0, attosecondsComponent: picoseconds * 1_000_000)
+    self.announced = announced
+    // In the UTC time base the week and time of week count UTC seconds from the GPS epoch;
+    // in a GNSS base they count that system's time, which needs leap seconds not given here.
+    if message.timeBase == .utc, message.pulseTimeOfWeek % 1000 == 0 {
+      second = PosixTime(
+        seconds: Self.gpsEpoch + Int64(message.week) * 604_800
+          + Int64(message.pulseTimeOfWeek / 1000))
+    } else {
+      second = nil
+    }
+  }
 }
 
 /// Whether a receiver sends the sentences naming a second after the pulse that starts it, or
@@ -109,11 +168,14 @@ public struct PulseLabeller: Sendable {
   private var reference: TimeSample?
   private var lastLabel: PosixTime?
   private var lastLabelledPulse: PPSSample?
+  private var announcement: PulseQuantisation?
 
   /// Pulses dropped, by reason.
   public private(set) var drops: [PulseDrop: Int] = [:]
   /// Pulses labelled.
   public private(set) var labelled = 0
+  /// Labelled pulses corrected by the receiver's quantisation error.
+  public private(set) var quantised = 0
 
   public init(order: PulseOrder, offset: Duration = .zero) {
     self.order = order
@@ -136,10 +198,29 @@ public struct PulseLabeller: Sendable {
     reference = nil
   }
 
+  /// Takes the receiver's announcement of its next pulse's quantisation error; the first
+  /// pulse within a second after it (and of the second it names, when it names one) is
+  /// corrected by it. A newer announcement replaces one not used yet.
+  public mutating func quantisation(_ announcement: PulseQuantisation) {
+    self.announcement = announcement
+  }
+
   /// Labels one pulse, or says why not. A labelled pulse whose own epoch already arrived
   /// also gives the receiver's delay (``delayOfLastLabel``).
   public mutating func pulse(_ pulse: Pulse) -> PulseDecision {
-    let decision = decide(pulse)
+    var decision = decide(pulse)
+    // Matched by timestamps: the PPS thread may hand over an earlier pulse after the reader
+    // handed over the announcement of the next, and that pulse must neither use nor spend it.
+    if let announcement, pulse.time > announcement.announced {
+      self.announcement = nil
+      if case .labelled(var sample) = decision, pulse.time - announcement.announced < .seconds(1),
+        announcement.second == nil || announcement.second == sample.second
+      {
+        sample.quantisationError = announcement.error
+        quantised += 1
+        decision = .labelled(sample)
+      }
+    }
     switch decision {
     case .labelled(let sample):
       labelled += 1

@@ -163,6 +163,8 @@ public struct TimeServiceStatistics: Sendable, Hashable {
   public var pulses = 0
   /// Pulses labelled and published.
   public var labelledPulses = 0
+  /// Of those, pulses corrected by the receiver's quantisation error (u-blox `UBX-TIM-TP`).
+  public var quantisedPulses = 0
   /// Pulses dropped, by reason.
   public var pulseDrops: [PulseDrop: Int] = [:]
   /// The outputs: chrony sockets and SHM units, serial first.
@@ -347,16 +349,23 @@ public final class TimeService: Sendable {
       guard case .labelled(let sample) = decision else { return }
       if let delay { side.delay.add(delay) }
       if let chrony = side.chrony {
-        news = side.chronyFailures.first(chrony.send(real: sample.second, clock: sample.pulse))
+        news = side.chronyFailures.first(chrony.send(real: sample.second, clock: sample.edge))
           .map { Self.describe($0, at: chrony.path) }
       }
-      side.shm?.write(real: sample.second, clock: sample.pulse)
+      side.shm?.write(real: sample.second, clock: sample.edge)
     }
     if let news { log?(news) }
     if case .labelled(let sample) = decision {
       reports?(.pulse(sample, precision: configuration.pulsePrecision))
     }
     return decision
+  }
+
+  /// Takes the receiver's announcement of its next pulse's quantisation error (u-blox
+  /// `UBX-TIM-TP`), on the reader's thread: that pulse goes to chrony and ntpd corrected by
+  /// it (``PPSSample/edge``), and gpsd's `PPS` report carries it as `qErr`.
+  public func pulseAnnounced(_ announcement: PulseQuantisation) {
+    labeller.withLock { $0.quantisation(announcement) }
   }
 
   /// Starts a ``PulseListener`` that feeds this service from `source`; `failure` hears of a
@@ -458,6 +467,7 @@ public final class TimeService: Sendable {
     }
     labeller.withLock { labeller in
       statistics.labelledPulses = labeller.labelled
+      statistics.quantisedPulses = labeller.quantised
       statistics.pulseDrops = labeller.drops
     }
     pulses.withLock { side in

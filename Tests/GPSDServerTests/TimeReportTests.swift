@@ -1,5 +1,6 @@
 import GPSDProtocol
 import Testing
+import TimeService
 
 @testable import GPSDServer
 
@@ -63,5 +64,26 @@ import Testing
     #expect(
       harness.state.timeReport(1, Self.pps).map { if case .send(let id, _) = $0 { id } else { 0 } }
         == [2])
+  }
+
+  @Test("a pulse's quantisation error is PPS's qErr, in picoseconds, the edge as timestamped")
+  func quantisationErrorIsReported() {
+    var harness = Harness()
+    _ = harness.add(1, "/dev/ttyACM0")
+    _ = harness.connect(1)
+    _ = harness.say(1, "?WATCH={\"enable\":true,\"json\":true,\"pps\":true};\n")
+    let sample = PPSSample(
+      second: PosixTime(seconds: 1_796_169_602),
+      pulse: PosixTime(seconds: 1_796_169_601, nanoseconds: 999_998_212), sequence: 7,
+      quantisationError: Duration(secondsComponent: 0, attosecondsComponent: -1_375_000_000))
+    let report = DeviceTimeReport(.pulse(sample, precision: -20))
+    #expect(
+      harness.state.timeReport(1, report) == [
+        .send(
+          1,
+          Self.line(
+            #"{"class":"PPS","device":"/dev/ttyACM0","real_sec":1796169602,"real_nsec":0,"#
+              + #""clock_sec":1796169601,"clock_nsec":999998212,"precision":-20,"qErr":-1375}"#))
+      ])
   }
 }

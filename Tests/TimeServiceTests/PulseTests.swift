@@ -1,4 +1,5 @@
 import Chipsets
+import NMEA
 import Testing
 import TimeService
 
@@ -145,5 +146,90 @@ struct PulseTests {
     #expect(delay.statistics.median == .milliseconds(200))
     #expect(delay.statistics.minimum == .milliseconds(90))
     #expect(delay.statistics.count == 69)
+  }
+
+  /// An announcement, `error` ns, arrived `ms` into the second before pulse `second`.
+  func announcement(
+    _ second: Int64, ns error: Int64, at ms: Int64 = 600, names named: Bool = true
+  ) -> PulseQuantisation {
+    PulseQuantisation(
+      error: .nanoseconds(error), announced: posix(december2 + second - 1, ms: ms),
+      second: named ? posix(december2 + second) : nil)
+  }
+
+  @Test func anAnnouncedQuantisationErrorCorrectsItsPulseOnly() {
+    var labeller = PulseLabeller(order: .sentencesFollowPulse, offset: .milliseconds(120))
+    _ = labeller.serial(sample(0))
+    // TIM-TP for pulse 1 arrives 600 ms into second 0: pulse 1's edge is 12 ns early.
+    labeller.quantisation(announcement(1, ns: 12))
+    guard case .labelled(let first) = labeller.pulse(pulse(1, sequence: 2)) else {
+      Issue.record("pulse 1 not labelled")
+      return
+    }
+    #expect(first.quantisationError == .nanoseconds(12))
+    #expect(first.pulse == posix(december2 + 1))
+    #expect(first.edge == PosixTime(seconds: december2 + 1, nanoseconds: 12))
+    #expect(first.offset == .nanoseconds(-12))
+    // Spent: pulse 2 has no announcement of its own.
+    _ = labeller.serial(sample(1))
+    #expect(labeller.pulse(pulse(2, sequence: 3)) == labelled(2, sequence: 3))
+    #expect(labeller.quantised == 1)
+  }
+
+  @Test func anAnnouncementIsMatchedByTimestampsAndSecond() {
+    var labeller = PulseLabeller(order: .sentencesFollowPulse, offset: .milliseconds(120))
+    _ = labeller.serial(sample(0))
+    // The PPS thread hands pulse 1 over late, after the reader took the announcement of pulse
+    // 2: pulse 1 is older than the announcement and neither uses nor spends it.
+    labeller.quantisation(announcement(2, ns: -7, at: 300))
+    #expect(labeller.pulse(pulse(1, sequence: 2)) == labelled(1, sequence: 2))
+    _ = labeller.serial(sample(1))
+    guard case .labelled(let second) = labeller.pulse(pulse(2, sequence: 3)) else {
+      Issue.record("pulse 2 not labelled")
+      return
+    }
+    #expect(second.edge == PosixTime(seconds: december2 + 2, nanoseconds: -7))
+    // An announcement that names another second is not applied (and is spent).
+    _ = labeller.serial(sample(2))
+    labeller.quantisation(announcement(4, ns: 5))
+    #expect(labeller.pulse(pulse(3, sequence: 4)) == labelled(3, sequence: 4))
+    // One without a second (a GNSS time base) more than a second old is not applied either.
+    _ = labeller.serial(sample(3))
+    labeller.quantisation(announcement(4, ns: 5, at: -200, names: false))
+    #expect(labeller.pulse(pulse(4, sequence: 5)) == labelled(4, sequence: 5))
+    // Within the second, without a second named: applied.
+    _ = labeller.serial(sample(4))
+    labeller.quantisation(announcement(5, ns: 5, names: false))
+    #expect(labeller.pulse(pulse(5, sequence: 6)).quantisationError == .nanoseconds(5))
+    #expect(labeller.quantised == 2)
+  }
+
+  @Test func timTPsQuantisationAndSecond() throws {
+    // gpsd's u-blox-m8t-time.log: week 2146, towMS 237870000, qErr −4331 ps, flags 0x0B (UTC
+    // time base, UTC available).
+    let payload: [UInt8] = [
+      0xB0, 0x9B, 0x2D, 0x0E, 0x00, 0x00, 0x00, 0x00, 0x15, 0xEF, 0xFF, 0xFF, 0x62, 0x08, 0x0B,
+      0x0F,
+    ]
+    let message = try payload.withUnsafeBytes { try UBXTimTP(validating: $0) }
+    let announced = PosixTime(seconds: 1_614_103_469, nanoseconds: 500_000_000)
+    let announcement = try #require(PulseQuantisation(message, announced: announced))
+    #expect(announcement.error == Duration(secondsComponent: 0, attosecondsComponent: -4_331_000_000))
+    // 1980-01-06 + 2146 weeks + 237 870 s = 2021-02-23T18:04:30Z.
+    #expect(announcement.second == PosixTime(seconds: 1_614_103_470))
+    // In the GNSS time base no second is named; with qErrInvalid (bit 4) nothing is said.
+    var gnss = message
+    gnss.timeBase = .gnss
+    #expect(PulseQuantisation(gnss, announced: announced)?.second == nil)
+    var invalid = payload
+    invalid[14] |= 0x10
+    let unknown = try invalid.withUnsafeBytes { try UBXTimTP(validating: $0) }
+    #expect(PulseQuantisation(unknown, announced: announced) == nil)
+  }
+}
+
+extension PulseDecision {
+  fileprivate var quantisationError: Duration? {
+    if case .labelled(let sample) = self { sample.quantisationError } else { nil }
   }
 }

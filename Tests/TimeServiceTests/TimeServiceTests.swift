@@ -137,6 +137,38 @@ struct TimeServiceTests {
     #expect(outputs["NTP\(setup.pulseUnit)"]?.delivered == 3)
   }
 
+  /// A u-blox TIM-TP announced the pulse's quantisation error: chrony and SHM get the edge
+  /// corrected by it, gpsd's PPS report the edge as timestamped with the error beside it.
+  @Test func aPulsesQuantisationErrorCorrectsWhatChronyAndNTPGet() throws {
+    let setup = try Setup(offset: .zero)
+    defer { setup.remove() }
+    let service = setup.service
+    for second: Int64 in 1...3 {
+      service.epoch(
+        epochTime(second), firstByte: ArrivalTime(time: posix(december2 + second, ms: 100)))
+    }
+    #expect(service.statistics.samples == 1)
+    // The receiver says pulse 4 comes 250 ns before the true second; it comes.
+    service.pulseAnnounced(
+      PulseQuantisation(
+        error: .nanoseconds(250), announced: posix(december2 + 3, ms: 600),
+        second: posix(december2 + 4)))
+    let edge = posix(december2 + 4) - .nanoseconds(250)
+    guard case .labelled = service.pulse(Pulse(time: edge, sequence: 1)) else {
+      Issue.record("pulse 4 not labelled: \(service.statistics)")
+      return
+    }
+    #expect(service.statistics.quantisedPulses == 1)
+    #expect(nextOffset(setup.pulseSocket) == 0)
+    #expect(shm(setup.pulseUnit)?.real == posix(december2 + 4))
+    #expect(shm(setup.pulseUnit)?.clock == posix(december2 + 4))
+    let pulses = setup.reports.withLock { $0 }.compactMap {
+      if case .pulse(let sample, _) = $0 { sample } else { nil }
+    }
+    #expect(pulses.map(\.pulse) == [edge])
+    #expect(pulses.map(\.quantisationError) == [.nanoseconds(250)])
+  }
+
   @Test func aClosedPortStartsTrustOver() throws {
     let setup = try Setup(offset: .zero)
     defer { setup.remove() }
