@@ -208,7 +208,7 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
 
     do {
       saved = TerminalSettings(try tty.attributes())
-    } catch where error == .notATerminal && isGNSSDeviceOrFIFO(tty) {
+    } catch  where error == .notATerminal && isGNSSDeviceOrFIFO(tty) {
       // A GNSS device: nothing below applies to it.
       let io = PolledIO(
         descriptor: tty, interruptSignal: interruptSignal, closeSignal: closeSignal)

@@ -182,7 +182,8 @@ struct UmockdevTests {
     #expect(text.output.contains("  gnss         protocol UBX; no baud rate,"), "\(text.output)")
   }
 
-  @Test("Kernel GNSS devices are followed through hotplug as ttys are", arguments: ["udev", "kernel"])
+  @Test(
+    "Kernel GNSS devices are followed through hotplug as ttys are", arguments: ["udev", "kernel"])
   func gnssHotplug(source: String) throws {
     let helper = try TestSupport.product("discovery-testbed")
     let result = try TestSupport.run(
