@@ -115,7 +115,7 @@ expect() {
 }
 for phase in install upgrade purge; do
   expect "$phase" "udevadm control --reload-rules"
-  expect "$phase" "udevadm trigger --subsystem-match=tty --action=change"
+  expect "$phase" "udevadm trigger --subsystem-match=tty --subsystem-match=gnss --action=change"
   expect "$phase" "systemctl --system daemon-reload"
 done
 expect upgrade "deb-systemd-invoke restart serialgps.service"

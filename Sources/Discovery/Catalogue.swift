@@ -78,12 +78,14 @@ public enum ReceiverCatalogue {
     receivers.first { $0.id == id } ?? bridges.first { $0.id == id }
   }
 
-  /// Classifies a port from its USB IDs and the udev properties a rule may have set.
+  /// Classifies a port from its USB IDs and the udev properties a rule may have set; for a
+  /// kernel GNSS device, from the protocol its driver names (`gnssType`, sysfs `type`).
   ///
   /// Order of precedence: `SERIALGPS_IGNORE=1` (the user says it is not a receiver), then
-  /// `SERIALGPS_CHIPSET` (the user says it is one), then the table.
+  /// `SERIALGPS_CHIPSET` (the user says it is one), then the kernel (a GNSS device is a
+  /// receiver whatever its USB IDs), then the table.
   public static func classify(
-    usb id: USBID?, chipsetProperty: String?, ignoreProperty: String?
+    usb id: USBID?, chipsetProperty: String?, ignoreProperty: String?, gnssType: String? = nil
   ) -> Classification {
     let entry = id.flatMap { ReceiverCatalogue.entry(for: $0) }
     if let ignore = ignoreProperty, isTrue(ignore) {
@@ -96,11 +98,29 @@ public enum ReceiverCatalogue {
       return Classification(
         kind: .known, chipset: chipset, model: entry?.model, source: .udevProperty)
     }
+    if let gnssType {
+      return Classification(
+        kind: .known, chipset: chipset(forGNSSType: gnssType),
+        model: entry?.model ?? "kernel GNSS device, \(gnssType) protocol", source: .kernel)
+    }
     if let entry {
       return Classification(
         kind: entry.kind, chipset: entry.chipset, model: entry.model, source: .catalogue)
     }
     return Classification(kind: .other, source: .none)
+  }
+
+  /// The chipset family a kernel GNSS device's protocol names: the `type` attribute of
+  /// drivers/gnss/core.c (`gnss_type_names`). `NMEA` says only that the receiver speaks NMEA,
+  /// not which family it is: `nil`, identified by listening, as is a name this table does not
+  /// know.
+  public static func chipset(forGNSSType type: String) -> ChipsetFamily? {
+    switch type {
+    case "UBX": return .ublox
+    case "MTK": return .mediatek
+    case "SiRF": return .sirf
+    default: return nil
+    }
   }
 
   private static func isTrue(_ value: String) -> Bool {

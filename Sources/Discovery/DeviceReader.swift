@@ -7,17 +7,24 @@ import Glibc
 /// Everything comes from sysfs attributes of the USB parents (readable without udevd), except
 /// `DEVLINKS` and the `SERIALGPS_*` properties, which only exist where udevd ran the rules.
 enum DeviceReader {
-  /// The serial port behind `device`, or `nil` when it is not one: not a tty, no device node,
-  /// a virtual terminal (no parent device) or a serial-core placeholder with no UART behind it.
+  /// The subsystems listed: serial ports and the kernel's GNSS devices.
+  static let subsystems = ["tty", "gnss"]
+
+  /// The serial port or GNSS device behind `device`, or `nil` when it is neither: another
+  /// subsystem, no device node, a virtual terminal (no parent device) or a serial-core
+  /// placeholder with no UART behind it.
   static func serialDevice(_ device: OpaquePointer) -> SerialDevice? {
-    guard string(udev_device_get_subsystem(device)) == "tty",
+    guard let subsystemName = string(udev_device_get_subsystem(device)),
+      let subsystem = DeviceSubsystem(rawValue: subsystemName),
       let node = string(udev_device_get_devnode(device)),
       let sysPath = string(udev_device_get_syspath(device)),
       let parent = udev_device_get_parent(device)
     else { return nil }
+    // A gnss device's `type` is its protocol (drivers/gnss/core.c); a tty's is the UART's.
+    let gnssProtocol = subsystem == .gnss ? attribute(device, "type") : nil
     // serial8250 registers ttyS0…ttyS31 whether or not a UART is there; `type` 0 is
     // PORT_UNKNOWN (nothing found at that address).
-    if attribute(device, "type") == "0" { return nil }
+    if subsystem == .tty, attribute(device, "type") == "0" { return nil }
 
     let interface = udev_device_get_parent_with_subsystem_devtype(device, "usb", "usb_interface")
     let usbDevice = udev_device_get_parent_with_subsystem_devtype(device, "usb", "usb_device")
@@ -41,21 +48,25 @@ enum DeviceReader {
         manufacturer: trimmed(manufacturer),
         product: trimmed(productName),
         interfaceNumber: interfaceText.flatMap { UInt8($0, radix: 16) })
-      computedByID = UdevSerialName.byIDPath(
-        UdevSerialName.RawAttributes(
-          kernelName: string(udev_device_get_sysname(device)) ?? "",
-          vendorID: vendorText, productID: productText,
-          manufacturer: rawAttribute(usbDevice, "manufacturer"),
-          product: rawAttribute(usbDevice, "product"),
-          serial: rawAttribute(usbDevice, "serial"),
-          interfaceNumber: interfaceText,
-          portNumber: usbSerialPort.flatMap { attribute($0, "port_number") }))
+      // udev names by-id links for ttys only (60-serial.rules).
+      if subsystem == .tty {
+        computedByID = UdevSerialName.byIDPath(
+          UdevSerialName.RawAttributes(
+            kernelName: string(udev_device_get_sysname(device)) ?? "",
+            vendorID: vendorText, productID: productText,
+            manufacturer: rawAttribute(usbDevice, "manufacturer"),
+            product: rawAttribute(usbDevice, "product"),
+            serial: rawAttribute(usbDevice, "serial"),
+            interfaceNumber: interfaceText,
+            portNumber: usbSerialPort.flatMap { attribute($0, "port_number") }))
+      }
     }
 
     let links = devlinks(device)
     let udevByID = links.first { $0.hasPrefix("/dev/serial/by-id/") }
     let byPath = links.first { $0.hasPrefix("/dev/serial/by-path/") }
-    let stablePath = udevByID ?? computedByID ?? byPath
+    let ownLink = links.first { $0.hasPrefix("/dev/serialgps/") }
+    let stablePath = subsystem == .gnss ? ownLink : udevByID ?? computedByID ?? byPath
 
     let driver =
       interface.flatMap { string(udev_device_get_driver($0)) }
@@ -65,19 +76,22 @@ enum DeviceReader {
     let classification = ReceiverCatalogue.classify(
       usb: usb?.id,
       chipsetProperty: property(device, "SERIALGPS_CHIPSET"),
-      ignoreProperty: property(device, "SERIALGPS_IGNORE"))
+      ignoreProperty: property(device, "SERIALGPS_IGNORE"), gnssType: gnssProtocol)
 
     return SerialDevice(
       path: node, sysPath: sysPath, stablePath: stablePath,
       stablePathFromUdev: stablePath != nil && links.contains(stablePath!),
-      links: links, usb: usb, driver: driver, classification: classification)
+      links: links, usb: usb, driver: driver, classification: classification,
+      subsystem: subsystem, gnssProtocol: gnssProtocol)
   }
 
-  /// Every device of subsystem `tty` that is a serial port, in natural order of the node.
+  /// Every device of subsystem `tty` that is a serial port and every `gnss` device, in natural
+  /// order of the node.
   static func enumerate(_ udev: OpaquePointer) -> [SerialDevice]? {
     guard let enumerator = udev_enumerate_new(udev) else { return nil }
     defer { udev_enumerate_unref(enumerator) }
-    udev_enumerate_add_match_subsystem(enumerator, "tty")
+    // Several subsystem matches select devices of any of them.
+    for subsystem in subsystems { udev_enumerate_add_match_subsystem(enumerator, subsystem) }
     guard udev_enumerate_scan_devices(enumerator) >= 0 else { return nil }
     var result: [SerialDevice] = []
     var entry = udev_enumerate_get_list_entry(enumerator)

@@ -42,7 +42,7 @@ final class DiscoveryThread: @unchecked Sendable {
   private var monitorDescriptor: Int32 = -1
   private var subscribers: [UInt64: AsyncThrowingStream<HotplugEvent, any Error>.Continuation] =
     [:]
-  /// The serial ports the monitor knows to be present, by sysfs path, so that a removal
+  /// The serial ports and GNSS devices the monitor knows to be present, by sysfs path, so that a removal
   /// can be reported with the details sysfs no longer has.
   private var present: [String: SerialDevice] = [:]
 
@@ -211,7 +211,9 @@ final class DiscoveryThread: @unchecked Sendable {
     errno = 0
     guard let created = udev_monitor_new_from_netlink(udev, source == .kernel ? "kernel" : "udev")
     else { return .monitorUnavailable(source: source, errno: errno) }
-    udev_monitor_filter_add_match_subsystem_devtype(created, "tty", nil)
+    for subsystem in DeviceReader.subsystems {
+      udev_monitor_filter_add_match_subsystem_devtype(created, subsystem, nil)
+    }
     let enabled = udev_monitor_enable_receiving(created)
     guard enabled >= 0 else {
       udev_monitor_unref(created)

@@ -1,7 +1,7 @@
 import Glibc
 import POSIX
 
-/// A change in the set of serial ports.
+/// A change in the set of serial ports and GNSS devices.
 public enum HotplugEvent: Sendable, Hashable, CustomStringConvertible {
   /// A port appeared (or was present when the stream started).
   case added(SerialDevice)
@@ -59,7 +59,7 @@ public enum DiscoveryError: Error, Sendable, Hashable, CustomStringConvertible {
   case udevUnavailable(errno: Int32)
   /// The hotplug monitor could not be created or bound.
   case monitorUnavailable(source: HotplugSource, errno: Int32)
-  /// Enumerating `/sys/class/tty` failed.
+  /// Enumerating `/sys/class/tty` and `/sys/class/gnss` failed.
   case enumerationFailed(errno: Int32)
   /// The discovery thread could not be started.
   case threadUnavailable(errno: Int32)
@@ -78,7 +78,8 @@ public enum DiscoveryError: Error, Sendable, Hashable, CustomStringConvertible {
       return
         "serialgps: cannot listen for serial devices being plugged in on the \(source) netlink socket (\(errorText(code))); \(hint)"
     case .enumerationFailed(let code):
-      return "serialgps: cannot list serial ports in /sys/class/tty (\(errorText(code)))"
+      return
+        "serialgps: cannot list serial ports and GNSS devices in /sys/class/tty and /sys/class/gnss (\(errorText(code))); check that /sys is mounted"
     case .threadUnavailable(let code):
       return "serialgps: cannot start the device discovery thread (\(errorText(code)))"
     case .stopped:

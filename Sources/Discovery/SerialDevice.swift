@@ -21,6 +21,9 @@ public enum ClassificationSource: String, Sendable, Hashable, CustomStringConver
   case catalogue
   /// A udev property (`SERIALGPS_CHIPSET` or `SERIALGPS_IGNORE`) set by a rule.
   case udevProperty = "udev"
+  /// The kernel: a device of its GNSS subsystem is a receiver, and its `type` attribute names
+  /// the protocol.
+  case kernel
   /// Nothing matched.
   case none
 
@@ -91,16 +94,35 @@ public struct USBDeviceInfo: Sendable, Hashable {
   }
 }
 
-/// One serial port (a `tty` device backed by hardware), with everything discovery knows about
-/// it. A plain value: safe to keep, compare and send anywhere.
+/// The kernel subsystem a device node belongs to, which says how it is opened.
+public enum DeviceSubsystem: String, Sendable, Hashable, CustomStringConvertible {
+  /// A serial port (`/dev/ttyUSB0`, `/dev/ttyACM0`, `/dev/ttyS0`): termios, a baud rate.
+  case tty
+  /// A receiver of the kernel's GNSS subsystem (`/dev/gnss0`, drivers/gnss): no termios, no
+  /// rate (the kernel driver sets the line), and the driver switches the receiver's supply on
+  /// while the node is open and off when it is closed.
+  case gnss
+
+  public var description: String { rawValue }
+}
+
+/// One serial port (a `tty` device backed by hardware) or kernel GNSS device (`gnss`), with
+/// everything discovery knows about it. A plain value: safe to keep, compare and send anywhere.
 public struct SerialDevice: Sendable, Hashable, CustomStringConvertible {
-  /// The device node, for example `/dev/ttyACM0`.
+  /// The device node, for example `/dev/ttyACM0` or `/dev/gnss0`.
   public var path: String
+  /// `tty` or `gnss`.
+  public var subsystem: DeviceSubsystem
+  /// For a GNSS device, the protocol its kernel driver names (sysfs `type`: `NMEA`, `SiRF`,
+  /// `UBX` or `MTK`); `nil` for a tty.
+  public var gnssProtocol: String?
   /// The sysfs path, for example `/sys/devices/pci0000:00/…/tty/ttyACM0`. Unique while the
   /// device is plugged in; the key hotplug events use.
   public var sysPath: String
   /// A path that survives unplugging and replugging: the `/dev/serial/by-id/…` link udev made
   /// (or would make, where no udevd runs), else the `/dev/serial/by-path/…` link, else `nil`.
+  /// For a GNSS device, which udev gives no such links, the `/dev/serialgps/…` link that
+  /// udev-rules/60-serialgps.rules makes, else `nil`.
   public var stablePath: String?
   /// Whether udevd made `stablePath` (it is in `links`), or discovery computed the name udev
   /// would give (no udevd, or the link is not there yet).
@@ -116,9 +138,12 @@ public struct SerialDevice: Sendable, Hashable, CustomStringConvertible {
 
   public init(
     path: String, sysPath: String, stablePath: String?, stablePathFromUdev: Bool = false,
-    links: [String] = [], usb: USBDeviceInfo?, driver: String?, classification: Classification
+    links: [String] = [], usb: USBDeviceInfo?, driver: String?, classification: Classification,
+    subsystem: DeviceSubsystem = .tty, gnssProtocol: String? = nil
   ) {
     self.path = path
+    self.subsystem = subsystem
+    self.gnssProtocol = gnssProtocol
     self.sysPath = sysPath
     self.stablePath = stablePath
     self.stablePathFromUdev = stablePathFromUdev
@@ -137,6 +162,7 @@ public struct SerialDevice: Sendable, Hashable, CustomStringConvertible {
   public var description: String {
     var text = path
     if let usb { text += " [\(usb.id)]" }
+    if let gnssProtocol { text += " gnss \(gnssProtocol)" }
     text += " \(classification.kind)"
     if let chipset = classification.chipset { text += " \(chipset.cliName)" }
     return text

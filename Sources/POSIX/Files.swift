@@ -39,6 +39,24 @@ extension FileDescriptor {
 
 /// Path operations (`link`, `rename`, `unlink`, `stat`): the value or the errno.
 package enum FileSystem {
+  /// The major and minor numbers packed in a `dev_t` (glibc's `major()` and `minor()`, which
+  /// are macros Swift cannot call).
+  package static func deviceNumbers(_ device: dev_t) -> (major: dev_t, minor: dev_t) {
+    let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff)
+    let minor = (device & 0xff) | ((device >> 12) & ~0xff)
+    return (major, minor)
+  }
+
+  /// The kernel subsystem of the character device `device` (`tty`, `gnss`, `mem` …), from the
+  /// `subsystem` link of `/sys/dev/char/MAJOR:MINOR`; `nil` when sysfs does not know it.
+  package static func characterDeviceSubsystem(_ device: dev_t) -> String? {
+    let (major, minor) = deviceNumbers(device)
+    guard let target = resolvedPath("/sys/dev/char/\(major):\(minor)/subsystem"),
+      let slash = target.lastIndex(of: "/")
+    else { return nil }
+    return String(target[target.index(after: slash)...])
+  }
+
   /// A second name for an existing file; EEXIST when `newPath` exists (never replaced), which
   /// makes it the atomic "create if absent" for a file written whole under another name.
   package static func link(_ existingPath: String, _ newPath: String) throws(Errno) {
@@ -118,8 +136,7 @@ package enum Processes {
   package static func flockHolder(device: dev_t, inode: ino_t) -> pid_t? {
     guard let bytes = try? FileDescriptor.contents(of: "/proc/locks") else { return nil }
     // "1: FLOCK  ADVISORY  WRITE 25063 00:1a:4 0 EOF": major and minor in hex, inode decimal.
-    let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff)
-    let minor = (device & 0xff) | ((device >> 12) & ~0xff)
+    let (major, minor) = FileSystem.deviceNumbers(device)
     let file = hex2(major) + ":" + hex2(minor) + ":" + String(inode)
     for line in bytes.split(separator: UInt8(ascii: "\n")) {
       let fields = line.split(separator: UInt8(ascii: " "))

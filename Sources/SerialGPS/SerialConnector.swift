@@ -7,7 +7,7 @@ import SerialPort
 import TimeService
 
 /// Opens a receiver on a serial port (a tty), at a fixed baud rate or at the rate found by
-/// listening.
+/// listening, or on a kernel GNSS device (`/dev/gnss0`), which has no rate.
 public struct SerialConnector: ReceiverConnector {
   /// How the baud rate is chosen.
   public enum BaudSetting: Sendable, Hashable {
@@ -15,6 +15,7 @@ public struct SerialConnector: ReceiverConnector {
     /// rate found is remembered and tried first next time. A receiver that sends nothing (in
     /// standby) is opened at the remembered rate, else the first candidate, so that its wake-up
     /// commands can go out. USB CDC-ACM devices (`ttyACM`) ignore the rate: no search.
+    /// Nor is there one on a kernel GNSS device (`/dev/gnss0`), which has no termios.
     case automatic(
       candidates: [BaudRate] = Autobaud.defaultCandidates,
       timePerRate: Duration = .milliseconds(1500))
@@ -126,6 +127,7 @@ public struct SerialConnector: ReceiverConnector {
   ///   - ratelessPort: the receiver's own USB port, whose rate does not matter: opened at the
   ///     remembered rate or the first candidate without listening. By default told by the
   ///     path (``Chipsets/HostInterface/init(devicePath:)``).
+  ///     A kernel GNSS device (``SerialPort/isTerminal`` false) is never searched either.
   ///   - opened: called once the port is open, before any listening, with whether a search
   ///     follows: where the caller keeps the port so that it can interrupt the search, or says
   ///     that something is about to take seconds.
@@ -140,7 +142,8 @@ public struct SerialConnector: ReceiverConnector {
       initial = memory.rate(for: path) ?? candidates.first ?? .b9600
     }
     let port = try SerialPort.open(path: path, baudRate: initial)
-    guard case .automatic(let candidates, let timePerRate) = baud,
+    // A kernel GNSS device has no rate of its own to search: its driver set the line.
+    guard case .automatic(let candidates, let timePerRate) = baud, port.isTerminal,
       !(ratelessPort ?? (HostInterface(devicePath: path) == .usb))
     else {
       do { try opened(port, false) } catch {

@@ -3,7 +3,8 @@ import Glibc
 import POSIX
 
 /// A tty opened for a GPS receiver: raw 8N1 at a chosen rate, owned by this process alone, read
-/// through `poll`.
+/// through `poll`. A kernel GNSS device (`/dev/gnss0`) opens too, without termios: see
+/// ``isTerminal``.
 ///
 /// ```swift
 /// let port = try SerialPort.open(path: "/dev/ttyACM0", baudRate: 9600)
@@ -59,14 +60,22 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
   }
   /// Whether the line has modem control (DTR/RTS). False on ptys, which refuse it with ENOTTY.
   public let supportsModemLines: Bool
+  /// False for a character device without termios, such as a node of the kernel's GNSS
+  /// subsystem (`/dev/gnss0`, drivers/gnss/core.c): the kernel driver owns the line and its
+  /// rate, so there is no rate to set or search for (``setBaudRate(_:)`` throws
+  /// ``SerialPortError/Reason/notATerminal``), no modem lines, no TIOCEXCL, and a write is
+  /// done when `write(2)` returns. The kernel switches the receiver's supply on when the node
+  /// is first opened and off when it is last closed, so ``close()`` is a real power-off.
+  public let isTerminal: Bool
 
   let io: PolledIO
   let lifetime: DescriptorGuard
-  let savedSettings: TerminalSettings
+  /// `nil` for a node without termios.
+  let savedSettings: TerminalSettings?
   let currentRate: Locked<BaudRate>
 
   private init(
-    path: String, io: PolledIO, savedSettings: TerminalSettings, baudRate: BaudRate,
+    path: String, io: PolledIO, savedSettings: TerminalSettings?, baudRate: BaudRate,
     isExclusive: Bool, lockFile: String?, supportsModemLines: Bool
   ) {
     self.path = path
@@ -77,6 +86,7 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
     self.currentRate = Locked(baudRate)
     self.isExclusive = isExclusive
     self.supportsModemLines = supportsModemLines
+    self.isTerminal = savedSettings != nil
   }
 
   deinit {
@@ -92,6 +102,15 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
   /// when `exclusive`; the line is made raw 8N1 with the receiver enabled, carrier ignored and
   /// no flow control; the rate is set and read back; DTR and RTS are raised where the line has
   /// them (some receivers draw power from them); stale input is discarded.
+  ///
+  /// **A node without termios.** A kernel GNSS device (`/dev/gnss0`: a character device of
+  /// sysfs subsystem `gnss`) or a FIFO, which answer `tcgetattr` with ENOTTY, is opened all
+  /// the same, with the
+  /// same ownership rules, and left as it is: no settings saved or changed, `baudRate` taken
+  /// as given and meaning nothing (``isTerminal`` is false). The kernel's GNSS core empties
+  /// its read buffer when the node is last closed, so there is no stale input to discard. A
+  /// regular file, or another device answering ENOTTY (`/dev/null`), is refused with
+  /// ``SerialPortError/Reason/notATerminal``.
   ///
   /// **One owner.** Two programs on one receiver each get part of its bytes, and one's standby
   /// powers off the other's receiver. So the open takes an exclusive `flock` on its descriptor
@@ -189,6 +208,13 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
 
     do {
       saved = TerminalSettings(try tty.attributes())
+    } catch  where error == .notATerminal && isGNSSDeviceOrFIFO(tty) {
+      // A GNSS device: nothing below applies to it.
+      let io = PolledIO(
+        descriptor: tty, interruptSignal: interruptSignal, closeSignal: closeSignal)
+      return SerialPort(
+        path: path, io: io, savedSettings: nil, baudRate: baudRate, isExclusive: false,
+        lockFile: lockFile, supportsModemLines: false)
     } catch {
       throw abandon(failure(.open, error))
     }
@@ -231,6 +257,18 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
       isExclusive: isExclusive, lockFile: lockFile, supportsModemLines: supportsModemLines)
   }
 
+  /// Whether `descriptor` is a node of the kernel's GNSS subsystem, or a FIFO (a test's or a
+  /// relay's stand-in for one), rather than a regular file or another device opened by mistake.
+  private static func isGNSSDeviceOrFIFO(_ descriptor: FileDescriptor) -> Bool {
+    var status = stat()
+    guard fstat(descriptor.rawValue, &status) == 0 else { return false }
+    switch status.st_mode & S_IFMT {
+    case S_IFIFO: return true
+    case S_IFCHR: return FileSystem.characterDeviceSubsystem(status.st_rdev) == "gnss"
+    default: return false
+    }
+  }
+
   /// tcsetattr reports success when any one change took, so read the settings back and check
   /// the rate, which a driver may quietly round to one it can do.
   private static func applySettings(
@@ -265,8 +303,13 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
   var errorPath: String { path }
 
   /// Changes the rate of an open port (input and output). Bytes already queued at the old
-  /// rate stay queued; call ``flushInput()`` to drop them.
+  /// rate stay queued; call ``flushInput()`` to drop them. Throws
+  /// ``SerialPortError/Reason/notATerminal`` on a node without termios (``isTerminal``).
   public func setBaudRate(_ rate: BaudRate) throws(SerialPortError) {
+    guard isTerminal else {
+      throw SerialPortError(
+        device: path, operation: .configure, reason: .notATerminal, errno: .notATerminal)
+    }
     guard rate.isSupported else {
       throw SerialPortError(device: path, operation: .configure, reason: .unsupportedBaudRate(rate))
     }
@@ -284,7 +327,9 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
   }
 
   /// Drops bytes received but not yet read (TCIFLUSH), e.g. what arrived at the old rate.
+  /// Does nothing on a node without termios (``isTerminal``), which has no rate to change.
   public func flushInput() throws(SerialPortError) {
+    guard isTerminal else { return }
     try withOpenDescriptors(.flush) { () throws(SerialPortError) in
       do throws(Errno) {
         try io.descriptor.flush(TCIFLUSH)
@@ -320,7 +365,8 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
   public func interrupt() { guardedInterrupt() }
 
   /// Closes the port, restoring the settings it had before
-  /// ``open(path:baudRate:exclusive:lockDirectory:)``, clearing TIOCEXCL (which belongs to the
+  /// ``open(path:baudRate:exclusive:lockDirectory:)`` (a node without termios has none; closing
+  /// a kernel GNSS device switches the receiver off), clearing TIOCEXCL (which belongs to the
   /// tty and would otherwise outlive this descriptor while anyone else holds the tty open),
   /// removing the lock file and, with the descriptor, letting the `flock` go.
   ///
@@ -336,7 +382,7 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
     let isExclusive = isExclusive
     let lockFile = lockFile
     lifetime.close {
-      try? io.descriptor.setAttributes(saved.attributes)
+      if let saved { try? io.descriptor.setAttributes(saved.attributes) }
       if isExclusive { _ = cserial_clear_exclusive(io.descriptor.rawValue) }
       // The lock file before the flock: a lock file is never left naming this process after
       // the device is free.
@@ -404,7 +450,9 @@ extension SerialPort {
     try guardedRead(into: buffer, deadline: deadline)
   }
 
-  /// Writes every byte, then waits (`tcdrain`) until the driver has sent them on the line.
+  /// Writes every byte, then waits (`tcdrain`) until the driver has sent them on the line. On a
+  /// node without termios (``isTerminal``) there is no drain: the GNSS core's `write(2)` hands
+  /// the bytes to the receiver before it returns.
   ///
   /// When the driver's buffer is full the thread sleeps in `poll` for room, woken early only by
   /// ``close()``. `tcdrain` itself cannot be woken: at 4800 baud a full 4 KiB driver buffer
@@ -416,7 +464,9 @@ extension SerialPort {
   public func write(_ bytes: UnsafeRawBufferPointer, timeout: Duration? = nil)
     throws(SerialPortError)
   {
+    let isTerminal = isTerminal
     try guardedWrite(bytes, timeout: timeout) { () throws(SerialPortError) in
+      guard isTerminal else { return }
       do throws(Errno) {
         try io.descriptor.drain()
       } catch {

@@ -71,7 +71,8 @@ public struct SerialPortError: Error, Hashable, Sendable, CustomStringConvertibl
     /// The device went away: hang-up, POLLERR, EIO, ENXIO or ENODEV. The port is unusable
     /// from now on; close it and open the device again once it is back.
     case disconnected(DisconnectCause)
-    /// The path is not a tty (ENOTTY from `tcgetattr`).
+    /// The path is not a tty (ENOTTY from `tcgetattr`) nor a GNSS device; or, from
+    /// ``SerialPort/setBaudRate(_:)``, the port is a GNSS device, which has no rate to set.
     case notATerminal
     /// The rate is outside ``BaudRate/supported``, or the driver did not take it.
     case unsupportedBaudRate(BaudRate)
@@ -184,8 +185,13 @@ public struct SerialPortError: Error, Hashable, Sendable, CustomStringConvertibl
         + "receiver is unplugged. Plug it back in; the port must be closed and opened again."
 
     case .notATerminal:
+      if operation == .configure {
+        return "\(device) has no line settings (a kernel GNSS device: its driver sets the "
+          + "rate from the device tree), so its baud rate cannot be changed. Leave the rate out."
+      }
       return "\(device) is not a serial port (tcgetattr: \(Errno.notATerminal.name)). Give the "
-        + "path of a tty such as /dev/ttyUSB0, /dev/ttyACM0 or one under /dev/serial/by-id/."
+        + "path of a tty such as /dev/ttyUSB0, /dev/ttyACM0 or one under /dev/serial/by-id/, "
+        + "or a kernel GNSS device such as /dev/gnss0."
 
     case .unsupportedBaudRate(let rate):
       let rates = BaudRate.supported.map(\.description).joined(separator: ", ")

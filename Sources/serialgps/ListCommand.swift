@@ -103,6 +103,10 @@ private func listText(_ devices: [SerialDevice], otherCount: Int, all: Bool) -> 
     } else if let driver = device.driver {
       text += "  driver       " + driver + "\n"
     }
+    if device.subsystem == .gnss {
+      text += "  gnss         protocol \(device.gnssProtocol ?? "not named"); no baud rate, "
+      text += "the kernel powers the receiver while it is open\n"
+    }
   }
   if !all && otherCount > 0 && devices.contains(where: \.isReceiverCandidate) {
     text += "\n(\(otherCount) other serial port\(otherCount == 1 ? "" : "s") not shown; "
@@ -138,6 +142,8 @@ private func listJSON(_ devices: [SerialDevice]) -> String {
     let usb = device.usb
     json.beginObject()
     json.memberOrNull("path", device.path)
+    json.memberOrNull("subsystem", device.subsystem.rawValue)
+    json.memberOrNull("protocol", device.gnssProtocol)
     json.memberOrNull("stablePath", device.stablePath)
     json.key("stablePathFromUdev")
     json.boolean(device.stablePathFromUdev)

@@ -3,12 +3,14 @@
 // only reports. Run it under umockdev-wrapper:
 //
 //   umockdev-wrapper discovery-testbed --fixtures DIR [--source udev|kernel|automatic]
-//     [--scenario discovery|follow-first|follow-serial|follow-possible]
+//     [--scenario discovery|gnss|follow-first|follow-serial|follow-possible]
 //
 // Scenario `discovery` (the default): builtin serial ports and an FTDI adapter are present; a
 // u-blox 7 is plugged in, streams through its pty, is unplugged and plugged back; a PL2303
 // bridge arrives while the u-blox is in use, and takes over when the u-blox goes; then
-// discovery shuts down. The `follow-…` scenarios run the gated receiver (Follow.swift).
+// discovery shuts down. Scenario `gnss`: two kernel GNSS devices (a u-blox and a MediaTek
+// on UARTs) appear beside the builtin ports, and the u-blox goes away. The `follow-…`
+// scenarios run the gated receiver (Follow.swift).
 
 import Discovery
 import Glibc
@@ -65,7 +67,7 @@ guard getenv("LD_PRELOAD").map({ String(cString: $0).contains("umockdev") }) == 
   fail("run me under umockdev-wrapper")
 }
 // A hang is a failure: the test reads a missing line as such.
-alarm(scenarioName == "discovery" ? 120 : 240)
+alarm(scenarioName == "discovery" || scenarioName == "gnss" ? 120 : 240)
 
 func discoveryThreadAlive() -> Bool {
   guard let directory = opendir("/proc/self/task") else { return false }
@@ -105,7 +107,7 @@ func transfer(_ text: String, from writer: Int32, to reader: Int32) -> String {
 }
 
 /// The whole scenario; state stays local so that nothing is shared across isolation domains.
-func scenario(fixtures: String, source: HotplugSource) async {
+func scenario(fixtures: String, source: HotplugSource, gnss: Bool = false) async {
   let testbed: Testbed
   do {
     testbed = try Testbed()
@@ -169,6 +171,8 @@ func scenario(fixtures: String, source: HotplugSource) async {
             ("kind", quoted(device.classification.kind.rawValue)),
             ("chipset", quoted(device.classification.chipset?.cliName)),
             ("stablePath", quoted(device.stablePath)),
+            ("subsystem", quoted(device.subsystem.rawValue)),
+            ("protocol", quoted(device.gnssProtocol)),
           ]
         case .enumerationComplete:
           fields = [("event", quoted("enumerationComplete"))]
@@ -207,6 +211,21 @@ func scenario(fixtures: String, source: HotplugSource) async {
 
   await consume { $0 == .enumerationComplete }
   emit([("step", quoted("threadAlive")), ("alive", "\(discoveryThreadAlive())")])
+
+  if gnss {
+    emit([("step", quoted("plug gnss"))])
+    plug("gnss-serdev.umockdev", [])
+    await consume(until: isAdded("/dev/gnss1"))
+    emit([("step", quoted("unplug gnss0"))])
+    unplug([
+      "/sys/devices/platform/soc/fe201000.serial/serial0/serial0-0",
+      "/sys/devices/platform/soc/fe201000.serial/serial0/serial0-0/gnss/gnss0",
+    ])
+    await consume(until: isRemoved("/dev/gnss0"))
+    discovery.shutdown()
+    emit([("step", quoted("done"))])
+    return
+  }
 
   emit([("step", quoted("plug ublox"))])
   plug("ublox7-cdc-acm.umockdev", ubloxChain)
@@ -282,6 +301,7 @@ func scenario(fixtures: String, source: HotplugSource) async {
 
 switch scenarioName {
 case "discovery": await scenario(fixtures: fixtures, source: source)
+case "gnss": await scenario(fixtures: fixtures, source: source, gnss: true)
 case "follow-first": await followFirst(fixtures: fixtures, source: source)
 case "follow-serial": await followSerialNumber(fixtures: fixtures, source: source)
 case "follow-possible": await followPossible(fixtures: fixtures, source: source)

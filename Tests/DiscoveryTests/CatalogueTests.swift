@@ -16,6 +16,31 @@ struct CatalogueTests {
       usb: id(vendor, product), chipsetProperty: chipset, ignoreProperty: ignore)
   }
 
+  @Test("A kernel GNSS device is a known receiver; its protocol names the family")
+  func gnssType() {
+    let cases: [(String, ChipsetFamily?)] = [
+      ("UBX", .ublox), ("MTK", .mediatek), ("SiRF", .sirf), ("NMEA", nil), ("XYZ", nil),
+    ]
+    for (type, family) in cases {
+      let result = ReceiverCatalogue.classify(
+        usb: nil, chipsetProperty: nil, ignoreProperty: nil, gnssType: type)
+      #expect(result.kind == .known, "\(type)")
+      #expect(result.chipset == family, "\(type)")
+      #expect(result.source == .kernel)
+    }
+    // The user's rules still come first: a declared family, or the device kept out.
+    let declared = ReceiverCatalogue.classify(
+      usb: nil, chipsetProperty: "sirf", ignoreProperty: nil, gnssType: "NMEA")
+    #expect(declared.chipset == .sirf && declared.source == .udevProperty)
+    let ignored = ReceiverCatalogue.classify(
+      usb: nil, chipsetProperty: nil, ignoreProperty: "1", gnssType: "UBX")
+    #expect(ignored.kind == .other)
+    // A GNSS device on a USB bridge the table lists as "possible" is still a receiver.
+    let onBridge = ReceiverCatalogue.classify(
+      usb: id(0x067b, 0x2303), chipsetProperty: nil, ignoreProperty: nil, gnssType: "UBX")
+    #expect(onBridge.kind == .known && onBridge.chipset == .ublox)
+  }
+
   @Test("u-blox 1546:01a4 through 01a9 are known u-blox receivers")
   func ublox() {
     for product in UInt16(0x01a4)...0x01a9 {

@@ -125,6 +125,24 @@ struct RulesTests {
     #expect(!outcome.links.contains { $0.hasPrefix("/dev/serialgps/") })
   }
 
+  @Test("A kernel GNSS device gets the ttys' access, and no link its path tag would not keep apart")
+  func gnssDevice() throws {
+    for device in ["gnss0", "gnss1"] {
+      let outcome = try udevadmTest(device: "/sys/class/gnss/\(device)", fixtures: ["gnss-serdev"])
+      #expect(outcome.diagnostics == [])
+      #expect(outcome.ourFileApplied("MODE 0660"), "\(device): \(outcome.log)")
+      #expect(outcome.log.contains { $0.contains("60-serialgps.rules:") && $0.contains(" GROUP ") })
+      #expect(outcome.properties["TAGS"]?.contains(":uaccess:") == true)
+      // ModemManager does not probe gnss nodes; the property is for ttys.
+      #expect(outcome.properties["ID_MM_DEVICE_IGNORE"] == nil)
+      #expect(!outcome.links.contains { $0.hasPrefix("/dev/serialgps/") }, "\(outcome.links)")
+    }
+    let ignored = try udevadmTest(
+      device: "/sys/class/gnss/gnss1", fixtures: ["gnss-serdev"],
+      userRules: "SUBSYSTEM==\"gnss\", KERNEL==\"gnss1\", ENV{SERIALGPS_IGNORE}=\"1\"\n")
+    #expect(!ignored.ourFileApplied("MODE 0660"))
+  }
+
   @Test("udev's by-id links are the ones discovery computes without udevd")
   func byIDAgreesWithUdev() throws {
     let cases = [

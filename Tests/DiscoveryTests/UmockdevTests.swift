@@ -151,6 +151,72 @@ struct UmockdevTests {
     #expect(result.output.contains("  usb          067b:2303, interface 0, driver pl2303\n"))
   }
 
+  @Test("Kernel GNSS devices are listed beside the ttys, with their protocol as the chipset")
+  func gnssDevices() throws {
+    let devices = try listJSON(["builtin-ports", "gnss-serdev"], all: true)
+    // Receivers first: the kernel says a gnss device is one.
+    #expect(
+      devices.map { $0["path"] as? String } == ["/dev/gnss0", "/dev/gnss1", "/dev/ttyS0"])
+    let ublox = try #require(devices.first)
+    #expect(ublox["subsystem"] as? String == "gnss")
+    #expect(ublox["protocol"] as? String == "UBX")
+    #expect(ublox["kind"] as? String == "known")
+    #expect(ublox["chipset"] as? String == "ublox")
+    #expect(ublox["source"] as? String == "kernel")
+    #expect(ublox["driver"] as? String == "gnss-ubx")
+    // udev makes no /dev/serial/by-id link for a gnss node: none is made up.
+    #expect(ublox["stablePath"] is NSNull)
+    let mediatek = try #require(devices.dropFirst().first)
+    #expect(mediatek["protocol"] as? String == "MTK")
+    #expect(mediatek["chipset"] as? String == "mtk")
+    let uart = try #require(devices.last)
+    #expect(uart["subsystem"] as? String == "tty")
+    #expect(uart["protocol"] is NSNull)
+
+    let text = try list(["gnss-serdev"], [])
+    #expect(text.status == 0)
+    #expect(
+      text.output.contains(
+        "/dev/gnss0  known receiver, chipset ublox — kernel GNSS device, UBX protocol\n"),
+      "\(text.output)")
+    #expect(text.output.contains("  gnss         protocol UBX; no baud rate,"), "\(text.output)")
+  }
+
+  @Test(
+    "Kernel GNSS devices are followed through hotplug as ttys are", arguments: ["udev", "kernel"])
+  func gnssHotplug(source: String) throws {
+    let helper = try TestSupport.product("discovery-testbed")
+    let result = try TestSupport.run(
+      TestSupport.which("umockdev-wrapper") ?? "umockdev-wrapper",
+      [helper, "--fixtures", TestSupport.fixtures.path, "--source", source, "--scenario", "gnss"])
+    #expect(result.status == 0, "helper failed: \(result.error)")
+    let lines = try TestSupport.jsonLines(result.output)
+    let summary = lines.compactMap { line -> String? in
+      if let event = line["event"] as? String, let path = line["path"] as? String {
+        guard path.hasPrefix("/dev/gnss") else { return nil }
+        return "\(event) \(path) \(line["protocol"] as? String ?? "-") "
+          + (line["chipset"] as? String ?? "-")
+      }
+      if let action = line["action"] as? String {
+        return "\(action) \(line["path"] as? String ?? "?")"
+      }
+      return (line["step"] as? String).map { "- " + $0 }
+    }
+    #expect(
+      summary == [
+        "- threadAlive",
+        "- plug gnss",
+        "added /dev/gnss0 UBX ublox",
+        "attach /dev/gnss0",
+        "added /dev/gnss1 MTK mtk",
+        "- unplug gnss0",
+        "removed /dev/gnss0 UBX ublox",
+        "detach /dev/gnss0",
+        "attach /dev/gnss1",
+        "- done",
+      ])
+  }
+
   @Test("With no receiver the text says so and points at the other ports")
   func noReceiver() throws {
     let withPorts = try list(["ftdi-ft2232h-adapter", "builtin-ports"], [])

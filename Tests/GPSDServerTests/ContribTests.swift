@@ -116,5 +116,8 @@ import Testing
     let bridge = try test("/sys/class/tty/ttyUSB0", ["usb-host-controller", "pl2303-bridge"])
     #expect(
       !wanted(bridge.properties).contains("serialgps.service"), "a generic bridge starts nothing")
+
+    let gnss = try test("/sys/class/gnss/gnss0", ["gnss-serdev"])
+    #expect(wanted(gnss.properties).contains("serialgps.service"), "\(gnss.log)")
   }
 }

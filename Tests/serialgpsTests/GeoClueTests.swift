@@ -66,7 +66,11 @@ struct GeoClueTests {
 
   @Test(
     "where-am-i wakes the receiver, prints its position, and the receiver sleeps after it",
-    .enabled(if: installed || isCI, "geoclue-2.0, geoclue-2-demo or dbus is not installed"))
+    .enabled(if: installed || isCI, "geoclue-2.0, geoclue-2-demo or dbus is not installed"),
+    // CI runs as root: there a missing privilege fails the test instead of skipping it.
+    .enabled(
+      if: geteuid() == 0 || isCI,
+      "needs root: GeoClue's config is bind-mounted in a mount namespace (unshare --mount)"))
   func whereAmI() async throws {
     let directory = try TemporaryDirectory()
     let busSocket = directory.file("bus")
