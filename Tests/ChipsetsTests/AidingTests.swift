@@ -101,13 +101,18 @@ import Testing
       framer.feed(frame) { if case .ubx(let view) = $0 { found = ReceiverAcknowledgement(view) } }
       return found
     }
+    // type 1 (accepted), version 0, infoCode 0, msgId 0x40 (MGA-INI), msgPayloadStart: the
+    // TIME_UTC payload's first four bytes (type 0x10).
     #expect(
       acknowledgement([0x01, 0x00, 0x00, 0x40, 0x10, 0x00, 0x00, 0x80])
-        == .ubx(.mgaIni, accepted: true))
-    #expect(
-      acknowledgement([0x00, 0x00, 0x02, 0x40, 0x10, 0x00, 0x00, 0x80])
-        == .ubx(.mgaIni, accepted: false))
+        == .mga(.mgaIni, messageType: 0x10, accepted: true, infoCode: 0))
+    // type 0 (not used), infoCode 1 (no time yet) for a POS_LLH.
+    let refused = acknowledgement([0x00, 0x00, 0x01, 0x40, 0x01, 0x00, 0x00, 0x00])
+    #expect(refused == .mga(.mgaIni, messageType: 0x01, accepted: false, infoCode: 1))
+    #expect(refused?.isPositive == false)
+    #expect(refused?.failureReason?.contains("does not know the time yet") == true)
     #expect(acknowledgement([0x07, 0x00, 0x00, 0x40, 0x10, 0x00, 0x00, 0x80]) == nil)
+    #expect(acknowledgement([0x01, 0x01, 0x00, 0x40, 0x10, 0x00, 0x00, 0x80]) == nil)
     #expect(acknowledgement([0x01, 0x00, 0x00, 0x40]) == nil)
   }
 }
