@@ -58,11 +58,20 @@ public enum Aiding {
   /// u-blox 9 and 10 interface descriptions). Each is answered by `UBX-MGA-ACK-DATA0` when the
   /// receiver's `ackAiding` is on, else by nothing.
   public static func ublox(_ data: AidingData) -> [[UInt8]] {
-    var commands = [UBX.unchecked(.mgaIni, payload: timeUTCPayload(data))]
-    if let position = data.position {
-      commands.append(UBX.unchecked(.mgaIni, payload: positionPayload(position)))
-    }
+    var commands = [ubloxTime(data.time, accuracy: data.timeAccuracy)]
+    if let position = data.position { commands.append(ubloxPosition(position)) }
     return commands
+  }
+
+  /// `UBX-MGA-INI-TIME_UTC` saying `time`, within `accuracy`.
+  public static func ubloxTime(_ time: UTCTimestamp, accuracy: Duration) -> [UInt8] {
+    UBX.unchecked(
+      .mgaIni, payload: timeUTCPayload(AidingData(time: time, timeAccuracy: accuracy)))
+  }
+
+  /// `UBX-MGA-INI-POS_LLH` placing the receiver at `position`.
+  public static func ubloxPosition(_ position: AidingPosition) -> [UInt8] {
+    UBX.unchecked(.mgaIni, payload: positionPayload(position))
   }
 
   /// TIME_UTC, 24 bytes: type 0x10, version 0, ref 0 (the time applies on receipt), leap
@@ -107,19 +116,36 @@ public enum Aiding {
   /// MediaTek asks for a position better than 30 km for a shorter start; a worse one is not
   /// sent.
   public static func mediatek(_ data: AidingData) -> [[UInt8]] {
-    let stamp = mediatekTime(data.time)
-    var commands = [NMEAChecksum.frame("PMTK740," + stamp)]
-    if let position = data.position, position.accuracy < 30_000 {
-      let fields = [
-        decimal(position.latitude, digits: 6), decimal(position.longitude, digits: 6),
-        decimal(position.altitude, digits: 0),
-      ]
-      commands.append(NMEAChecksum.frame("PMTK741," + fields.joined(separator: ",") + "," + stamp))
+    var commands = [mediatekTime(data.time)]
+    if let position = data.position, let command = mediatekPosition(position, at: data.time) {
+      commands.append(command)
     }
     return commands
   }
 
-  static func mediatekTime(_ time: UTCTimestamp) -> String {
+  /// The worst position accuracy MediaTek takes: 30 km.
+  public static let mediatekPositionLimit = 30_000.0
+
+  /// `$PMTK740` saying `time`.
+  public static func mediatekTime(_ time: UTCTimestamp) -> [UInt8] {
+    NMEAChecksum.frame("PMTK740," + mediatekStamp(time))
+  }
+
+  /// `$PMTK741` placing the receiver at `position` at `time`; `nil` when `position` is no
+  /// better than ``mediatekPositionLimit``.
+  public static func mediatekPosition(_ position: AidingPosition, at time: UTCTimestamp)
+    -> [UInt8]?
+  {
+    guard position.accuracy < mediatekPositionLimit else { return nil }
+    let fields = [
+      decimal(position.latitude, digits: 6), decimal(position.longitude, digits: 6),
+      decimal(position.altitude, digits: 0),
+    ]
+    return NMEAChecksum.frame(
+      "PMTK741," + fields.joined(separator: ",") + "," + mediatekStamp(time))
+  }
+
+  static func mediatekStamp(_ time: UTCTimestamp) -> String {
     let date = time.date
     let clock = time.time
     return [
@@ -140,5 +166,76 @@ public enum Aiding {
     var fraction = String(scaled % scale)
     while fraction.count < digits { fraction = "0" + fraction }
     return sign + String(scaled / scale) + "." + fraction
+  }
+}
+
+/// A command whose bytes say what "now" is: aiding, made anew for every attempt from UTC as it
+/// is when the attempt is written (``CommandStep/bytes(at:)``), so that a retry does not
+/// carry a time already stale.
+public struct TimedCommand: Sendable, Hashable {
+  /// What the command tells the receiver.
+  public enum Content: Sendable, Hashable {
+    /// UTC at the time of writing, within `accuracy`.
+    case time(accuracy: Duration)
+    /// Where the receiver was (`UBX-MGA-INI-POS_LLH`, `$PMTK741`), its accuracy widened by
+    /// its age at the time of writing.
+    case position(KnownPosition)
+  }
+
+  public let family: ChipsetFamily
+  public let content: Content
+
+  public init(family: ChipsetFamily, content: Content) {
+    self.family = family
+    self.content = content
+  }
+
+  /// The bytes to write at `now`; `nil` for a family that takes no aiding, or a position
+  /// measured after `now` (or, for MediaTek, grown too vague by then).
+  public func bytes(at now: UTCTimestamp) -> [UInt8]? {
+    switch (family, content) {
+    case (.ublox, .time(let accuracy)):
+      return Aiding.ubloxTime(now, accuracy: accuracy)
+    case (.mediatek, .time):
+      return Aiding.mediatekTime(now)
+    case (.ublox, .position(let known)):
+      return known.aiding(at: now).map(Aiding.ubloxPosition)
+    case (.mediatek, .position(let known)):
+      return known.aiding(at: now).flatMap { Aiding.mediatekPosition($0, at: now) }
+    case (.nmea, _), (.sirf, _):
+      return nil
+    }
+  }
+
+  /// The step that writes this command, planned at `now` (its ``CommandStep/bytes`` are made
+  /// then; each attempt makes its own); `nil` when there is nothing to write at `now`.
+  /// `acknowledged`: whether a u-blox receiver was asked to answer aiding
+  /// (`UBX-MGA-ACK-DATA0`); MediaTek always answers with `$PMTK001`.
+  public func step(at now: UTCTimestamp, acknowledged: Bool) -> CommandStep? {
+    guard let bytes = bytes(at: now) else { return nil }
+    let summary: String
+    let expectation: AcknowledgementExpectation
+    switch (family, content) {
+    case (.ublox, .time):
+      summary = "UBX-MGA-INI-TIME_UTC (aiding: UTC)"
+      expectation = acknowledged ? .mga(.mgaIni, messageType: 0x10) : .none
+    case (.ublox, .position(let known)):
+      summary = "UBX-MGA-INI-POS_LLH (aiding: the last position\(Self.within(known, now)))"
+      expectation = acknowledged ? .mga(.mgaIni, messageType: 0x01) : .none
+    case (.mediatek, .time):
+      summary = "$PMTK740 (aiding: UTC)"
+      expectation = .mtk(command: 740)
+    case (.mediatek, .position(let known)):
+      summary = "$PMTK741 (aiding: the last position\(Self.within(known, now)))"
+      expectation = .mtk(command: 741)
+    case (.nmea, _), (.sirf, _):
+      return nil
+    }
+    return CommandStep(bytes: bytes, summary: summary, acknowledgement: expectation, timed: self)
+  }
+
+  static func within(_ known: KnownPosition, _ now: UTCTimestamp) -> String {
+    guard let accuracy = known.aiding(at: now)?.accuracy else { return "" }
+    return ", within \(Int(accuracy.rounded())) m"
   }
 }

@@ -1,10 +1,14 @@
+import NMEA
+
 /// The one command runner: write → acknowledgement → retry, for one ``CommandStep``, as a
 /// state machine with no I/O and no clock.
 ///
 /// The gated receiver (`SerialGPS`) and `serialgps send` both drive it: they do what its
 /// actions say (write the bytes, wait until a deadline) and tell it what happened (written,
-/// an acknowledgement arrived, the wait ended with or without bytes heard). Times are
-/// instants of the caller's clock (`Instant`: the driver's `DriverInstant`, `serialgps send`'s
+/// an acknowledgement arrived, the wait ended with or without bytes heard). Each call that
+/// may answer with a write takes UTC as it is then (`utc`), from which a step that carries
+/// the time (``CommandStep/timed``) makes its bytes: every attempt says the time it is
+/// written at. Times are instants of the caller's clock (`Instant`: the driver's `DriverInstant`, `serialgps send`'s
 /// `ContinuousClock.Instant`); the timeout and lateness are `Duration`s. The settle time after the step is the caller's, as it
 /// follows every outcome alike.
 ///
@@ -62,8 +66,8 @@ where Instant.Duration == Duration {
     self.retriesRejected = retriesRejected
   }
 
-  /// The first action: write the command.
-  public func start() -> Action { .write(step.bytes) }
+  /// The first action: write the command (made at `utc`, for a step that carries the time).
+  public func start(utc: UTCTimestamp? = nil) -> Action { .write(step.bytes(at: utc)) }
 
   /// The command was written at `now`.
   public mutating func written(now: Instant) -> Action {
@@ -72,11 +76,11 @@ where Instant.Duration == Duration {
     return .wait(until: now.advanced(by: timeout))
   }
 
-  /// An acknowledgement arrived at `now`. Unrelated ones (another command's) change nothing
-  /// and return `nil`: keep waiting until the same deadline.
-  public mutating func answered(_ acknowledgement: ReceiverAcknowledgement, now: Instant)
-    -> Action?
-  {
+  /// An acknowledgement arrived at `now` (UTC then: `utc`). Unrelated ones (another
+  /// command's) change nothing and return `nil`: keep waiting until the same deadline.
+  public mutating func answered(
+    _ acknowledgement: ReceiverAcknowledgement, now: Instant, utc: UTCTimestamp? = nil
+  ) -> Action? {
     guard step.isAcknowledged(by: acknowledgement) != nil, answered < writes.count else {
       return nil
     }
@@ -85,7 +89,7 @@ where Instant.Duration == Duration {
     if !acknowledgement.isPositive {
       if retriesRejected && writes.count < attempts {
         // Another attempt is out already (this answer was late): wait for its answer.
-        return answered < writes.count ? nil : .write(step.bytes)
+        return answered < writes.count ? nil : .write(step.bytes(at: utc))
       }
       return .finished(.rejected(acknowledgement, attempt: attempt, written: writes.count))
     }
@@ -96,9 +100,9 @@ where Instant.Duration == Duration {
         late: overdue > .zero ? overdue : nil))
   }
 
-  /// The wait ended at `now` with no acknowledgement; `heard`: whether the receiver sent
-  /// anything since the last attempt was written.
-  public mutating func timedOut(heard: Bool, now: Instant) -> Action {
+  /// The wait ended at `now` (UTC then: `utc`) with no acknowledgement; `heard`: whether the
+  /// receiver sent anything since the last attempt was written.
+  public mutating func timedOut(heard: Bool, now: Instant, utc: UTCTimestamp? = nil) -> Action {
     if waitingForLateAnswer {
       return .finished(.unanswered(written: writes.count, quiet: !heard))
     }
@@ -107,7 +111,7 @@ where Instant.Duration == Duration {
       waitingForLateAnswer = true
       return .wait(until: now.advanced(by: timeout))
     }
-    if writes.count < attempts { return .write(step.bytes) }
+    if writes.count < attempts { return .write(step.bytes(at: utc)) }
     return .finished(.unanswered(written: writes.count, quiet: false))
   }
 }

@@ -8,6 +8,10 @@ public enum AcknowledgementExpectation: Sendable, Hashable, CustomStringConverti
   case ubx(UBXMessageID)
   /// `$PMTK001,<command>,<flag>`.
   case mtk(command: Int)
+  /// `UBX-MGA-ACK-DATA0` naming this MGA message and its type (the payload's first byte:
+  /// `0x10` TIME_UTC, `0x01` POS_LLH for `UBX-MGA-INI`), which a receiver sends instead of
+  /// `UBX-ACK-ACK` for aiding when its `ackAiding` is on.
+  case mga(UBXMessageID, messageType: UInt8)
   /// The receiver naming its chipset: the answer to a poll that only one family answers
   /// (``ChipsetProbe``), recognised by the caller's ``ChipsetIdentifier`` and handed on as
   /// ``ReceiverAcknowledgement/identified(_:)``.
@@ -18,6 +22,7 @@ public enum AcknowledgementExpectation: Sendable, Hashable, CustomStringConverti
     case .none: return "no acknowledgement"
     case .ubx(let id): return "UBX-ACK-ACK/NAK for \(id)"
     case .mtk(let command): return "$PMTK001,\(command),<flag>"
+    case .mga(let id, let type): return "UBX-MGA-ACK-DATA0 for \(id) type \(hex2(type))"
     case .identification: return "an answer that names the chipset"
     }
   }
@@ -30,26 +35,34 @@ public enum ReceiverAcknowledgement: Sendable, Hashable, CustomStringConvertible
   /// `$PMTK001,<command>,<flag>`: flag 3 is success; 0 invalid command, 1 unsupported
   /// command, 2 valid but failed.
   case mtk(command: Int, result: MTKAckResult)
+  /// `UBX-MGA-ACK-DATA0` for an MGA message (`id`) of `messageType` (the first byte of its
+  /// payload): accepted (type 1) or not (type 0), with u-blox's information code saying why
+  /// not.
+  case mga(UBXMessageID, messageType: UInt8, accepted: Bool, infoCode: UInt8)
   /// The receiver said what it is (its `UBX-MON-VER`, its `$PMTK705` …): the family its
   /// identification now names. Made by whoever identifies (``ChipsetIdentifier``), never
   /// from one frame here.
   case identified(ChipsetFamily)
 
   /// Recognises `UBX-ACK-ACK` and `UBX-ACK-NAK`, and `UBX-MGA-ACK-DATA0`, with which a
-  /// receiver answers the MGA (aiding) messages instead (payload: type 1 accepted or 0 not,
-  /// version, an information code, the MGA message's ID, the start of its payload); `nil`
-  /// for any other frame or a malformed payload.
+  /// receiver answers the MGA (aiding) messages instead (8 bytes: type, 1 accepted or 0 not;
+  /// version 0; infoCode; the MGA message's ID; the first four bytes of its payload, the first
+  /// of which is its type); `nil` for any other frame or a malformed payload.
   public init?(_ frame: UBXFrameView) {
-    if frame.messageClass == 0x13, frame.messageID == 0x60, frame.payload.count == 8 {
-      let type = frame.payload[0]
-      guard type <= 1 else { return nil }
-      self = .ubx(UBXMessageID(0x13, frame.payload[3]), accepted: type == 1)
+    let payload = frame.payload
+    if frame.messageClass == 0x13, frame.messageID == 0x60, payload.count == 8 {
+      let start = payload.startIndex
+      let type = payload[start]
+      guard type <= 1, payload[start + 1] == 0 else { return nil }
+      self = .mga(
+        UBXMessageID(0x13, payload[start + 3]), messageType: payload[start + 4],
+        accepted: type == 1, infoCode: payload[start + 2])
       return
     }
-    guard frame.messageClass == 0x05, frame.messageID <= 0x01, frame.payload.count == 2 else {
+    guard frame.messageClass == 0x05, frame.messageID <= 0x01, payload.count == 2 else {
       return nil
     }
-    let acknowledged = UBXMessageID(frame.payload[0], frame.payload[1])
+    let acknowledged = UBXMessageID(payload[payload.startIndex], payload[payload.startIndex + 1])
     self = .ubx(acknowledged, accepted: frame.messageID == 0x01)
   }
 
@@ -64,6 +77,7 @@ public enum ReceiverAcknowledgement: Sendable, Hashable, CustomStringConvertible
     switch self {
     case .ubx(_, let accepted): return accepted
     case .mtk(_, let result): return result == .succeeded
+    case .mga(_, _, let accepted, _): return accepted
     case .identified: return true
     }
   }
@@ -81,6 +95,10 @@ public enum ReceiverAcknowledgement: Sendable, Hashable, CustomStringConvertible
         return "the receiver does not support $PMTK\(pad3(command)) (unsupported command)"
       case .failed: return "the receiver accepted $PMTK\(pad3(command)) but could not carry it out"
       }
+    case .mga(let id, let type, let accepted, let infoCode):
+      guard !accepted else { return nil }
+      return "the receiver did not use \(id) type \(hex2(type)) (UBX-MGA-ACK-DATA0: "
+        + Self.mgaInfo(infoCode) + ")"
     case .identified:
       return nil
     }
@@ -90,9 +108,32 @@ public enum ReceiverAcknowledgement: Sendable, Hashable, CustomStringConvertible
     switch self {
     case .ubx(let id, let accepted): return "\(accepted ? "UBX-ACK-ACK" : "UBX-ACK-NAK") \(id)"
     case .mtk(let command, let result): return "$PMTK001,\(command),\(result.rawValue)"
+    case .mga(let id, let type, let accepted, let infoCode):
+      return "UBX-MGA-ACK-DATA0 \(id) type \(hex2(type)) "
+        + (accepted ? "accepted" : "not used, info code \(infoCode)")
     case .identified(let family): return "identified as \(family.displayName)"
     }
   }
+
+  /// u-blox's meaning of a `UBX-MGA-ACK-DATA0` information code (u-blox 8 / M8 Receiver
+  /// Description UBX-13003221 and the u-blox 9 and 10 interface descriptions, UBX-MGA-ACK).
+  static func mgaInfo(_ code: UInt8) -> String {
+    switch code {
+    case 0: return "accepted"
+    case 1: return "it does not know the time yet, so cannot use the data; send the time first"
+    case 2: return "this message version is not supported"
+    case 3: return "the message size does not match its version"
+    case 4: return "the data could not be stored"
+    case 5: return "the receiver is not ready to use the data"
+    case 6: return "the message type is unknown"
+    default: return "information code \(code)"
+    }
+  }
+}
+
+func hex2(_ value: UInt8) -> String {
+  let digits = String(value, radix: 16, uppercase: true)
+  return "0x" + (digits.count < 2 ? "0" + digits : digits)
 }
 
 func pad3(_ value: Int) -> String {
@@ -103,11 +144,18 @@ func pad3(_ value: Int) -> String {
 /// One command in a power-on or power-off sequence: the bytes to write, what acknowledges
 /// them, and how long to wait afterwards before the next step.
 ///
-/// The gated receiver writes ``bytes``, waits for ``acknowledgement`` if there is one (with its
-/// own timeout and bounded retries), then waits ``settleMilliseconds`` before the next step.
+/// The gated receiver writes ``bytes(at:)``, waits for ``acknowledgement`` if there is one
+/// (with its own timeout and bounded retries), then waits ``settleMilliseconds`` before the
+/// next step. A step that tells the receiver the time (``timed``) makes its bytes anew for
+/// every attempt, from UTC as it is when the attempt is written: a retry a second later says
+/// so.
 public struct CommandStep: Sendable, Hashable, CustomStringConvertible {
-  /// The bytes to write, exactly as they go on the wire.
+  /// The bytes to write, exactly as they go on the wire; for a ``timed`` step, as they were
+  /// when the step was planned (what is written when no UTC is at hand).
   public let bytes: [UInt8]
+  /// What the bytes say that depends on the time they are written at; `nil` for a fixed
+  /// command.
+  public let timed: TimedCommand?
   /// What the command does, for logs and error messages (`UBX-CFG-RST controlled GNSS stop`).
   public let summary: String
   /// What acknowledges the command.
@@ -118,12 +166,20 @@ public struct CommandStep: Sendable, Hashable, CustomStringConvertible {
 
   public init(
     bytes: [UInt8], summary: String, acknowledgement: AcknowledgementExpectation = .none,
-    settleMilliseconds: Int = 0
+    settleMilliseconds: Int = 0, timed: TimedCommand? = nil
   ) {
     self.bytes = bytes
+    self.timed = timed
     self.summary = summary
     self.acknowledgement = acknowledgement
     self.settleMilliseconds = max(0, settleMilliseconds)
+  }
+
+  /// The bytes to write at `now` (UTC): made from `now` for a ``timed`` step, else (or with
+  /// no UTC known) ``bytes``.
+  public func bytes(at now: UTCTimestamp?) -> [UInt8] {
+    guard let timed, let now, let made = timed.bytes(at: now) else { return bytes }
+    return made
   }
 
   /// The settle time as a `Duration`.
@@ -137,6 +193,9 @@ public struct CommandStep: Sendable, Hashable, CustomStringConvertible {
       return accepted
     case (.mtk(let expected), .mtk(let command, let result)) where expected == command:
       return result == .succeeded
+    case (.mga(let expected, let type), .mga(let id, let answeredType, let accepted, _))
+    where expected == id && type == answeredType:
+      return accepted
     case (.identification, .identified(let family)):
       return family.hasCommands
     default:

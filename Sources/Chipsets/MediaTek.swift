@@ -34,6 +34,16 @@ public struct MediaTekCommandSet: ReceiverCommandSet {
     ]
   }
 
+  /// The wake, then (where ``WakePlan`` says so) `$PMTK740` and `$PMTK741`, each acknowledged
+  /// by `$PMTK001`, then the sentence selection. The chip starts navigating as it wakes, so
+  /// the aiding goes first of the acknowledged commands.
+  public func powerOnSteps(for context: WakeContext) -> [CommandStep] {
+    var steps = powerOnSteps
+    steps.insert(
+      contentsOf: WakePlan.aidingSteps(for: context, family: .mediatek, acknowledged: true), at: 1)
+    return steps
+  }
+
   public var powerOffSteps: [CommandStep] { [Self.standby] }
 
   public var powerProfile: PowerProfile {

@@ -55,6 +55,15 @@ public protocol ReceiverCommandSet: Sendable {
   /// Put the receiver into standby, backup or GNSS stop.
   var powerOffSteps: [CommandStep] { get }
   var powerProfile: PowerProfile { get }
+  /// The power-on steps for a wake that `context` describes: ``powerOnSteps`` with, where
+  /// ``WakePlan`` says the start will be warm or cold, the aiding that shortens it (UTC first,
+  /// then the last position), placed after the wake and before the receiver starts
+  /// navigating. A family that takes no aiding returns ``powerOnSteps``.
+  func powerOnSteps(for context: WakeContext) -> [CommandStep]
+}
+
+extension ReceiverCommandSet {
+  public func powerOnSteps(for context: WakeContext) -> [CommandStep] { powerOnSteps }
 }
 
 /// How a receiver is attached; decides what power-off a u-blox receiver can use.

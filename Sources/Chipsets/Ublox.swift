@@ -132,6 +132,33 @@ public struct UbloxCommandSet: ReceiverCommandSet {
     return steps
   }
 
+  /// ``powerOnSteps`` with, where ``WakePlan`` says so, `UBX-MGA-INI-TIME_UTC` then
+  /// `UBX-MGA-INI-POS_LLH` (time first, then position, as the u-blox 8 / M8 Receiver
+  /// Description UBX-13003221 orders aiding) after the sentence selection, whose
+  /// acknowledgements prove the receiver awake, and before the GNSS start, so that it arrives
+  /// before the search. On u-blox 9 and later ``acknowledgeAiding`` goes first and each aiding
+  /// message is acknowledged (`UBX-MGA-ACK-DATA0`), so that a lost one is written again with
+  /// the time of its own writing. On u-blox 8 and older the aiding is not acknowledged: the
+  /// switch there (`UBX-CFG-NAVX5` `ackAiding`) has a version per protocol version that the
+  /// driver often does not know, and u-blox 5 to 7, which this generation also covers, have
+  /// no MGA messages at all and ignore them, where an acknowledged step would fail.
+  public func powerOnSteps(for context: WakeContext) -> [CommandStep] {
+    let acknowledged = options.generation == .m9AndLater
+    let aiding = WakePlan.aidingSteps(
+      for: context, family: .ublox, acknowledged: acknowledged)
+    var steps = powerOnSteps
+    guard !aiding.isEmpty else { return steps }
+    steps.insert(
+      contentsOf: (acknowledged ? [Self.acknowledgeAiding] : []) + aiding, at: steps.count - 1)
+    return steps
+  }
+
+  /// `CFG-NAVSPG-ACKAIDING` (key 0x10110025, L) = 1 by `UBX-CFG-VALSET`, RAM layer only: the
+  /// receiver then answers every MGA message with `UBX-MGA-ACK-DATA0` (u-blox 9 and later;
+  /// ZED-F9P Interface Description UBX-18010854, CFG-NAVSPG).
+  public static let acknowledgeAiding = enableInRAM(
+    [0x1011_0025], summary: "CFG-NAVSPG-ACKAIDING")
+
   public var powerOffSteps: [CommandStep] {
     switch options.powerOffMode {
     case .gnssStop: return [Self.gnssStop]

@@ -70,6 +70,24 @@ public enum WakePlan {
   }
 }
 
+extension WakePlan {
+  /// The aiding steps for this wake of a receiver of `family`, time first and then position
+  /// (``aiding(for:)`` decides whether there are any; none when the context names no family
+  /// or another one): each a ``TimedCommand``, so that every attempt carries UTC as it is when
+  /// written. `acknowledged`: whether a u-blox receiver was asked to answer them
+  /// (`UBX-MGA-ACK-DATA0`); MediaTek always answers, with `$PMTK001`.
+  public static func aidingSteps(
+    for context: WakeContext, family: ChipsetFamily, acknowledged: Bool
+  ) -> [CommandStep] {
+    guard context.family == family, let data = aiding(for: context) else { return [] }
+    var commands = [TimedCommand(family: family, content: .time(accuracy: data.timeAccuracy))]
+    if data.position != nil, let known = context.lastPosition {
+      commands.append(TimedCommand(family: family, content: .position(known)))
+    }
+    return commands.compactMap { $0.step(at: data.time, acknowledged: acknowledged) }
+  }
+}
+
 /// A position the driver knew, with when and how well: from a fix, or kept in a state file
 /// across a restart.
 public struct KnownPosition: Sendable, Hashable {

@@ -91,6 +91,11 @@ import Testing
     #expect(Aiding.commands(for: .mediatek, data) == Aiding.mediatek(data))
     #expect(Aiding.commands(for: .sirf, data) == nil)
     #expect(Aiding.commands(for: .nmea, data) == nil)
+    for family in [ChipsetFamily.sirf, .nmea] {
+      let time = TimedCommand(family: family, content: .time(accuracy: .seconds(1)))
+      #expect(time.bytes(at: Self.now) == nil)
+      #expect(time.step(at: Self.now, acknowledged: true) == nil)
+    }
   }
 
   @Test func mgaAckDataIsTheAnswerToAnMGAMessage() throws {
@@ -101,13 +106,93 @@ import Testing
       framer.feed(frame) { if case .ubx(let view) = $0 { found = ReceiverAcknowledgement(view) } }
       return found
     }
+    // type 1 (accepted), version 0, infoCode 0, msgId 0x40 (MGA-INI), msgPayloadStart: the
+    // TIME_UTC payload's first four bytes (type 0x10).
     #expect(
       acknowledgement([0x01, 0x00, 0x00, 0x40, 0x10, 0x00, 0x00, 0x80])
-        == .ubx(.mgaIni, accepted: true))
-    #expect(
-      acknowledgement([0x00, 0x00, 0x02, 0x40, 0x10, 0x00, 0x00, 0x80])
-        == .ubx(.mgaIni, accepted: false))
+        == .mga(.mgaIni, messageType: 0x10, accepted: true, infoCode: 0))
+    // type 0 (not used), infoCode 1 (no time yet) for a POS_LLH.
+    let refused = acknowledgement([0x00, 0x00, 0x01, 0x40, 0x01, 0x00, 0x00, 0x00])
+    #expect(refused == .mga(.mgaIni, messageType: 0x01, accepted: false, infoCode: 1))
+    #expect(refused?.isPositive == false)
+    #expect(refused?.failureReason?.contains("does not know the time yet") == true)
     #expect(acknowledgement([0x07, 0x00, 0x00, 0x40, 0x10, 0x00, 0x00, 0x80]) == nil)
+    #expect(acknowledgement([0x01, 0x01, 0x00, 0x40, 0x10, 0x00, 0x00, 0x80]) == nil)
     #expect(acknowledgement([0x01, 0x00, 0x00, 0x40]) == nil)
+  }
+
+  /// Each field read back at its offset in the interface description's table, with an
+  /// independent little-endian reader, and the checksum recomputed independently: a field
+  /// moved, resized or scaled wrongly fails here by name.
+  @Test func ubloxFieldsAtTheirOffsets() throws {
+    let data = AidingData(time: Self.now, timeAccuracy: .milliseconds(1500), position: Self.zurich)
+    let commands = Aiding.ublox(data)
+    let time = try #require(commands.first)
+    func unsigned(_ frame: [UInt8], _ offset: Int, _ size: Int) -> Int {
+      // Payload offsets: the frame's payload begins after B5 62, class, ID, length.
+      (0..<size).reduce(0) { $0 | Int(frame[6 + offset + $1]) << (8 * $1) }
+    }
+    func signed32(_ frame: [UInt8], _ offset: Int) -> Int {
+      let value = unsigned(frame, offset, 4)
+      return value >= 1 << 31 ? value - (1 << 32) : value
+    }
+    // Header: sync, class 0x13 (MGA), ID 0x40 (INI), length 24.
+    #expect(Array(time[0..<4]) == [0xB5, 0x62, 0x13, 0x40])
+    #expect(Int(time[4]) | Int(time[5]) << 8 == 24)
+    #expect(time.count == 6 + 24 + 2)
+    #expect(unsigned(time, 0, 1) == 0x10, "type: TIME_UTC")
+    #expect(unsigned(time, 1, 1) == 0, "version")
+    #expect(unsigned(time, 2, 1) == 0, "ref: none, the time applies on receipt")
+    #expect(unsigned(time, 3, 1) == 0x80, "leapSecs: -128, unknown")
+    #expect(unsigned(time, 4, 2) == 2026, "year")
+    #expect(unsigned(time, 6, 1) == 12, "month")
+    #expect(unsigned(time, 7, 1) == 3, "day")
+    #expect(unsigned(time, 8, 1) == 13, "hour")
+    #expect(unsigned(time, 9, 1) == 40, "minute")
+    #expect(unsigned(time, 10, 1) == 5, "second")
+    #expect(unsigned(time, 11, 1) == 0, "reserved / bitfield0")
+    #expect(unsigned(time, 12, 4) == 250_000_000, "ns")
+    #expect(unsigned(time, 16, 2) == 1, "tAccS")
+    #expect(unsigned(time, 18, 2) == 0, "reserved")
+    #expect(unsigned(time, 20, 4) == 500_000_000, "tAccNs")
+    #expect(Array(time.suffix(2)) == referenceFletcher(Array(time[2..<(time.count - 2)])))
+
+    let position = try #require(commands.last)
+    #expect(Array(position[0..<4]) == [0xB5, 0x62, 0x13, 0x40])
+    #expect(Int(position[4]) | Int(position[5]) << 8 == 20)
+    #expect(unsigned(position, 0, 1) == 0x01, "type: POS_LLH")
+    #expect(unsigned(position, 1, 1) == 0, "version")
+    #expect(unsigned(position, 2, 2) == 0, "reserved")
+    #expect(signed32(position, 4) == 472_852_190, "lat, 1e-7 degrees")
+    #expect(signed32(position, 8) == 85_652_530, "lon, 1e-7 degrees")
+    #expect(signed32(position, 12) == 60_050, "alt, cm above the ellipsoid")
+    #expect(unsigned(position, 16, 4) == 15_000, "posAcc, cm")
+    #expect(
+      Array(position.suffix(2)) == referenceFletcher(Array(position[2..<(position.count - 2)])))
+  }
+
+  /// `$PMTK740,YYYY,MM,DD,hh,mm,ss` and `$PMTK741,Lat,Long,Alt,YYYY,MM,DD,hh,mm,ss`, field by
+  /// field, with the checksum recomputed here (XOR of the characters between `$` and `*`).
+  @Test func mediatekFieldsInOrder() throws {
+    let data = AidingData(time: Self.now, timeAccuracy: .seconds(1), position: Self.zurich)
+    let text = Aiding.mediatek(data).map { String(decoding: $0, as: UTF8.self) }
+    #expect(text.count == 2)
+    for sentence in text {
+      #expect(sentence.hasPrefix("$") && sentence.hasSuffix("\r\n"))
+      // "\r\n" is one Character: the checksum is the two characters after "*".
+      let parts = sentence.dropFirst().split(separator: "*")
+      let body = try #require(parts.first)
+      let value = body.utf8.reduce(UInt8(0)) { $0 ^ $1 }
+      #expect(UInt8(try #require(parts.last).prefix(2), radix: 16) == value, "\(sentence)")
+    }
+    let time = try #require(text.first?.split(separator: "*").first?.split(separator: ","))
+    #expect(time == ["$PMTK740", "2026", "12", "03", "13", "40", "05"])
+    let position = try #require(text.last?.split(separator: "*").first?.split(separator: ","))
+    #expect(position.count == 10)
+    #expect(position[0] == "$PMTK741")
+    #expect(position[1] == "47.285219", "Lat, degrees, north positive")
+    #expect(position[2] == "8.565253", "Long, degrees, east positive")
+    #expect(position[3] == "601", "Alt, metres")
+    #expect(Array(position[4...]) == ["2026", "12", "03", "13", "40", "05"], "UTC")
   }
 }

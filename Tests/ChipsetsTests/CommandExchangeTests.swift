@@ -129,3 +129,111 @@ struct TestInstant: InstantProtocol {
     #expect(CommandOutcome.unanswered(written: 3, quiet: false).succeeded == false)
   }
 }
+
+/// Commands made from what the driver knows when each attempt is written: aiding.
+@Suite struct TimedCommandExchangeTests {
+  static let planned = UTCTimestamp(
+    date: UTCDate(year: 2026, month: 12, day: 3),
+    time: UTCTime(hour: 23, minute: 59, second: 59, nanoseconds: 500_000_000))
+  /// `planned` plus `seconds`.
+  static func later(_ seconds: Int64) -> UTCTimestamp {
+    UTCTimestamp(
+      secondsSinceUnixEpoch: planned.secondsSinceUnixEpoch + seconds, nanoseconds: 500_000_000)
+  }
+
+  static let ubloxTime = TimedCommand(family: .ublox, content: .time(accuracy: .seconds(1)))
+    .step(at: planned, acknowledged: true)!
+
+  @Test func aRetryCarriesTheTimeItIsWrittenAt() throws {
+    let step = Self.ubloxTime
+    var exchange = CommandExchange<TestInstant>(step: step, attempts: 3, timeout: .seconds(1))
+    #expect(exchange.start(utc: Self.planned) == .write(step.bytes))
+    _ = exchange.written(now: .zero)
+    // Unanswered for a second: the retry says so, across midnight into 4 December.
+    guard
+      case .write(let retry) = exchange.timedOut(heard: true, now: .seconds(1), utc: Self.later(1))
+    else {
+      Issue.record("no retry")
+      return
+    }
+    #expect(retry != step.bytes)
+    #expect(retry == Aiding.ubloxTime(Self.later(1), accuracy: .seconds(1)))
+    // TIME_UTC's day, hour, minute and second (payload offsets 7…10, after the 6-byte header).
+    #expect(Array(retry[13...16]) == [4, 0, 0, 0])
+    #expect(Array(step.bytes[13...16]) == [3, 23, 59, 59])
+    // A rejected attempt (infoCode 5, not ready) is written again with the time then, too.
+    var refusedOnce = CommandExchange<TestInstant>(step: step, attempts: 3, timeout: .seconds(1))
+    _ = refusedOnce.written(now: .zero)
+    let refused = ReceiverAcknowledgement.mga(
+      .mgaIni, messageType: 0x10, accepted: false, infoCode: 5)
+    #expect(
+      refusedOnce.answered(refused, now: .milliseconds(100), utc: Self.later(2))
+        == .write(Aiding.ubloxTime(Self.later(2), accuracy: .seconds(1))))
+  }
+
+  @Test func aMediaTekRetryCarriesANewTimeAndPosition() throws {
+    let fixTime = Self.planned
+    let known = KnownPosition(
+      latitude: 47.285219, longitude: 8.565253, heightAboveEllipsoid: 600, altitudeMSL: nil,
+      accuracy: 10, time: fixTime)
+    let step = try #require(
+      TimedCommand(family: .mediatek, content: .position(known)).step(
+        at: Self.planned, acknowledged: true))
+    #expect(step.acknowledgement == .mtk(command: 741))
+    #expect(
+      String(decoding: step.bytes, as: UTF8.self)
+        == "$PMTK741,47.285219,8.565253,600,2026,12,03,23,59,59*\(checksum("PMTK741,47.285219,8.565253,600,2026,12,03,23,59,59"))\r\n"
+    )
+    var exchange = CommandExchange<TestInstant>(step: step, attempts: 2, timeout: .seconds(1))
+    _ = exchange.written(now: .zero)
+    let retry = exchange.timedOut(heard: true, now: .seconds(1), utc: Self.later(1))
+    #expect(
+      retry
+        == .write(
+          NMEAChecksum.frame("PMTK741,47.285219,8.565253,600,2026,12,04,00,00,00")))
+  }
+
+  @Test func withoutUTCTheStepWritesWhatWasPlanned() {
+    let step = Self.ubloxTime
+    #expect(step.bytes(at: nil) == step.bytes)
+    #expect(step.bytes(at: Self.later(3)) != step.bytes)
+    // A fixed command is the same whatever the time.
+    #expect(MediaTekCommandSet.standby.bytes(at: Self.later(3)) == MediaTekCommandSet.standby.bytes)
+  }
+
+  @Test func mgaAckAnswersTheMGAAttemptOfItsType() {
+    let step = Self.ubloxTime
+    #expect(step.acknowledgement == .mga(.mgaIni, messageType: 0x10))
+    var exchange = CommandExchange<TestInstant>(step: step, attempts: 3, timeout: .seconds(1))
+    _ = exchange.written(now: .zero)
+    // ACK-ACK is not how MGA messages are answered; a POS_LLH's MGA-ACK is another step's.
+    #expect(exchange.answered(.ubx(.mgaIni, accepted: true), now: .milliseconds(10)) == nil)
+    let position = ReceiverAcknowledgement.mga(
+      .mgaIni, messageType: 0x01, accepted: true, infoCode: 0)
+    #expect(exchange.answered(position, now: .milliseconds(20)) == nil)
+    let time = ReceiverAcknowledgement.mga(.mgaIni, messageType: 0x10, accepted: true, infoCode: 0)
+    #expect(
+      exchange.answered(time, now: .milliseconds(30))
+        == .finished(.acknowledged(time, attempt: 1, written: 1, late: nil)))
+  }
+
+  @Test func aRefusedAidingSaysWhy() {
+    let step = Self.ubloxTime
+    var exchange = CommandExchange<TestInstant>(
+      step: step, attempts: 3, timeout: .seconds(1), retriesRejected: false)
+    _ = exchange.written(now: .zero)
+    let refused = ReceiverAcknowledgement.mga(
+      .mgaIni, messageType: 0x10, accepted: false, infoCode: 2)
+    #expect(
+      exchange.answered(refused, now: .milliseconds(30))
+        == .finished(.rejected(refused, attempt: 1, written: 1)))
+    #expect(refused.failureReason?.contains("version is not supported") == true)
+  }
+
+  /// The NMEA checksum, computed here independently of `NMEAChecksum`.
+  func checksum(_ body: String) -> String {
+    let value = body.utf8.reduce(UInt8(0)) { $0 ^ $1 }
+    let digits = String(value, radix: 16, uppercase: true)
+    return digits.count < 2 ? "0" + digits : digits
+  }
+}

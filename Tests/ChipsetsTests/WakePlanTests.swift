@@ -92,4 +92,88 @@ import Testing
     #expect(Aiding.mediatek(data).count == 1)
     #expect(Aiding.ublox(data).count == 2)
   }
+
+  // MARK: The power-on steps of a planned wake
+
+  static let unplugged = context(slept: .seconds(60), keptBackup: false)
+
+  @Test func ubloxNineIsAidedAfterItsSelectionAndBeforeItsStartWithAcknowledgements() throws {
+    let set = UbloxCommandSet(UbloxOptions(generation: .m9AndLater, port: .uart1))
+    let steps = set.powerOnSteps(for: Self.unplugged)
+    let plain = set.powerOnSteps
+    // The plain steps, with the switch and the aiding between the selection and the start.
+    #expect(steps.count == plain.count + 3)
+    #expect(Array(steps.prefix(plain.count - 1)) == Array(plain.dropLast()))
+    #expect(steps.last == UbloxCommandSet.gnssStart)
+    let added = Array(steps[(plain.count - 1)..<(steps.count - 1)])
+    #expect(added[0] == UbloxCommandSet.acknowledgeAiding)
+    // CFG-VALSET, RAM layer, key 0x10110025 = 1.
+    #expect(
+      Array(added[0].bytes[6..<15]) == [0x00, 0x01, 0x00, 0x00, 0x25, 0x00, 0x11, 0x10, 0x01])
+    #expect(added[0].acknowledgement == .ubx(.cfgValset))
+    // Time first, then position, each answered by MGA-ACK for its own type.
+    #expect(added[1].bytes[6] == 0x10)
+    #expect(added[1].acknowledgement == .mga(.mgaIni, messageType: 0x10))
+    #expect(added[2].bytes[6] == 0x01)
+    #expect(added[2].acknowledgement == .mga(.mgaIni, messageType: 0x01))
+    #expect(added[1].bytes == Aiding.ubloxTime(Self.now, accuracy: .milliseconds(100)))
+    #expect(added[1].timed != nil && added[2].timed != nil)
+  }
+
+  @Test func ubloxEightIsAidedWithoutAcknowledgements() {
+    let set = UbloxCommandSet(UbloxOptions(generation: .m8AndOlder, port: .uart1))
+    let steps = set.powerOnSteps(for: Self.unplugged)
+    #expect(steps.count == set.powerOnSteps.count + 2)
+    #expect(!steps.contains(UbloxCommandSet.acknowledgeAiding))
+    let aiding = steps.filter { $0.timed != nil }
+    #expect(aiding.map { $0.bytes[6] } == [0x10, 0x01])
+    #expect(aiding.allSatisfy { $0.acknowledgement == .none })
+    #expect(steps.last == UbloxCommandSet.gnssStart)
+  }
+
+  @Test func mediatekIsAidedRightAfterItsWake() {
+    let set = MediaTekCommandSet()
+    let steps = set.powerOnSteps(
+      for: Self.context(family: .mediatek, slept: .seconds(60), keptBackup: false))
+    #expect(steps.count == 4)
+    #expect(steps.first == set.powerOnSteps.first)
+    #expect(steps.last == set.sentenceSelection)
+    #expect(steps[1].acknowledgement == .mtk(command: 740))
+    #expect(
+      String(decoding: steps[1].bytes, as: UTF8.self).hasPrefix("$PMTK740,2026,12,03,13,40,00*"))
+    #expect(steps[2].acknowledgement == .mtk(command: 741))
+    // A fix two minutes old is within MediaTek's 30 km.
+    #expect(
+      String(decoding: steps[2].bytes, as: UTF8.self).hasPrefix("$PMTK741,47.285217,8.565250,"))
+  }
+
+  @Test func aHotStartAnUnknownOrAnotherFamilyOrSiRFGetsThePlainSteps() {
+    let ublox = UbloxCommandSet(UbloxOptions(generation: .m9AndLater, port: .uart1))
+    let mediatek = MediaTekCommandSet()
+    for context in [
+      Self.context(slept: .seconds(600), keptBackup: true),  // hot
+      Self.context(slept: .seconds(3 * 3600)),  // within the ephemeris's four hours
+    ] {
+      #expect(ublox.powerOnSteps(for: context) == ublox.powerOnSteps)
+      #expect(mediatek.powerOnSteps(for: context) == mediatek.powerOnSteps)
+    }
+    // The family unknown, or not the command set's: nothing added.
+    #expect(
+      ublox.powerOnSteps(for: Self.context(family: nil, keptBackup: false)) == ublox.powerOnSteps)
+    #expect(
+      mediatek.powerOnSteps(for: Self.context(family: .ublox, keptBackup: false))
+        == mediatek.powerOnSteps)
+    let sirf = SiRFCommandSet()
+    #expect(
+      sirf.powerOnSteps(for: Self.context(family: .sirf, keptBackup: false)) == sirf.powerOnSteps)
+    let generic = GenericNMEACommandSet()
+    #expect(generic.powerOnSteps(for: Self.context(family: .nmea, keptBackup: false)).isEmpty)
+  }
+
+  @Test func aSleepPastTheEphemerisIsAided() {
+    let mediatek = MediaTekCommandSet()
+    let steps = mediatek.powerOnSteps(
+      for: Self.context(family: .mediatek, slept: .seconds(5 * 3600)))
+    #expect(steps.count == 4)
+  }
 }
