@@ -23,7 +23,7 @@ DEB_CHECK_PACKAGES := $(DEB_PACKAGES) lintian systemd udev man-db
 # The version's one home is Sources/serialgps/Version.swift (docs/packaging.md).
 VERSION := $(shell scripts/version.sh)
 
-.PHONY: all deps test-deps build run test test-unit docs-check test-tsan fuzz-smoke fuzz bench format lint clean \
+.PHONY: all deps test-deps build run test test-unit docs-check test-tsan fuzz-smoke fuzz bench bench-power format lint clean \
 	fixtures fixtures-check goldens static deb deb-check footprint
 
 all: build
@@ -119,6 +119,12 @@ fuzz: deps
 # Framer, parser and pipeline throughput and allocations (see BENCHMARKS.md).
 bench: deps
 	$(SWIFT) run -c release nmea-bench
+
+# Location requests' charge beside gpsd 3.22 on the simulated u-blox M8, cases (a)-(e) of
+# issue 23, about 12.5 minutes (BENCHMARKS.md, "Location requests").
+bench-power: test-deps
+	$(SWIFT) build -c release --product serialgps
+	python3 scripts/bench-power.py --serialgps .build/release/serialgps
 
 format:
 	$(SWIFT) format --in-place --recursive Package.swift Sources Tests

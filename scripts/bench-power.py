@@ -97,6 +97,13 @@ PMREQ_BACKUP = ubx(0x02, 0x41, struct.pack("<II", 0, 2))
 
 
 def accuracy_of(tpv):
+    """The receiver's own horizontal error estimate, as serialgps takes it (GST's latitude
+    and longitude sigmas, root sum of squares). gpsd 3.22's TPV `epx`/`epy`/`eph` are its
+    own DOP x UERE figures (10 m and more here whatever the receiver says): for gpsd the
+    estimate is its GST report of the same epoch, joined to the TPV by `Lines.tpvs`.
+    serialgps' TPV carries the GST sigmas as `epx`/`epy`."""
+    if "gst_error" in tpv:
+        return tpv["gst_error"]
     if "epx" in tpv and "epy" in tpv:
         return math.hypot(tpv["epx"], tpv["epy"])
     return tpv.get("eph")
@@ -161,18 +168,33 @@ class Lines(threading.Thread):
             self.lines.append((time.monotonic(), line))
 
     def tpvs(self):
-        out = []
-        for stamp, line in self.lines:
+        """The TPVs with a fix, in order of arrival; a TPV with a GST report of the same
+        epoch (same `time`) carries its error as `gst_error` and counts from the later of
+        the two arrivals (a client has the fix's accuracy only then)."""
+        reports = []
+        for stamp, line in list(self.lines):
             text = line.decode(errors="replace") if isinstance(line, bytes) else line
             start = text.find("{")
             if start < 0:
                 continue
             try:
-                report = json.loads(text[start:])
+                reports.append((stamp, json.loads(text[start:])))
             except ValueError:
                 continue
+        gsts = {}
+        for stamp, report in reports:
+            if (report.get("class") == "GST" and "time" in report
+                    and "lat" in report and "lon" in report):
+                gsts[report["time"]] = (stamp, math.hypot(report["lat"], report["lon"]))
+        out = []
+        for stamp, report in reports:
             if report.get("class") == "TPV" and report.get("mode", 0) >= 2:
+                gst = gsts.get(report.get("time"))
+                if gst:
+                    report = dict(report, gst_error=gst[1])
+                    stamp = max(stamp, gst[0])
                 out.append((stamp, report))
+        out.sort(key=lambda item: item[0])
         return out
 
 

@@ -18,7 +18,10 @@ import NMEA
 /// - Ephemeris: a wake is extended until the receiver has tracked for
 ///   ``Configuration/ephemerisCollection`` when the last such tracking is older than
 ///   ``Configuration/ephemerisRefresh``, or at once after a start that took far longer than
-///   the learned hot start (the ephemeris had expired: the start was warm).
+///   the learned hot start (the ephemeris had expired: the start was warm). A receiver whose
+///   history is unknown and whose first start is hot has a usable ephemeris of unknown age:
+///   it is taken as collected at that start (so refreshed a refresh age later), and a warm
+///   start that shows it older teaches no validity.
 struct RequestScheduler {
   typealias RequestID = UInt64
   typealias TimerID = UInt64
@@ -37,7 +40,9 @@ struct RequestScheduler {
     /// otherwise be woken again this soon (a wake that came early, its start faster than the
     /// ones learned, waits for its fix rather than sleeping a second and waking again).
     var minimumSleep: Duration = .seconds(5)
-    /// What a start is taken to cost before any was seen reach the accuracy.
+    /// What a start is taken to cost before any was seen reach the accuracy. The hot one
+    /// also bounds a hot start's first fix until one was seen: data sheets give 1–2 s hot and
+    /// 23–32 s warm or cold (`ReceiverFigures`), so 10 s tells them apart.
     var assumedHotStart: Duration = .seconds(10)
     var assumedWarmStart: Duration = .seconds(40)
   }
@@ -138,8 +143,12 @@ struct RequestScheduler {
   private var wakeTimer: (id: TimerID, deadline: DriverInstant)?
   private var endTimers: [TimerID: RequestID] = [:]
   private var nextTimer: TimerID = 0
-  /// The end of the last tracking long enough to collect the ephemeris.
+  /// The end of the last tracking long enough to collect the ephemeris, or the first hot
+  /// start of a receiver whose history is unknown (`collectionAssumed`).
   private(set) var lastCollection: DriverInstant?
+  /// `lastCollection` is a hot start's, not a collection seen: the ephemeris was usable then,
+  /// of an age nobody knows, so its expiry says nothing of how long one serves.
+  private(set) var collectionAssumed = false
   /// A start took far longer than the learned hot start: collect on the next wake.
   private(set) var collectionOverdue = false
   /// How long an ephemeris was seen to serve: the age of the last collection at a start
@@ -312,18 +321,28 @@ struct RequestScheduler {
     }
     if let first = current.firstFix, arrival - first >= configuration.ephemerisCollection {
       lastCollection = arrival
+      collectionAssumed = false
       collectionOverdue = false
     }
   }
 
-  /// A start expected hot that took far longer than the hot starts seen was warm: the
-  /// ephemeris had expired, so the next wake collects a new one.
+  /// A start expected hot that took far longer than the hot starts seen (before any was
+  /// seen: than `assumedHotStart`) was warm: the ephemeris had expired, or the receiver had
+  /// none, so this wake collects a new one. A hot start of a receiver whose history is
+  /// unknown shows its ephemeris usable: it counts as collected now (docs/requests.md).
   private mutating func classify(_ session: Session, firstFix: Duration) -> StartKind {
-    guard session.kind == .hot, let hot = learned[.hot]?.firstFix else { return session.kind }
-    if firstFix > hot * 3 + .seconds(5) {
+    guard session.kind == .hot else { return session.kind }
+    let bound = learned[.hot]?.firstFix.map { $0 * 3 + .seconds(5) } ?? configuration.assumedHotStart
+    if firstFix > bound {
       collectionOverdue = true
-      if let lastCollection { learnedValidity = min(validity, session.start - lastCollection) }
+      if let lastCollection, !collectionAssumed {
+        learnedValidity = min(validity, session.start - lastCollection)
+      }
       return .warm
+    }
+    if lastCollection == nil {
+      lastCollection = session.start
+      collectionAssumed = true
     }
     return .hot
   }

@@ -11,7 +11,8 @@ extension DriverInstant {
 /// after it is asked to power on, then one fix a second whose error starts at 25 m and
 /// shrinks by 0.6 a second to 2.5 m (as the simulator's MediaTek does); 30 s on after the
 /// first fix collects the ephemeris, and a start once it is older than `ephemerisValidity`
-/// takes `warmFirstFix` to its first fix.
+/// (or before any was collected, when it had none to begin with) takes `warmFirstFix` to its
+/// first fix.
 private struct Bench {
   var scheduler = RequestScheduler(configuration: .init())
   var now = DriverInstant.origin
@@ -27,7 +28,10 @@ private struct Bench {
   /// takes `warmFirstFix`.
   var ephemerisValidity: Duration?
   var warmFirstFix: Duration = .seconds(30)
+  /// When its ephemeris was collected (`nil`: before the bench began, of unknown age; then
+  /// usable for ever, unless `ephemerisAtStart` is false).
   var collectedAt: DriverInstant?
+  var ephemerisAtStart = true
   var firstFixAt: DriverInstant?
   var nextFix: DriverInstant?
   var fixIndex = 0
@@ -104,6 +108,7 @@ private struct Bench {
         if let ephemerisValidity, let collectedAt, now - collectedAt > ephemerisValidity {
           delay = warmFirstFix
         }
+        if !ephemerisAtStart, collectedAt == nil { delay = warmFirstFix }
         firstFixAt = nil
         nextFix = now + delay
         fixIndex = 0
@@ -149,7 +154,7 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
 }
 
 @Suite struct RequestSchedulerTests {
-  @Test("an hour of a 60-s request of 10 m: the first wake collects, then one 3.1-s wake a minute")
+  @Test("an hour of a 60-s request of 10 m: one 3.1-s wake a minute, the first hot one included")
   func hourOfSixtySecondRequest() {
     var bench = Bench()
     let request = LocationRequest(interval: .seconds(60), accuracy: 10)
@@ -157,16 +162,18 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
     bench.run(until: .ms(3_600_000))
     let log = bench.log.map { "\($0.0 - .origin) \($0.1)" }
     // The first wake: on 100 ms after the ask, first fix at 1.1 s (25 m), 15 m, then 9 m at
-    // 3.1 s: delivered. It stays on for the ephemeris (30 s of tracking from the first fix,
-    // to 31.1 s), then sleeps at once, waking at 59.0 s: the learned 3.1 s to 10 m and the
-    // 1-s margin before the 63.1-s due time.
-    let first = bench.actions(from: .origin, to: .ms(31_100))
+    // 3.1 s: delivered. Nothing is known of this receiver, but a first fix 1 s after the
+    // wake is a hot start: its ephemeris is usable, so the wake is not extended to collect
+    // one. It sleeps at once, waking at 59.0 s: the learned 3.1 s to 10 m and the 1-s margin
+    // before the 63.1-s due time.
+    let first = bench.actions(from: .origin, to: .ms(58_999))
     #expect(first.count == 4, "\(log.prefix(8))")
     #expect(first[0].0 == .zero && first[0].1 == .powerOn)
     #expect(first[1].0 == .milliseconds(3100) && first[1].1 == .deliver(1, fix(at: 3100, error: 9)))
-    #expect(first[2].0 == .milliseconds(31_100) && first[2].1 == .powerOff(linger: false))
+    #expect(first[2].0 == .milliseconds(3100) && first[2].1 == .powerOff(linger: false))
     #expect(
-      first[3].0 == .milliseconds(31_100) && first[3].1 == .armTimer(1, deadline: .ms(59_000)))
+      first[3].0 == .milliseconds(3100) && first[3].1 == .armTimer(1, deadline: .ms(59_000)))
+    #expect(bench.scheduler.starts.allSatisfy { $0 == .hot })
     // Every later minute exactly alike: wake at 59.0 + 60k, the 9-m fix at 62.1 + 60k (a
     // second before its due time, 63.1 + 60k), sleep at once, the next wake armed.
     for cycle in 0..<58 {
@@ -189,8 +196,8 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
     // Sixty fixes in the hour (the sixty-first is due at 3603.1 s, its wake at 3599.0 s).
     #expect(bench.deliveries.count == 60)
     #expect(bench.wakes == 61)
-    // On 100 ms after each ask: 31.0 s, then 59 wakes of 3.0 s, and 0.9 s of the last.
-    #expect(bench.onTime == .milliseconds(31_000 + 59 * 3000 + 900))
+    // On 100 ms after each ask: 60 wakes of 3.0 s, and 0.9 s of the last.
+    #expect(bench.onTime == .milliseconds(60 * 3000 + 900))
     #expect(bench.scheduler.unexpectedEvents == 0)
   }
 
@@ -201,38 +208,78 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
     var bench = Bench(configuration: configuration)
     bench.send(.add(1, LocationRequest(interval: .seconds(60), accuracy: 10), cached: nil))
     bench.run(until: .ms(1_800_000))
-    // Collected on the first wake (to 31.1 s), again on the first wake after 631.1 s
-    // (659.0 s: on until 30 s after its first fix at 660.1 s), and after 1290.1 s.
+    // The first start is hot (1 s), so its ephemeris counts as collected then (0 s): the
+    // first collection is on the wake whose fixes pass 600 s (599.0 s: on until 30 s after
+    // its first fix at 600.1 s), the next on the one that passes 1230.1 s.
     let offs = bench.log.filter { $0.1 == .powerOff(linger: false) }.map { $0.0 }
     let long = zip(bench.log.filter { $0.1 == .powerOn }.map { $0.0 }, offs).filter {
       $1 - $0 > .seconds(10)
     }
-    #expect(long.map { $0.0 } == [.ms(0), .ms(659_000), .ms(1_319_000)], "\(long)")
-    #expect(long.map { $0.1 } == [.ms(31_100), .ms(690_100), .ms(1_350_100)])
+    #expect(long.map { $0.0 } == [.ms(599_000), .ms(1_259_000)], "\(long)")
+    #expect(long.map { $0.1 } == [.ms(630_100), .ms(1_290_100)])
     #expect(bench.deliveries.count == 30)
   }
 
-  @Test("a start far slower than the learned hot one is warm: that wake collects at once")
-  func slowStartCollects() {
+  @Test("a receiver without ephemeris: its slow first start is warm and collects at once")
+  func warmFirstStart() {
     var bench = Bench()
+    bench.ephemerisAtStart = false
     bench.ephemerisValidity = .seconds(600)
     bench.send(.add(1, LocationRequest(interval: .seconds(60), accuracy: 10), cached: nil))
+    bench.run(until: .ms(160_000))
+    // First fix 30 s after the wake (over the assumed 10-s hot start): warm. The 9-m fix
+    // (32.1 s) is delivered; the wake stays on to 30 s after the first fix (60.1 s). The next
+    // wake (a hot start expected, none seen yet: the assumed 10 s and the margin before the
+    // 92.1-s due time) waits for its due fix; from it the hot start is learned (3.1 s to 9 m).
+    let actions = bench.actions(from: .origin, to: .ms(160_000)).map { "\($0.0) \($0.1)" }
+    let expected: [(Int, RequestScheduler.Action)] = [
+      (0, .powerOn),
+      (32_100, .deliver(1, fix(at: 32_100, error: 9))),
+      (60_100, .powerOff(linger: false)), (60_100, .armTimer(1, deadline: .ms(81_100))),
+      (81_100, .powerOn),
+      (91_200, .deliver(1, fix(at: 91_200, error: 2.5))),
+      (91_200, .powerOff(linger: false)), (91_200, .armTimer(2, deadline: .ms(148_000))),
+      (148_000, .powerOn),
+      (151_100, .deliver(1, fix(at: 151_100, error: 9))),
+      (151_100, .powerOff(linger: false)), (151_100, .armTimer(3, deadline: .ms(208_000))),
+    ]
+    #expect(actions == expected.map { "\(Duration.milliseconds($0.0)) \($0.1)" })
+    #expect(bench.scheduler.starts == [.warm, .hot, .hot])
+    #expect(bench.scheduler.learnedValidity == nil)
+  }
+
+  @Test("an unknown ephemeris found expired teaches no validity; a collected one's expiry does")
+  func expiredEphemeris() {
+    var bench = Bench()
+    // The receiver collected its ephemeris as the bench began; it serves 600 s.
+    bench.collectedAt = .origin
+    bench.ephemerisValidity = .seconds(600)
+    bench.send(.add(1, LocationRequest(interval: .seconds(60), accuracy: 10), cached: nil))
+    bench.run(until: .ms(700_000))
+    // The first start is hot (1.1 s), so nothing is collected: the ephemeris expires at
+    // 600 s and the wake at 659.0 s is warm (a 30-s start, over 3 × the hot start's 1.1 s +
+    // 5 s). That wake collects at once (on to 719.1 s), but the age of the ephemeris it
+    // found expired was never known: no validity is learned from it.
+    #expect(bench.scheduler.starts.firstIndex(of: .warm) == 11, "\(bench.scheduler.starts)")
+    #expect(bench.scheduler.learnedValidity == nil)
     bench.run(until: .ms(1_800_000))
-    // The ephemeris from 31.1 s has expired by the wake at 659.0 s: a 30-s start, taken as
-    // warm (over 3 × the hot start's 1.1 s + 5 s), which collects at once (on to 719.1 s)
-    // and teaches the scheduler that an ephemeris serves less than 627.9 s: it collects
-    // again before three quarters of that, so no other start in the half hour is warm.
-    #expect(bench.scheduler.starts.filter { $0 == .warm }.count == 1)
-    #expect(bench.scheduler.starts[11] == .warm, "\(bench.scheduler.starts)")
+    // The one collected at 719.1 s expires at 1319.1 s: the wake at 1347.0 s is warm, and
+    // teaches that an ephemeris serves less than 627.9 s; the scheduler collects again
+    // before three quarters of that, so no other start in the half hour is warm.
+    let starts = bench.scheduler.starts
+    #expect(starts.indices.filter { starts[$0] == .warm } == [11, 22], "\(starts)")
     #expect(bench.scheduler.learnedValidity == .milliseconds(627_900))
     let ons = bench.log.filter { $0.1 == .powerOn }.map { $0.0 }
     let offs = bench.log.filter { $0.1 == .powerOff(linger: false) }.map { $0.0 }
     #expect(ons[11] == .ms(659_000) && offs[11] == .ms(719_100), "\(ons) \(offs)")
-    // The warm start's fix is late (691.1 s for 663.1 s); every other one is on time.
+    #expect(ons[22] == .ms(1_347_000) && offs[22] == .ms(1_407_100), "\(ons) \(offs)")
+    // Each warm start's fix is late (691.1 s for 663.1 s, 1379.1 s for 1351.1 s); every
+    // other one is a minute after the one before.
     let times = bench.deliveries.map { $0.0 }
-    #expect(times.contains(.ms(691_100)))
+    let late: Set<DriverInstant> = [.ms(691_100), .ms(1_379_100)]
+    #expect(late.isSubset(of: Set(times)), "\(times)")
     for (earlier, later) in zip(times, times.dropFirst()).dropFirst()
-    where earlier != .ms(691_100) && later != .ms(691_100) {
+    where !late.contains(earlier) && !late.contains(later) {
       #expect(later - earlier == .seconds(60), "\(times)")
     }
   }
@@ -243,26 +290,23 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
     let request = LocationRequest(interval: .seconds(20))
     #expect(scheduler.handle(.add(1, request, cached: nil), now: .ms(0)) == [.powerOn])
     _ = scheduler.handle(.receiverPowered(true), now: .ms(0))
-    // A slow first start (3 s to the first fix); fixes each second, on for the ephemeris.
-    var actions: [RequestScheduler.Action] = []
-    for second in 3...33 {
-      actions += scheduler.handle(.fix(fix(at: second * 1000, error: 3)), now: .ms(second * 1000))
-    }
+    // A slow hot start (3 s to the first fix): delivered, then off until 4 s before the
+    // next is due (23 s).
     #expect(
-      actions == [
-        .deliver(1, fix(at: 3000, error: 3)), .deliver(1, fix(at: 22_000, error: 3)),
-        .powerOff(linger: false), .armTimer(1, deadline: .ms(39_000)),
+      scheduler.handle(.fix(fix(at: 3000, error: 3)), now: .ms(3000)) == [
+        .deliver(1, fix(at: 3000, error: 3)), .powerOff(linger: false),
+        .armTimer(1, deadline: .ms(19_000)),
       ])
-    _ = scheduler.handle(.receiverPowered(false), now: .ms(33_000))
-    #expect(scheduler.handle(.timerFired(1), now: .ms(39_000)) == [.powerOn])
-    _ = scheduler.handle(.receiverPowered(true), now: .ms(39_000))
-    // This start takes 1 s: a wake now would be due at 41 s, a second away. It stays on.
-    #expect(scheduler.handle(.fix(fix(at: 40_000, error: 3)), now: .ms(40_000)) == [])
-    #expect(scheduler.handle(.fix(fix(at: 41_000, error: 3)), now: .ms(41_000)) == [])
+    _ = scheduler.handle(.receiverPowered(false), now: .ms(3000))
+    #expect(scheduler.handle(.timerFired(1), now: .ms(19_000)) == [.powerOn])
+    _ = scheduler.handle(.receiverPowered(true), now: .ms(19_000))
+    // This start takes 1 s: a wake now would be due at 21 s, a second away. It stays on.
+    #expect(scheduler.handle(.fix(fix(at: 20_000, error: 3)), now: .ms(20_000)) == [])
+    #expect(scheduler.handle(.fix(fix(at: 21_000, error: 3)), now: .ms(21_000)) == [])
     #expect(
-      scheduler.handle(.fix(fix(at: 42_000, error: 3)), now: .ms(42_000)) == [
-        .deliver(1, fix(at: 42_000, error: 3)), .powerOff(linger: false),
-        .armTimer(2, deadline: .ms(61_000)),
+      scheduler.handle(.fix(fix(at: 22_000, error: 3)), now: .ms(22_000)) == [
+        .deliver(1, fix(at: 22_000, error: 3)), .powerOff(linger: false),
+        .armTimer(2, deadline: .ms(41_000)),
       ])
   }
 
