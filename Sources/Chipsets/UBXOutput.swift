@@ -126,6 +126,20 @@ public struct UBXMessageSelection: Sendable, Hashable, CustomStringConvertible {
 
   public var isEmpty: Bool { messages.isEmpty }
 
+  /// Parses the command line's names: `navigation` (``navigation``), `legacy`
+  /// (``legacyNavigation``), `off` (``none``), ignoring case.
+  public init?(cliName: String) {
+    switch cliName.lowercased() {
+    case "navigation", "nav": self = .navigation
+    case "legacy": self = .legacyNavigation
+    case "off", "none": self = .none
+    default: return nil
+    }
+  }
+
+  /// The names ``init(cliName:)`` documents, for help texts.
+  public static let cliNames = "navigation|legacy|off"
+
   public var description: String { messages.map(\.rawValue).joined(separator: ",") }
 }
 
