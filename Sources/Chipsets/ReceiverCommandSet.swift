@@ -89,10 +89,12 @@ public struct GenericNMEACommandSet: ReceiverCommandSet {
 extension ChipsetFamily {
   /// The command set for a receiver of this family, with options chosen from how it is
   /// connected and, for u-blox, from what identification learned (M8 and older or M9 and
-  /// later). ``nmea`` gives ``GenericNMEACommandSet``, which writes nothing.
+  /// later). ``nmea`` gives ``GenericNMEACommandSet``, which writes nothing. `binaryMessages`
+  /// are the UBX messages a u-blox receiver is told to send beside its NMEA
+  /// (``UbloxOptions/binaryMessages``); other families have none.
   public func commandSet(
     interface: HostInterface, identification: ChipsetIdentification? = nil,
-    sentences: NMEASelection = .standard
+    sentences: NMEASelection = .standard, binaryMessages: UBXMessageSelection = .none
   ) -> any ReceiverCommandSet {
     switch self {
     case .nmea:
@@ -102,7 +104,7 @@ extension ChipsetFamily {
       return UbloxCommandSet(
         UbloxOptions(
           generation: generation, port: interface == .usb ? .usb : .uart1,
-          sentences: sentences))
+          sentences: sentences, binaryMessages: binaryMessages))
     case .mediatek:
       return MediaTekCommandSet(sentences: sentences)
     case .sirf:

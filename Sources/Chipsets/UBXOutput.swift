@@ -49,6 +49,28 @@ public enum UBXOutputMessage: String, Sendable, Hashable, CaseIterable, Comparab
     }
   }
 
+  /// The message with this class and ID, if it is one of these.
+  public init?(id: UBXMessageID) {
+    guard let message = Self.allCases.first(where: { $0.id == id }) else { return nil }
+    self = message
+  }
+
+  /// The message a `CFG-MSGOUT-UBX_*` key of any port (I2C, UART1, UART2, USB, SPI) switches.
+  public init?(outputKey key: UInt32) {
+    guard
+      let message = Self.allCases.first(where: {
+        $0.outputKeys?.contains(key) ?? false
+      })
+    else { return nil }
+    self = message
+  }
+
+  /// All five `CFG-MSGOUT-UBX_*` keys of the message (I2C, UART1, UART2, USB, SPI); none for a
+  /// message u-blox 9 lacks.
+  public var outputKeys: ClosedRange<UInt32>? {
+    uart1Key.map { ($0 - 1)...($0 + 3) }
+  }
+
   /// `CFG-MSGOUT-UBX_<class>_<message>_UART1` (u-blox ZED-F9P Interface Description,
   /// UBX-18010854, "CFG-MSGOUT"; size U1). NAV-SOL, NAV-SVINFO and MON-HW's u-blox 8 forms
   /// have no key: NAV-SOL and NAV-SVINFO are gone from u-blox 9, MON-HW is kept but
@@ -103,6 +125,20 @@ public struct UBXMessageSelection: Sendable, Hashable, CustomStringConvertible {
   ])
 
   public var isEmpty: Bool { messages.isEmpty }
+
+  /// Parses the command line's names: `navigation` (``navigation``), `legacy`
+  /// (``legacyNavigation``), `off` (``none``), ignoring case.
+  public init?(cliName: String) {
+    switch cliName.lowercased() {
+    case "navigation", "nav": self = .navigation
+    case "legacy": self = .legacyNavigation
+    case "off", "none": self = .none
+    default: return nil
+    }
+  }
+
+  /// The names ``init(cliName:)`` documents, for help texts.
+  public static let cliNames = "navigation|legacy|off"
 
   public var description: String { messages.map(\.rawValue).joined(separator: ",") }
 }

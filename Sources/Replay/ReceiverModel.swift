@@ -71,9 +71,9 @@ public struct ReceiverModel {
   public private(set) var acknowledgesAiding = false
   /// The level of each pin the host drives (all low at the start).
   public private(set) var pinLevels: [ReceiverPin: Bool] = [:]
-  /// The u-blox navigation messages the host switched on (RAM layer), sent with each epoch
-  /// when physics is modelled.
-  public private(set) var ubxNavigationOutput: Set<UBXNavigationMessage> = []
+  /// The u-blox messages the host switched on (RAM layer); NAV-PVT, NAV-DOP, NAV-SAT and
+  /// NAV-EOE among them are sent with each epoch when physics is modelled.
+  public private(set) var ubxNavigationOutput: Set<UBXOutputMessage> = []
 
   /// Which of the wake-up sources of `UBX-RXM-PMREQ` can end a backup.
   public struct BackupWakeSources: Sendable, Hashable {
@@ -524,7 +524,7 @@ public struct ReceiverModel {
       if responses == .rejecting { return ubxAnswer(.cfgMsg, accepted: false) }
       messageRates[message] = rates
       if message == UBXMessageID(0xF0, 0x07) { gstSwitchedOn = rates.contains { $0 > 0 } }
-      if let navigation = UBXNavigationMessage(message) {
+      if let navigation = UBXOutputMessage(id: message) {
         if rates.contains(where: { $0 > 0 }) {
           ubxNavigationOutput.insert(navigation)
         } else {
@@ -611,7 +611,7 @@ public struct ReceiverModel {
       if gstKeys.contains(value.key) { gstSwitchedOn = value.value > 0 }
       if value.key == Self.powerModeKey { physics?.powerSave = value.value == 2 }
       if value.key == Self.acknowledgeAidingKey { acknowledgesAiding = value.value != 0 }
-      if let navigation = UBXNavigationMessage(outputKey: value.key) {
+      if let navigation = UBXOutputMessage(outputKey: value.key) {
         if value.value > 0 {
           ubxNavigationOutput.insert(navigation)
         } else {
@@ -686,8 +686,8 @@ public struct ReceiverModel {
     }
     keys.insert(powerModeKey)
     keys.insert(acknowledgeAidingKey)
-    for message in UBXNavigationMessage.allCases {
-      for offset in 0...4 { keys.insert(message.firstOutputKey + UInt32(offset)) }
+    for message in UBXOutputMessage.allCases {
+      if let outputKeys = message.outputKeys { keys.formUnion(outputKeys) }
     }
     return keys
   }()

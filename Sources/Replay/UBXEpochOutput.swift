@@ -2,58 +2,19 @@ import Chipsets
 import Glibc
 import NMEA
 
-/// The u-blox navigation messages a simulated receiver sends with each epoch once the host
-/// switched them on (`UBX-CFG-MSG` on M8 and M9, `CFG-MSGOUT-UBX_NAV_*` keys of
-/// `UBX-CFG-VALSET` on M9 and M10, RAM layer), encoded from the same epoch its NMEA carries:
-/// NAV-PVT, NAV-DOP, NAV-SAT, and NAV-EOE last. Only with physics, whose epochs leave out the
-/// recording's own UBX navigation frames.
-public enum UBXNavigationMessage: String, Sendable, Hashable, CaseIterable {
-  case pvt = "NAV-PVT"
-  case dop = "NAV-DOP"
-  case sat = "NAV-SAT"
-  case eoe = "NAV-EOE"
-
-  public var id: UBXMessageID {
-    switch self {
-    case .pvt: return UBXMessageID(0x01, 0x07)
-    case .dop: return UBXMessageID(0x01, 0x04)
-    case .sat: return UBXMessageID(0x01, 0x35)
-    case .eoe: return UBXMessageID(0x01, 0x61)
-    }
-  }
-
-  /// The `CFG-MSGOUT-UBX_NAV_*_I2C` key; UART1, UART2, USB and SPI follow it (+1 … +4).
-  public var firstOutputKey: UInt32 {
-    switch self {
-    case .pvt: return 0x2091_0006
-    case .dop: return 0x2091_0038
-    case .sat: return 0x2091_0015
-    case .eoe: return 0x2091_015F
-    }
-  }
-
-  /// The message with this class and ID, if it is one of these.
-  public init?(_ id: UBXMessageID) {
-    guard let message = Self.allCases.first(where: { $0.id == id }) else { return nil }
-    self = message
-  }
-
-  /// The message a `CFG-MSGOUT-UBX_NAV_*` key (any port) switches.
-  public init?(outputKey key: UInt32) {
-    guard
-      let message = Self.allCases.first(where: {
-        key >= $0.firstOutputKey && key <= $0.firstOutputKey + 4
-      })
-    else { return nil }
-    self = message
-  }
-}
+// The u-blox navigation messages a simulated receiver sends with each epoch once the host
+// switched them on (`UBX-CFG-MSG` on M8 and M9, `CFG-MSGOUT-UBX_NAV_*` keys of
+// `UBX-CFG-VALSET` on M9 and M10, RAM layer), encoded from the same epoch its NMEA carries:
+// NAV-PVT, NAV-DOP, NAV-SAT, and NAV-EOE last; the other messages a host may switch on are
+// acknowledged and not sent. The messages, their class and ID and their configuration keys
+// are Chipsets' (`UBXOutputMessage`), the table the driver's commands are made from. Only
+// with physics, whose epochs leave out the recording's own UBX navigation frames.
 
 enum UBXEpochEncoder {
   /// The frames for `messages` describing the NMEA epoch `bytes` (as the receiver sends it);
   /// `horizontalError`/`verticalError` are the model's one-sigma estimates, metres.
   static func frames(
-    for bytes: [UInt8], messages: Set<UBXNavigationMessage>, horizontalError: Double?,
+    for bytes: [UInt8], messages: Set<UBXOutputMessage>, horizontalError: Double?,
     verticalError: Double?
   ) -> [UInt8] {
     var decoder = NMEADecoder()
@@ -64,23 +25,23 @@ enum UBXEpochEncoder {
     let fix = epoch.fix
     let iTOW = timeOfWeek(fix)
     var out: [UInt8] = []
-    func frame(_ message: UBXNavigationMessage, _ payload: [UInt8]) {
+    func frame(_ message: UBXOutputMessage, _ payload: [UInt8]) {
       out += (try? UBX.frame(message.id, payload: payload)) ?? []
     }
-    if messages.contains(.pvt) {
-      frame(.pvt, pvt(fix, iTOW: iTOW, horizontal: horizontalError, vertical: verticalError))
+    if messages.contains(.navPVT) {
+      frame(.navPVT, pvt(fix, iTOW: iTOW, horizontal: horizontalError, vertical: verticalError))
     }
-    if messages.contains(.dop) {
+    if messages.contains(.navDOP) {
       var payload = u32(iTOW)
       for dop in [nil, fix.pdop, fix.tdop, fix.vdop, fix.hdop, nil, nil] as [Double?] {
         payload += u16(dop.map { UInt16(min(655.35, $0) * 100) } ?? 9999)
       }
-      frame(.dop, payload)
+      frame(.navDOP, payload)
     }
-    if messages.contains(.sat) {
-      frame(.sat, sat(epoch.satellites, iTOW: iTOW))
+    if messages.contains(.navSat) {
+      frame(.navSat, sat(epoch.satellites, iTOW: iTOW))
     }
-    if messages.contains(.eoe) { frame(.eoe, u32(iTOW)) }
+    if messages.contains(.navEOE) { frame(.navEOE, u32(iTOW)) }
     return out
   }
 

@@ -38,6 +38,12 @@ public final class GPSReceiver: Sendable {
     public var maximumSentenceLength = 128
     /// What the driver sends to wake the receiver and to put it to standby.
     public var chipset: ChipsetChoice = .automatic
+    /// The u-blox binary messages a u-blox receiver is told to send beside its NMEA, once per
+    /// epoch in the RAM layer, when the driver commands it (``chipset`` names or finds u-blox;
+    /// a ``ChipsetChoice/custom(_:)`` set brings its own). None by default: NMEA alone fits a
+    /// 9600 baud line and every receiver; ``UBXMessageSelection/navigation`` adds the
+    /// receiver's own accuracies, ECEF and 1e-7° positions (docs/ubx.md, "The default").
+    public var ubxMessages: UBXMessageSelection = .none
     /// How long to wait for a command's acknowledgement, and how often to retry it.
     public var acknowledgementTimeout: Duration = .seconds(1)
     public var commandAttempts = 3

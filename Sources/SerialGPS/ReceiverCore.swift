@@ -43,7 +43,8 @@ final class ReceiverCore: Sendable {
     self.options = options
     self.clock = clock
     hub = SubscriptionHub(clock: clock, replayExpiry: options.replayExpiry)
-    knowledge = ReceiverKnowledge(connector: connector, chipset: options.chipset)
+    knowledge = ReceiverKnowledge(
+      connector: connector, chipset: options.chipset, ubxMessages: options.ubxMessages)
   }
 
   /// Whether the controller task runs. It starts with the first request, so a receiver that

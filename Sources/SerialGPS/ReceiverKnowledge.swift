@@ -15,6 +15,8 @@ import POSIX
 final class ReceiverKnowledge: @unchecked Sendable {
   private let connector: any ReceiverConnector
   private let chipset: ChipsetChoice
+  /// The UBX messages switched on for a u-blox receiver (``GPSReceiver/Options/ubxMessages``).
+  private let ubxMessages: UBXMessageSelection
   /// What the receiver has said about itself, however sure (a weak hint names a family
   /// without being enough to write to it: ``ChipsetIdentification/familyForCommands(minimum:)``).
   let identification = Locked<ChipsetIdentification?>(nil)
@@ -26,9 +28,13 @@ final class ReceiverKnowledge: @unchecked Sendable {
   /// The receiver that ``identification`` and ``cycle`` describe. Controller task only.
   private var receiverIdentity: String?
 
-  init(connector: any ReceiverConnector, chipset: ChipsetChoice) {
+  init(
+    connector: any ReceiverConnector, chipset: ChipsetChoice,
+    ubxMessages: UBXMessageSelection = .none
+  ) {
     self.connector = connector
     self.chipset = chipset
+    self.ubxMessages = ubxMessages
   }
 
   /// A connector that follows "the first receiver found" may reach another receiver now: what
@@ -84,13 +90,16 @@ final class ReceiverKnowledge: @unchecked Sendable {
     case .custom(let set):
       return set
     case .family(let family):
-      return family.commandSet(interface: interface, identification: identified)
+      return family.commandSet(
+        interface: interface, identification: identified, binaryMessages: ubxMessages)
     case .automatic, .probe:
       if let family = hint?.family {
-        return family.commandSet(interface: interface, identification: identified)
+        return family.commandSet(
+          interface: interface, identification: identified, binaryMessages: ubxMessages)
       }
       let family = identified?.familyForCommands() ?? .nmea
-      return family.commandSet(interface: interface, identification: identified)
+      return family.commandSet(
+        interface: interface, identification: identified, binaryMessages: ubxMessages)
     }
   }
 }

@@ -119,6 +119,18 @@ struct ArgumentReader {
     return family
   }
 
+  /// `--ubx navigation|legacy|off`: the UBX messages a u-blox receiver is told to send beside
+  /// its NMEA (``GPSReceiver/Options/ubxMessages``).
+  mutating func ubxMessages() throws(UsageMessage) -> UBXMessageSelection {
+    let name = try value("--ubx needs \(UBXMessageSelection.cliNames)", allowingEmpty: true)
+    guard let selection = UBXMessageSelection(cliName: name) else {
+      throw UsageMessage(
+        "unknown --ubx '\(name)'; use \(UBXMessageSelection.cliNames) (navigation for u-blox "
+          + "8 and later, legacy for u-blox 6 and older)")
+    }
+    return selection
+  }
+
   /// `--chipset auto|probe|NAME`, for the commands that drive a receiver (`watch`).
   mutating func chipsetChoice() throws(UsageMessage) -> ChipsetChoice {
     let name = try value("--chipset needs a name", allowingEmpty: true)

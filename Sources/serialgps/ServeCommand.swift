@@ -45,6 +45,8 @@ struct ServeOptions: Equatable, CommandArguments {
   var nmeaSocketMode: UInt32?
   var baud: BaudRate?
   var family: ChipsetFamily?
+  /// `--ubx`: the UBX messages a u-blox receiver adds to its NMEA.
+  var ubx: UBXMessageSelection = .none
   var devices: [String] = []
   /// The MQTT bridge's options (`--mqtt …`).
   var fleet = ServeFleetOptions()
@@ -107,6 +109,12 @@ struct ServeOptions: Equatable, CommandArguments {
                           receivers ignore it)
       --chipset NAME      \(ChipsetFamily.cliNames): which power commands to send; by default
                           the receiver's USB IDs or its own output decide
+      --ubx SET           navigation, legacy or off (default): UBX messages a u-blox
+                          receiver sends beside its NMEA once per epoch (RAM only), from which
+                          TPV takes position and accuracies; NMEA watchers still get the
+                          receiver's NMEA. navigation for u-blox 8 and later, legacy for
+                          u-blox 6. It adds 400–780 bytes an epoch to the NMEA: a u-blox 8
+                          at 9600 baud has no room for both (docs/ubx.md)
       --help              show this help
 
     MQTT options:
@@ -196,6 +204,8 @@ struct ServeOptions: Equatable, CommandArguments {
         options.baud = try reader.baud()
       case "--chipset":
         options.family = try reader.chipset(allowingAuto: true)
+      case "--ubx":
+        options.ubx = try reader.ubxMessages()
       case "--time":
         options.servesTime = true
       case "--time-offset":
@@ -310,6 +320,7 @@ struct ServeOptions: Equatable, CommandArguments {
     configuration.receiverOptions.ephemerisRefresh = ephemerisRefresh
     configuration.receiverOptions.awakeMarkers = SerialGPSPaths.awakeMarkers
     if let family { configuration.receiverOptions.chipset = .family(family) }
+    configuration.receiverOptions.ubxMessages = ubx
     configuration.baud = baudSetting
     if servesTime {
       var time = timeSettings

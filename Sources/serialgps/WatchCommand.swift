@@ -13,7 +13,8 @@ let watchCommand = Command(
   name: "watch",
   usage:
     "watch [DEVICE] [--chipset auto|probe|\(ChipsetFamily.cliNames)] [--baud N|auto] [--count N] "
-    + "[--json] [--linger SECONDS] [--interval S] [--accuracy M]",
+    + "[--json] [--linger SECONDS] [--interval S] [--accuracy M] "
+    + "[--ubx \(UBXMessageSelection.cliNames)]",
   summary: "Power a receiver on, print its fixes as they come, power it off on exit.",
   arguments: Watch.self
 ) { options in
@@ -25,6 +26,8 @@ enum Watch: CommandArguments {
   struct Options {
     var device: String?
     var chipset: ChipsetChoice = .automatic
+    /// `--ubx`: the UBX messages a u-blox receiver adds to its NMEA.
+    var ubx: UBXMessageSelection = .none
     var baud: SerialConnector.BaudSetting = .automatic()
     var count: Int?
     var json = false
@@ -59,6 +62,12 @@ enum Watch: CommandArguments {
                          the chipset; probe does the same, and when nothing names it asks the
                          receiver (writes a u-blox UBX-MON-VER poll and a MediaTek $PMTK605
                          query to DEVICE); nmea sends nothing.
+      --ubx SET          navigation, legacy or off (default): UBX messages a u-blox
+                         receiver sends beside its NMEA once per epoch (RAM only; the fix
+                         takes its position and accuracies from them). navigation for u-blox
+                         8 and later (NAV-PVT, DOP, SAT, TIMEGPS, STATUS, EOE), legacy for
+                         u-blox 6 (NAV-SOL, POSLLH …). It adds 400–780 bytes an epoch to the
+                         NMEA: a u-blox 8 at 9600 baud has no room for both (docs/ubx.md)
       --baud N|auto      the serial rate (4800 … 921600), or auto (default): a receiver
                          woken with commands opens at the rate remembered, else its
                          chipset's factory rate (SiRF 4800, others 9600); one sending by
@@ -95,6 +104,8 @@ enum Watch: CommandArguments {
         options.json = true
       case "--chipset":
         options.chipset = try reader.chipsetChoice()
+      case "--ubx":
+        options.ubx = try reader.ubxMessages()
       case "--baud":
         options.baud = try reader.baud().map { .fixed($0) } ?? .automatic()
       case "--count":
@@ -183,14 +194,21 @@ enum Watch: CommandArguments {
     case receiverEnded
   }
 
+  /// How the receiver is driven, from the command line.
+  static func receiverOptions(_ options: Options) -> GPSReceiver.Options {
+    var receiverOptions = GPSReceiver.Options()
+    receiverOptions.chipset = options.chipset
+    receiverOptions.ubxMessages = options.ubx
+    receiverOptions.linger = options.linger
+    receiverOptions.awakeMarkers = SerialGPSPaths.awakeMarkers
+    return receiverOptions
+  }
+
   static func watch(
     device: String, options: Options,
     makeReceiver: ((GPSReceiver.Options) -> GPSReceiver)? = nil
   ) async -> Int32 {
-    var receiverOptions = GPSReceiver.Options()
-    receiverOptions.chipset = options.chipset
-    receiverOptions.linger = options.linger
-    receiverOptions.awakeMarkers = SerialGPSPaths.awakeMarkers
+    let receiverOptions = receiverOptions(options)
     let receiver =
       makeReceiver?(receiverOptions)
       ?? GPSReceiver(device: device, baud: options.baud, options: receiverOptions)

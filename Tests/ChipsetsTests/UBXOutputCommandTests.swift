@@ -158,4 +158,38 @@ struct UBXOutputCommandTests {
       refused.answered(nak, now: .milliseconds(20))
         == .finished(.rejected(nak, attempt: 1, written: 1)))
   }
+
+  @Test("commandSet passes the selection to u-blox only; the CLI names; key and ID lookups")
+  func commandSetAndNames() throws {
+    let navigation = ChipsetFamily.ublox.commandSet(interface: .uart, binaryMessages: .navigation)
+    let set = try #require(navigation as? UbloxCommandSet)
+    #expect(set.options.binaryMessages == .navigation)
+    let ids = set.powerOnSteps.flatMap { Framed($0.bytes).commands }.compactMap {
+      if case .ubxSetMessageRate(let id, [1]) = $0, id.messageClass == 0x01 { id } else { nil }
+    }
+    #expect(ids == UBXMessageSelection.navigation.messages.map(\.id))
+    #expect(
+      (ChipsetFamily.ublox.commandSet(interface: .uart) as? UbloxCommandSet)?.options
+        .binaryMessages == UBXMessageSelection.none)
+    for family in [ChipsetFamily.mediatek, .sirf, .nmea] {
+      let steps = family.commandSet(interface: .uart, binaryMessages: .navigation).powerOnSteps
+      #expect(!steps.contains { !Framed($0.bytes).ubx.isEmpty }, "\(family)")
+    }
+    #expect(UBXMessageSelection(cliName: "navigation") == .navigation)
+    #expect(UBXMessageSelection(cliName: "Legacy") == .legacyNavigation)
+    #expect(UBXMessageSelection(cliName: "off") == UBXMessageSelection.none)
+    #expect(UBXMessageSelection(cliName: "pvt") == nil)
+    for message in UBXOutputMessage.allCases {
+      #expect(UBXOutputMessage(id: message.id) == message)
+      guard let uart1 = message.uart1Key else {
+        #expect(message.outputKeys == nil)
+        continue
+      }
+      // I2C, UART1, UART2, USB, SPI.
+      for key in (uart1 - 1)...(uart1 + 3) { #expect(UBXOutputMessage(outputKey: key) == message) }
+      #expect(UBXOutputMessage(outputKey: uart1 - 2) != message)
+      #expect(UBXOutputMessage(outputKey: uart1 + 4) != message)
+    }
+    #expect(UBXOutputMessage(id: UBXMessageID(0x05, 0x01)) == nil)
+  }
 }

@@ -668,7 +668,7 @@ enum UBXTestBytes {
         if profile == .ublox(.m8) {
           command = try UBX.frame(.cfgMsg, payload: [0x01, id, 1])
         } else {
-          let key = UBXNavigationMessage(UBXMessageID(0x01, id))!.firstOutputKey + 1  // UART1
+          let key = UBXOutputMessage(id: UBXMessageID(0x01, id))!.uart1Key!
           command = try UBX.frame(.cfgValset, payload: [0, 1, 0, 0] + UBXTestBytes.u32(key) + [1])
         }
         #expect(decodedAcks(model.receive(command, at: .seconds(1.5))) == 1)

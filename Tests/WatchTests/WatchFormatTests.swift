@@ -132,6 +132,22 @@ struct WatchArgumentTests {
       return
     }
   }
+
+  @Test("--ubx: the UBX messages a u-blox receiver adds to its NMEA, none by default")
+  func ubx() throws {
+    #expect(try options(["d"]).ubx == .none)
+    #expect(Watch.receiverOptions(try options(["d"])).ubxMessages == .none)
+    #expect(try options(["d", "--ubx", "navigation"]).ubx == .navigation)
+    #expect(try options(["d", "--ubx", "legacy"]).ubx == .legacyNavigation)
+    #expect(try options(["d", "--ubx", "navigation", "--ubx", "off"]).ubx == .none)
+    let driven = Watch.receiverOptions(try options(["d", "--ubx", "navigation"]))
+    #expect(driven.ubxMessages == .navigation)
+    #expect(
+      complaint(["d", "--ubx", "pvt"])
+        == "unknown --ubx 'pvt'; use navigation|legacy|off (navigation for u-blox 8 and later, "
+        + "legacy for u-blox 6 and older)")
+    #expect(complaint(["d", "--ubx"]) == "--ubx needs navigation|legacy|off")
+  }
 }
 
 @Suite("serialgps watch: output")

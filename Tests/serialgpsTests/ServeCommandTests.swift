@@ -1,3 +1,4 @@
+import Chipsets
 import GPSDServer
 import SerialGPS
 import Testing
@@ -45,6 +46,18 @@ struct ServeCommandTests {
       Issue.record("--chipset ublox was not applied")
     }
     #expect(ServeOptions.parse(["--help"]) == .help)
+  }
+
+  @Test func ubx() throws {
+    #expect(
+      try options([])?.configuration().get().receiverOptions.ubxMessages
+        == UBXMessageSelection.none)
+    let navigation = try #require(options(["--ubx", "navigation", "--chipset", "ublox"]))
+    #expect(try navigation.configuration().get().receiverOptions.ubxMessages == .navigation)
+    #expect(
+      try options(["--ubx", "legacy"])?.configuration().get().receiverOptions.ubxMessages
+        == .legacyNavigation)
+    #expect(complaint(["--ubx", "binary"])?.contains("navigation|legacy|off") == true)
   }
 
   @Test func nmeaSocket() throws {
