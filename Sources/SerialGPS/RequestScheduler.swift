@@ -332,7 +332,8 @@ struct RequestScheduler {
   /// unknown shows its ephemeris usable: it counts as collected now (docs/requests.md).
   private mutating func classify(_ session: Session, firstFix: Duration) -> StartKind {
     guard session.kind == .hot else { return session.kind }
-    let bound = learned[.hot]?.firstFix.map { $0 * 3 + .seconds(5) } ?? configuration.assumedHotStart
+    let bound =
+      learned[.hot]?.firstFix.map { $0 * 3 + .seconds(5) } ?? configuration.assumedHotStart
     if firstFix > bound {
       collectionOverdue = true
       if let lastCollection, !collectionAssumed {
