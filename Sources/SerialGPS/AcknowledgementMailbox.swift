@@ -5,13 +5,10 @@ import POSIX
 /// whether the receiver said anything at all since the command was written (a receiver that
 /// fell silent after a standby is asleep: ``CommandExchange`` does not retry into it).
 final class AcknowledgementMailbox: Sendable {
-  /// How a wait ended.
-  enum WaitResult: Sendable, Equatable {
-    case answer(ReceiverAcknowledgement)
-    /// The deadline passed, or the wait was ended; `heard`: whether any bytes arrived since
-    /// the command was announced with ``expect(_:)``.
-    case timedOut(heard: Bool)
-  }
+  /// How a wait ended: the answer, or the deadline passed (or the wait was ended) with
+  /// `heard` telling whether any bytes arrived since the command was announced with
+  /// ``expect(_:)``.
+  typealias WaitResult = CommandWait
 
   private struct Waiter {
     let token: UInt64

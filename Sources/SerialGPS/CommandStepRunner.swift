@@ -1,8 +1,9 @@
 import Chipsets
+import NMEA
 import POSIX
 
-/// The controller's command loop: runs each step of a wake-up or a standby through the one
-/// command runner (``CommandExchange``) over a connection, and reports the steps that fail.
+/// The controller's use of the one command driver (``CommandDriver``): runs each step of a
+/// wake-up or a standby over a connection, and reports the steps that fail.
 ///
 /// Threading: used by the controller task alone (``ReceiverController``), one sequence of
 /// steps at a time; it waits for acknowledgements in the ``AcknowledgementMailbox`` that the
@@ -17,8 +18,8 @@ struct CommandStepRunner: Sendable {
   let hub: SubscriptionHub
   let shutdownRequested: Locked<Bool>
 
-  /// Runs each step through the one command runner (``CommandExchange``): write, wait for
-  /// the acknowledgement when it has one, retry a bounded number of times, then settle. A
+  /// Runs each step through the one command driver (``CommandDriver``): write, wait for the
+  /// acknowledgement when it has one, retry a bounded number of times, then settle. A
   /// command that fails is reported and the next one is still sent: the receiver may well be
   /// streaming anyway. `family`: the chipset the steps were chosen for, which a failure
   /// names when the receiver ignored them while it kept talking.
@@ -30,94 +31,65 @@ struct CommandStepRunner: Sendable {
     _ steps: [CommandStep], to connection: any ReceiverConnection, family: ChipsetFamily,
     abandonOnShutdown: Bool = false
   ) async {
-    for step in steps {
-      guard let ran = await run(step, on: connection, abandonOnShutdown: abandonOnShutdown)
-      else { return }
-      if let failure = Self.failure(of: ran, step: step, family: family) {
+    var port = port(connection, abandonOnShutdown: abandonOnShutdown)
+    // A failed write ends the steps: the reader reports the loss as `disconnected`, and the
+    // remaining steps would fail alike.
+    _ = try? await driver.run(
+      steps, retry: abandonOnShutdown ? .always : .whileReceiverTalks, on: &port
+    ) { ran in
+      if let failure = Self.failure(of: ran, family: family) {
         counters.withLock { $0.commandsFailed += 1 }
         hub.publish(status: .commandFailed(reason: failure))
       }
-      if step.settle > .zero {
-        try? await clock.sleep(until: clock.now + step.settle)
-      }
     }
-  }
-
-  /// How one step's exchange ended.
-  struct Ran {
-    var outcome: CommandOutcome
-    var exchange: CommandExchange<DriverInstant>
-    /// Whether the receiver sent anything during the last wait.
-    var heard: Bool
   }
 
   /// Runs one step's exchange (without its settle time) and returns how it ended; `nil` when
   /// it was abandoned for a shutdown or the write failed (the reader then reports the loss).
   func run(
     _ step: CommandStep, on connection: any ReceiverConnection, abandonOnShutdown: Bool
-  ) async -> Ran? {
-    var heard = false
-    var exchange = CommandExchange<DriverInstant>(
-      step: step, attempts: attempts, timeout: timeout,
-      retry: abandonOnShutdown ? .always : .whileReceiverTalks)
-    var action = exchange.start()
-    while true {
-      switch action {
-      case .write(let bytes):
-        if abandonOnShutdown && shutdownRequested.withLock({ $0 }) { return nil }
-        if step.acknowledgement != .none { acknowledgements.expect(step) }
-        do {
-          try connection.write(bytes)
-          counters.withLock { $0.commandsSent += 1 }
-        } catch {
-          // The connection is failing: the reader reports the loss as `disconnected`; the
-          // remaining steps would fail alike.
-          return nil
-        }
-        action = exchange.written(now: clock.now)
-      case .wait(let deadline):
-        let result = await acknowledgements.wait(
-          until: deadline, clock: clock, abandonable: abandonOnShutdown)
-        switch result {
-        case .answer(let answer):
-          // A stray answer (another command's) leaves the deadline as it was.
-          action = exchange.answered(answer, now: clock.now) ?? .wait(until: deadline)
-        case .timedOut(let heardSince):
-          if abandonOnShutdown && shutdownRequested.withLock({ $0 }) { return nil }
-          heard = heardSince
-          action = exchange.timedOut(heard: heardSince, now: clock.now)
-        }
-      case .finished(let outcome):
-        return Ran(outcome: outcome, exchange: exchange, heard: heard)
-      }
-    }
+  ) async -> CommandDriver.Ran? {
+    var port = port(connection, abandonOnShutdown: abandonOnShutdown)
+    return try? await driver.run(
+      step, retry: abandonOnShutdown ? .always : .whileReceiverTalks, on: &port)
+  }
+
+  private var driver: CommandDriver { CommandDriver(attempts: attempts, timeout: timeout) }
+
+  private func port(_ connection: any ReceiverConnection, abandonOnShutdown: Bool)
+    -> ConnectionCommandPort
+  {
+    ConnectionCommandPort(
+      connection: connection, acknowledgements: acknowledgements, clock: clock,
+      counters: counters, shutdownRequested: shutdownRequested,
+      abandonOnShutdown: abandonOnShutdown)
   }
 
   /// What subscribers are told of a step that did not succeed; `nil` when it did.
-  static func failure(of ran: Ran, step: CommandStep, family: ChipsetFamily) -> FailureReason? {
-    let exchange = ran.exchange
+  static func failure(of ran: CommandDriver.Ran, family: ChipsetFamily) -> FailureReason? {
+    let step = ran.step
     switch ran.outcome {
     case .sent, .acknowledged:
       return nil
     case .rejected(let answer, let attempt, _):
       let why = answer.failureReason ?? "\(answer)"
       return FailureReason(
-        .rejected, "\(step.summary): \(why) (\(attempt) of \(exchange.attempts) attempts)")
+        .rejected, "\(step.summary): \(why) (\(attempt) of \(ran.attempts) attempts)")
     case .unanswered(let written, let quiet):
-      let why = "no acknowledgement within \(exchange.timeout)"
+      let why = "no acknowledgement within \(ran.timeout)"
       if quiet {
         return FailureReason(
           .noAnswer,
           "\(step.summary): \(why); not retried, the receiver fell silent "
-            + "(\(written) of \(exchange.attempts) attempts)")
+            + "(\(written) of \(ran.attempts) attempts)")
       }
-      guard ran.heard, written >= exchange.attempts, family.hasCommands else {
+      guard ran.heard, written >= ran.attempts, family.hasCommands else {
         let silence =
           ran.heard
           ? "" : "; the receiver sent nothing (asleep, unpowered, or at another baud rate?)"
         return FailureReason(
           .noAnswer,
-          "\(step.summary): \(why) (\(written) of \(exchange.attempts) attempts)\(silence)")
+          "\(step.summary): \(why) (\(written) of \(ran.attempts) attempts)\(silence)")
       }
       // It kept sending and ignored every attempt: it does not speak this command language.
       return FailureReason(
@@ -127,5 +99,36 @@ struct CommandStepRunner: Sendable {
           + ".family(…), --chipset ublox|mtk|sirf|nmea), or leave it to be identified "
           + "(chipset: .automatic or .probe)")
     }
+  }
+}
+
+/// The controller's side of the line for the command driver: writes go to the connection,
+/// answers come from the reader thread through the ``AcknowledgementMailbox``, and settle
+/// times pass on the driver's clock while the reader goes on reading.
+struct ConnectionCommandPort: CommandPort {
+  let connection: any ReceiverConnection
+  let acknowledgements: AcknowledgementMailbox
+  let clock: any DriverClock
+  let counters: Locked<ReceiverStatistics>
+  let shutdownRequested: Locked<Bool>
+  /// Whether a shutdown gives up these steps (a wake-up's, never a standby's).
+  let abandonOnShutdown: Bool
+
+  var now: DriverInstant { clock.now }
+  var utc: UTCTimestamp? { nil }
+  var isAbandoned: Bool { abandonOnShutdown && shutdownRequested.withLock { $0 } }
+
+  func write(_ bytes: [UInt8], of step: CommandStep) async throws {
+    if step.acknowledgement != .none { acknowledgements.expect(step) }
+    try connection.write(bytes)
+    counters.withLock { $0.commandsSent += 1 }
+  }
+
+  func answer(to step: CommandStep, until deadline: DriverInstant) async -> CommandWait {
+    await acknowledgements.wait(until: deadline, clock: clock, abandonable: abandonOnShutdown)
+  }
+
+  func settle(for duration: Duration) async {
+    try? await clock.sleep(until: clock.now + duration)
   }
 }

@@ -19,7 +19,10 @@ let recordCommand = Command(
   arguments: RecordOptions.self
 ) { options in
   let interruption = StopSignals()
-  return await onOwnThread { RecordSession(options: options).run(interruption) }
+  // The session blocks on the port, on the driver's thread: `record` has the process to
+  // itself (the signals come on a thread of their own), and its commands go through the
+  // driver's async command loop (``CommandDriver``), shared with the gated receiver.
+  return await RecordSession(options: options).run(interruption)
 }
 
 /// What `serialgps record` was asked for.
@@ -110,7 +113,7 @@ struct RecordSession {
   /// (or the duration, when shorter).
   static let silenceAfterWaking: Duration = .seconds(5)
 
-  func run(_ interruption: StopSignals) -> Int32 {
+  func run(_ interruption: StopSignals) async -> Int32 {
     let device = options.device
     let opened: SerialConnector.OpenedPort
     var memory = BaudRateMemory()
@@ -186,7 +189,8 @@ struct RecordSession {
     var outcome = Capture.Outcome.stopped
     if let commands, !commands.powerOnSteps.isEmpty {
       Output.error.line("serialgps record: waking the receiver (\(options.chipset!.displayName))")
-      outcome = capture.send(commands.powerOnSteps, into: writer, interruption: interruption)
+      outcome = await capture.send(
+        commands.powerOnSteps, retry: .always, into: writer, interruption: interruption)
     }
     if outcome.isStopped, wakesAtGuessedRate {
       // Woken at a rate guessed, not heard: say so if nothing readable comes back.
@@ -209,7 +213,8 @@ struct RecordSession {
     if outcome.isStopped, let commands, !commands.powerOffSteps.isEmpty {
       capture.clearProgress()
       Output.error.line("serialgps record: putting the receiver to standby")
-      _ = capture.send(commands.powerOffSteps, into: writer, interruption: nil)
+      _ = await capture.send(
+        commands.powerOffSteps, retry: .whileReceiverTalks, into: writer, interruption: nil)
     }
     capture.clearProgress()
     var synced = true
@@ -256,6 +261,10 @@ struct Capture {
   var epochs = 0
   var fixes = 0
   var lastFix: Fix?
+  /// Acknowledgements read since the last command was written, for the command driver.
+  fileprivate var answers: [ReceiverAcknowledgement] = []
+  /// Whether anything arrived since the last command was written.
+  fileprivate var heard = false
   let started = ContinuousClock.now
   private var lastProgress = ContinuousClock.now - .seconds(1)
   private var progressShown = false
@@ -281,26 +290,51 @@ struct Capture {
     return .stopped
   }
 
-  /// Writes each command, recording what arrives during its settle time (at least 100 ms,
-  /// so an acknowledgement lands in the recording next to its command).
+  /// Sends the steps through the one command driver (``CommandDriver``), recording what
+  /// arrives meanwhile: each acknowledged step waits for its answer (up to 3 attempts of 1 s),
+  /// the others for 100 ms, so that whatever the receiver says lands in the recording next to
+  /// its command; then each step's settle time. A step that fails is said and the next is still
+  /// sent. `interruption`: a stop abandons the steps (a wake-up's; `nil` for a standby).
   mutating func send(
-    _ steps: [CommandStep], into writer: RecordingWriter, interruption: StopSignals?
-  ) -> Outcome {
-    for step in steps {
-      if interruption?.isRequested == true { return .stopped }
-      do {
-        try port.write(step.bytes, timeout: .seconds(5))
-      } catch {
-        return .deviceLost(error)
+    _ steps: [CommandStep], retry: CommandRetryRule, into writer: RecordingWriter,
+    interruption: StopSignals?
+  ) async -> Outcome {
+    var port = RecordingCommandPort(capture: self, writer: writer, interruption: interruption)
+    defer { self = port.capture }
+    let driver = CommandDriver(attempts: 3, timeout: .seconds(1))
+    var failed: [CommandDriver.Ran] = []
+    defer {
+      if !failed.isEmpty { port.capture.clearProgress() }
+      for ran in failed {
+        Output.error.line("serialgps record: \(ran.step.summary): \(Self.describe(ran))")
       }
-      let until = ContinuousClock.now + max(step.settle, .milliseconds(100))
-      let outcome = run(into: writer, until: until, interruption: interruption)
-      if !outcome.isStopped { return outcome }
+    }
+    do {
+      try await driver.run(steps, retry: retry, on: &port) { ran in
+        if !ran.outcome.succeeded { failed.append(ran) }
+      }
+    } catch let failure as RecordingCommandPort.Failure {
+      return failure.outcome
+    } catch {
+      return .fileFailed
     }
     return .stopped
   }
 
-  private mutating func readOnce(
+  /// What went wrong with a step that failed.
+  static func describe(_ ran: CommandDriver.Ran) -> String {
+    switch ran.outcome {
+    case .sent, .acknowledged:
+      return "done"
+    case .rejected(let answer, _, _):
+      return "rejected: \(answer.failureReason ?? "\(answer)")"
+    case .unanswered(let written, _):
+      return "no answer within \(ran.timeout) after \(written) attempt\(written == 1 ? "" : "s")"
+        + (ran.heard ? "" : " (the receiver sent nothing meanwhile)")
+    }
+  }
+
+  fileprivate mutating func readOnce(
     into writer: RecordingWriter, until deadline: ContinuousClock.Instant?
   ) -> Outcome {
     let port = port
@@ -328,12 +362,21 @@ struct Capture {
       return false
     }
     self.bytes += bytes.count
+    heard = true
     decoder.decode(bytes) { event in
-      guard case .epoch(let epoch) = event else { return }
-      epochs += 1
-      if epoch.fix.mode != .noFix {
-        fixes += 1
-        lastFix = epoch.fix
+      switch event {
+      case .epoch(let epoch):
+        epochs += 1
+        if epoch.fix.mode != .noFix {
+          fixes += 1
+          lastFix = epoch.fix
+        }
+      case .sentence(let sentence):
+        if let answer = ReceiverAcknowledgement(sentence) { answers.append(answer) }
+      case .ubx(let frame):
+        if let answer = ReceiverAcknowledgement(frame) { answers.append(answer) }
+      case .sirf, .parseError, .ubxMessage, .ubxRejected:
+        break
       }
     }
     showProgress()
@@ -367,5 +410,63 @@ struct Capture {
     let tenths =
       duration.components.seconds * 10 + duration.components.attoseconds / 100_000_000_000_000_000
     return "\(tenths / 10).\(tenths % 10)"
+  }
+}
+
+/// The line `record`'s commands go through (``CommandPort``): what arrives while the driver
+/// waits is recorded as ever, and its acknowledgements answer the step. Its waits block the
+/// calling thread.
+struct RecordingCommandPort: CommandPort {
+  /// Why the steps cannot go on: the device went, or the recording could not be written.
+  struct Failure: Error { let outcome: Capture.Outcome }
+
+  var capture: Capture
+  let writer: RecordingWriter
+  let interruption: StopSignals?
+
+  var now: ContinuousClock.Instant { .now }
+  /// The command sets' fixed bytes: none that `record` sends carries the time.
+  var utc: UTCTimestamp? { nil }
+  var isAbandoned: Bool { interruption?.isRequested == true }
+
+  mutating func write(_ bytes: [UInt8], of step: CommandStep) throws(Failure) {
+    capture.answers.removeAll()
+    capture.heard = false
+    do {
+      try capture.port.write(bytes, timeout: .seconds(5))
+    } catch {
+      throw Failure(outcome: .deviceLost(error))
+    }
+    // A command with no acknowledgement: what the receiver says to it is still recorded
+    // next to it.
+    if step.acknowledgement == .none { try record(until: .now + .milliseconds(100)) }
+  }
+
+  mutating func answer(to step: CommandStep, until deadline: ContinuousClock.Instant)
+    throws(Failure) -> CommandWait
+  {
+    while true {
+      if let index = capture.answers.firstIndex(where: { step.isAcknowledged(by: $0) != nil }) {
+        let answer = capture.answers[index]
+        capture.answers.removeSubrange(...index)
+        return .answer(answer)
+      }
+      capture.answers.removeAll()
+      guard ContinuousClock.now < deadline, !isAbandoned else {
+        return .timedOut(heard: capture.heard)
+      }
+      if case let failed = capture.readOnce(into: writer, until: deadline), !failed.isStopped {
+        throw Failure(outcome: failed)
+      }
+    }
+  }
+
+  mutating func settle(for duration: Duration) throws(Failure) {
+    try record(until: .now + duration)
+  }
+
+  private mutating func record(until deadline: ContinuousClock.Instant) throws(Failure) {
+    let outcome = capture.run(into: writer, until: deadline, interruption: interruption)
+    if !outcome.isStopped { throw Failure(outcome: outcome) }
   }
 }

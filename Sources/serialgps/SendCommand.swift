@@ -16,7 +16,10 @@ let sendCommand = Command(
   summary: "Send a receiver its standby or wake commands, or a raw command, and report its answer.",
   arguments: SendRequest.self
 ) { request in
-  await onOwnThread { SendSession(request: request).run() }
+  // The session blocks on the port, on the driver's thread: `send` has the process to itself
+  // (the signals come on a thread of their own), and its commands go through the driver's
+  // async command loop (``CommandDriver``), shared with the gated receiver.
+  await SendSession(request: request).run()
 }
 
 extension SendRequest: CommandArguments {
@@ -120,7 +123,7 @@ struct SendSession {
   /// How long to listen for the chipset when none was named.
   let identificationTime = Duration.seconds(3)
 
-  func run() -> Int32 {
+  func run() async -> Int32 {
     let device = request.device
     // Refuse what cannot be sent before touching the device.
     if let family = request.family, case .failure(let message) = steps(family: family, nil) {
@@ -142,7 +145,7 @@ struct SendSession {
     }
     let port = opened.port
     defer { port.close() }
-    var reader = AnswerReader(port: port)
+    var reader = AnswerPort(port: port)
     let rate = opened.rate
     if opened.unrecognisedRates != nil {
       Output.standard.line(
@@ -195,7 +198,7 @@ struct SendSession {
     for step in planned {
       let result: CommandOutcome
       do {
-        result = try send(step, reader: &reader)
+        result = try await send(step, on: &reader)
       } catch {
         Output.error.line("serialgps send: \(error)")
         return 2
@@ -268,33 +271,17 @@ struct SendSession {
   /// How the receiver is attached: a u-blox receiver's own USB port takes other commands.
   var interface: HostInterface { HostInterface(devicePath: request.device) }
 
-  /// Runs `step` through the one command runner (``CommandExchange``): written, its answer
+  /// Runs `step` through the one command driver (``CommandDriver``): written, its answer
   /// awaited, retried up to the attempts allowed (a standby only while the receiver still
   /// talks: a second one would wake a chip the first put to sleep); then its settle time.
-  func send(_ step: CommandStep, reader: inout AnswerReader) throws(SerialPortError)
-    -> CommandOutcome
-  {
-    defer { if step.settle > .zero { try? reader.drain(for: step.settle) } }
-    var exchange = CommandExchange<ContinuousClock.Instant>(
-      step: step, attempts: request.attempts, timeout: request.timeout,
-      retry: request.action == .standby ? .whileReceiverTalks : .always, retriesRejected: false)
-    var action = exchange.start()
-    while true {
-      switch action {
-      case .write(let bytes):
-        try reader.port.write(bytes, timeout: .seconds(5))
-        reader.heard = false
-        action = exchange.written(now: .now)
-      case .wait(let deadline):
-        if let answer = try reader.answer(to: step, until: deadline) {
-          action = exchange.answered(answer, now: .now) ?? .wait(until: deadline)
-        } else {
-          action = exchange.timedOut(heard: reader.heard, now: .now)
-        }
-      case .finished(let outcome):
-        return outcome
-      }
-    }
+  func send(_ step: CommandStep, on port: inout AnswerPort) async throws -> CommandOutcome {
+    let driver = CommandDriver(
+      attempts: request.attempts, timeout: request.timeout, retriesRejected: false)
+    var outcome = CommandOutcome.sent
+    try await driver.run(
+      [step], retry: request.action == .standby ? .whileReceiverTalks : .always, on: &port
+    ) { outcome = $0.outcome }
+    return outcome
   }
 
   func describe(_ result: CommandOutcome, family: ChipsetFamily) -> String {
@@ -330,8 +317,9 @@ struct SendUsageError: Error, CustomStringConvertible {
   init(_ description: String) { self.description = description }
 }
 
-/// Reads the port and decodes what arrives: acknowledgements, and what identifies the chipset.
-struct AnswerReader {
+/// Reads the port and decodes what arrives: acknowledgements, and what identifies the chipset;
+/// the line `send`'s commands go through (``CommandPort``). Its waits block the calling thread.
+struct AnswerPort: CommandPort {
   let port: SerialPort
   var decoder = NMEADecoder()
   var identifier = ChipsetIdentifier()
@@ -343,6 +331,27 @@ struct AnswerReader {
   private var acknowledgements: [ReceiverAcknowledgement] = []
 
   init(port: SerialPort) { self.port = port }
+
+  var now: ContinuousClock.Instant { .now }
+  /// `send`'s steps are the command set's fixed bytes: none carries the time.
+  var utc: UTCTimestamp? { nil }
+  var isAbandoned: Bool { false }
+
+  mutating func write(_ bytes: [UInt8], of step: CommandStep) throws(SerialPortError) {
+    try port.write(bytes, timeout: .seconds(5))
+    heard = false
+  }
+
+  mutating func answer(to step: CommandStep, until deadline: ContinuousClock.Instant)
+    throws(SerialPortError) -> CommandWait
+  {
+    guard let answer = try answer(for: step, until: deadline) else {
+      return .timedOut(heard: heard)
+    }
+    return .answer(answer)
+  }
+
+  mutating func settle(for duration: Duration) throws(SerialPortError) { try drain(for: duration) }
 
   /// Reads once, until `deadline`; false when the deadline passed with nothing.
   private mutating func readOnce(until deadline: ContinuousClock.Instant) throws(SerialPortError)
@@ -373,7 +382,7 @@ struct AnswerReader {
   }
 
   /// The acknowledgement of `step` that arrives by `deadline`, if any.
-  mutating func answer(to step: CommandStep, until deadline: ContinuousClock.Instant)
+  mutating func answer(for step: CommandStep, until deadline: ContinuousClock.Instant)
     throws(SerialPortError) -> ReceiverAcknowledgement?
   {
     while true {

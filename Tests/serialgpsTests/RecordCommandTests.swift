@@ -39,6 +39,37 @@ struct RecordCommandTests {
     #expect(String(decoding: written.body, as: UTF8.self).contains("$PMTK001,314,3"))
   }
 
+  @Test(
+    "record's wake goes through the command driver: a command lost while the chip boots is sent again until acknowledged"
+  )
+  func aCommandLostWhileBootingIsRetried() async throws {
+    // The chip boots for 700 ms after the byte that wakes it, longer than the 200 ms the wake
+    // step settles: the sentence selection written then is lost, and only its retry, a
+    // second later, is answered.
+    let simulator = try ReceiverSimulator(
+      recording: try Recording.load(path: "\(fixturesDirectory)/mtk-cold-start.nmea"),
+      configuration: .init(
+        profile: .mediatek, pace: .recorded(speed: 10), initialPowerState: .standby,
+        wakeDelay: .milliseconds(700)))
+    defer { simulator.stop() }
+    let directory = try TemporaryDirectory()
+    let output = directory.file("mtk.nmea")
+    let record = try CLIProcess([
+      "record", simulator.devicePath, "-o", output, "--duration", "4", "--chipset", "mtk",
+      "--baud", "9600",
+    ])
+    #expect(await record.exitStatus() == 0, "\(record.standardError)")
+    let selections = simulator.receivedCommands.filter {
+      if case .mtkSetNMEAOutput = $0 { return true }
+      return false
+    }
+    #expect(selections.count >= 1, "\(simulator.receivedCommands)")
+    let body = String(decoding: try Recording.load(path: output).body, as: UTF8.self)
+    #expect(body.contains("$PMTK001,314,3"), "\(record.standardError)")
+    #expect(!record.standardError.contains("no answer"), "\(record.standardError)")
+    #expect(simulator.receivedCommands.last == .mtkStandby(mode: 0))
+  }
+
   @Test("a receiver woken at a guessed rate that stays unreadable is said, with what to do")
   func aSilentReceiverAfterWakingIsSaid() async throws {
     let terminal = try PseudoTerminal()
