@@ -19,14 +19,21 @@ carries its error. The charge is the energy file's, read at the case's start and
       from serialgps/<id>/tpv;
   (c) `serialgps locate DEV --accuracy 10 --json` at 0, 120 and 240 s, window 360 s;
   (d) `serialgps serve` with a client that only sends ?POLL; every 5 s, for 60 s;
-  (e) as (a) with the simulator's ephemeris valid 300 s (`--ephemeris-validity 300`), 720 s.
+  (e) as (a) with the simulator's ephemeris valid 300 s (`--ephemeris-validity 300`), 720 s,
+      and watch's refresh age scaled with it (`--ephemeris-refresh 150`: half the validity, as
+      the default 2 h is half of 4 h; what a user who knows the validity sets).
 - gpsd: `gpsd -b -N -n` (read-only) on a receiver of its own left running, as gpsd leaves
   one, with a ?WATCH client; for (a), (c) and (e) the delivery of each due fix is the first
-  TPV at or after its due time that reaches the accuracy.
+  TPV from half a second before its due time that reaches the accuracy (the scheduler's rule).
 
 Due times are the scheduler's (docs/requests.md): the first at the ask, the next an interval
 after the last due time, or after the delivery when it came late. Lateness = arrival - due
-(negative: early). The limit of a case is what its delivered fixes cost at least at the
+(negative: early). Arrivals are this script's (a line read from a pipe or a socket), a few
+milliseconds after the scheduler's, and so are the due times it derives from a late one: a
+fix is taken from EARLIEST (0.5 s) before its due time, as the scheduler takes it, so that
+those milliseconds never decide which epoch answers. The first fix of an interval request is
+due at its ask, when no wake can have begun: it is judged as a one-shot of (c) is, against the
+time to first fix plus the convergence plus 1 s (docs/requests.md, "The first fix"). The limit of a case is what its delivered fixes cost at least at the
 data-sheet figures: per fix a hot start (1 s at the acquisition current) plus the convergence
 to the accuracy asked (tau * ln((25 - 3.0) / (10 - 3.0)) = 3.44 s at the tracking current),
 plus the backup current for the rest of the window. The first wake of a receiver the driver
@@ -66,6 +73,8 @@ FIGURES = {
     "backup_mA": 0.030, "first_error_m": 25.0, "converged_m": 3.0, "hot_tau_s": 3.0,
 }
 ACCURACY = 10.0
+# RequestScheduler.Configuration.earliest: a fix answers a due time from this long before it.
+EARLIEST = 0.5
 DURATION = {"a": 180, "b": 240, "c": 360, "d": 60, "e": 720}
 RUNS = {"a": 3, "b": 3, "c": 2, "d": 3, "e": 1}
 
@@ -221,15 +230,14 @@ class GPSDClient:
 
 def deliveries_from(stream, start, interval, end, accuracy=ACCURACY):
     """The fixes a client of an always-on stream takes for an interval request asked at
-    `start`: per due time the first TPV at or after it (less the scheduler's 1-s margin) that
-    reaches the accuracy."""
+    `start`: per due time the first TPV from EARLIEST before it that reaches the accuracy."""
     out = []
     due = start
     for stamp, tpv in stream:
         if stamp > end:
             break
         error = accuracy_of(tpv)
-        if stamp < due - 1.0 or error is None or error > accuracy:
+        if stamp < due - EARLIEST or error is None or error > accuracy:
             continue
         out.append({"due": due - start, "at": stamp - start, "late": stamp - due, "acc": error})
         due = max(due, stamp) + interval
@@ -313,6 +321,8 @@ def run_serialgps(case, binary, scratch, logs, index, broker_port):
     name = "%s-serialgps-%d" % (case, index)
     extra = ["--ephemeris-validity", "300"] if case == "e" else []
     receiver = Receiver(binary, scratch, name, extra, logs)
+    # The refresh age scaled with the validity, as a user who knows it sets it.
+    refresh = ["--ephemeris-refresh", "150"] if case == "e" else []
     processes = []
     log = open(os.path.join(logs, name + ".log"), "w")
     try:
@@ -324,7 +334,7 @@ def run_serialgps(case, binary, scratch, logs, index, broker_port):
         if case in ("a", "e"):
             watch = subprocess.Popen(
                 [binary, "watch", receiver.device, "--chipset", "ublox", "--baud", "9600",
-                 "--interval", "30", "--accuracy", str(ACCURACY), "--json"],
+                 "--interval", "30", "--accuracy", str(ACCURACY), "--json"] + refresh,
                 stdout=subprocess.PIPE, stderr=log)
             processes.append(watch)
             lines = Lines(watch.stdout)
@@ -395,7 +405,7 @@ def run_serialgps(case, binary, scratch, logs, index, broker_port):
                                 "exit": run.returncode})
             wait_until(end)
             after = receiver.energy.now()
-            bound = FIGURES["hot_s"] + convergence(ACCURACY) + 1
+            bound = one_shot_bound()
             return summarise(case, "serialgps", before, after, window, answers,
                              {"answer_bound_s": bound})
         if case == "d":
@@ -503,6 +513,12 @@ def median(values):
     return statistics.median(values) if values else None
 
 
+def one_shot_bound():
+    """What a fix asked now can take at best, and 1 s: the time to first fix plus the
+    convergence to the accuracy (the issue's aim (c))."""
+    return FIGURES["hot_s"] + convergence(ACCURACY) + 1
+
+
 def aims(case, runs, gpsd):
     """Whether each run met the case's aim, and why not."""
     verdicts = []
@@ -518,8 +534,9 @@ def aims(case, runs, gpsd):
             if late:
                 notes.append("%d of %d fixes after the first more than 1 s off their due "
                              "time" % (len(late), len(later)))
-            if r["deliveries"] and r["deliveries"][0]["late"] > 1.0:
-                notes.append("the first (asked at 0) came at %.1f s" % r["deliveries"][0]["late"])
+            if r["deliveries"] and r["deliveries"][0]["late"] > one_shot_bound():
+                notes.append("the first (asked at 0) came at %.2f s, over %.2f s" % (
+                    r["deliveries"][0]["late"], one_shot_bound()))
             bad = [d for d in r["deliveries"] if d["acc"] is None or d["acc"] > ACCURACY]
             if bad:
                 notes.append("%d fixes above %g m" % (len(bad), ACCURACY))

@@ -14,8 +14,9 @@ import NMEA
 public struct LocationRequest: Sendable, Hashable {
   /// The time between fixes; `nil`: every fix the receiver makes (it stays powered, as for
   /// ``GPSReceiver/subscribe(bufferSize:includingLateFixes:)``). The first fix comes as soon
-  /// as there is one; each next is due `interval` after the one before, and may come up to a
-  /// quarter of the interval early when another request's wake provides it.
+  /// as there is one; each next is due `interval` after the one before, and comes within half
+  /// a second of that (a quarter of a shorter interval), or up to half the interval early when
+  /// another request's wake provides it.
   public var interval: Duration?
   /// The horizontal error, in metres, a fix must reach to count for this request
   /// (``Fix/horizontalAccuracy``); `nil`: any fix. A fix whose receiver gives no estimate

@@ -10,18 +10,23 @@ import NMEA
 /// - An interval request wants power from the moment a wake started then would have its fix
 ///   ready when the request falls due: its due time less what a wake costs, learned from this
 ///   receiver's own starts (time from the wake to the first fix reaching the accuracy, per
-///   kind of start), plus a margin. So when the next due time is closer than a wake costs,
-///   the receiver stays on; otherwise it sleeps at once after the delivery (no linger).
-/// - A fix goes to every request it is good enough for that is due within a quarter of its
-///   interval: requests of different phases merge onto one wake.
+///   kind of start), plus a margin. A fix answers a due time from half a second before it
+///   (``Configuration/earliest``); one earlier is passed over for the receiver's next epoch,
+///   so answers stay within half a second of their due time whatever the epochs' phase.
+///   When the next due time is closer than a wake costs, the receiver stays on; otherwise it
+///   sleeps at once after the delivery (no linger).
+/// - A fix that answers an interval request on time goes to every request it is good enough
+///   for that is due within half its interval: requests of different phases merge onto one
+///   wake.
 /// - A passive request receives what others cause and never wants power.
 /// - Ephemeris: a wake is extended until the receiver has tracked for
-///   ``Configuration/ephemerisCollection`` when the last such tracking is older than
-///   ``Configuration/ephemerisRefresh``, or at once after a start that took far longer than
+///   ``Configuration/ephemerisCollection`` when the last such tracking would be older than
+///   ``refreshAge`` by the next wake, or at once after a start that took far longer than
 ///   the learned hot start (the ephemeris had expired: the start was warm). A receiver whose
 ///   history is unknown and whose first start is hot has a usable ephemeris of unknown age:
-///   it is taken as collected at that start (so refreshed a refresh age later), and a warm
-///   start that shows it older teaches no validity.
+///   it is taken as collected at that start (so refreshed a refresh age later); a warm start
+///   that shows it older teaches no validity, only that one serves at least until the last
+///   hot start, and collections then come before that.
 struct RequestScheduler {
   typealias RequestID = UInt64
   typealias TimerID = UInt64
@@ -34,8 +39,15 @@ struct RequestScheduler {
     var ephemerisCollection: Duration = .seconds(30)
     /// How long a collected ephemeris serves a hot start (about 4 hours).
     var ephemerisValidity: Duration = .seconds(4 * 3600)
-    /// Added to a learned wake cost, so that the fix is ready by the due time.
-    var wakeMargin: Duration = .seconds(1)
+    /// How long before its due time a fix answers a request (a quarter of a shorter
+    /// interval). Half a second: of a 1 Hz receiver's epochs, at whatever phase they fall
+    /// against the due time, one is then within half a second of it, so a fix too early is
+    /// passed over for the next epoch and the answer is never more than half a second off.
+    var earliest: Duration = .milliseconds(500)
+    /// Added to a learned wake cost: the fix is aimed this long before the due time, inside
+    /// ``earliest``, so that a start a little faster or slower than the one learned still
+    /// answers on time (a faster one by more waits an epoch, up to half a second late).
+    var wakeMargin: Duration = .milliseconds(250)
     /// The shortest sleep worth a power cycle: a receiver that is on stays on when it would
     /// otherwise be woken again this soon (a wake that came early, its start faster than the
     /// ones learned, waits for its fix rather than sleeping a second and waking again).
@@ -154,6 +166,12 @@ struct RequestScheduler {
   /// How long an ephemeris was seen to serve: the age of the last collection at a start
   /// that turned out warm (shorter than the configured validity, or `nil`).
   private(set) var learnedValidity: Duration?
+  /// How long an ephemeris serves at least, when only that is known: an ephemeris of unknown
+  /// age (`collectionAssumed`) that was usable at a hot start and had expired at a later warm
+  /// one served longer than from the start it was assumed collected at to that hot start.
+  private(set) var validityAtLeast: Duration?
+  /// When the latest start classified hot began.
+  private var lastHotStart: DriverInstant?
   private(set) var learned: [StartKind: Timings] = [:]
   /// The kinds of the starts measured, in order (for tests and the benchmark).
   private(set) var starts: [StartKind] = []
@@ -252,10 +270,11 @@ struct RequestScheduler {
     return actions + replan(now: now, linger: linger)
   }
 
-  /// How long before its due time a fix counts as on time: the wake margin, or a quarter of
-  /// a shorter interval (a 1-s request on a 1-Hz receiver takes every fix, not two at once).
+  /// How long before its due time a fix counts as on time: ``Configuration/earliest``, or a
+  /// quarter of a shorter interval (a 1-s request on a 1-Hz receiver takes every fix, not two
+  /// at once).
   func onTime(_ interval: Duration) -> Duration {
-    min(configuration.wakeMargin, interval / 4)
+    min(configuration.earliest, interval / 4)
   }
 
   static func isValid(_ request: LocationRequest) -> Bool {
@@ -338,6 +357,8 @@ struct RequestScheduler {
       collectionOverdue = true
       if let lastCollection, !collectionAssumed {
         learnedValidity = min(validity, session.start - lastCollection)
+      } else if let lastCollection, let lastHotStart, lastHotStart > lastCollection {
+        validityAtLeast = max(validityAtLeast ?? .zero, lastHotStart - lastCollection)
       }
       return .warm
     }
@@ -345,6 +366,7 @@ struct RequestScheduler {
       lastCollection = session.start
       collectionAssumed = true
     }
+    lastHotStart = session.start
     return .hot
   }
 
@@ -410,21 +432,38 @@ struct RequestScheduler {
       }
       next = min(next ?? wake, wake)
     }
-    if anyActive, receiverPowered, session != nil, needsCollection(now: now) {
+    // Collected on the last wake before the refresh age passes: by the next wake it would
+    // have (or now, when no wake is planned).
+    if anyActive, receiverPowered, session != nil, needsCollection(by: max(now, next ?? now)) {
       return (true, next)
     }
     return (false, next)
   }
 
-  private func needsCollection(now: DriverInstant) -> Bool {
+  /// Whether the ephemeris must be collected before `moment`.
+  private func needsCollection(by moment: DriverInstant) -> Bool {
     if collectionOverdue { return true }
     guard let lastCollection else { return true }
-    // Before three quarters of the validity seen, so that no wake meets an expired one.
-    let refresh =
-      learnedValidity.map { min(configuration.ephemerisRefresh, $0 * 3 / 4) }
-      ?? configuration.ephemerisRefresh
-    return now - lastCollection >= refresh
+    return moment - lastCollection >= refreshAge
   }
+
+  /// The longest time between two collections: the configured refresh age; before three
+  /// quarters of a validity seen (the age at a warm start: the ephemeris served less); before
+  /// the least an ephemeris was seen to serve (it serves more), unless that is shorter than
+  /// ``minimumValidityBound``.
+  var refreshAge: Duration {
+    var refresh = configuration.ephemerisRefresh
+    if let learnedValidity { refresh = min(refresh, learnedValidity * 3 / 4) }
+    if let validityAtLeast, validityAtLeast >= minimumValidityBound {
+      refresh = min(refresh, validityAtLeast)
+    }
+    return refresh
+  }
+
+  /// A lower bound on the validity shorter than this is not used: it says more of the unknown
+  /// age of the ephemeris found at the first start (one nearly expired then) than of how long
+  /// one serves, and refreshing that often would track for a collection most of the time.
+  var minimumValidityBound: Duration { configuration.ephemerisCollection * 4 }
 
   private mutating func replan(now: DriverInstant, linger: Bool) -> [Action] {
     var actions: [Action] = []

@@ -13,7 +13,7 @@ let watchCommand = Command(
   name: "watch",
   usage:
     "watch [DEVICE] [--chipset auto|probe|\(ChipsetFamily.cliNames)] [--baud N|auto] [--count N] "
-    + "[--json] [--linger SECONDS] [--interval S] [--accuracy M] "
+    + "[--json] [--linger SECONDS] [--interval S] [--accuracy M] [--ephemeris-refresh S] "
     + "[--ubx \(UBXMessageSelection.cliNames)]",
   summary: "Power a receiver on, print its fixes as they come, power it off on exit.",
   arguments: Watch.self
@@ -36,6 +36,8 @@ enum Watch: CommandArguments {
     /// One fix per interval (the receiver sleeps between them), of this accuracy.
     var interval: Duration?
     var accuracy: Double?
+    /// `--ephemeris-refresh S`: the longest time between two ephemeris collections.
+    var ephemerisRefresh = GPSReceiver.Options().ephemerisRefresh
   }
 
   typealias Parsed = ParsedArguments<Options>
@@ -81,6 +83,9 @@ enum Watch: CommandArguments {
                          fixes only, no status lines
       --accuracy M       only fixes whose horizontal error reaches M metres (a receiver that
                          gives no estimate has every fix taken)
+      --ephemeris-refresh S  with --interval: the longest time between two wakes extended
+                         to 30 s of tracking to refresh the receiver's ephemeris (default
+                         7200; half of how long an ephemeris serves)
       --help             show this help
 
     Stopping: after --count fixes, on Ctrl-C (SIGINT), SIGTERM, SIGHUP (the terminal or ssh
@@ -118,6 +123,10 @@ enum Watch: CommandArguments {
       case "--accuracy":
         options.accuracy = try reader.number(
           in: 0.01...1_000_000, "--accuracy needs a number of metres above 0, such as 10")
+      case "--ephemeris-refresh":
+        options.ephemerisRefresh = try reader.seconds(
+          in: 0...604_800,
+          "--ephemeris-refresh needs a number of seconds above 0, up to a week, such as 7200")
       default:
         try takeOperand(argument, into: &options.device, "watches one device")
       }
@@ -200,6 +209,7 @@ enum Watch: CommandArguments {
     receiverOptions.chipset = options.chipset
     receiverOptions.ubxMessages = options.ubx
     receiverOptions.linger = options.linger
+    receiverOptions.ephemerisRefresh = options.ephemerisRefresh
     receiverOptions.awakeMarkers = SerialGPSPaths.awakeMarkers
     return receiverOptions
   }

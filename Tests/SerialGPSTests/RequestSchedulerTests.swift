@@ -164,20 +164,20 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
     // The first wake: on 100 ms after the ask, first fix at 1.1 s (25 m), 15 m, then 9 m at
     // 3.1 s: delivered. Nothing is known of this receiver, but a first fix 1 s after the
     // wake is a hot start: its ephemeris is usable, so the wake is not extended to collect
-    // one. It sleeps at once, waking at 59.0 s: the learned 3.1 s to 10 m and the 1-s margin
-    // before the 63.1-s due time.
+    // one. It sleeps at once, waking at 59.75 s: the learned 3.1 s to 10 m and the 0.25-s
+    // margin before the 63.1-s due time.
     let first = bench.actions(from: .origin, to: .ms(58_999))
     #expect(first.count == 4, "\(log.prefix(8))")
     #expect(first[0].0 == .zero && first[0].1 == .powerOn)
     #expect(first[1].0 == .milliseconds(3100) && first[1].1 == .deliver(1, fix(at: 3100, error: 9)))
     #expect(first[2].0 == .milliseconds(3100) && first[2].1 == .powerOff(linger: false))
     #expect(
-      first[3].0 == .milliseconds(3100) && first[3].1 == .armTimer(1, deadline: .ms(59_000)))
+      first[3].0 == .milliseconds(3100) && first[3].1 == .armTimer(1, deadline: .ms(59_750)))
     #expect(bench.scheduler.starts.allSatisfy { $0 == .hot })
-    // Every later minute exactly alike: wake at 59.0 + 60k, the 9-m fix at 62.1 + 60k (a
-    // second before its due time, 63.1 + 60k), sleep at once, the next wake armed.
+    // Every later minute exactly alike: wake at 59.75 + 60k, the 9-m fix at 62.85 + 60k (a
+    // quarter second before its due time, 63.1 + 60k), sleep at once, the next wake armed.
     for cycle in 0..<58 {
-      let wake = 59_000 + 60_000 * cycle
+      let wake = 59_750 + 60_000 * cycle
       let actions = bench.actions(from: .ms(wake), to: .ms(wake + 59_999))
       let expected: [(Duration, RequestScheduler.Action)] = [
         (.zero, .powerOn),
@@ -193,12 +193,73 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
         #expect(got.0 == want.0 && got.1 == want.1, "cycle \(cycle)")
       }
     }
-    // Sixty fixes in the hour (the sixty-first is due at 3603.1 s, its wake at 3599.0 s).
+    // Sixty fixes in the hour (the sixty-first is due at 3603.1 s, its wake at 3599.75 s).
     #expect(bench.deliveries.count == 60)
     #expect(bench.wakes == 61)
-    // On 100 ms after each ask: 60 wakes of 3.0 s, and 0.9 s of the last.
-    #expect(bench.onTime == .milliseconds(60 * 3000 + 900))
+    // On 100 ms after each ask: 60 wakes of 3.0 s, and 0.15 s of the last.
+    #expect(bench.onTime == .milliseconds(60 * 3000 + 150))
     #expect(bench.scheduler.unexpectedEvents == 0)
+  }
+
+  @Test("beside another consumer's power, the fix after it leaves answers at its due time")
+  func afterContinuousPower() {
+    var bench = Bench()
+    // A subscriber keeps the receiver on for the first minute (as a 1 Hz gpsd client does);
+    // a 60-s request of 10 m beside it.
+    bench.externallyOn = true
+    bench.send(.add(1, LocationRequest(interval: .seconds(60), accuracy: 10), cached: nil))
+    bench.run(until: .ms(60_000))
+    bench.externallyOn = false
+    bench.updatePower()
+    bench.run(until: .ms(190_000))
+    // The request's own power: from its ask to its first fix (3.1 s), then again 5 s before
+    // its wake (59.75 s) would be due, so that the receiver is not cycled. The fix a second
+    // before the 63.1-s due time (62.1 s) is passed over for the one at it, after the
+    // subscriber left: the receiver sleeps at once, and the next wake is 3.35 s before the
+    // next due time, its fix a quarter second early.
+    let actions = bench.actions(from: .origin, to: .ms(190_000)).map { "\($0.0) \($0.1)" }
+    let expected: [(Int, RequestScheduler.Action)] = [
+      (0, .powerOn),
+      (3100, .deliver(1, fix(at: 3100, error: 9))),
+      (3100, .powerOff(linger: false)), (3100, .armTimer(1, deadline: .ms(59_750))),
+      (55_100, .powerOn), (55_100, .cancelTimer(1)),
+      (63_100, .deliver(1, fix(at: 63_100, error: 2.5))),
+      (63_100, .powerOff(linger: false)), (63_100, .armTimer(2, deadline: .ms(119_750))),
+      (119_750, .powerOn),
+      (122_850, .deliver(1, fix(at: 122_850, error: 9))),
+      (122_850, .powerOff(linger: false)), (122_850, .armTimer(3, deadline: .ms(179_750))),
+      (179_750, .powerOn),
+      (182_850, .deliver(1, fix(at: 182_850, error: 9))),
+      (182_850, .powerOff(linger: false)), (182_850, .armTimer(4, deadline: .ms(239_750))),
+    ]
+    #expect(actions == expected.map { "\(Duration.milliseconds($0.0)) \($0.1)" })
+  }
+
+  @Test("a fix more than half a second early is passed over for the next epoch")
+  func earlyFixPassedOver() {
+    var bench = Bench()
+    // The first start is slow (1.7 s to the first fix): 3.8 s to 9 m, learned. The next is
+    // faster (1.0 s), so its 9-m fix comes 0.95 s before the due time: passed over for the
+    // next epoch's (5.4 m, 0.05 s after it). That wake teaches 3.1 s, and the next fix comes
+    // a quarter second early.
+    bench.firstFixDelay = .milliseconds(1700)
+    bench.send(.add(1, LocationRequest(interval: .seconds(60), accuracy: 10), cached: nil))
+    bench.run(until: .ms(10_000))
+    bench.firstFixDelay = .milliseconds(1000)
+    bench.run(until: .ms(130_000))
+    let actions = bench.actions(from: .origin, to: .ms(130_000)).map { "\($0.0) \($0.1)" }
+    let expected: [(Int, RequestScheduler.Action)] = [
+      (0, .powerOn),
+      (3800, .deliver(1, fix(at: 3800, error: 9))),
+      (3800, .powerOff(linger: false)), (3800, .armTimer(1, deadline: .ms(59_750))),
+      (59_750, .powerOn),
+      (63_850, .deliver(1, fix(at: 63_850, error: Bench.error(3)))),
+      (63_850, .powerOff(linger: false)), (63_850, .armTimer(2, deadline: .ms(120_500))),
+      (120_500, .powerOn),
+      (123_600, .deliver(1, fix(at: 123_600, error: 9))),
+      (123_600, .powerOff(linger: false)), (123_600, .armTimer(3, deadline: .ms(180_500))),
+    ]
+    #expect(actions == expected.map { "\(Duration.milliseconds($0.0)) \($0.1)" })
   }
 
   @Test("past the ephemeris refresh age one wake is extended to 30 s of tracking")
@@ -209,14 +270,14 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
     bench.send(.add(1, LocationRequest(interval: .seconds(60), accuracy: 10), cached: nil))
     bench.run(until: .ms(1_800_000))
     // The first start is hot (1 s), so its ephemeris counts as collected then (0 s): the
-    // first collection is on the wake whose fixes pass 600 s (599.0 s: on until 30 s after
-    // its first fix at 600.1 s), the next on the one that passes 1230.1 s.
+    // first collection is on the last wake before 600 s (599.75 s: on until 30 s after its
+    // first fix at 600.85 s), the next on the last one before 1230.85 s (1199.75 s).
     let offs = bench.log.filter { $0.1 == .powerOff(linger: false) }.map { $0.0 }
     let long = zip(bench.log.filter { $0.1 == .powerOn }.map { $0.0 }, offs).filter {
       $1 - $0 > .seconds(10)
     }
-    #expect(long.map { $0.0 } == [.ms(599_000), .ms(1_259_000)], "\(long)")
-    #expect(long.map { $0.1 } == [.ms(630_100), .ms(1_290_100)])
+    #expect(long.map { $0.0 } == [.ms(599_750), .ms(1_199_750)], "\(long)")
+    #expect(long.map { $0.1 } == [.ms(630_850), .ms(1_230_850)])
     #expect(bench.deliveries.count == 30)
   }
 
@@ -230,25 +291,26 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
     // First fix 30 s after the wake (over the assumed 10-s hot start): warm. The 9-m fix
     // (32.1 s) is delivered; the wake stays on to 30 s after the first fix (60.1 s). The next
     // wake (a hot start expected, none seen yet: the assumed 10 s and the margin before the
-    // 92.1-s due time) waits for its due fix; from it the hot start is learned (3.1 s to 9 m).
+    // 92.1-s due time) waits for the first fix from half a second before it (91.95 s); from
+    // it the hot start is learned (3.1 s to 9 m).
     let actions = bench.actions(from: .origin, to: .ms(160_000)).map { "\($0.0) \($0.1)" }
     let expected: [(Int, RequestScheduler.Action)] = [
       (0, .powerOn),
       (32_100, .deliver(1, fix(at: 32_100, error: 9))),
-      (60_100, .powerOff(linger: false)), (60_100, .armTimer(1, deadline: .ms(81_100))),
-      (81_100, .powerOn),
-      (91_200, .deliver(1, fix(at: 91_200, error: 2.5))),
-      (91_200, .powerOff(linger: false)), (91_200, .armTimer(2, deadline: .ms(148_000))),
-      (148_000, .powerOn),
-      (151_100, .deliver(1, fix(at: 151_100, error: 9))),
-      (151_100, .powerOff(linger: false)), (151_100, .armTimer(3, deadline: .ms(208_000))),
+      (60_100, .powerOff(linger: false)), (60_100, .armTimer(1, deadline: .ms(81_850))),
+      (81_850, .powerOn),
+      (91_950, .deliver(1, fix(at: 91_950, error: 2.5))),
+      (91_950, .powerOff(linger: false)), (91_950, .armTimer(2, deadline: .ms(148_750))),
+      (148_750, .powerOn),
+      (151_850, .deliver(1, fix(at: 151_850, error: 9))),
+      (151_850, .powerOff(linger: false)), (151_850, .armTimer(3, deadline: .ms(208_750))),
     ]
     #expect(actions == expected.map { "\(Duration.milliseconds($0.0)) \($0.1)" })
     #expect(bench.scheduler.starts == [.warm, .hot, .hot])
     #expect(bench.scheduler.learnedValidity == nil)
   }
 
-  @Test("an unknown ephemeris found expired teaches no validity; a collected one's expiry does")
+  @Test("an unknown ephemeris found expired teaches a lower bound; collections come before it")
   func expiredEphemeris() {
     var bench = Bench()
     // The receiver collected its ephemeris as the bench began; it serves 600 s.
@@ -257,31 +319,52 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
     bench.send(.add(1, LocationRequest(interval: .seconds(60), accuracy: 10), cached: nil))
     bench.run(until: .ms(700_000))
     // The first start is hot (1.1 s), so nothing is collected: the ephemeris expires at
-    // 600 s and the wake at 659.0 s is warm (a 30-s start, over 3 × the hot start's 1.1 s +
-    // 5 s). That wake collects at once (on to 719.1 s), but the age of the ephemeris it
-    // found expired was never known: no validity is learned from it.
+    // 600 s and the wake at 659.75 s is warm (a 30-s start, over 3 × the hot start's 1.1 s +
+    // 5 s). That wake collects at once (on to 719.85 s). The age of the ephemeris it found
+    // expired was never known, so no validity is learned from it; but it served at the hot
+    // start of 599.75 s, so one serves longer than 599.75 s.
     #expect(bench.scheduler.starts.firstIndex(of: .warm) == 11, "\(bench.scheduler.starts)")
     #expect(bench.scheduler.learnedValidity == nil)
+    #expect(bench.scheduler.validityAtLeast == .milliseconds(599_750))
+    #expect(bench.scheduler.refreshAge == .milliseconds(599_750))
     bench.run(until: .ms(1_800_000))
-    // The one collected at 719.1 s expires at 1319.1 s: the wake at 1347.0 s is warm, and
-    // teaches that an ephemeris serves less than 627.9 s; the scheduler collects again
-    // before three quarters of that, so no other start in the half hour is warm.
+    // The next collection is on the last wake before the one collected at 719.85 s is
+    // 599.75 s old: the wake of 1288.5 s (the next, 1348.5 s, would find it 628.65 s old), on
+    // until 1319.6 s. No other start in the half hour is warm.
     let starts = bench.scheduler.starts
-    #expect(starts.indices.filter { starts[$0] == .warm } == [11, 22], "\(starts)")
-    #expect(bench.scheduler.learnedValidity == .milliseconds(627_900))
+    #expect(starts.indices.filter { starts[$0] == .warm } == [11], "\(starts)")
+    #expect(bench.scheduler.learnedValidity == nil)
     let ons = bench.log.filter { $0.1 == .powerOn }.map { $0.0 }
     let offs = bench.log.filter { $0.1 == .powerOff(linger: false) }.map { $0.0 }
-    #expect(ons[11] == .ms(659_000) && offs[11] == .ms(719_100), "\(ons) \(offs)")
-    #expect(ons[22] == .ms(1_347_000) && offs[22] == .ms(1_407_100), "\(ons) \(offs)")
-    // Each warm start's fix is late (691.1 s for 663.1 s, 1379.1 s for 1351.1 s); every
-    // other one is a minute after the one before.
+    #expect(ons[11] == .ms(659_750) && offs[11] == .ms(719_850), "\(ons) \(offs)")
+    #expect(ons[21] == .ms(1_288_500) && offs[21] == .ms(1_319_600), "\(ons) \(offs)")
+    let long = zip(ons, offs).filter { $1 - $0 > .seconds(10) }.map(\.0)
+    #expect(long == [.ms(659_750), .ms(1_288_500)], "\(long)")
+    // The warm start's fix is late (691.85 s for 663.1 s); every other one is a minute after
+    // the one before, a quarter second before its due time.
     let times = bench.deliveries.map { $0.0 }
-    let late: Set<DriverInstant> = [.ms(691_100), .ms(1_379_100)]
-    #expect(late.isSubset(of: Set(times)), "\(times)")
+    #expect(times.contains(.ms(691_850)), "\(times)")
     for (earlier, later) in zip(times, times.dropFirst()).dropFirst()
-    where !late.contains(earlier) && !late.contains(later) {
+    where earlier != .ms(691_850) && later != .ms(691_850) {
       #expect(later - earlier == .seconds(60), "\(times)")
     }
+  }
+
+  @Test("past a lower bound of the validity shorter than four collections, the refresh age stays")
+  func shortValidityBoundIgnored() {
+    var configuration = RequestScheduler.Configuration()
+    configuration.ephemerisRefresh = .seconds(3600)
+    var bench = Bench(configuration: configuration)
+    // The ephemeris found at the start expires 100 s in: the first start and the next are
+    // hot, the one after (at 119.75 s) warm. It served at least 59.75 s, which says more of
+    // its unknown age than of how long one serves: collections stay an hour apart.
+    bench.collectedAt = .origin
+    bench.ephemerisValidity = .seconds(100)
+    bench.send(.add(1, LocationRequest(interval: .seconds(60), accuracy: 10), cached: nil))
+    bench.run(until: .ms(300_000))
+    #expect(bench.scheduler.starts.prefix(3) == [.hot, .hot, .warm], "\(bench.scheduler.starts)")
+    #expect(bench.scheduler.validityAtLeast == .milliseconds(59_750))
+    #expect(bench.scheduler.refreshAge == .seconds(3600))
   }
 
   @Test("a wake whose start was faster than learned waits for its fix rather than cycling")
@@ -290,23 +373,24 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
     let request = LocationRequest(interval: .seconds(20))
     #expect(scheduler.handle(.add(1, request, cached: nil), now: .ms(0)) == [.powerOn])
     _ = scheduler.handle(.receiverPowered(true), now: .ms(0))
-    // A slow hot start (3 s to the first fix): delivered, then off until 4 s before the
+    // A slow hot start (3 s to the first fix): delivered, then off until 3.25 s before the
     // next is due (23 s).
     #expect(
       scheduler.handle(.fix(fix(at: 3000, error: 3)), now: .ms(3000)) == [
         .deliver(1, fix(at: 3000, error: 3)), .powerOff(linger: false),
-        .armTimer(1, deadline: .ms(19_000)),
+        .armTimer(1, deadline: .ms(19_750)),
       ])
     _ = scheduler.handle(.receiverPowered(false), now: .ms(3000))
-    #expect(scheduler.handle(.timerFired(1), now: .ms(19_000)) == [.powerOn])
-    _ = scheduler.handle(.receiverPowered(true), now: .ms(19_000))
-    // This start takes 1 s: a wake now would be due at 21 s, a second away. It stays on.
-    #expect(scheduler.handle(.fix(fix(at: 20_000, error: 3)), now: .ms(20_000)) == [])
-    #expect(scheduler.handle(.fix(fix(at: 21_000, error: 3)), now: .ms(21_000)) == [])
+    #expect(scheduler.handle(.timerFired(1), now: .ms(19_750)) == [.powerOn])
+    _ = scheduler.handle(.receiverPowered(true), now: .ms(19_750))
+    // This start takes 1 s: a wake now would be due 1.25 s before the 23-s due time, under
+    // 5 s away. It stays on, passing over the fixes more than half a second early.
+    #expect(scheduler.handle(.fix(fix(at: 20_750, error: 3)), now: .ms(20_750)) == [])
+    #expect(scheduler.handle(.fix(fix(at: 21_750, error: 3)), now: .ms(21_750)) == [])
     #expect(
-      scheduler.handle(.fix(fix(at: 22_000, error: 3)), now: .ms(22_000)) == [
-        .deliver(1, fix(at: 22_000, error: 3)), .powerOff(linger: false),
-        .armTimer(2, deadline: .ms(41_000)),
+      scheduler.handle(.fix(fix(at: 22_750, error: 3)), now: .ms(22_750)) == [
+        .deliver(1, fix(at: 22_750, error: 3)), .powerOff(linger: false),
+        .armTimer(2, deadline: .ms(41_750)),
       ])
   }
 
@@ -319,14 +403,14 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
     bench.run(until: .ms(3_600_000))
     // Request 2 wakes the receiver at 40 s; its first fix (43.1 s) serves request 1 too
     // (due at 63.1 s: 20 s early, within half its interval), which keeps its phase (due
-    // 123.1 s). Request 2's wake at 99.0 s (due 103.1 s) serves request 1 again, 21 s early,
-    // and so on: one wake a minute for both, none of request 1's own.
+    // 123.1 s). Request 2's wake at 99.75 s (due 103.1 s) serves request 1 again, 20.25 s
+    // early, and so on: one wake a minute for both, none of request 1's own.
     #expect(bench.wakes == 61, "\(bench.wakes)")
     let perRequest = Dictionary(grouping: bench.deliveries, by: { $0.1 }).mapValues {
       $0.map(\.0)
     }
-    #expect(perRequest[2]?.prefix(3) == [.ms(43_100), .ms(102_100), .ms(162_100)])
-    #expect(perRequest[1]?.prefix(3) == [.ms(3100), .ms(43_100), .ms(102_100)])
+    #expect(perRequest[2]?.prefix(3) == [.ms(43_100), .ms(102_850), .ms(162_850)])
+    #expect(perRequest[1]?.prefix(3) == [.ms(3100), .ms(43_100), .ms(102_850)])
     // The phases kept: each request's fixes a minute apart after the merge.
     for times in perRequest.values {
       for (earlier, later) in zip(times, times.dropFirst()).dropFirst(2) {
@@ -344,14 +428,16 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
     bench.run(until: .ms(630_000))
     #expect(bench.wakes == 1)
     #expect(bench.deliveries.filter { $0.1 == 1 }.count == 629)  // every fix from 1.1 s
-    // 3.1 s, then each a minute later (62.1 s … 602.1 s: within the margin of its due time).
-    #expect(bench.deliveries.filter { $0.1 == 2 }.count == 11)
+    // 3.1 s, then each a minute later (63.1 s … 603.1 s: the fix a second before each due
+    // time is passed over for the one at it).
+    let scheduled = bench.deliveries.filter { $0.1 == 2 }.map(\.0)
+    #expect(scheduled == (0...10).map { DriverInstant.ms(3100 + 60_000 * $0) }, "\(scheduled)")
     // The continuous request leaves: power off with the linger; request 2's wake is armed.
     let before = bench.log.count
     bench.send(.remove(1))
     #expect(
       bench.log.dropFirst(before).map(\.1) == [
-        .powerOff(linger: true), .armTimer(1, deadline: .ms(659_000)),
+        .powerOff(linger: true), .armTimer(1, deadline: .ms(659_750)),
       ])
   }
 
@@ -365,11 +451,11 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
     bench.externallyOn = true
     bench.updatePower()
     bench.run(until: .ms(140_000))
-    // On at 100.1 s, fixes from 101.1 s: one every 10 s.
-    // A fix within the 1-s margin of the due time counts as on time.
+    // On at 100.1 s, fixes from 101.1 s: one every 10 s, each at its due time (the fix a
+    // second before it is too early).
     #expect(
       bench.deliveries.map { $0.0 } == [
-        .ms(101_100), .ms(110_100), .ms(120_100), .ms(130_100),
+        .ms(101_100), .ms(111_100), .ms(121_100), .ms(131_100),
       ])
     #expect(!bench.log.contains { $0.1 == .powerOn })
   }

@@ -52,4 +52,20 @@ struct ArgumentsTests {
     #expect(ListOptions.parse(["extra"]) == .invalid("unknown argument 'extra'"))
     #expect(DemoOptions.parse(["extra"]) == .invalid("unknown argument 'extra'"))
   }
+
+  @Test("watch --ephemeris-refresh reaches the receiver's options")
+  func watchEphemerisRefresh() throws {
+    guard
+      case .options(let options) = Watch.parse(["--interval", "30", "--ephemeris-refresh", "150"])
+    else {
+      Issue.record("refused")
+      return
+    }
+    #expect(Watch.receiverOptions(options).ephemerisRefresh == .seconds(150))
+    guard case .invalid(let message) = Watch.parse(["--ephemeris-refresh", "0"]) else {
+      Issue.record("a zero refresh accepted")
+      return
+    }
+    #expect(message.contains("--ephemeris-refresh needs"))
+  }
 }
