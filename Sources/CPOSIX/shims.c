@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <linux/gpio.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -155,4 +157,27 @@ long cposix_release_executable_code(void) {
     return -1;
   }
   return released.bytes;
+}
+
+int cposix_gpio_request_output(int chip, unsigned int offset, const char *consumer, int value) {
+  struct gpio_v2_line_request request;
+  memset(&request, 0, sizeof request);
+  request.offsets[0] = offset;
+  request.num_lines = 1;
+  strncpy(request.consumer, consumer, sizeof request.consumer - 1);
+  request.config.flags = GPIO_V2_LINE_FLAG_OUTPUT;
+  request.config.num_attrs = 1;
+  request.config.attrs[0].attr.id = GPIO_V2_LINE_ATTR_ID_OUTPUT_VALUES;
+  request.config.attrs[0].attr.values = value ? 1 : 0;
+  request.config.attrs[0].mask = 1;
+  if (ioctl(chip, GPIO_V2_GET_LINE_IOCTL, &request) == -1) return -1;
+  return request.fd;
+}
+
+int cposix_gpio_set_value(int line, int value) {
+  struct gpio_v2_line_values values;
+  memset(&values, 0, sizeof values);
+  values.mask = 1;
+  values.bits = value ? 1 : 0;
+  return ioctl(line, GPIO_V2_LINE_SET_VALUES_IOCTL, &values);
 }

@@ -46,6 +46,24 @@ public struct MediaTekCommandSet: ReceiverCommandSet {
 
   public var powerOffSteps: [CommandStep] { [Self.standby] }
 
+  /// The shortest expected sleep for which backup beats standby, with a wake line: a wake
+  /// from backup holds FORCE_ON high and reboots the chip, about 1 s more at the acquisition
+  /// current (25 mA) than a wake from standby, some 25 mA·s, which standby (0.2 mA) spends
+  /// over backup (7 µA) in about 130 s (currents: docs/simulator.md).
+  public static let backupWorthFrom: Duration = .seconds(130)
+
+  /// `$PMTK225,4` (backup, left only when FORCE_ON is driven high) when `context` declares
+  /// the wake line and expects a sleep of at least ``backupWorthFrom``; else `$PMTK161,0`
+  /// (standby, left by any byte). Without the line, never backup: over a plain UART or USB
+  /// nothing could wake the chip again (Telit SL869-V2 / SE868-A user guides §4.14,
+  /// Quectel L96 forum answer: docs/chipsets.md).
+  public func sleep(for context: SleepContext) -> SleepChoice {
+    guard context.wakePin, context.depth == .deepest, let expected = context.expected,
+      expected >= Self.backupWorthFrom
+    else { return SleepChoice(state: .standby, steps: [Self.standby]) }
+    return SleepChoice(state: .backup, steps: [Self.backup], needsWakePin: true)
+  }
+
   public var powerProfile: PowerProfile {
     // Quectel L70/L76/L80 hardware designs and the GlobalTop PA6H (MT3339) data sheet: hot
     // start 1 s.
@@ -56,6 +74,12 @@ public struct MediaTekCommandSet: ReceiverCommandSet {
   public static let standby = CommandStep(
     bytes: NMEAChecksum.frame("PMTK161,0"), summary: "$PMTK161,0 standby",
     acknowledgement: .mtk(command: 161))
+
+  /// `$PMTK225,4`: PMTK_CMD_PERIODIC_MODE, type 4, perpetual backup; acknowledged with
+  /// `$PMTK001,225,3` before the chip sleeps. Only FORCE_ON high ends it.
+  public static let backup = CommandStep(
+    bytes: NMEAChecksum.frame("PMTK225,4"), summary: "$PMTK225,4 backup (woken by FORCE_ON)",
+    acknowledgement: .mtk(command: 225))
 
   /// `$PMTK314`: PMTK_API_SET_NMEA_OUTPUT, 19 fields, each the output interval in fixes
   /// (0 off, 1 every fix).

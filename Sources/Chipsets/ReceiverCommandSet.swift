@@ -7,7 +7,8 @@ public enum ReceiverPowerState: String, Sendable, Hashable, CustomStringConverti
   case gnssStopped
   /// The receiver sleeps with its RAM kept and wakes on a byte (MediaTek standby).
   case standby
-  /// Only the backup domain (RTC and battery-backed RAM) is powered (u-blox backup).
+  /// Only the backup domain (RTC and battery-backed RAM) is powered (u-blox backup;
+  /// MediaTek `$PMTK225,4`, which only the FORCE_ON pin ends).
   case backup
   /// SiRF hibernate: woken only by a pulse on the ON_OFF pin.
   case hibernate
@@ -60,6 +61,11 @@ public protocol ReceiverCommandSet: Sendable {
   /// then the last position), placed after the wake and before the receiver starts
   /// navigating. A family that takes no aiding returns ``powerOnSteps``.
   func powerOnSteps(for context: WakeContext) -> [CommandStep]
+  /// The power-off for a sleep that `context` describes: the deepest sleep the chipset
+  /// offers that the driver can certainly leave again over the connection it has (and the
+  /// wake line, when one is declared), when the expected sleep repays its dearer wake; else
+  /// the quick-wake standby. A family with one power-off returns ``powerOffSteps``.
+  func sleep(for context: SleepContext) -> SleepChoice
 }
 
 extension ReceiverCommandSet {

@@ -166,6 +166,26 @@ public struct UbloxCommandSet: ReceiverCommandSet {
     }
   }
 
+  /// The shortest expected sleep for which backup beats GNSS stop on a UART: leaving backup
+  /// costs the wake burst's 500 ms settle and the re-selection at the acquisition current
+  /// (32 mA for an M8), about 16 mA·s, which a GNSS stop (about 5 mA, an estimate:
+  /// docs/simulator.md) spends in some 3 s more than backup (30 µA); taken three times over.
+  public static let backupWorthFrom: Duration = .seconds(10)
+
+  /// Backup (`UBX-RXM-PMREQ`, no timeout) where ``UbloxOptions/powerOffMode`` allows it,
+  /// unless `context` expects a sleep shorter than ``backupWorthFrom`` or asks for the
+  /// standby, which is GNSS stop (`UBX-CFG-RST` 0x08: RAM kept, no wake burst). An unknown
+  /// sleep gets backup too: any byte on RX ends it (NEO-M9N integration manual UBX-19014286
+  /// R07 §3.11.4), so it is as certain to leave as GNSS stop and dearer only by the settle.
+  /// Over USB it is GNSS stop always: the receiver ignores `PMREQ` there unless `force`,
+  /// which would disable its USB port.
+  public func sleep(for context: SleepContext) -> SleepChoice {
+    let stop = SleepChoice(state: .gnssStopped, steps: [Self.gnssStop])
+    guard options.powerOffMode == .backup, context.depth == .deepest else { return stop }
+    if let expected = context.expected, expected < Self.backupWorthFrom { return stop }
+    return SleepChoice(state: .backup, steps: [backupRequest])
+  }
+
   public var powerProfile: PowerProfile {
     PowerProfile(
       offState: options.powerOffMode == .gnssStop ? .gnssStopped : .backup,

@@ -57,6 +57,14 @@ public final class GPSReceiver: Sendable {
     /// by interval requests: past it, one wake is extended until the receiver has tracked for
     /// about 30 s, so that later wakes stay hot starts (docs/requests.md).
     public var ephemerisRefresh: Duration = .seconds(2 * 3600)
+    /// A wake line wired to the receiver that the driver may drive (MediaTek FORCE_ON; a
+    /// ``GPIOWakeLine``): only with one does a power-off use a sleep that only the pin ends
+    /// (MediaTek backup, `$PMTK225,4`, for a long expected sleep). `nil` by default: nothing
+    /// but the serial line is assumed (docs/chipsets.md, "Sleep depth").
+    public var wakePin: (any WakeLine)?
+    /// How deep a power-off may put the receiver: ``SleepDepth/deepest`` it can certainly
+    /// leave (the default), or ``SleepDepth/standby`` always, for the quickest wakes.
+    public var sleepDepth: SleepDepth = .deepest
 
     public init() {}
   }

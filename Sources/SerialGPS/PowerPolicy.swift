@@ -70,10 +70,20 @@ struct PowerPolicy {
     case shutdown
   }
 
+  /// How long a power-off expects the receiver to sleep, from the demand that left last.
+  enum ExpectedSleep: Equatable {
+    /// A subscriber, a hold or a continuous request left (it may come back at any moment),
+    /// or the process ends: nobody knows, and it may be short.
+    case unknown
+    /// A scheduled wake or a one-shot is over: until the scheduler's next wake, if it has one.
+    case untilScheduledWake
+  }
+
   enum Action: Equatable {
     /// Open the port, start reading, send the enable commands.
     case powerOn
-    /// Send the disable commands, stop reading, close the port.
+    /// Send the disable commands, stop reading, close the port. The sleep it expects is
+    /// ``PowerPolicy/expectedSleep`` as the power-off starts.
     case powerOff
     /// The connection is gone: stop reading and close the port, sending nothing.
     case discardConnection
@@ -102,6 +112,13 @@ struct PowerPolicy {
   private var hold: Hold?
   /// The location requests' demand, part of the demand as the subscribers are.
   private(set) var scheduled = false
+  /// What a power-off decided now expects of the sleep (``Action/powerOff``'s sleep, read by
+  /// the controller as it runs one): set by the demand that left last.
+  private(set) var expectedSleep = ExpectedSleep.unknown
+  /// The receiver sleeps where only the wake line wakes it (set by the controller after each
+  /// power-off): a shutdown while it is off wakes it and leaves it in standby, which a later
+  /// process can leave without the line.
+  var asleepOnWakeLine = false
   private var nextTimer: TimerID = 0
   /// Events and operations that came in a state that does not expect them (a bug in whoever
   /// feeds the policy): ignored, and counted here. A debug build stops at the first with an
@@ -130,6 +147,7 @@ struct PowerPolicy {
     case .detach:
       guard subscribers > 0 else { return unexpected(event) }  // unbalanced: never negative
       subscribers -= 1
+      expectedSleep = .unknown
       return demandMayHaveFallen(now: now)
 
     case .hold(let until):
@@ -144,11 +162,13 @@ struct PowerPolicy {
     case .scheduled(let wanted, let linger):
       guard wanted != scheduled else { return [] }  // no change
       scheduled = wanted
+      if !wanted { expectedSleep = linger ? .unknown : .untilScheduledWake }
       return wanted ? demandRose() : demandMayHaveFallen(now: now, lingering: linger)
 
     case .timerFired(let timer):
       if timer == hold?.timer {
         hold = nil
+        expectedSleep = .unknown
         return demandMayHaveFallen(now: now)
       }
       switch state {
@@ -198,6 +218,7 @@ struct PowerPolicy {
 
     case .leftAwake:
       guard state == .off, !hasDemand else { return [] }  // awake and wanted: nothing to do
+      expectedSleep = .unknown
       state = .poweringOff
       return [.putToStandby]
 
@@ -208,6 +229,7 @@ struct PowerPolicy {
       return [.cancelTimer(timer), .powerOn]
 
     case .shutdown:
+      expectedSleep = .unknown  // no process will wake it on schedule
       var actions: [Action] = []
       if let hold { actions.append(.cancelTimer(hold.timer)) }
       hold = nil
@@ -219,6 +241,8 @@ struct PowerPolicy {
         actions += [.cancelTimer(timer), .powerOff, .status(.poweredOff)]
       case .waitingToReconnect(_, let timer):
         actions += [.cancelTimer(timer), .status(.poweredOff)]
+      case .off where asleepOnWakeLine:
+        actions.append(.putToStandby)
       case .poweringOn, .poweringOff, .off, .stopped:
         break
       }

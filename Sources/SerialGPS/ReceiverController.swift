@@ -290,7 +290,7 @@ final class ReceiverController: @unchecked Sendable {
     if sendCommands {
       let set = core.knowledge.commandSet()
       tellIfWithheld(.powerOff)
-      await commands.send(set.powerOffSteps, to: current, family: set.family)
+      await sleep(set, on: current)
     }
     readerStop?.withLock { $0 = true }
     current.interrupt()
@@ -305,6 +305,53 @@ final class ReceiverController: @unchecked Sendable {
     if let markers = options.awakeMarkers, let identity = connector.markerIdentity {
       markers.clear(identity)
     }
+  }
+
+  /// How long the receiver is expected to sleep from now: until the scheduler's next wake
+  /// when only scheduled requests wanted it, else unknown.
+  private var expectedSleep: Duration? {
+    guard policy.expectedSleep == .untilScheduledWake, let wake = scheduler.nextWake else {
+      return nil
+    }
+    return max(.zero, wake - clock.now)
+  }
+
+  /// Puts the receiver to the sleep its command set chooses for the expected sleep
+  /// (``ReceiverCommandSet/sleep(for:)``). A sleep that only the wake line ends is entered
+  /// with the line released, and counts only when the receiver acknowledges it: refused,
+  /// unanswered or with the line failing, the receiver is taken as awake and gets the
+  /// quick-wake standby instead (and every wake drives the line and sends the whole wake-up).
+  private func sleep(_ set: any ReceiverCommandSet, on connection: any ReceiverConnection) async {
+    let context = SleepContext(
+      expected: expectedSleep, wakePin: options.wakePin != nil, depth: options.sleepDepth)
+    let choice = set.sleep(for: context)
+    let quick = set.sleep(for: SleepContext(expected: nil, depth: .standby))
+    policy.asleepOnWakeLine = false
+    guard choice.needsWakePin, let line = options.wakePin, choice.steps.count == 1 else {
+      await commands.send(choice.steps, to: connection, family: set.family)
+      return
+    }
+    do {
+      try line.drive(high: false)
+    } catch {
+      core.hub.publish(status: .commandFailed(reason: FailureReason(error)))
+      await commands.send(quick.steps, to: connection, family: set.family)
+      return
+    }
+    let step = choice.steps[0]
+    let ran = await commands.run(step, on: connection, abandonOnShutdown: false)
+    if let ran, case .acknowledged = ran.outcome {
+      policy.asleepOnWakeLine = true
+      return
+    }
+    // Not in backup: awake (or gone). The line goes high again so that it cannot enter
+    // backup by itself later, and the standby follows.
+    if let ran, let failure = CommandStepRunner.failure(of: ran, step: step, family: set.family) {
+      core.counters.withLock { $0.commandsFailed += 1 }
+      core.hub.publish(status: .commandFailed(reason: failure))
+    }
+    try? line.drive(high: true)
+    await commands.send(quick.steps, to: connection, family: set.family)
   }
 
   /// Writes a client's bytes to the open connection; with none (the receiver is powered

@@ -39,12 +39,12 @@ final class ReceiverCore: Sendable {
     (false, []))
 
   init(connector: any ReceiverConnector, options: GPSReceiver.Options, clock: any DriverClock) {
-    self.connector = connector
+    self.connector = options.wakePin.map { WakingConnector(base: connector, line: $0) } ?? connector
     self.options = options
     self.clock = clock
     hub = SubscriptionHub(clock: clock, replayExpiry: options.replayExpiry)
     knowledge = ReceiverKnowledge(
-      connector: connector, chipset: options.chipset, ubxMessages: options.ubxMessages)
+      connector: self.connector, chipset: options.chipset, ubxMessages: options.ubxMessages)
   }
 
   /// Whether the controller task runs. It starts with the first request, so a receiver that

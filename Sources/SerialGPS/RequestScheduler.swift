@@ -187,6 +187,9 @@ struct RequestScheduler {
   /// Whether any request is active.
   var isEmpty: Bool { requests.isEmpty }
 
+  /// When the requests next want power, while they do not now: the wake timer's deadline.
+  var nextWake: DriverInstant? { wakeTimer?.deadline }
+
   mutating func handle(_ event: Event, now: DriverInstant) -> [Action] {
     var actions: [Action] = []
     var linger = false

@@ -31,6 +31,10 @@ struct ServeOptions: Equatable, CommandArguments {
   var linger: Duration = .seconds(5)
   /// `--ephemeris-refresh S`: the longest time between two ephemeris collections.
   var ephemerisRefresh = GPSReceiver.Options().ephemerisRefresh
+  /// `--wake-pin CHIP:LINE`: the wake line wired to the receiver (docs/chipsets.md, "Sleep
+  /// depth"); `--sleep deepest|standby`.
+  var wakePin: String?
+  var sleepDepth: SleepDepth = .deepest
   /// `--exit-idle S`: end after S with no client and no receiver subscribed.
   var exitIdle: Duration?
   var maximumClients = 64
@@ -81,6 +85,10 @@ struct ServeOptions: Equatable, CommandArguments {
       --ephemeris-refresh S  the longest time between two 30-s wakes that refresh a
                           receiver's ephemeris when only interval requests wake it
                           (default 7200; docs/requests.md)
+      --wake-pin CHIP:LINE  the GPIO line wired to the receiver's FORCE_ON (gpiochip0:17):
+                          only then may a MediaTek sleep in backup ($PMTK225,4) between
+                          scheduled fixes (docs/chipsets.md, "Sleep depth")
+      --sleep D           deepest (default) or standby: always the quick-wake standby
       --raw-listen ADDR   also serve the first receiver's bytes as they are (NMEA, UBX, RTCM)
                           on ADDR (PORT, HOST:PORT or [::1]:PORT; loopback unless
                           --allow-remote) to each connection, for u-center, RTKLIB's
@@ -181,6 +189,15 @@ struct ServeOptions: Equatable, CommandArguments {
           "--exit-idle needs a number of seconds from 1 to 86400, such as 60")
       case "--linger":
         options.linger = try reader.linger()
+      case "--wake-pin":
+        options.wakePin = try reader.value(
+          "--wake-pin needs CHIP:LINE (the GPIO line wired to FORCE_ON, such as gpiochip0:17)")
+      case "--sleep":
+        let value = try reader.value("--sleep needs deepest or standby")
+        guard let depth = SleepDepth(rawValue: value) else {
+          throw UsageMessage("--sleep takes deepest or standby, not \(value)")
+        }
+        options.sleepDepth = depth
       case "--ephemeris-refresh":
         options.ephemerisRefresh = try reader.seconds(
           in: 0...604_800,
@@ -318,6 +335,14 @@ struct ServeOptions: Equatable, CommandArguments {
     configuration.clientSendBufferSize = clientSendBuffer
     configuration.receiverOptions.linger = linger
     configuration.receiverOptions.ephemerisRefresh = ephemerisRefresh
+    configuration.receiverOptions.sleepDepth = sleepDepth
+    if let wakePin {
+      do {
+        configuration.receiverOptions.wakePin = try Watch.wakeLine(wakePin)
+      } catch {
+        return .failure(ServeUsageError(message: "--wake-pin: \(error)"))
+      }
+    }
     configuration.receiverOptions.awakeMarkers = SerialGPSPaths.awakeMarkers
     if let family { configuration.receiverOptions.chipset = .family(family) }
     configuration.receiverOptions.ubxMessages = ubx

@@ -1,6 +1,7 @@
 import Chipsets
 import Discovery
 import NMEA
+import Replay
 import SerialGPS
 import SerialPort
 
@@ -38,6 +39,11 @@ enum Watch: CommandArguments {
     var accuracy: Double?
     /// `--ephemeris-refresh S`: the longest time between two ephemeris collections.
     var ephemerisRefresh = GPSReceiver.Options().ephemerisRefresh
+    /// `--wake-pin CHIP:LINE` or `control:FIFO`: the wake line wired to the receiver.
+    var wakePin: String?
+    /// `--sleep deepest|standby`.
+    var sleepDepth: SleepDepth = .deepest
+    var wakeLine: (any WakeLine)?
   }
 
   typealias Parsed = ParsedArguments<Options>
@@ -86,6 +92,12 @@ enum Watch: CommandArguments {
       --ephemeris-refresh S  with --interval: the longest time between two wakes extended
                          to 30 s of tracking to refresh the receiver's ephemeris (default
                          7200; half of how long an ephemeris serves)
+      --wake-pin CHIP:LINE  the GPIO line wired to the receiver's FORCE_ON (gpiochip0:17),
+                         driven through /dev/gpiochipN; only then may a MediaTek sleep in
+                         backup ($PMTK225,4) between scheduled fixes. control:FIFO drives a
+                         simulator's FORCE_ON (serialgps replay --control FIFO)
+      --sleep D          deepest (default): the deepest sleep the receiver can certainly be
+                         woken from; standby: always the quick-wake standby
       --help             show this help
 
     Stopping: after --count fixes, on Ctrl-C (SIGINT), SIGTERM, SIGHUP (the terminal or ssh
@@ -127,6 +139,15 @@ enum Watch: CommandArguments {
         options.ephemerisRefresh = try reader.seconds(
           in: 0...604_800,
           "--ephemeris-refresh needs a number of seconds above 0, up to a week, such as 7200")
+      case "--wake-pin":
+        options.wakePin = try reader.value(
+          "--wake-pin needs CHIP:LINE (the GPIO line wired to FORCE_ON, such as gpiochip0:17)")
+      case "--sleep":
+        let value = try reader.value("--sleep needs deepest or standby")
+        guard let depth = SleepDepth(rawValue: value) else {
+          throw UsageMessage("--sleep takes deepest or standby, not \(value)")
+        }
+        options.sleepDepth = depth
       default:
         try takeOperand(argument, into: &options.device, "watches one device")
       }
@@ -136,6 +157,15 @@ enum Watch: CommandArguments {
   }
 
   static func run(_ options: Options) async -> Int32 {
+    var options = options
+    if let specification = options.wakePin {
+      do {
+        options.wakeLine = try wakeLine(specification)
+      } catch {
+        Output.error.line("serialgps watch: \(error)")
+        return 1
+      }
+    }
     if let device = options.device {
       return await watch(device: device, options: options)
     }
@@ -171,6 +201,15 @@ enum Watch: CommandArguments {
         GPSReceiver(
           selecting: .first, discovery: discovery, baud: options.baud, options: receiverOptions)
       })
+  }
+
+  /// The wake line `--wake-pin` names: `control:FIFO` for a simulator's FORCE_ON
+  /// (`serialgps replay --control FIFO`), else a GPIO line `CHIP:LINE`.
+  static func wakeLine(_ specification: String) throws -> any WakeLine {
+    if specification.hasPrefix("control:") {
+      return SimulatorWakeLine(fifo: String(specification.dropFirst("control:".count)))
+    }
+    return try GPIOWakeLine(specification: specification)
   }
 
   /// What `watch` says when no receiver is attached: the ports it saw, and what to do.
@@ -210,6 +249,8 @@ enum Watch: CommandArguments {
     receiverOptions.ubxMessages = options.ubx
     receiverOptions.linger = options.linger
     receiverOptions.ephemerisRefresh = options.ephemerisRefresh
+    receiverOptions.wakePin = options.wakeLine
+    receiverOptions.sleepDepth = options.sleepDepth
     receiverOptions.awakeMarkers = SerialGPSPaths.awakeMarkers
     return receiverOptions
   }

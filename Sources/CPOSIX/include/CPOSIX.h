@@ -89,4 +89,13 @@ int cposix_signal_thread(pthread_t thread, int number);
 /// with errno set when madvise refused.
 long cposix_release_executable_code(void);
 
+/// GPIO character device, uAPI v2 (linux/gpio.h): asks the open chip `chip` (a
+/// /dev/gpiochipN) for line `offset` as an output at `value` (0 or 1), named `consumer`
+/// (GPIO_V2_GET_LINE_IOCTL). Returns the line's close-on-exec descriptor, or -1 and errno.
+int cposix_gpio_request_output(int chip, unsigned int offset, const char *consumer, int value);
+
+/// Sets the one line of `line` (a descriptor from cposix_gpio_request_output) to `value`
+/// (GPIO_V2_LINE_SET_VALUES_IOCTL). Returns 0, or -1 and errno.
+int cposix_gpio_set_value(int line, int value);
+
 #endif

@@ -1,0 +1,120 @@
+import Chipsets
+import Foundation
+import NMEA
+import Replay
+import SerialGPS
+import Testing
+
+/// The simulator's FORCE_ON as the declared wake line (docs/simulator.md, "Pins").
+final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `lock`
+  let replay: ReplayConnector
+  /// Releasing (driving low) fails: the line cannot let the chip into backup.
+  let failsLow: Bool
+  private let lock = NSLock()
+  private var levels: [Bool] = []
+
+  init(_ replay: ReplayConnector, failsLow: Bool = false) {
+    self.replay = replay
+    self.failsLow = failsLow
+  }
+
+  var driven: [Bool] { lock.withLock { levels } }
+
+  func drive(high: Bool) throws {
+    lock.withLock { levels.append(high) }
+    if failsLow && !high { throw WakeLineError(line: "test", reason: "broken on purpose") }
+    replay.drivePin(.forceOn, high: high)
+  }
+
+  var description: String { "the model's FORCE_ON" }
+}
+
+/// The sleep chosen from the expected one, through the real gated receiver, on the simulated
+/// MediaTek and a virtual clock: a 10-minute request sleeps in backup only with a declared
+/// wake line, and is woken from it by the line.
+@Suite struct SleepDepthThroughTheDriverTests {
+  func bench(wakeLine: ((ReplayConnector) -> ModelWakeLine)?) throws
+    -> (ManualClock, ReplayConnector, GPSReceiver, ModelWakeLine?)
+  {
+    let clock = ManualClock()
+    let physics = PhysicsConfiguration(
+      figures: .mediatekMT3339, initialKnowledge: .ephemeris(age: .zero))
+    let replay = ReplayConnector(
+      recording: try loadFixture("mtk-cold-start"),
+      configuration: .init(
+        profile: .mediatek, loops: true, initialPowerState: .standby,
+        wakeDelay: .milliseconds(100), physics: physics),
+      clock: clock)
+    var options = receiverOptions(linger: .seconds(5), chipset: .family(.mediatek))
+    options.awakeMarkers = nil
+    let line = wakeLine?(replay)
+    options.wakePin = line
+    let receiver = GPSReceiver(connector: replay, options: options, clock: clock)
+    return (clock, replay, receiver, line)
+  }
+
+  static func isBackup(_ command: ReceiverCommand?) -> Bool {
+    if case .mtkOther(225, let fields) = command { return fields == ["4"] }
+    return false
+  }
+
+  static func isStandby(_ command: ReceiverCommand?) -> Bool {
+    if case .mtkStandby = command { return true }
+    return false
+  }
+
+  @Test("10-minute request with FORCE_ON declared: backup between the fixes, woken by the pin")
+  func backupWithThePin() async throws {
+    let (clock, replay, receiver, line) = try bench { ModelWakeLine($0) }
+    let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(600))))
+    defer { log.stop() }
+    #expect(
+      await advance(clock, by: .milliseconds(500), upTo: .seconds(1400)) {
+        log.updates.count >= 3
+      })
+    let commands = replay.receivedCommands
+    #expect(commands.contains { Self.isBackup($0) }, "\(commands)")
+    #expect(!commands.contains { Self.isStandby($0) }, "\(commands)")
+    let energy = try #require(replay.energy)
+    #expect(energy.time(in: .backup) > .seconds(900), "\(energy)")
+    #expect(energy.time(in: .standby) < .seconds(5), "\(energy)")
+    // Released before each backup, driven at each wake.
+    let levels = try #require(line).driven
+    #expect(levels.filter { !$0 }.count >= 2 && levels.filter { $0 }.count >= 3, "\(levels)")
+    #expect(replay.starts.allSatisfy { $0.kind == .hot }, "\(replay.starts)")
+    #expect(await shutDown(receiver, advancing: clock))
+    // The shutdown's sleep is of unknown length: standby, which any byte ends.
+    #expect(Self.isStandby(replay.receivedCommands.last), "\(replay.receivedCommands.suffix(3))")
+  }
+
+  @Test("the same request without a declared pin: standby, never backup")
+  func standbyWithoutThePin() async throws {
+    let (clock, replay, receiver, _) = try bench(wakeLine: nil)
+    let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(600))))
+    defer { log.stop() }
+    #expect(
+      await advance(clock, by: .milliseconds(500), upTo: .seconds(800)) {
+        log.updates.count >= 2
+      })
+    let commands = replay.receivedCommands
+    #expect(!commands.contains { Self.isBackup($0) }, "\(commands)")
+    #expect(commands.contains { Self.isStandby($0) })
+    let energy = try #require(replay.energy)
+    #expect(energy.time(in: .backup) == .zero)
+    #expect(await shutDown(receiver, advancing: clock))
+  }
+
+  @Test("a line that cannot be released: not backup, the standby instead")
+  func failingLineFallsBackToStandby() async throws {
+    let (clock, replay, receiver, _) = try bench { ModelWakeLine($0, failsLow: true) }
+    let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(600))))
+    defer { log.stop() }
+    #expect(
+      await advance(clock, by: .milliseconds(500), upTo: .seconds(800)) {
+        log.updates.count >= 2
+      })
+    #expect(!replay.receivedCommands.contains { Self.isBackup($0) })
+    #expect(replay.receivedCommands.contains { Self.isStandby($0) })
+    #expect(await shutDown(receiver, advancing: clock))
+  }
+}
