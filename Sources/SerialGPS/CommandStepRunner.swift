@@ -1,4 +1,5 @@
 import Chipsets
+import NMEA
 import POSIX
 
 /// The controller's command loop: runs each step of a wake-up or a standby through the one
@@ -16,12 +17,20 @@ struct CommandStepRunner: Sendable {
   let counters: Locked<ReceiverStatistics>
   let hub: SubscriptionHub
   let shutdownRequested: Locked<Bool>
+  /// UTC as it is now, read at every write: a step that carries the time (aiding) makes its
+  /// bytes from it, so a retry says the time of its own writing.
+  let utc: @Sendable () -> UTCTimestamp?
 
   /// Runs each step through the one command runner (``CommandExchange``): write, wait for
   /// the acknowledgement when it has one, retry a bounded number of times, then settle. A
   /// command that fails is reported and the next one is still sent: the receiver may well be
   /// streaming anyway. `family`: the chipset the steps were chosen for, which a failure
   /// names when the receiver ignored them while it kept talking.
+  ///
+  /// An aiding step (one that carries the time) that the receiver refuses or leaves
+  /// unanswered is information, not a failure: a chip that already has its time may say so
+  /// (`$PMTK001,740,2`), a u-blox one by an MGA-ACK infoCode. It is counted
+  /// (``ReceiverStatistics/aidingNotTaken``) and the wake goes on.
   ///
   /// Wake-up steps are abandoned once a shutdown is asked for: the standby follows at once.
   /// Standby steps are never cut short, and never retried into a receiver that has gone quiet
@@ -33,7 +42,9 @@ struct CommandStepRunner: Sendable {
     for step in steps {
       guard let ran = await run(step, on: connection, abandonOnShutdown: abandonOnShutdown)
       else { return }
-      if let failure = Self.failure(of: ran, step: step, family: family) {
+      if step.timed != nil {
+        if !ran.outcome.succeeded { counters.withLock { $0.aidingNotTaken += 1 } }
+      } else if let failure = Self.failure(of: ran, step: step, family: family) {
         counters.withLock { $0.commandsFailed += 1 }
         hub.publish(status: .commandFailed(reason: failure))
       }
@@ -60,7 +71,7 @@ struct CommandStepRunner: Sendable {
     var exchange = CommandExchange<DriverInstant>(
       step: step, attempts: attempts, timeout: timeout,
       retry: abandonOnShutdown ? .always : .whileReceiverTalks)
-    var action = exchange.start()
+    var action = exchange.start(utc: utc())
     while true {
       switch action {
       case .write(let bytes):
@@ -81,11 +92,12 @@ struct CommandStepRunner: Sendable {
         switch result {
         case .answer(let answer):
           // A stray answer (another command's) leaves the deadline as it was.
-          action = exchange.answered(answer, now: clock.now) ?? .wait(until: deadline)
+          action =
+            exchange.answered(answer, now: clock.now, utc: utc()) ?? .wait(until: deadline)
         case .timedOut(let heardSince):
           if abandonOnShutdown && shutdownRequested.withLock({ $0 }) { return nil }
           heard = heardSince
-          action = exchange.timedOut(heard: heardSince, now: clock.now)
+          action = exchange.timedOut(heard: heardSince, now: clock.now, utc: utc())
         }
       case .finished(let outcome):
         return Ran(outcome: outcome, exchange: exchange, heard: heard)
