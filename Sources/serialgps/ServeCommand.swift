@@ -49,6 +49,8 @@ struct ServeOptions: Equatable, CommandArguments {
   var ubx: UBXMessageSelection = .none
   /// `--state-dir DIR`: where the receivers' last positions are kept across restarts.
   var stateDirectory = "/var/lib/serialgps"
+  /// `--no-aiding`: no time and position told to a receiver at a wake.
+  var aiding = true
   var devices: [String] = []
   /// The MQTT bridge's options (`--mqtt …`).
   var fleet = ServeFleetOptions()
@@ -121,6 +123,9 @@ struct ServeOptions: Equatable, CommandArguments {
                           tell a receiver that lost its backup power where it was, with the
                           time (default /var/lib/serialgps, the unit's StateDirectory=); one
                           that cannot be written is warned of, and nothing is kept
+      --no-aiding         never tell a receiver the time and its last position at a wake
+                          (by default a u-blox or MediaTek receiver that lost its backup
+                          power, or slept past its ephemeris, is told them; docs/chipsets.md)
       --help              show this help
 
     MQTT options:
@@ -214,6 +219,8 @@ struct ServeOptions: Equatable, CommandArguments {
         options.ubx = try reader.ubxMessages()
       case "--state-dir":
         options.stateDirectory = try reader.value("--state-dir needs a directory")
+      case "--no-aiding":
+        options.aiding = false
       case "--time":
         options.servesTime = true
       case "--time-offset":
@@ -329,6 +336,7 @@ struct ServeOptions: Equatable, CommandArguments {
     configuration.receiverOptions.awakeMarkers = SerialGPSPaths.awakeMarkers
     if let family { configuration.receiverOptions.chipset = .family(family) }
     configuration.receiverOptions.ubxMessages = ubx
+    configuration.receiverOptions.aiding = aiding
     configuration.baud = baudSetting
     if servesTime {
       var time = timeSettings
