@@ -199,4 +199,45 @@ import Testing
     #expect(replay.starts.last?.kind == .aided)
     #expect(await shutDown(receiver, advancing: clock))
   }
+
+  @Test("a refused aiding message is counted and the wake goes on; a refused selection fails")
+  func refusedAidingIsInformation() async throws {
+    let clock = ManualClock()
+    let physics = PhysicsConfiguration(
+      figures: .mediatekMT3339, backupPower: true, initialKnowledge: .ephemeris(age: .zero),
+      utcAtStart: UTCTimestamp(secondsSinceUnixEpoch: Self.origin.components.seconds))
+    // A chip that refuses every command it would acknowledge (`$PMTK001,…,2`), as a MediaTek
+    // that already has its time refuses `$PMTK740`; a byte still wakes it.
+    let replay = ReplayConnector(
+      recording: try loadFixture("mtk-cold-start"),
+      configuration: .init(
+        profile: .mediatek, loops: true, initialPowerState: .standby,
+        wakeDelay: .milliseconds(100), responses: .rejecting, physics: physics),
+      clock: clock)
+    var options = receiverOptions(linger: .zero, chipset: .family(.mediatek))
+    options.awakeMarkers = nil
+    options.wallClock = FollowingWallClock(clock: clock, origin: Self.origin)
+    let receiver = GPSReceiver(connector: replay, options: options, clock: clock)
+    let log = EventLog(receiver.subscribe())
+    defer { log.stop() }
+    #expect(
+      await advance(clock, by: .milliseconds(200), upTo: .seconds(20)) {
+        log.updates.contains { $0.fix.position != nil }
+      })
+    // The time was sent (a first start), refused, and only counted.
+    #expect(
+      replay.receivedCommands.contains {
+        if case .mtkOther(740, _) = $0 { true } else { false }
+      }, "\(replay.receivedCommands)")
+    #expect(receiver.statistics.aidingNotTaken == 1)
+    #expect(receiver.statistics.aidedWakes == 1)
+    // The refused selection is a failed command, as before; the aiding is not.
+    #expect(receiver.statistics.commandsFailed == 1)
+    let failures = log.statuses.compactMap { status -> String? in
+      if case .commandFailed(let reason) = status { return reason.message }
+      return nil
+    }
+    #expect(failures.count == 1 && failures.allSatisfy { $0.contains("PMTK314") }, "\(failures)")
+    #expect(await shutDown(receiver, advancing: clock))
+  }
 }
