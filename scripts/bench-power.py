@@ -570,6 +570,8 @@ def aims(case, runs, gpsd):
 
 
 def main():
+    if bench_aiding_main(sys.argv[1:]):  # (f): its own receivers, runs and report
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--serialgps")
     parser.add_argument("--cases", default="a,b,c,d,e")
@@ -699,6 +701,192 @@ def print_report(report):
             if g["deliveries"]:
                 print("  %12s lateness s / accuracy m: %s" % ("", "  ".join(
                     "%+.2f/%s" % (d["late"], fmt(d["acc"], 1)) for d in g["deliveries"])))
+
+
+# (f) a cold start with and without aiding (issue 24). Kept apart from the cases above: its
+# own receivers, runs, judging and report, started by `--cases f` (bench_aiding_main).
+
+GNSS_STOP = ubx(0x06, 0x04, bytes([0x00, 0x00, 0x08, 0x00]))
+
+
+def aiding_run(binary, scratch, logs, aided, index):
+    """One run of (f): `serialgps serve` on the simulated u-blox M8 without backup power.
+    Wake 1 (a cold first start) gives serve a fix; the client leaves and serve puts the
+    receiver to backup; the simulator's supply is then cut (`power-cycle` without a backup
+    battery: everything forgotten) and its GNSS stopped, so that it waits for the host as a
+    receiver serialgps left in GNSS stop does. Wake 2 is the cold start measured: from the
+    client's ?WATCH to the first TPV with a position, its charge from the energy file, its TTFF
+    from the simulator's start record, and the aiding the simulator received."""
+    name = "f-%s-%d" % ("aided" if aided else "plain", index)
+    energy_path = os.path.join(scratch, name + ".energy.json")
+    control = os.path.join(scratch, name + ".control")
+    replay_log = open(os.path.join(logs, name + ".replay.log"), "w")
+    serve_log = open(os.path.join(logs, name + ".log"), "w")
+    state = tempfile.mkdtemp(prefix=name + "-state-", dir=scratch)
+    replay, device = start_replay(binary, [
+        FIXTURE, "--chipset", "ublox", "--physics", "--start", "cold", "--no-backup", "--loop",
+        "--energy-file", energy_path, "--control", control], replay_log)
+    energy = Energy(energy_path)
+    serve = None
+    try:
+        arguments = [device, "--chipset", "ublox", "--baud", "9600", "--linger", "0",
+                     "--state-dir", state] + ([] if aided else ["--no-aiding"])
+        serve, port = start_serve(binary, arguments, serve_log)
+
+        def first_position(timeout):
+            """?WATCH until a TPV with a position; (seconds to it, the TPV)."""
+            client = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+            began = time.monotonic()
+            try:
+                client.sendall(b'?WATCH={"enable":true,"json":true};\n')
+                buffered = b""
+                while time.monotonic() - began < timeout:
+                    chunk = client.recv(65536)
+                    if not chunk:
+                        break
+                    buffered += chunk
+                    while b"\n" in buffered:
+                        line, buffered = buffered.split(b"\n", 1)
+                        report = json.loads(line)
+                        if report.get("class") == "TPV" and "lat" in report:
+                            return time.monotonic() - began, report
+            finally:
+                client.close()
+            raise RuntimeError("no position within %d s" % timeout)
+
+        def wait_for(condition, timeout, what):
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                summary = energy.now()
+                if condition(summary):
+                    return summary
+                time.sleep(0.1)
+            raise RuntimeError("the simulator never " + what)
+
+        def in_state(summary, state_name):
+            return summary["states"].get(state_name, {}).get("s", 0)
+
+        _, last = first_position(90)
+        asleep = wait_for(lambda s: in_state(s, "backup") > 0, 20, "went to backup")
+        with open(control, "w") as fifo:
+            fifo.write("power-cycle\n")
+        wait_for(lambda s: len(s["starts"]) > len(asleep["starts"]), 10, "booted")
+        fd = os.open(device, os.O_RDWR | os.O_NOCTTY)
+        try:
+            tty.setraw(fd)
+            os.write(fd, GNSS_STOP)
+        finally:
+            os.close(fd)
+        stopped = wait_for(lambda s: in_state(s, "gnssStopped") > 0.5, 10, "stopped its GNSS")
+        before = energy.now()
+        seconds, tpv = first_position(90)
+        after = energy.now()
+        start = after["starts"][len(stopped["starts"])]
+        aiding = [a for a in after["aiding"] if a["at_s"] >= before["clock_s"]]
+        checks = []
+        for aid in aiding:
+            if aid["kind"] == "time":
+                given = aid["given"]
+                then = aid["utc_then"]
+                checks.append(abs(iso_seconds(given) - iso_seconds(then)))
+        position = next((a for a in aiding if a["kind"] == "position"), None)
+        return {
+            "aided": aided, "ttff_s": start.get("ttff_s"), "start": start["kind"],
+            "to_first_tpv_s": seconds, "charge_mAh": after["charge_mAh"] - before["charge_mAh"],
+            "aiding": [(a["kind"], a["phase"], a["usable"]) for a in aiding],
+            "time_error_s": checks[0] if checks else None,
+            "position_error_m": None if position is None else distance_m(
+                position["lat"], position["lon"], last["lat"], last["lon"]),
+            "first_fix": (tpv["lat"], tpv["lon"]),
+        }
+    finally:
+        if serve:
+            stop(serve)
+        energy.stop()
+        stop(replay)
+        replay_log.close()
+        serve_log.close()
+
+
+def iso_seconds(text):
+    """Seconds of an ISO 8601 UTC time, to the millisecond."""
+    import datetime
+    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+
+
+def distance_m(lat1, lon1, lat2, lon2):
+    """Great-circle distance in metres (a sphere of 6371 km)."""
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    dp, dl = p2 - p1, math.radians(lon2 - lon1)
+    h = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
+    return 2 * 6371000 * math.asin(math.sqrt(h))
+
+
+def bench_aiding_main(argv):
+    """`--cases f [--runs f=N] [--serialgps PATH] [--json]`: (f) alone, its runs with and
+    without aiding side by side (two lanes); True when it ran (the other cases then do not)."""
+    if "--cases" not in argv or argv[argv.index("--cases") + 1] != "f":
+        return False
+    binary = argv[argv.index("--serialgps") + 1] if "--serialgps" in argv else os.path.join(
+        REPO, ".build", "release", "serialgps")
+    runs = 3
+    if "--runs" in argv:
+        runs = int(argv[argv.index("--runs") + 1].partition("f=")[2] or 3)
+    scratch = tempfile.mkdtemp(prefix="serialgps-bench-aiding-")
+    logs = argv[argv.index("--logs") + 1] if "--logs" in argv else scratch
+    os.makedirs(logs, exist_ok=True)
+    os.environ.setdefault("SERIALGPS_RUNTIME_DIR", scratch)
+    load_before = os.getloadavg()
+    began = time.monotonic()
+    results = {True: [], False: []}
+    errors = []
+
+    def lane(aided):
+        for index in range(runs):
+            try:
+                results[aided].append(aiding_run(binary, scratch, logs, aided, index))
+            except Exception as error:
+                errors.append("f %s run %d: %r" % ("aided" if aided else "plain", index, error))
+
+    threads = [threading.Thread(target=lane, args=(a,)) for a in (True, False)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    load_after = os.getloadavg()
+    report = {
+        "machine": "%s, %d cores" % (os.uname().machine, os.cpu_count()),
+        "load_1min": [round(load_before[0], 2), round(load_after[0], 2)],
+        "binary": os.path.relpath(binary, REPO), "wall_s": round(time.monotonic() - began, 1),
+        "errors": errors, "aided": results[True], "plain": results[False],
+    }
+    if "--json" in argv:
+        print(json.dumps(report, indent=1))
+    else:
+        print("bench-power (f): %s; %s, load %s -> %s; time scale 1, %.0f s wall" % (
+            FIGURES["name"], report["machine"], report["load_1min"][0],
+            report["load_1min"][1], report["wall_s"]))
+        print("(f) a cold start (backup lost) after a fix, with and without aiding")
+        print("  %-10s %7s %9s %9s %7s %8s %9s  %s" % (
+            "", "TTFF s", "to TPV s", "mAh", "start", "time s", "pos m", "aiding (phase)"))
+        for label, key in (("aided", True), ("not aided", False)):
+            for index, r in enumerate(results[key]):
+                print("  %-10s %7s %9.2f %9.4f %7s %8s %9s  %s" % (
+                    "%s %d" % (label, index + 1), fmt(r["ttff_s"], 2), r["to_first_tpv_s"],
+                    r["charge_mAh"], r["start"], fmt(r["time_error_s"], 3),
+                    fmt(r["position_error_m"], 1),
+                    ", ".join("%s %s%s" % (k, p, "" if u else " unusable")
+                              for k, p, u in r["aiding"]) or "none"))
+            if results[key]:
+                print("  %-10s %7s %9s %9s" % (
+                    "median", fmt(median([r["ttff_s"] for r in results[key]]), 2),
+                    fmt(median([r["to_first_tpv_s"] for r in results[key]]), 2),
+                    fmt(median([r["charge_mAh"] for r in results[key]]), 4)))
+    if errors:
+        print("\n".join(errors), file=sys.stderr)
+        sys.exit(1)
+    return True
 
 
 if __name__ == "__main__":

@@ -17,12 +17,20 @@ struct CommandStepRunner: Sendable {
   let counters: Locked<ReceiverStatistics>
   let hub: SubscriptionHub
   let shutdownRequested: Locked<Bool>
+  /// UTC as it is now, read at every write: a step that carries the time (aiding) makes its
+  /// bytes from it, so a retry says the time of its own writing.
+  let utc: @Sendable () -> UTCTimestamp?
 
   /// Runs each step through the one command driver (``CommandDriver``): write, wait for the
   /// acknowledgement when it has one, retry a bounded number of times, then settle. A
   /// command that fails is reported and the next one is still sent: the receiver may well be
   /// streaming anyway. `family`: the chipset the steps were chosen for, which a failure
   /// names when the receiver ignored them while it kept talking.
+  ///
+  /// An aiding step (one that carries the time) that the receiver refuses or leaves
+  /// unanswered is information, not a failure: a chip that already has its time may say so
+  /// (`$PMTK001,740,2`), a u-blox one by an MGA-ACK infoCode. It is counted
+  /// (``ReceiverStatistics/aidingNotTaken``) and the wake goes on.
   ///
   /// Wake-up steps are abandoned once a shutdown is asked for: the standby follows at once.
   /// Standby steps are never cut short, and never retried into a receiver that has gone quiet
@@ -37,7 +45,9 @@ struct CommandStepRunner: Sendable {
     _ = try? await driver.run(
       steps, retry: abandonOnShutdown ? .always : .whileReceiverTalks, on: &port
     ) { ran in
-      if let failure = Self.failure(of: ran, family: family) {
+      if ran.step.timed != nil {
+        if !ran.outcome.succeeded { counters.withLock { $0.aidingNotTaken += 1 } }
+      } else if let failure = Self.failure(of: ran, family: family) {
         counters.withLock { $0.commandsFailed += 1 }
         hub.publish(status: .commandFailed(reason: failure))
       }
@@ -62,7 +72,7 @@ struct CommandStepRunner: Sendable {
     ConnectionCommandPort(
       connection: connection, acknowledgements: acknowledgements, clock: clock,
       counters: counters, shutdownRequested: shutdownRequested,
-      abandonOnShutdown: abandonOnShutdown)
+      abandonOnShutdown: abandonOnShutdown, readUTC: utc)
   }
 
   /// What subscribers are told of a step that did not succeed; `nil` when it did.
@@ -113,9 +123,11 @@ struct ConnectionCommandPort: CommandPort {
   let shutdownRequested: Locked<Bool>
   /// Whether a shutdown gives up these steps (a wake-up's, never a standby's).
   let abandonOnShutdown: Bool
+  /// UTC as it is now (the receiver's one wall clock).
+  let readUTC: @Sendable () -> UTCTimestamp?
 
   var now: DriverInstant { clock.now }
-  var utc: UTCTimestamp? { nil }
+  var utc: UTCTimestamp? { readUTC() }
   var isAbandoned: Bool { abandonOnShutdown && shutdownRequested.withLock { $0 } }
 
   func write(_ bytes: [UInt8], of step: CommandStep) async throws {

@@ -1,5 +1,6 @@
 import Chipsets
 import NMEA
+import POSIX
 import TimeService
 
 /// A GPS receiver that is powered only while someone listens.
@@ -65,6 +66,22 @@ public final class GPSReceiver: Sendable {
     /// How deep a power-off may put the receiver: ``SleepDepth/deepest`` it can certainly
     /// leave (the default), or ``SleepDepth/standby`` always, for the quickest wakes.
     public var sleepDepth: SleepDepth = .deepest
+    /// Whether a wake that will be a cold or warm start (a first start, a receiver that lost
+    /// its backup power or slept past its ephemeris) tells a u-blox or MediaTek receiver the
+    /// time and its last position (docs/chipsets.md, "Aiding"). Never to a receiver whose
+    /// family is not known.
+    public var aiding = true
+    /// Where the receiver's last position is kept across restarts (``PositionMemory``):
+    /// written when it is put to standby, read for its first wake. `nil` (the default): not
+    /// kept, the last fix of this process alone aids.
+    public var positionMemory: PositionMemory? = nil
+    /// Where the receiver is, for a first start with no fix of this process and none kept in
+    /// ``positionMemory`` (an app that knows its place: a fixed station, a position from the
+    /// network). Its accuracy is widened by its age at the wake, as a fix's is.
+    public var initialPosition: KnownPosition? = nil
+    /// The one wall clock the driver reads (the time aiding tells a receiver); tests inject a
+    /// ``POSIX/FixedWallClock``.
+    package var wallClock: any WallClock = SystemWallClock()
 
     public init() {}
   }
@@ -310,6 +327,11 @@ public struct ReceiverStatistics: Sendable, Hashable {
   /// Location requests refused because they cannot be met (a zero or negative interval,
   /// count, duration or accuracy): their sequences end at once.
   public var refusedRequests = 0
+  /// Wakes that told the receiver the time (and its last position) before its start, and
+  /// aiding messages it refused or left unanswered (a chip that already has its time answers
+  /// `$PMTK001,740,2`): information, the wake goes on.
+  public var aidedWakes = 0
+  public var aidingNotTaken = 0
 
   public init() {}
 }

@@ -31,6 +31,13 @@ public struct PositionMemory: Sendable, Hashable {
 
   public init(directory: String) { self.directory = directory }
 
+  /// The memory in `directory`, made when missing (mode 0755); `nil` when this process cannot
+  /// write there (a directory of root's for a user's process): then nothing is kept, and
+  /// nothing fails.
+  public static func writable(directory: String) -> PositionMemory? {
+    AwakeMarkers.prepare(directory) ? PositionMemory(directory: directory) : nil
+  }
+
   /// The file of the receiver known as `identity`.
   func path(for identity: String) -> String {
     directory + "/" + AwakeMarkers.fileName(for: identity) + ".position"

@@ -36,6 +36,11 @@ final class ReceiverController: @unchecked Sendable {
   private var reader: OwnThread?
   private var readerStop: Locked<Bool>?
   private var generation = 0
+  /// The receiver's last sleep and what its last wake showed, for planning the next wake.
+  private var wakes = WakeRecord()
+  /// The position last kept in ``GPSReceiver/Options/positionMemory``, so that an unchanged
+  /// one is not written again.
+  private var savedPosition: KnownPosition?
 
   init(core: ReceiverCore) {
     self.core = core
@@ -43,7 +48,8 @@ final class ReceiverController: @unchecked Sendable {
     commands = CommandStepRunner(
       acknowledgements: core.acknowledgements, clock: core.clock,
       attempts: options.commandAttempts, timeout: options.acknowledgementTimeout,
-      counters: core.counters, hub: core.hub, shutdownRequested: core.shutdownRequested)
+      counters: core.counters, hub: core.hub, shutdownRequested: core.shutdownRequested,
+      utc: { [options] in options.utcNow() })
     policy = PowerPolicy(
       configuration: .init(
         linger: options.linger,
@@ -83,6 +89,9 @@ final class ReceiverController: @unchecked Sendable {
           handle(policyEvent, deferring: &operations)
         case .requests(let requestEvent):
           if case .timerFired(let id) = requestEvent { requestTimers[id] = nil }
+          if case .fix(let update) = requestEvent, update.fix.position != nil {
+            wakes.fixArrived(at: update.arrival)
+          }
           schedule(requestEvent, deferring: &operations)
         case .readerFailed(let failedGeneration, let reason):
           // A stale failure from a connection already closed is no news.
@@ -179,13 +188,18 @@ final class ReceiverController: @unchecked Sendable {
     case .powerOn:
       return await powerOn()
     case .powerOff:
+      let wasOpen = connection != nil
       await powerOff(sendCommands: true)
+      if wasOpen { asleep(commanded: true) }
       return .poweredOff
     case .discardConnection:
+      let wasOpen = connection != nil
       await powerOff(sendCommands: false)
+      if wasOpen { asleep(commanded: false) }
       return nil
     case .putToStandby:
       await putLeftoverToStandby()
+      asleep(commanded: true)
       return .poweredOff
     case .armTimer, .cancelTimer, .status:
       performAtOnce(action)
@@ -218,6 +232,8 @@ final class ReceiverController: @unchecked Sendable {
 
   private func powerOn() async -> PowerPolicy.Event {
     core.knowledge.forgetReceiverIfChanged()
+    let sleep = (slept: wakes.slept(at: clock.now), keptBackup: wakes.keptBackup)
+    wakes.wakeBegins(at: clock.now)
     let opened: any ReceiverConnection
     do {
       opened = try await connector.connect(wakingWith: core.knowledge.commandSet().family)
@@ -244,12 +260,57 @@ final class ReceiverController: @unchecked Sendable {
       set = core.knowledge.commandSet()
       tellIfWithheld(.powerOn)
     }
-    await commands.send(
-      set.powerOnSteps, to: opened, family: set.family, abandonOnShutdown: true)
+    var steps = set.powerOnSteps
+    if options.aiding, set.family.hasCommands {
+      let context = WakeContext(
+        now: options.utcNow(), timeAccuracy: Self.wallClockAccuracy, family: set.family,
+        lastPosition: lastPosition(), slept: sleep.slept, keptBackup: sleep.keptBackup)
+      steps = set.powerOnSteps(for: context)
+      if steps.contains(where: { $0.timed != nil }) {
+        core.counters.withLock { $0.aidedWakes += 1 }
+      }
+    }
+    await commands.send(steps, to: opened, family: set.family, abandonOnShutdown: true)
     if let markers = options.awakeMarkers, let identity = connector.markerIdentity {
       markers.markAwake(identity)
     }
     return .poweredOn
+  }
+
+  /// How far the wall clock is taken to be from UTC when aiding: the driver does not ask the
+  /// kernel how well it is set; a second covers a clock kept by NTP or read from a real-time
+  /// clock at boot, and is what an aided start needs (docs/chipsets.md, "Aiding").
+  static let wallClockAccuracy: Duration = .seconds(1)
+
+  /// What the receiver is told of where it was: the last fix heard, else the position kept
+  /// across restarts, else the app's ``GPSReceiver/Options/initialPosition``.
+  private func lastPosition() -> KnownPosition? {
+    if let fix = core.hub.latestFix?.fix, let known = KnownPosition(aidingFrom: fix) {
+      return known
+    }
+    if let memory = options.positionMemory, let now = options.utcNow(),
+      let kept = memory.position(identity: positionIdentity, now: now)
+    {
+      return kept
+    }
+    return options.initialPosition
+  }
+
+  /// The name a kept position goes by: the connector's stable identity, else the device (a
+  /// position belongs to the machine as much as to its receiver).
+  private var positionIdentity: String { connector.markerIdentity ?? connector.deviceName }
+
+  /// The receiver was put to sleep (`commanded`) or its connection closed after a loss: noted
+  /// for the next wake, and its last fix kept in the position memory.
+  private func asleep(commanded: Bool) {
+    wakes.poweredOff(at: clock.now, commanded: commanded)
+    guard let memory = options.positionMemory, let fix = core.hub.latestFix?.fix,
+      let position = KnownPosition(aidingFrom: fix), position != savedPosition
+    else { return }
+    // A state directory that cannot be written costs only the aiding of the next start.
+    if (try? memory.save(position, identity: positionIdentity)) != nil {
+      savedPosition = position
+    }
   }
 
   /// Asks the receiver what it is (``ChipsetProbe``) through the one command runner: the
@@ -346,7 +407,7 @@ final class ReceiverController: @unchecked Sendable {
     }
     // Not in backup: awake (or gone). The line goes high again so that it cannot enter
     // backup by itself later, and the standby follows.
-    if let ran, let failure = CommandStepRunner.failure(of: ran, step: step, family: set.family) {
+    if let ran, let failure = CommandStepRunner.failure(of: ran, family: set.family) {
       core.counters.withLock { $0.commandsFailed += 1 }
       core.hub.publish(status: .commandFailed(reason: failure))
     }

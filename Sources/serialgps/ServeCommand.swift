@@ -51,6 +51,10 @@ struct ServeOptions: Equatable, CommandArguments {
   var family: ChipsetFamily?
   /// `--ubx`: the UBX messages a u-blox receiver adds to its NMEA.
   var ubx: UBXMessageSelection = .none
+  /// `--state-dir DIR`: where the receivers' last positions are kept across restarts.
+  var stateDirectory = "/var/lib/serialgps"
+  /// `--no-aiding`: no time and position told to a receiver at a wake.
+  var aiding = true
   var devices: [String] = []
   /// The MQTT bridge's options (`--mqtt …`).
   var fleet = ServeFleetOptions()
@@ -123,6 +127,13 @@ struct ServeOptions: Equatable, CommandArguments {
                           receiver's NMEA. navigation for u-blox 8 and later, legacy for
                           u-blox 6. It adds 400–780 bytes an epoch to the NMEA: a u-blox 8
                           at 9600 baud has no room for both (docs/ubx.md)
+      --state-dir DIR     where each receiver's last position is kept across restarts, to
+                          tell a receiver that lost its backup power where it was, with the
+                          time (default /var/lib/serialgps, the unit's StateDirectory=); one
+                          that cannot be written is warned of, and nothing is kept
+      --no-aiding         never tell a receiver the time and its last position at a wake
+                          (by default a u-blox or MediaTek receiver that lost its backup
+                          power, or slept past its ephemeris, is told them; docs/chipsets.md)
       --help              show this help
 
     MQTT options:
@@ -223,6 +234,10 @@ struct ServeOptions: Equatable, CommandArguments {
         options.family = try reader.chipset(allowingAuto: true)
       case "--ubx":
         options.ubx = try reader.ubxMessages()
+      case "--state-dir":
+        options.stateDirectory = try reader.value("--state-dir needs a directory")
+      case "--no-aiding":
+        options.aiding = false
       case "--time":
         options.servesTime = true
       case "--time-offset":
@@ -346,6 +361,7 @@ struct ServeOptions: Equatable, CommandArguments {
     configuration.receiverOptions.awakeMarkers = SerialGPSPaths.awakeMarkers
     if let family { configuration.receiverOptions.chipset = .family(family) }
     configuration.receiverOptions.ubxMessages = ubx
+    configuration.receiverOptions.aiding = aiding
     configuration.baud = baudSetting
     if servesTime {
       var time = timeSettings
@@ -383,6 +399,13 @@ enum ServeCommand {
       return 2
     }
     configuration.log = { message in Output.error.line(message) }
+    configuration.receiverOptions.positionMemory = PositionMemory.writable(
+      directory: options.stateDirectory)
+    if configuration.receiverOptions.positionMemory == nil {
+      Output.error.line(
+        "serialgps serve: warning: cannot write to \(options.stateDirectory) (--state-dir): "
+          + "receivers' positions are not kept across restarts")
+    }
     var fleet: ServeFleet?
     if options.fleet.isEnabled {
       switch await ServeFleet.start(

@@ -60,6 +60,8 @@ import Testing
     options.chipset = .family(family)
     options.acknowledgementTimeout = acknowledgementTimeout
     options.commandAttempts = 3
+    // The plain wake-up steps, byte for byte: aiding at a wake is WakeAidingTests'.
+    options.aiding = false
     options.reconnectDelay = .milliseconds(100)
     options.maximumReconnectDelay = .milliseconds(400)
     return GPSReceiver(

@@ -1,0 +1,243 @@
+import Chipsets
+import Foundation
+import NMEA
+import POSIX
+import Replay
+import SerialGPS
+import Testing
+
+/// Aiding at a wake through the gated receiver (``GPSReceiver``, its controller and command
+/// runner) on the simulated u-blox M9: the time from the injected wall clock and the last
+/// position reach the chip before its acquisition, on the wakes that need them only.
+@Suite struct WakeAidingTests {
+  /// The wall clock the receiver is given: UTC `origin` at the manual clock's origin, moving
+  /// with it, as the simulator's UTC does.
+  struct FollowingWallClock: WallClock {
+    let clock: ManualClock
+    let origin: Duration
+    func now() -> Duration { origin + clock.now.sinceOrigin }
+  }
+
+  /// 2026-12-04 06:00:00 UTC.
+  static let origin = Duration.seconds(1_796_364_000)
+
+  /// A simulated M9 on USB, its GNSS stopped (as the driver leaves a u-blox on USB), and a
+  /// receiver over it that commands it as an M9 (or, with `chipset`, as told), with a linger of
+  /// zero and the wall clock following the simulator's UTC.
+  static func bench(
+    backupPower: Bool, knowledge: PhysicsConfiguration.InitialKnowledge,
+    chipset: ChipsetChoice? = nil, initialPowerState: SimulatedPowerState = .gnssStopped,
+    announcesChipset: Bool = true, memory: PositionMemory? = nil
+  ) throws -> (ManualClock, ReplayConnector, GPSReceiver) {
+    let clock = ManualClock()
+    let physics = PhysicsConfiguration(
+      figures: .ubloxM9, backupPower: backupPower, initialKnowledge: knowledge,
+      utcAtStart: UTCTimestamp(secondsSinceUnixEpoch: origin.components.seconds))
+    let replay = ReplayConnector(
+      recording: try loadFixture("ublox-m8-drive"),
+      configuration: .init(
+        profile: .ublox(.m9), loops: true, initialPowerState: initialPowerState,
+        wakeDelay: .milliseconds(100), announcesChipset: announcesChipset,
+        deviceName: "/dev/ttyACM-aiding", physics: physics),
+      clock: clock)
+    var options = receiverOptions(
+      linger: .zero,
+      chipset: chipset
+        ?? .custom(UbloxCommandSet(UbloxOptions(generation: .m9AndLater, port: .usb))))
+    options.awakeMarkers = nil
+    options.positionMemory = memory
+    options.wallClock = FollowingWallClock(clock: clock, origin: origin)
+    return (clock, replay, GPSReceiver(connector: replay, options: options, clock: clock))
+  }
+
+  /// Subscribes, advances until a fix with a position arrives, and unsubscribes; true once
+  /// the receiver is back in `asleep`.
+  static func wake(
+    _ receiver: GPSReceiver, _ replay: ReplayConnector, _ clock: ManualClock,
+    asleep: SimulatedPowerState? = .gnssStopped
+  ) async -> Bool {
+    let log = EventLog(receiver.subscribe())
+    let fixed = await advance(clock, by: .milliseconds(200), upTo: .seconds(60)) {
+      log.updates.contains { $0.fix.position != nil }
+    }
+    log.stop()
+    guard fixed else { return false }
+    guard let asleep else { return true }
+    return await advance(clock, by: .milliseconds(100), upTo: .seconds(5)) {
+      replay.powerState == asleep
+    }
+  }
+
+  /// The wall clock's UTC at the simulator's `at`.
+  static func wallUTC(at moment: Duration) -> Double {
+    Double((origin + moment).components.seconds)
+      + Double((origin + moment).components.attoseconds) / 1e18
+  }
+
+  @Test("a receiver that lost its backup is told the time and its last fix before it acquires")
+  func lostBackupIsAided() async throws {
+    let (clock, replay, receiver) = try Self.bench(backupPower: false, knowledge: .nothing)
+    // First start: nothing known of the backup, so the time goes (no position yet).
+    #expect(await Self.wake(receiver, replay, clock))
+    let first = replay.aidingReceived
+    #expect(first.count == 1, "\(first)")
+    // Its start was cold (24 s), so the backup is taken as lost for the next wake.
+    #expect(replay.starts.first?.kind == .cold)
+    let last = try #require(receiver.latestFix?.fix.position)
+    clock.advance(by: .seconds(60))
+    #expect(await Self.wake(receiver, replay, clock))
+    let aiding = Array(replay.aidingReceived.dropFirst(first.count))
+    #expect(aiding.count == 2, "\(aiding)")
+    #expect(aiding.allSatisfy { $0.usable && $0.phase == .beforeAcquisition }, "\(aiding)")
+    guard case .time(let given, _) = aiding.first?.content else {
+      Issue.record("time first: \(aiding)")
+      return
+    }
+    let wall = Self.wallUTC(at: try #require(aiding.first).at)
+    #expect(abs(given.unixTime - wall) < 1, "told \(given), the wall clock said \(wall)")
+    guard case .position(let latitude, let longitude, _, let accuracy) = aiding.last?.content
+    else {
+      Issue.record("then the position: \(aiding)")
+      return
+    }
+    #expect(abs(latitude - last.latitude.decimalDegrees) < 1e-6)
+    #expect(abs(longitude - last.longitude.decimalDegrees) < 1e-6)
+    // Widened by its age (a minute and a little at 50 m/s).
+    #expect((accuracy ?? 0) > 3000, "\(String(describing: accuracy))")
+    #expect(receiver.statistics.aidedWakes == 2)
+    #expect(receiver.statistics.commandsFailed == 0)
+    #expect(await shutDown(receiver, advancing: clock))
+  }
+
+  @Test("a hot start (backup kept, a short sleep) is not aided; the first start is")
+  func hotStartIsNotAided() async throws {
+    let (clock, replay, receiver) = try Self.bench(
+      backupPower: true, knowledge: .ephemeris(age: .zero))
+    #expect(await Self.wake(receiver, replay, clock))
+    let first = replay.aidingReceived.count
+    // Nothing known of the backup at the first start: aided.
+    #expect(first == 1)
+    #expect(replay.starts.first?.kind == .hot)
+    clock.advance(by: .seconds(60))
+    #expect(await Self.wake(receiver, replay, clock))
+    #expect(replay.aidingReceived.count == first, "\(replay.aidingReceived)")
+    #expect(replay.starts.count == 2 && replay.starts.last?.kind == .hot)
+    #expect(receiver.statistics.aidedWakes == 1)
+    #expect(await shutDown(receiver, advancing: clock))
+  }
+
+  @Test(
+    "aiding only to a receiver whose family is known: named by its USB IDs, or never",
+    arguments: [true, false])
+  func unknownFamilyIsNotAided(namedByUSB: Bool) async throws {
+    let (clock, replay, receiver) = try Self.bench(
+      backupPower: false, knowledge: .nothing, chipset: .automatic, initialPowerState: .running,
+      announcesChipset: namedByUSB)
+    #expect(await Self.wake(receiver, replay, clock, asleep: nil))
+    #expect(
+      await advance(clock, by: .milliseconds(100), upTo: .seconds(5)) {
+        receiver.statistics.powerOffs == 1
+      })
+    clock.advance(by: .seconds(60))
+    #expect(await Self.wake(receiver, replay, clock, asleep: nil))
+    if namedByUSB {
+      // A first start of a u-blox: told the time; and again at the second wake, as its first
+      // start was cold.
+      #expect(receiver.commandFamily == .ublox)
+      #expect(receiver.statistics.aidedWakes == 2)
+      #expect(replay.aidingReceived.count == 3, "\(replay.aidingReceived)")
+    } else {
+      // Nothing names it (its NMEA alone does not): no power commands, no aiding, at either
+      // wake, although its first start was cold.
+      #expect(receiver.commandFamily == .nmea)
+      #expect(replay.starts.first?.kind == .cold)
+      #expect(replay.aidingReceived.isEmpty, "\(replay.aidingReceived)")
+      #expect(receiver.statistics.aidedWakes == 0)
+    }
+    #expect(await shutDown(receiver, advancing: clock))
+  }
+
+  @Test("a second receiver on the same state directory aids with the first one's position")
+  func positionKeptAcrossRestarts() async throws {
+    let directory = FileManager.default.temporaryDirectory
+      .appendingPathComponent("serialgps-aiding-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let memory = PositionMemory(directory: directory)
+    let position: Position
+    do {
+      let (clock, replay, receiver) = try Self.bench(
+        backupPower: true, knowledge: .ephemeris(age: .zero), memory: memory)
+      #expect(await Self.wake(receiver, replay, clock))
+      position = try #require(receiver.latestFix?.fix.position)
+      #expect(await shutDown(receiver, advancing: clock))
+    }
+    let files = try FileManager.default.contentsOfDirectory(atPath: directory)
+    #expect(files == ["_dev_ttyACM-aiding.position"], "\(files)")
+    // A new process: its receiver lost its backup, and nothing of this process saw a fix.
+    let (clock, replay, receiver) = try Self.bench(
+      backupPower: false, knowledge: .nothing, memory: memory)
+    clock.advance(by: .seconds(120))
+    let log = EventLog(receiver.subscribe())
+    defer { log.stop() }
+    #expect(
+      await advance(clock, by: .milliseconds(200), upTo: .seconds(10)) {
+        replay.aidingReceived.count >= 2
+      })
+    let aiding = replay.aidingReceived
+    guard case .position(let latitude, let longitude, _, _) = aiding.last?.content else {
+      Issue.record("the kept position: \(aiding)")
+      return
+    }
+    #expect(abs(latitude - position.latitude.decimalDegrees) < 1e-6)
+    #expect(abs(longitude - position.longitude.decimalDegrees) < 1e-6)
+    #expect(aiding.allSatisfy { $0.phase == .beforeAcquisition })
+    #expect(
+      await advance(clock, by: .milliseconds(200), upTo: .seconds(60)) {
+        replay.starts.last?.firstFix != nil
+      })
+    #expect(replay.starts.last?.kind == .aided)
+    #expect(await shutDown(receiver, advancing: clock))
+  }
+
+  @Test("a refused aiding message is counted and the wake goes on; a refused selection fails")
+  func refusedAidingIsInformation() async throws {
+    let clock = ManualClock()
+    let physics = PhysicsConfiguration(
+      figures: .mediatekMT3339, backupPower: true, initialKnowledge: .ephemeris(age: .zero),
+      utcAtStart: UTCTimestamp(secondsSinceUnixEpoch: Self.origin.components.seconds))
+    // A chip that refuses every command it would acknowledge (`$PMTK001,…,2`), as a MediaTek
+    // that already has its time refuses `$PMTK740`; a byte still wakes it.
+    let replay = ReplayConnector(
+      recording: try loadFixture("mtk-cold-start"),
+      configuration: .init(
+        profile: .mediatek, loops: true, initialPowerState: .standby,
+        wakeDelay: .milliseconds(100), responses: .rejecting, physics: physics),
+      clock: clock)
+    var options = receiverOptions(linger: .zero, chipset: .family(.mediatek))
+    options.awakeMarkers = nil
+    options.wallClock = FollowingWallClock(clock: clock, origin: Self.origin)
+    let receiver = GPSReceiver(connector: replay, options: options, clock: clock)
+    let log = EventLog(receiver.subscribe())
+    defer { log.stop() }
+    #expect(
+      await advance(clock, by: .milliseconds(200), upTo: .seconds(20)) {
+        log.updates.contains { $0.fix.position != nil }
+      })
+    // The time was sent (a first start), refused, and only counted.
+    #expect(
+      replay.receivedCommands.contains {
+        if case .mtkOther(740, _) = $0 { true } else { false }
+      }, "\(replay.receivedCommands)")
+    #expect(receiver.statistics.aidingNotTaken == 1)
+    #expect(receiver.statistics.aidedWakes == 1)
+    // The refused selection is a failed command, as before; the aiding is not.
+    #expect(receiver.statistics.commandsFailed == 1)
+    let failures = log.statuses.compactMap { status -> String? in
+      if case .commandFailed(let reason) = status { return reason.message }
+      return nil
+    }
+    #expect(failures.count == 1 && failures.allSatisfy { $0.contains("PMTK314") }, "\(failures)")
+    #expect(await shutDown(receiver, advancing: clock))
+  }
+}
