@@ -66,8 +66,10 @@ import Testing
       .fix(update(at: start + .seconds(2))), now: start + .seconds(2))
     #expect(actions.contains(.powerOff(linger: false)))
     // Due 600 s after the delivery at 2 s, woken the learned start (2 s) and the margin
-    // (1 s) before.
-    #expect(scheduler.nextWake == start + .seconds(599))
+    // before.
+    #expect(
+      scheduler.nextWake
+        == start + .seconds(602) - .seconds(2) - RequestScheduler.Configuration().wakeMargin)
   }
 
   func update(at arrival: DriverInstant) -> FixUpdate {
