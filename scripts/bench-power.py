@@ -20,6 +20,8 @@ carries its error. The charge is the energy file's, read at the case's start and
   (c) `serialgps locate DEV --accuracy 10 --json` at 0, 120 and 240 s, window 360 s;
   (d) `serialgps serve` with a client that only sends ?POLL; every 5 s, for 60 s;
   (e) as (a) with the simulator's ephemeris valid 300 s (`--ephemeris-validity 300`), 720 s.
+  (f) (`--cases f` alone, `aiding_run`): a cold start after a fix, the simulator's supply cut
+      without a backup battery, through `serve --state-dir` with and without `--no-aiding`.
 - gpsd: `gpsd -b -N -n` (read-only) on a receiver of its own left running, as gpsd leaves
   one, with a ?WATCH client; for (a), (c) and (e) the delivery of each due fix is the first
   TPV at or after its due time that reaches the accuracy.
