@@ -591,6 +591,8 @@ def main():
                 break
     if not binary:
         sys.exit("build serialgps first: swift build -c release --product serialgps")
+    if args.cases == "g":
+        return sleep_depth(binary, args.json)
     for tool in ("gpsd", "mosquitto", "mosquitto_pub", "mosquitto_sub"):
         if subprocess.call(["which", tool], stdout=subprocess.DEVNULL) != 0:
             sys.exit("%s is not installed (make test-deps)" % tool)
@@ -653,6 +655,109 @@ def main():
     if errors:
         print("\n".join(errors), file=sys.stderr)
         sys.exit(1)
+
+
+# (g) Sleep depth (issue 24, "Sleep depth"): one fix every 10 minutes for an hour of the
+# simulator's scaled time, with the sleeps the driver chooses against the quick-wake standby
+# only (`watch --sleep standby`), for a u-blox M8 on a UART and a MediaTek MT3339, the
+# MediaTek with and without a declared wake line (the simulator's FORCE_ON through its
+# control FIFO: `watch --wake-pin control:FIFO`). `scripts/bench-power.py --cases g`.
+SLEEP_SCALE = 4
+SLEEP_RECEIVERS = [
+    # (name, replay arguments, watch arguments)
+    ("u-blox M8, standby only", ["ublox-m8-drive", "ublox"], ["--sleep", "standby"]),
+    ("u-blox M8, chosen", ["ublox-m8-drive", "ublox"], []),
+    ("MediaTek, standby only", ["mtk-cold-start", "mtk"], ["--sleep", "standby"]),
+    ("MediaTek, chosen, no pin", ["mtk-cold-start", "mtk"], []),
+    ("MediaTek, chosen, FORCE_ON", ["mtk-cold-start", "mtk"], ["--wake-pin"]),
+]
+
+
+def sleep_depth(binary, as_json):
+    scratch = tempfile.mkdtemp(prefix="serialgps-bench-sleep-")
+    window = 3600.0 / SLEEP_SCALE
+    interval = 600.0 / SLEEP_SCALE
+    load_before = os.getloadavg()
+    began = time.monotonic()
+    results = [None] * len(SLEEP_RECEIVERS)
+
+    def run(index):
+        name, (fixture, chipset), extra = SLEEP_RECEIVERS[index]
+        energy_path = os.path.join(scratch, "g%d.energy.json" % index)
+        control = os.path.join(scratch, "g%d.control" % index)
+        log = open(os.path.join(scratch, "g%d.log" % index), "w")
+        replay, device = start_replay(binary, [
+            os.path.join(REPO, "fixtures", fixture + ".nmea"), "--chipset", chipset,
+            "--physics", "--start", "hot", "--loop", "--time-scale", str(SLEEP_SCALE),
+            "--energy-file", energy_path, "--control", control], log)
+        energy = Energy(energy_path)
+        if extra == ["--wake-pin"]:
+            extra = ["--wake-pin", "control:" + control]
+        watch = None
+        try:
+            before = energy.now()
+            start = time.monotonic()
+            watch = subprocess.Popen(
+                [binary, "watch", device, "--chipset", chipset, "--baud", "9600",
+                 "--interval", "%g" % interval, "--json"] + extra,
+                stdout=subprocess.PIPE, stderr=log)
+            lines = Lines(watch.stdout)
+            wait_until(start + window)
+            after = energy.now()
+            states = {state: after["states"][state]["mAh"]
+                      - before["states"].get(state, {}).get("mAh", 0)
+                      for state in after["states"]}
+            seconds = {state: after["states"][state]["s"]
+                       - before["states"].get(state, {}).get("s", 0)
+                       for state in after["states"]}
+            results[index] = {
+                "name": name, "charge_mAh": after["charge_mAh"] - before["charge_mAh"],
+                "on_s": after["on_s"] - before["on_s"], "fixes": len(lines.tpvs()),
+                "charge_by_state_mAh": states, "time_by_state_s": seconds,
+                "starts": [s["kind"] for s in after["starts"][len(before["starts"]):]]}
+        finally:
+            if watch:
+                stop(watch)
+            energy.stop()
+            stop(replay)
+            log.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(SLEEP_RECEIVERS))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    load_after = os.getloadavg()
+    by_name = {r["name"]: r for r in results if r}
+    for r in by_name.values():
+        base = by_name.get(r["name"].split(",")[0] + ", standby only")
+        r["of_standby_only"] = r["charge_mAh"] / base["charge_mAh"] if base else None
+    report = {
+        "case": "g", "machine": "%s, %d cores" % (os.uname().machine, os.cpu_count()),
+        "load_1min": [round(load_before[0], 2), round(load_after[0], 2)],
+        "binary": os.path.relpath(binary, REPO), "time_scale": SLEEP_SCALE,
+        "window_s": window, "interval_s": interval,
+        "wall_s": round(time.monotonic() - began, 1), "runs": results}
+    if as_json:
+        print(json.dumps(report, indent=1))
+        return
+    print("bench-power (g): one fix every 10 min for an hour at time scale %d (%.0f s, a fix "
+          "every %.0f s); %s, load %s -> %s, %.0f s wall" % (
+              SLEEP_SCALE, window, interval, report["machine"], report["load_1min"][0],
+              report["load_1min"][1], report["wall_s"]))
+    print("  %-28s %9s %9s %7s %6s  %s" % ("", "mAh", "of stdby", "on s", "fixes",
+                                            "sleeping s (state: s, mAh)"))
+    for r in results:
+        if not r:
+            continue
+        sleeping = ", ".join("%s: %.0f s, %.4f" % (state, r["time_by_state_s"][state],
+                                                   r["charge_by_state_mAh"][state])
+                             for state in sorted(r["time_by_state_s"])
+                             if state not in ("acquisition", "tracking")
+                             and r["time_by_state_s"][state] > 0)
+        print("  %-28s %9.4f %9s %7.1f %6d  %s" % (
+            r["name"], r["charge_mAh"], fmt(r["of_standby_only"], 2), r["on_s"], r["fixes"],
+            sleeping))
 
 
 TITLES = {
