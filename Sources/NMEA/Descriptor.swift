@@ -214,6 +214,25 @@ enum PositionSource: UInt8, Comparable, Sendable {
   static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
+/// Which messages an epoch's satellite view (SKY) lists when several list satellites, best
+/// last: a source replaces the list of a lower one, is ignored beside a higher one, and adds
+/// to the list of its own rank (GSV's parts, one per system and signal). NAV-SAT and
+/// NAV-SVINFO say for each satellite whether it was used, its residual, quality and health,
+/// in u-blox's own numbering, so they rank over GSV (no used flag: GSA's twelve IDs mark
+/// them); GSV ranks over NAV-SIG, which gives no elevation or azimuth. A receiver that sends
+/// GSV and NAV-SAT for one epoch so gives one list, never both.
+enum SatelliteSource: UInt8, Comparable, Sendable {
+  case none = 0
+  /// NAV-SIG: signals, merged into one entry per satellite.
+  case binarySignals = 1
+  /// NMEA GSV, its used satellites from GSA.
+  case nmea = 2
+  /// NAV-SAT (u-blox 8 and later) and NAV-SVINFO (u-blox 6 and older).
+  case binarySatellites = 3
+
+  static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
 /// Which source an epoch's error estimates come from, best last, as ``PositionSource`` ranks
 /// positions: the horizontal, vertical and spherical estimates are each replaced only by a
 /// source at least as good, whatever the order of sentences. None is derived from DOPs (gpsd

@@ -216,7 +216,7 @@ public struct Satellite: Sendable, Hashable {
   /// `nil` when neither the talker nor the ID tells the system.
   public var constellation: Constellation?
   /// The satellite number as gpsd reports it from NMEA (GPS 1–32, SBAS 33–64 or 120–158 as
-  /// the receiver wrote it, GLONASS 65–96, Galileo 301–336, BeiDou 401–437, QZSS 193–202,
+  /// the receiver wrote it, GLONASS 65–96, Galileo 301–336, BeiDou 401–463, QZSS 193–202,
   /// NavIC 801–…).
   public var prn: Int
   /// The number within its own system (gpsd's and u-blox's `svId`).
@@ -227,12 +227,21 @@ public struct Satellite: Sendable, Hashable {
   public var azimuth: Int?
   /// Carrier-to-noise density, dB-Hz.
   public var snr: Int?
-  /// Whether the satellite was used in the solution (listed in a GSA).
+  /// Whether the satellite was used in the solution (listed in a GSA, or flagged so by
+  /// UBX-NAV-SAT, NAV-SVINFO or NAV-SIG).
   public var used: Bool
+  /// Pseudorange residual, metres (gpsd's `prRes`): UBX only.
+  public var pseudorangeResidual: Double?
+  /// Signal quality, 0 (no signal) … 7 (code and carrier locked), u-blox's `qualityInd`
+  /// (gpsd's `qual`): UBX only.
+  public var quality: Int?
+  /// 1 healthy, 2 unhealthy (gpsd's `health`); `nil` unknown.
+  public var health: Int?
 
   public init(
     constellation: Constellation?, prn: Int, svid: Int, signalID: Int? = nil,
-    elevation: Int? = nil, azimuth: Int? = nil, snr: Int? = nil, used: Bool = false
+    elevation: Int? = nil, azimuth: Int? = nil, snr: Int? = nil, used: Bool = false,
+    pseudorangeResidual: Double? = nil, quality: Int? = nil, health: Int? = nil
   ) {
     self.constellation = constellation
     self.prn = prn
@@ -242,6 +251,9 @@ public struct Satellite: Sendable, Hashable {
     self.azimuth = azimuth
     self.snr = snr
     self.used = used
+    self.pseudorangeResidual = pseudorangeResidual
+    self.quality = quality
+    self.health = health
   }
 }
 
