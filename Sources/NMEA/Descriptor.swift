@@ -34,6 +34,10 @@ protocol SentenceDescriptor {
   /// progress closes after it, with no cycle to learn. `false` (the default) for the others.
   static var endsEpoch: Bool { get }
 
+  /// Whether the type is an NMEA sentence (``Fix/fromBinaryMessagesOnly``); `false` for a binary
+  /// message.
+  static var isSentence: Bool { get }
+
   /// The sentence's key in the cycle: its kind, talker and variant (``CycleKey``).
   var cycleKey: CycleKey { get }
 
@@ -49,6 +53,7 @@ extension SentenceDescriptor {
   var timeOfWeek: UInt32? { nil }
   var statedLeapSeconds: Int? { nil }
   static var endsEpoch: Bool { false }
+  static var isSentence: Bool { false }
 }
 
 /// An NMEA sentence type: found by its address, parsed in place from its comma-separated
@@ -75,6 +80,7 @@ protocol NMEASentenceDescriptor: SentenceDescriptor {
 }
 
 extension NMEASentenceDescriptor {
+  static var isSentence: Bool { true }
   /// A type without a talker (proprietary) has one key: its address.
   var cycleKey: CycleKey { CycleKey(Self.address) }
 }

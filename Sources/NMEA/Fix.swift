@@ -57,6 +57,10 @@ public struct Fix: Sendable, Hashable {
   /// Age of differential corrections, seconds.
   public var differentialAge: Double?
   public var differentialStation: Int?
+  /// Whether the fix came from binary (UBX) messages alone, no NMEA sentence: its NMEA
+  /// watchers get sentences made from it (``NMEAEncoder``). `false` for a fix with any
+  /// sentence, and for one not made by the fix builder (read from JSON, built by hand).
+  public internal(set) var fromBinaryMessagesOnly = false
 
   // What u-blox binary messages add (NAV-PVT, NAV-SOL, NAV-POSECEF/VELECEF, NAV-VELNED,
   // NAV-TIMEGPS, NAV-STATUS, MON-RF/MON-HW), as gpsd reports it. Stored without Optionals'

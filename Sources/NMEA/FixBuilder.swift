@@ -156,6 +156,12 @@ public struct FixBuilder {
       try begin(
         key: key, time: time, onlyTime: onlyTime, normallyTimed: normallyTimed, emit: emit)
     else { return }
+    if S.isSentence {
+      epoch.sawSentence = true
+      epoch.fix.fromBinaryMessagesOnly = false
+    } else if !epoch.sawSentence {
+      epoch.fix.fromBinaryMessagesOnly = true
+    }
     sentence.merge(into: &self)
     try end(key: key, onlyTime: onlyTime, normallyTimed: normallyTimed, emit: emit)
     if S.endsEpoch, epoch.hasData { try closeEpoch(endedBy: key, emit: emit) }

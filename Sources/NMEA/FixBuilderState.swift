@@ -19,6 +19,8 @@ struct EpochInProgress {
   /// A position sentence said the receiver has no fix (GGA quality 0, RMC or GLL status `V`
   /// or mode `N`): the epoch is no fix, whatever the others say.
   var fixDenied = false
+  /// An NMEA sentence joined the epoch (``Fix/fromBinaryMessagesOnly``).
+  var sawSentence = false
   var explicitDate: UTCDate?
   var modeFromGSA: FixMode?
   /// The dimension GGA, GNS, PUBX,00 or PGRMZ state.
@@ -67,6 +69,7 @@ struct EpochInProgress {
     timedByFixSentence = false
     holdsPositionSentence = false
     fixDenied = false
+    sawSentence = false
     explicitDate = nil
     modeFromGSA = nil
     statedMode = nil
