@@ -137,7 +137,9 @@ public enum GPSDReport: Sendable, Hashable {
       constellation: constellation, prn: prn, svid: element.member("svid")?.integer ?? prn,
       signalID: signalID, elevation: element.member("el")?.wholeNumber,
       azimuth: element.member("az")?.wholeNumber, snr: element.member("ss")?.wholeNumber,
-      used: element.member("used")?.boolean ?? false)
+      used: element.member("used")?.boolean ?? false,
+      pseudorangeResidual: element.member("prRes")?.number,
+      quality: element.member("qual")?.integer, health: element.member("health")?.integer)
   }
 }
 

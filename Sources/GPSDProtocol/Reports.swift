@@ -148,8 +148,11 @@ extension JSONWriter {
     if let elevation = satellite.elevation, (-90...90).contains(elevation) {
       member("el", Double(elevation), decimals: 1)
     }
+    member("prRes", satellite.pseudorangeResidual, decimals: 1)
+    member("qual", satellite.quality)
     if let snr = satellite.snr { member("ss", Double(snr), decimals: 1) }
     member("used", satellite.used)
+    member("health", satellite.health)
     endObject()
   }
 

@@ -256,7 +256,11 @@ final class EventLoop {
           switch event {
           case .rawData(let bytes): sendStream(bytes, to: .raw)
           case .sentences(let bytes): sendStream(bytes, to: .nmea)
-          case .event: break
+          case .event:
+            // A receiver that sends no NMEA: the socket gets sentences made from its fixes.
+            if hasStreamConnections(.nmea), let bytes = streamPseudoNMEA.sentences(for: event) {
+              sendStream(bytes, to: .nmea)
+            }
           }
         }
         // Only what ServerState asked for: the stream ports' bytes are not its business.
@@ -434,6 +438,8 @@ final class EventLoop {
 
   // MARK: - The stream ports
 
+  /// NMEA made from the stream device's fixes when it sends none, for the NMEA socket.
+  private var streamPseudoNMEA = PseudoNMEA()
   /// The device whose output the stream ports serve: the first one served (named first, or
   /// found first) while it is.
   private var streamDevice: DeviceID? { streamPorts.isEmpty ? nil : receivers.keys.min() }

@@ -101,6 +101,8 @@ struct ServerState {
     /// The latest SKY as a JSON object (no line end), for POLL and newcomers. Satellite views
     /// are the server's alone (the hub keeps fixes only).
     var latestSKY: [UInt8]?
+    /// NMEA made from the fixes of a receiver that sends none, for `"nmea":true` watchers.
+    var pseudoNMEA = PseudoNMEA()
 
     var report: GPSDDevice {
       GPSDDevice(
@@ -375,6 +377,18 @@ struct ServerState {
       return unexpected("receiver event for device \(id), which is not subscribed")
     }
     let path = devices[index].description.path
+    var actions = reports(for: event, on: index, path: path, wallClock: wallClock)
+    if let sentences = devices[index].pseudoNMEA.sentences(for: event) {
+      actions += broadcast(sentences, on: index) { self.wantsSentencesOnly($0) }
+    }
+    return actions
+  }
+
+  /// What a receiver's event sends: its reports, its raw bytes and sentences.
+  private mutating func reports(
+    for event: ReceiverEventOrRawData, on index: Int, path: String, wallClock: UTCTimestamp
+  ) -> [ServerAction] {
+    let id = devices[index].id
     switch event {
     case .event(.fix(let update)):
       // A replay of what was already sent (a subscription replaced to add raw data) is not

@@ -219,7 +219,8 @@ extension DeviceTimeReport {
     case .pulse(let sample, let precision):
       self = .pulse(
         real: GPSDTime(sample.second), clock: GPSDTime(sample.pulse), precision: Int(precision),
-        quantizationError: sample.quantisationError.map { Int(($0 / .seconds(1) * 1e12).rounded()) })
+        quantizationError: sample.quantisationError.map { Int(($0 / .seconds(1) * 1e12).rounded()) }
+      )
     }
   }
 }

@@ -18,12 +18,19 @@ public enum NMEAChecksum {
     out.reserveCapacity(body.utf8.count + 6)
     out.append(start)
     out.append(contentsOf: body.utf8)
-    let sum = compute(body.utf8)
+    appendTrailer(to: &out, sentenceStart: 0)
+    return out
+  }
+
+  /// Ends the sentence that begins at `start` in `out` (its `$` or `!`): `*`, the checksum of
+  /// the bytes after the start character, CR LF.
+  @inlinable
+  public static func appendTrailer(to out: inout [UInt8], sentenceStart start: Int) {
+    let sum = compute(out[(start + 1)...])
     out.append(ASCII.star)
     out.append(ASCII.hexDigits[Int(sum >> 4)])
     out.append(ASCII.hexDigits[Int(sum & 0x0F)])
     out.append(ASCII.cr)
     out.append(ASCII.lf)
-    return out
   }
 }

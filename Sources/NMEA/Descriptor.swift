@@ -34,6 +34,10 @@ protocol SentenceDescriptor {
   /// progress closes after it, with no cycle to learn. `false` (the default) for the others.
   static var endsEpoch: Bool { get }
 
+  /// Whether the type is an NMEA sentence (``Fix/fromBinaryMessagesOnly``); `false` for a binary
+  /// message.
+  static var isSentence: Bool { get }
+
   /// The sentence's key in the cycle: its kind, talker and variant (``CycleKey``).
   var cycleKey: CycleKey { get }
 
@@ -49,6 +53,7 @@ extension SentenceDescriptor {
   var timeOfWeek: UInt32? { nil }
   var statedLeapSeconds: Int? { nil }
   static var endsEpoch: Bool { false }
+  static var isSentence: Bool { false }
 }
 
 /// An NMEA sentence type: found by its address, parsed in place from its comma-separated
@@ -75,6 +80,7 @@ protocol NMEASentenceDescriptor: SentenceDescriptor {
 }
 
 extension NMEASentenceDescriptor {
+  static var isSentence: Bool { true }
   /// A type without a talker (proprietary) has one key: its address.
   var cycleKey: CycleKey { CycleKey(Self.address) }
 }
@@ -210,6 +216,25 @@ enum PositionSource: UInt8, Comparable, Sendable {
   /// u-blox's high-precision solution (NAV-HPPOSLLH): 1e-9° and 0.1 mm, over NAV-PVT's
   /// rounding of the same solution.
   case highPrecisionSolution = 5
+
+  static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// Which messages an epoch's satellite view (SKY) lists when several list satellites, best
+/// last: a source replaces the list of a lower one, is ignored beside a higher one, and adds
+/// to the list of its own rank (GSV's parts, one per system and signal). NAV-SAT and
+/// NAV-SVINFO say for each satellite whether it was used, its residual, quality and health,
+/// in u-blox's own numbering, so they rank over GSV (no used flag: GSA's twelve IDs mark
+/// them); GSV ranks over NAV-SIG, which gives no elevation or azimuth. A receiver that sends
+/// GSV and NAV-SAT for one epoch so gives one list, never both.
+enum SatelliteSource: UInt8, Comparable, Sendable {
+  case none = 0
+  /// NAV-SIG: signals, merged into one entry per satellite.
+  case binarySignals = 1
+  /// NMEA GSV, its used satellites from GSA.
+  case nmea = 2
+  /// NAV-SAT (u-blox 8 and later) and NAV-SVINFO (u-blox 6 and older).
+  case binarySatellites = 3
 
   static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 }

@@ -57,6 +57,10 @@ public struct Fix: Sendable, Hashable {
   /// Age of differential corrections, seconds.
   public var differentialAge: Double?
   public var differentialStation: Int?
+  /// Whether the fix came from binary (UBX) messages alone, no NMEA sentence: its NMEA
+  /// watchers get sentences made from it (``NMEAEncoder``). `false` for a fix with any
+  /// sentence, and for one not made by the fix builder (read from JSON, built by hand).
+  public internal(set) var fromBinaryMessagesOnly = false
 
   // What u-blox binary messages add (NAV-PVT, NAV-SOL, NAV-POSECEF/VELECEF, NAV-VELNED,
   // NAV-TIMEGPS, NAV-STATUS, MON-RF/MON-HW), as gpsd reports it. Stored without Optionals'
@@ -216,7 +220,7 @@ public struct Satellite: Sendable, Hashable {
   /// `nil` when neither the talker nor the ID tells the system.
   public var constellation: Constellation?
   /// The satellite number as gpsd reports it from NMEA (GPS 1–32, SBAS 33–64 or 120–158 as
-  /// the receiver wrote it, GLONASS 65–96, Galileo 301–336, BeiDou 401–437, QZSS 193–202,
+  /// the receiver wrote it, GLONASS 65–96, Galileo 301–336, BeiDou 401–463, QZSS 193–202,
   /// NavIC 801–…).
   public var prn: Int
   /// The number within its own system (gpsd's and u-blox's `svId`).
@@ -227,12 +231,21 @@ public struct Satellite: Sendable, Hashable {
   public var azimuth: Int?
   /// Carrier-to-noise density, dB-Hz.
   public var snr: Int?
-  /// Whether the satellite was used in the solution (listed in a GSA).
+  /// Whether the satellite was used in the solution (listed in a GSA, or flagged so by
+  /// UBX-NAV-SAT, NAV-SVINFO or NAV-SIG).
   public var used: Bool
+  /// Pseudorange residual, metres (gpsd's `prRes`): UBX only.
+  public var pseudorangeResidual: Double?
+  /// Signal quality, 0 (no signal) … 7 (code and carrier locked), u-blox's `qualityInd`
+  /// (gpsd's `qual`): UBX only.
+  public var quality: Int?
+  /// 1 healthy, 2 unhealthy (gpsd's `health`); `nil` unknown.
+  public var health: Int?
 
   public init(
     constellation: Constellation?, prn: Int, svid: Int, signalID: Int? = nil,
-    elevation: Int? = nil, azimuth: Int? = nil, snr: Int? = nil, used: Bool = false
+    elevation: Int? = nil, azimuth: Int? = nil, snr: Int? = nil, used: Bool = false,
+    pseudorangeResidual: Double? = nil, quality: Int? = nil, health: Int? = nil
   ) {
     self.constellation = constellation
     self.prn = prn
@@ -242,6 +255,9 @@ public struct Satellite: Sendable, Hashable {
     self.azimuth = azimuth
     self.snr = snr
     self.used = used
+    self.pseudorangeResidual = pseudorangeResidual
+    self.quality = quality
+    self.health = health
   }
 }
 

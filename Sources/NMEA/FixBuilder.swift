@@ -156,6 +156,12 @@ public struct FixBuilder {
       try begin(
         key: key, time: time, onlyTime: onlyTime, normallyTimed: normallyTimed, emit: emit)
     else { return }
+    if S.isSentence {
+      epoch.sawSentence = true
+      epoch.fix.fromBinaryMessagesOnly = false
+    } else if !epoch.sawSentence {
+      epoch.fix.fromBinaryMessagesOnly = true
+    }
     sentence.merge(into: &self)
     try end(key: key, onlyTime: onlyTime, normallyTimed: normallyTimed, emit: emit)
     if S.endsEpoch, epoch.hasData { try closeEpoch(endedBy: key, emit: emit) }
@@ -289,11 +295,14 @@ public struct FixBuilder {
       cycle.learn(endedBy: key, in: epoch)
       finishFix()
       var view: SatelliteView?
-      if epoch.sawGSV || epoch.sawGSA {
+      if epoch.satelliteSource != .none || epoch.sawGSA || !epoch.viewDOP.isEmpty {
         epoch.markUsedSatellites()
+        let dop = epoch.viewDOP
+        // GSA's dilutions are the view's where it sent them, NAV-DOP's otherwise.
         view = SatelliteView(
-          time: epoch.fix.time, satellites: epoch.satellites, hdop: epoch.viewHDOP,
-          vdop: epoch.viewVDOP, pdop: epoch.viewPDOP)
+          time: epoch.fix.time, satellites: epoch.satellites, hdop: epoch.viewHDOP ?? dop.hdop,
+          vdop: epoch.viewVDOP ?? dop.vdop, pdop: epoch.viewPDOP ?? dop.pdop, gdop: dop.gdop,
+          tdop: dop.tdop, edop: dop.edop, ndop: dop.ndop)
       }
       if key != nil { statistics.epochsClosedAtCycleEnd += 1 }
       cycle.remember(epoch.fix.time, closedByCycleEnd: key != nil)

@@ -19,6 +19,8 @@ struct EpochInProgress {
   /// A position sentence said the receiver has no fix (GGA quality 0, RMC or GLL status `V`
   /// or mode `N`): the epoch is no fix, whatever the others say.
   var fixDenied = false
+  /// An NMEA sentence joined the epoch (``Fix/fromBinaryMessagesOnly``).
+  var sawSentence = false
   var explicitDate: UTCDate?
   var modeFromGSA: FixMode?
   /// The dimension GGA, GNS, PUBX,00 or PGRMZ state.
@@ -44,10 +46,13 @@ struct EpochInProgress {
   var used = UsedSet()
   /// A quick "certainly not" answer before the linear search of `satellites`.
   var satelliteFilter = KeyFilter()
-  var sawGSV = false
+  /// Which source the satellites are from (``SatelliteSource``); `.none` before any.
+  var satelliteSource = SatelliteSource.none
   var viewHDOP: Double?
   var viewVDOP: Double?
   var viewPDOP: Double?
+  /// NAV-DOP's dilutions, which the view carries beside GSA's.
+  var viewDOP = BinaryDOP()
 
   /// How often each cycle key came in this epoch.
   var keyCounts = KeyCounts()
@@ -64,6 +69,7 @@ struct EpochInProgress {
     timedByFixSentence = false
     holdsPositionSentence = false
     fixDenied = false
+    sawSentence = false
     explicitDate = nil
     modeFromGSA = nil
     statedMode = nil
@@ -77,10 +83,11 @@ struct EpochInProgress {
     usedFromGSA = 0
     sawGSA = false
     garminAltitude = nil
-    sawGSV = false
+    satelliteSource = .none
     viewHDOP = nil
     viewVDOP = nil
     viewPDOP = nil
+    viewDOP = BinaryDOP()
     satellites.removeAll(keepingCapacity: true)
     used.removeAll()
     satelliteFilter.removeAll()
@@ -174,13 +181,65 @@ struct EpochInProgress {
     state(altitude != nil && !holdsAltitude ? .threeD : .twoD)
   }
 
+  /// Whether satellites of `source` go into the epoch's list (``SatelliteSource``): a
+  /// better source than the list's clears it first; a worse one is left out.
+  @inline(__always)
+  mutating func takeSatellites(from source: SatelliteSource) -> Bool {
+    guard source >= satelliteSource else { return false }
+    if source > satelliteSource {
+      satellites.removeAll(keepingCapacity: true)
+      satelliteFilter.removeAll()
+      satelliteSource = source
+    }
+    return true
+  }
+
+  /// Adds a satellite to the list, or replaces the entry of the same satellite and signal
+  /// (a resent GSV part); with `combining`, a second signal of a satellite (NAV-SIG) is
+  /// folded into its entry: used if any signal is, the strongest C/N0.
+  @inline(__always)
+  mutating func addSatellite(_ entry: Satellite, combining: Bool = false) {
+    let filterHash = entry.prn
+    if satelliteFilter.mayContain(filterHash),
+      let index = satellites.firstIndex(where: {
+        $0.prn == entry.prn && $0.signalID == entry.signalID
+          && $0.constellation == entry.constellation
+      })
+    {
+      if combining {
+        satellites[index].used = satellites[index].used || entry.used
+        if let snr = entry.snr, snr > satellites[index].snr ?? -1 {
+          satellites[index].snr = snr
+        }
+      } else {
+        satellites[index] = entry
+      }
+    } else {
+      satellites.append(entry)
+      satelliteFilter.insert(filterHash)
+    }
+  }
+
+  /// Marks the satellites GSA named as used; UBX lists say it themselves.
   mutating func markUsedSatellites() {
-    guard !used.isEmpty else { return }
+    guard !used.isEmpty, satelliteSource == .nmea else { return }
     for index in satellites.indices
     where used.contains(satellites[index].constellation, satellites[index].svid) {
       satellites[index].used = true
     }
   }
+}
+
+/// The dilutions of precision only UBX-NAV-DOP gives, for the satellite view.
+struct BinaryDOP {
+  var gdop: Double?
+  var tdop: Double?
+  var edop: Double?
+  var ndop: Double?
+  var hdop: Double?
+  var vdop: Double?
+  var pdop: Double?
+  var isEmpty: Bool { gdop == nil && tdop == nil && hdop == nil && vdop == nil && pdop == nil }
 }
 
 /// Which sentence ends the receiver's cycle, as learned so far, and the epochs emitted last

@@ -286,28 +286,16 @@ extension GSV: NMEASentenceDescriptor {
 
   @inline(__always)
   func merge(into builder: inout FixBuilder) {
-    builder.epoch.sawGSV = true
+    guard builder.epoch.takeSatellites(from: .nmea) else { return }
     for position in 0..<count {
       let satellite = self[position]
       let identity = SatelliteNumbering.identify(
         id: satellite.id, talker: talker, systemID: systemID)
-      let entry = Satellite(
-        constellation: identity.constellation, prn: identity.prn, svid: identity.svid,
-        signalID: signalID, elevation: satellite.elevation, azimuth: satellite.azimuth,
-        snr: satellite.snr, used: false)
-      // A satellite repeated for the same signal (a resent GSV part) replaces itself.
-      let filterHash = entry.prn
-      if builder.epoch.satelliteFilter.mayContain(filterHash),
-        let index = builder.epoch.satellites.firstIndex(where: {
-          $0.prn == entry.prn && $0.signalID == entry.signalID
-            && $0.constellation == entry.constellation
-        })
-      {
-        builder.epoch.satellites[index] = entry
-      } else {
-        builder.epoch.satellites.append(entry)
-        builder.epoch.satelliteFilter.insert(filterHash)
-      }
+      builder.epoch.addSatellite(
+        Satellite(
+          constellation: identity.constellation, prn: identity.prn, svid: identity.svid,
+          signalID: signalID, elevation: satellite.elevation, azimuth: satellite.azimuth,
+          snr: satellite.snr, used: false))
     }
   }
 }

@@ -202,6 +202,9 @@ extension UBXNavDOP: BinaryMessageDescriptor {
     if let vdop { builder.epoch.fix.vdop = vdop }
     if let pdop { builder.epoch.fix.pdop = pdop }
     if let tdop { builder.epoch.fix.tdop = tdop }
+    builder.epoch.viewDOP = BinaryDOP(
+      gdop: UBXPlausible.dop(gdop), tdop: tdop, edop: UBXPlausible.dop(edop),
+      ndop: UBXPlausible.dop(ndop), hdop: hdop, vdop: vdop, pdop: pdop)
   }
 }
 
@@ -247,17 +250,33 @@ extension UBXNavTimeGPS: BinaryMessageDescriptor {
   }
 }
 
-/// Satellite views still come from NMEA GSV: these join the epoch and merge nothing.
 extension UBXNavSat: BinaryMessageDescriptor {
-  func merge(into builder: inout FixBuilder) {}
+  func merge(into builder: inout FixBuilder) {
+    guard builder.epoch.takeSatellites(from: .binarySatellites) else { return }
+    for block in satellites {
+      if let satellite = block.satellite { builder.epoch.addSatellite(satellite) }
+    }
+  }
 }
 
 extension UBXNavSVInfo: BinaryMessageDescriptor {
-  func merge(into builder: inout FixBuilder) {}
+  func merge(into builder: inout FixBuilder) {
+    guard builder.epoch.takeSatellites(from: .binarySatellites) else { return }
+    for block in channels {
+      if let satellite = block.satellite { builder.epoch.addSatellite(satellite) }
+    }
+  }
 }
 
 extension UBXNavSig: BinaryMessageDescriptor {
-  func merge(into builder: inout FixBuilder) {}
+  func merge(into builder: inout FixBuilder) {
+    guard builder.epoch.takeSatellites(from: .binarySignals) else { return }
+    for block in signals {
+      if let satellite = block.satellite {
+        builder.epoch.addSatellite(satellite, combining: true)
+      }
+    }
+  }
 }
 
 extension UBXTimTP: BinaryMessageDescriptor {

@@ -275,7 +275,7 @@ extension UTCTimestamp {
 
 /// The satellite numbering gpsd reports for u-blox's `gnssId`/`svId` (gpsd's ubx2_to_prn,
 /// after Appendix A of the ZED-F9P Interface Description): GPS 1–32, SBAS 120–151 as 33–64
-/// and 152–158 as themselves, Galileo 301–336, BeiDou 401–437, IMES 173–182, QZSS 193–199,
+/// and 152–158 as themselves, Galileo 301–336, BeiDou 401–463, IMES 173–182, QZSS 193–199,
 /// GLONASS 65–96; `nil` for a number outside its system's range (GLONASS 255: tracked but
 /// not identified).
 enum UBXSatelliteNumbering {
@@ -292,7 +292,7 @@ enum UBXSatelliteNumbering {
       if sv <= 36 { return (.galileo, sv + 300) }
       if (211...246).contains(sv) { return (.galileo, sv + 90) }
       return nil
-    case 3: return sv <= 37 ? (.beidou, sv + 400) : nil
+    case 3: return sv <= 63 ? (.beidou, sv + 400) : nil
     case 4: return sv <= 10 ? (.imes, sv + 172) : nil
     case 5: return sv <= 7 ? (.qzss, sv + 192) : nil
     case 6: return sv <= 32 ? (.glonass, sv + 64) : nil

@@ -42,7 +42,8 @@ public struct UBXBlocks<Element: UBXBlock>: RandomAccessCollection {
 extension Satellite {
   init?(
     gnssID: UInt8, svID: UInt8, signalID: Int? = nil, carrierToNoise: UInt8,
-    elevation: Int8?, azimuth: Int16?, used: Bool
+    elevation: Int8?, azimuth: Int16?, used: Bool, pseudorangeResidual: Double? = nil,
+    quality: Int? = nil, health: Int? = nil
   ) {
     guard let (constellation, prn) = UBXSatelliteNumbering.prn(gnssID: gnssID, svID: svID) else {
       return nil
@@ -51,10 +52,12 @@ extension Satellite {
     // satellite whose orbit it does not know.
     let elevation = elevation.flatMap { (-90...90).contains($0) ? Int($0) : nil }
     let azimuth = azimuth.flatMap { (0...360).contains($0) ? Int($0 % 360) : nil }
+    // A C/N0 of 0 is a satellite searched for and not heard: gpsd prints `ss` 0 for it.
     self.init(
       constellation: constellation, prn: prn, svid: Int(svID), signalID: signalID,
-      elevation: elevation, azimuth: azimuth,
-      snr: carrierToNoise == 0 ? nil : Int(carrierToNoise), used: used)
+      elevation: elevation, azimuth: azimuth, snr: Int(carrierToNoise), used: used,
+      pseudorangeResidual: pseudorangeResidual, quality: quality,
+      health: health.flatMap { (1...2).contains($0) ? $0 : nil })
   }
 }
 
@@ -112,7 +115,8 @@ public struct UBXNavSat: UBXEpochMessage {
     public var satellite: Satellite? {
       Satellite(
         gnssID: gnssID, svID: svID, carrierToNoise: carrierToNoise, elevation: elevation,
-        azimuth: azimuth, used: used)
+        azimuth: azimuth, used: used, pseudorangeResidual: pseudorangeResidual,
+        quality: quality, health: health)
     }
   }
 
@@ -166,7 +170,9 @@ public struct UBXNavSVInfo: UBXEpochMessage {
       guard let identity = UBXSatelliteNumbering.identity(legacySVID: svid) else { return nil }
       return Satellite(
         gnssID: identity.gnssID, svID: identity.svID, carrierToNoise: carrierToNoise,
-        elevation: elevation, azimuth: azimuth, used: used)
+        elevation: elevation, azimuth: azimuth, used: used,
+        pseudorangeResidual: pseudorangeResidual, quality: quality,
+        health: unhealthy ? 2 : 1)
     }
   }
 
@@ -217,6 +223,16 @@ public struct UBXNavSig: UBXEpochMessage {
     public var health: Int { Int(flags & 0x03) }
     /// The pseudorange was used in the solution.
     public var used: Bool { flags & 0x08 != 0 }
+
+    /// The signal's satellite as a ``SatelliteView`` lists it, without position in the sky
+    /// (NAV-SIG gives none) and without the signal (``Satellite/signalID`` is NMEA's
+    /// numbering, not u-blox's); `nil` for a number outside its system.
+    public var satellite: Satellite? {
+      Satellite(
+        gnssID: gnssID, svID: svID, carrierToNoise: carrierToNoise, elevation: nil,
+        azimuth: nil, used: used, pseudorangeResidual: pseudorangeResidual, quality: quality,
+        health: health)
+    }
   }
 
 }

@@ -139,6 +139,34 @@ struct UBXReportTests {
     #expect(read == view)
   }
 
+  @Test("SKY satellites from NAV-SAT: prRes, qual and health where gpsd 3.27 puts them")
+  func satelliteMembers() {
+    // gpsd (u-blox-m8t-time.log): {"PRN":4,"gnssid":0,"svid":4,"az":216.0,"el":48.0,
+    // "prRes":-16.4,"qual":7,"ss":25.0,"used":true,"health":1}
+    let view = SatelliteView(satellites: [
+      Satellite(
+        constellation: .gps, prn: 4, svid: 4, elevation: 48, azimuth: 216, snr: 25, used: true,
+        pseudorangeResidual: -16.4, quality: 7, health: 1),
+      Satellite(
+        constellation: .qzss, prn: 193, svid: 1, azimuth: 0, snr: 0, used: false,
+        pseudorangeResidual: 0, quality: 1, health: 2),
+    ])
+    var writer = JSONWriter()
+    writer.sky(view)
+    #expect(
+      writer.text
+        == "{\"class\":\"SKY\",\"nSat\":2,\"uSat\":1,\"satellites\":["
+        + "{\"PRN\":4,\"gnssid\":0,\"svid\":4,\"az\":216.0,\"el\":48.0,\"prRes\":-16.4,"
+        + "\"qual\":7,\"ss\":25.0,\"used\":true,\"health\":1},"
+        + "{\"PRN\":193,\"gnssid\":5,\"svid\":1,\"az\":0.0,\"prRes\":0.0,\"qual\":1,"
+        + "\"ss\":0.0,\"used\":false,\"health\":2}]}")
+    guard case .sky(let read, _, _, _)? = GPSDReport(json: Array(writer.text.utf8)) else {
+      Issue.record("not read back")
+      return
+    }
+    #expect(read == view)
+  }
+
   @Test("a fix without the u-blox members prints exactly as before")
   func nmeaUnchanged() {
     var fix = Fix()

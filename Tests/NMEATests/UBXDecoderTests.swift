@@ -173,10 +173,12 @@ struct UBXDecoderTests {
     #expect(result.rejections.isEmpty)
     #expect(
       satellites == [
-        Satellite(constellation: .gps, prn: 4, svid: 4, azimuth: 0, snr: 40, used: true),
+        Satellite(
+          constellation: .gps, prn: 4, svid: 4, azimuth: 0, snr: 40, used: true,
+          pseudorangeResidual: 0, quality: 7, health: 1),
         Satellite(
           constellation: .glonass, prn: 72, svid: 8, elevation: 37, azimuth: 270, snr: 45,
-          used: true),
+          used: true, pseudorangeResidual: -1.2, quality: 7, health: 1),
       ])
   }
 

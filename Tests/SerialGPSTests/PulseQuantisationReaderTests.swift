@@ -67,7 +67,9 @@ import TimeService
       Issue.record("pulse not labelled: \(decision)")
       return
     }
-    #expect(sample.quantisationError == Duration(secondsComponent: 0, attosecondsComponent: -1_375_000_000))
+    #expect(
+      sample.quantisationError
+        == Duration(secondsComponent: 0, attosecondsComponent: -1_375_000_000))
     #expect(sample.edge == PosixTime(seconds: base + 3, nanoseconds: 999_999_999))
     #expect(service.statistics.quantisedPulses == 1)
   }

@@ -214,7 +214,8 @@ struct PulseTests {
     let message = try payload.withUnsafeBytes { try UBXTimTP(validating: $0) }
     let announced = PosixTime(seconds: 1_614_103_469, nanoseconds: 500_000_000)
     let announcement = try #require(PulseQuantisation(message, announced: announced))
-    #expect(announcement.error == Duration(secondsComponent: 0, attosecondsComponent: -4_331_000_000))
+    #expect(
+      announcement.error == Duration(secondsComponent: 0, attosecondsComponent: -4_331_000_000))
     // 1980-01-06 + 2146 weeks + 237 870 s = 2021-02-23T18:04:30Z.
     #expect(announcement.second == PosixTime(seconds: 1_614_103_470))
     // In the GNSS time base no second is named; with qErrInvalid (bit 4) nothing is said.
