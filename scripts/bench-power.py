@@ -581,6 +581,8 @@ def main():
                         help="per case, such as a=3,e=1 (default a=3,b=3,c=2,d=3,e=1)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--logs", help="keep every process's standard error in this directory")
+    parser.add_argument("--sleep-scale", type=float, default=4,
+                        help="(g) only: the simulator's time scale (1: a real hour; default 4)")
     args = parser.parse_args()
     binary = args.serialgps
     if not binary:
@@ -592,7 +594,7 @@ def main():
     if not binary:
         sys.exit("build serialgps first: swift build -c release --product serialgps")
     if args.cases == "g":
-        return sleep_depth(binary, args.json)
+        return sleep_depth(binary, args.json, args.sleep_scale)
     for tool in ("gpsd", "mosquitto", "mosquitto_pub", "mosquitto_sub"):
         if subprocess.call(["which", tool], stdout=subprocess.DEVNULL) != 0:
             sys.exit("%s is not installed (make test-deps)" % tool)
@@ -662,7 +664,6 @@ def main():
 # only (`watch --sleep standby`), for a u-blox M8 on a UART and a MediaTek MT3339, the
 # MediaTek with and without a declared wake line (the simulator's FORCE_ON through its
 # control FIFO: `watch --wake-pin control:FIFO`). `scripts/bench-power.py --cases g`.
-SLEEP_SCALE = 4
 SLEEP_RECEIVERS = [
     # (name, replay arguments, watch arguments)
     ("u-blox M8, standby only", ["ublox-m8-drive", "ublox"], ["--sleep", "standby"]),
@@ -673,10 +674,10 @@ SLEEP_RECEIVERS = [
 ]
 
 
-def sleep_depth(binary, as_json):
+def sleep_depth(binary, as_json, scale):
     scratch = tempfile.mkdtemp(prefix="serialgps-bench-sleep-")
-    window = 3600.0 / SLEEP_SCALE
-    interval = 600.0 / SLEEP_SCALE
+    window = 3600.0 / scale
+    interval = 600.0 / scale
     load_before = os.getloadavg()
     began = time.monotonic()
     results = [None] * len(SLEEP_RECEIVERS)
@@ -688,7 +689,7 @@ def sleep_depth(binary, as_json):
         log = open(os.path.join(scratch, "g%d.log" % index), "w")
         replay, device = start_replay(binary, [
             os.path.join(REPO, "fixtures", fixture + ".nmea"), "--chipset", chipset,
-            "--physics", "--start", "hot", "--loop", "--time-scale", str(SLEEP_SCALE),
+            "--physics", "--start", "hot", "--loop", "--time-scale", "%g" % scale,
             "--energy-file", energy_path, "--control", control], log)
         energy = Energy(energy_path)
         if extra == ["--wake-pin"]:
@@ -735,15 +736,15 @@ def sleep_depth(binary, as_json):
     report = {
         "case": "g", "machine": "%s, %d cores" % (os.uname().machine, os.cpu_count()),
         "load_1min": [round(load_before[0], 2), round(load_after[0], 2)],
-        "binary": os.path.relpath(binary, REPO), "time_scale": SLEEP_SCALE,
+        "binary": os.path.relpath(binary, REPO), "time_scale": scale,
         "window_s": window, "interval_s": interval,
         "wall_s": round(time.monotonic() - began, 1), "runs": results}
     if as_json:
         print(json.dumps(report, indent=1))
         return
-    print("bench-power (g): one fix every 10 min for an hour at time scale %d (%.0f s, a fix "
+    print("bench-power (g): one fix every 10 min for an hour at time scale %g (%.0f s, a fix "
           "every %.0f s); %s, load %s -> %s, %.0f s wall" % (
-              SLEEP_SCALE, window, interval, report["machine"], report["load_1min"][0],
+              scale, window, interval, report["machine"], report["load_1min"][0],
               report["load_1min"][1], report["wall_s"]))
     print("  %-28s %9s %9s %7s %6s  %s" % ("", "mAh", "of stdby", "on s", "fixes",
                                             "sleeping s (state: s, mAh)"))
