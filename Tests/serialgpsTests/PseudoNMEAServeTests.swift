@@ -1,0 +1,148 @@
+import Foundation
+import Glibc
+import Replay
+import Testing
+
+/// A receiver configured for UBX output only, served by `serialgps serve`: its gpsd clients
+/// get TPVs, and a watcher that asks for NMEA gets NMEA made from the binary fixes
+/// (pseudo-NMEA, as gpsd makes it; docs/server.md), with valid checksums and the positions
+/// gpsd decodes from the same capture.
+@Suite("serialgps serve: pseudo-NMEA for a UBX-only receiver", .serialized)
+struct PseudoNMEAServeTests {
+  /// gpsd's u-blox captures (`shared/corpus/gpsd-ubx`), next to the package or one level
+  /// further up (git worktrees kept in `<root>/wt/<name>`).
+  static let corpus: URL? = {
+    let package = URL(fileURLWithPath: #filePath)
+      .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    return ["../shared/corpus/gpsd-ubx", "../../shared/corpus/gpsd-ubx"]
+      .map { package.appendingPathComponent($0).standardized }
+      .first { FileManager.default.fileExists(atPath: $0.path) }
+  }()
+
+  /// Run when the captures are there, and always under CI (where a missing corpus fails).
+  static var shouldRun: Bool {
+    corpus != nil || ProcessInfo.processInfo.environment["CI"] == "true"
+  }
+
+  /// A client's lines, read on a thread of its own.
+  final class Client: @unchecked Sendable {
+    private let lock = NSLock()
+    private var received: [String] = []
+    let descriptor: Int32
+
+    init(port: UInt16, watch: String) throws {
+      descriptor = try loopbackConnection(port: port)
+      let request = Array("?WATCH=\(watch);\n".utf8)
+      _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
+      let thread = Thread { [self] in
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+          let count = buffer.withUnsafeMutableBytes {
+            recv(descriptor, $0.baseAddress, $0.count, 0)
+          }
+          if count <= 0 { return }
+          pending += buffer[..<count]
+          while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
+            var line = pending[..<end]
+            if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+            lock.withLock { received.append(String(decoding: line, as: UTF8.self)) }
+            pending.removeSubrange(...end)
+          }
+        }
+      }
+      thread.start()
+    }
+
+    var lines: [String] { lock.withLock { received } }
+  }
+
+  /// Whether `sentence` (`$…*HH`) carries the XOR of its characters between `$` and `*`.
+  static func checksumIsValid(_ sentence: String) -> Bool {
+    let bytes = Array(sentence.utf8)
+    guard bytes.first == UInt8(ascii: "$"), bytes.count > 4,
+      bytes[bytes.count - 3] == UInt8(ascii: "*"),
+      let stated = UInt8(String(decoding: bytes.suffix(2), as: UTF8.self), radix: 16)
+    else { return false }
+    return bytes[1..<(bytes.count - 3)].reduce(0, ^) == stated
+  }
+
+  /// The latitude and longitude of a `$GPGGA`, in degrees.
+  static func position(ofGGA sentence: String) -> (latitude: Double, longitude: Double)? {
+    let fields = sentence.split(separator: ",", omittingEmptySubsequences: false)
+    guard fields.count > 5, let lat = Double(fields[2]), let lon = Double(fields[4]) else {
+      return nil
+    }
+    func degrees(_ value: Double) -> Double {
+      (value / 100).rounded(.towardZero) + value.truncatingRemainder(dividingBy: 100) / 60
+    }
+    return (
+      degrees(lat) * (fields[3] == "S" ? -1 : 1), degrees(lon) * (fields[5] == "W" ? -1 : 1)
+    )
+  }
+
+  /// The positions of gpsd's TPVs in the capture's expected output.
+  static func gpsdPositions(_ check: String) -> [(latitude: Double, longitude: Double)] {
+    func number(_ key: String, in line: Substring) -> Double? {
+      guard let range = line.range(of: "\"\(key)\":") else { return nil }
+      return Double(line[range.upperBound...].prefix { $0 == "-" || $0 == "." || $0.isNumber })
+    }
+    return check.split(whereSeparator: \.isNewline).compactMap { line in
+      guard line.contains("\"class\":\"TPV\""), let lat = number("lat", in: line),
+        let lon = number("lon", in: line)
+      else { return nil }
+      return (lat, lon)
+    }
+  }
+
+  @Test(.enabled(if: shouldRun)) func anNMEAWatcherGetsNMEAFromBinaryFixes() async throws {
+    let directory = try #require(Self.corpus, "shared/corpus/gpsd-ubx not found")
+    let log = directory.appendingPathComponent("ublox-neo-m8t.log")
+    let bytes = try [UInt8](Data(contentsOf: log))
+    // The capture holds no NMEA at all: every fix is made from UBX messages.
+    #expect(!String(decoding: bytes, as: UTF8.self).contains("$GP"))
+    let expected = Self.gpsdPositions(
+      try String(contentsOf: URL(fileURLWithPath: log.path + ".chk"), encoding: .utf8))
+    try #require(expected.count > 10)
+
+    let simulator = try ReceiverSimulator(
+      recording: Recording(bytes: bytes, name: "ublox-neo-m8t.log"),
+      configuration: .init(profile: .ublox(.m8), pace: .fixedInterval(.seconds(1)), loops: true))
+    defer { simulator.stop() }
+    let serve = try CLIProcess([
+      "serve", simulator.devicePath, "--chipset", "nmea", "--baud", "9600", "--listen",
+      "127.0.0.1:0", "--linger", "0",
+    ])
+    defer { if serve.process.isRunning { serve.signal(SIGKILL) } }
+    let port = try #require(
+      await ServeSignalTests().listeningPort(serve), "\(serve.standardError)")
+    let nmea = try Client(port: port, watch: #"{"enable":true,"nmea":true}"#)
+    defer { close(nmea.descriptor) }
+    let json = try Client(port: port, watch: #"{"enable":true,"json":true}"#)
+    defer { close(json.descriptor) }
+
+    let sentences = { nmea.lines.filter { $0.hasPrefix("$") } }
+    #expect(
+      await eventually { sentences().contains { $0.hasPrefix("$GPRMC") } },
+      "NMEA watcher got \(nmea.lines.suffix(5)); \(serve.standardError)")
+    let ggas = sentences().filter { $0.hasPrefix("$GPGGA") }
+    #expect(!ggas.isEmpty)
+    #expect(sentences().allSatisfy(Self.checksumIsValid), "\(sentences().prefix(8))")
+    // NMEA watchers get no JSON reports, JSON watchers no NMEA.
+    #expect(!nmea.lines.contains { $0.contains("\"class\":\"TPV\"") })
+    #expect(await eventually { json.lines.contains { $0.contains("\"class\":\"TPV\"") } })
+    #expect(!json.lines.contains { $0.hasPrefix("$") })
+    // Each GGA's position is one gpsd decodes from the same capture, to the encoder's
+    // precision (minutes to 6 decimals: under 2e-8 degrees).
+    for gga in ggas {
+      let position = try #require(Self.position(ofGGA: gga), "\(gga)")
+      #expect(
+        expected.contains {
+          abs($0.latitude - position.latitude) < 1e-7
+            && abs($0.longitude - position.longitude) < 1e-7
+        }, "\(gga) is none of gpsd's positions")
+    }
+    serve.signal(SIGTERM)
+    #expect(await serve.exitStatus(timeout: .seconds(30)) == 0, "\(serve.standardError)")
+  }
+}
