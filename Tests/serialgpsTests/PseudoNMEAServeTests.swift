@@ -20,9 +20,8 @@ struct PseudoNMEAServeTests {
   }()
 
   /// Run when the captures are there, and always under CI (where a missing corpus fails).
-  static var shouldRun: Bool {
-    corpus != nil || ProcessInfo.processInfo.environment["CI"] == "true"
-  }
+  static var shouldRun: Bool { corpus != nil || isCI }
+  static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 
   /// A client's lines, read on a thread of its own.
   final class Client: @unchecked Sendable {
@@ -109,9 +108,11 @@ struct PseudoNMEAServeTests {
       recording: Recording(bytes: bytes, name: "ublox-neo-m8t.log"),
       configuration: .init(profile: .ublox(.m8), pace: .fixedInterval(.seconds(1)), loops: true))
     defer { simulator.stop() }
+    let scratch = try TemporaryDirectory()
+    let socketPath = scratch.file("nmea.sock")
     let serve = try CLIProcess([
       "serve", simulator.devicePath, "--chipset", "nmea", "--baud", "9600", "--listen",
-      "127.0.0.1:0", "--linger", "0",
+      "127.0.0.1:0", "--linger", "0", "--nmea-socket", socketPath,
     ])
     defer { if serve.process.isRunning { serve.signal(SIGKILL) } }
     let port = try #require(
@@ -123,7 +124,10 @@ struct PseudoNMEAServeTests {
 
     let sentences = { nmea.lines.filter { $0.hasPrefix("$") } }
     #expect(
-      await eventually { sentences().contains { $0.hasPrefix("$GPRMC") } },
+      await eventually {
+        sentences().contains { $0.hasPrefix("$GPRMC") }
+          && sentences().contains { $0.hasPrefix("$GPGGA") }
+      },
       "NMEA watcher got \(nmea.lines.suffix(5)); \(serve.standardError)")
     let ggas = sentences().filter { $0.hasPrefix("$GPGGA") }
     #expect(!ggas.isEmpty)
@@ -141,6 +145,16 @@ struct PseudoNMEAServeTests {
           abs($0.latitude - position.latitude) < 1e-7
             && abs($0.longitude - position.longitude) < 1e-7
         }, "\(gga) is none of gpsd's positions")
+    }
+    // The NMEA socket gets the same sentences, and none of the UBX bytes.
+    if FileManager.default.isExecutableFile(atPath: "/usr/bin/socat") || Self.isCI {
+      let reader = try Tool("/usr/bin/socat", ["-u", "UNIX-CONNECT:\(socketPath)", "STDOUT"])
+      #expect(
+        await eventually { reader.output.contains("$GPGGA,") && reader.output.contains("$GPRMC,") },
+        "\(reader.output.prefix(300))\n\(serve.standardError)")
+      await reader.stop()
+      let lines = reader.output.split(whereSeparator: { $0.isNewline }).filter { !$0.isEmpty }
+      #expect(lines.allSatisfy { Self.checksumIsValid(String($0)) }, "\(lines.prefix(4))")
     }
     serve.signal(SIGTERM)
     #expect(await serve.exitStatus(timeout: .seconds(30)) == 0, "\(serve.standardError)")
