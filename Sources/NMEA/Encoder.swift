@@ -1,6 +1,6 @@
 // NMEA sentences made from a fix, for a receiver whose epochs come without NMEA (one a user
-// configured for UBX output only): the sentences gpsd's pseudonmea.c makes for a binary
-// receiver's NMEA watchers (docs/ubx.md, "Pseudo-NMEA").
+// configured for UBX output only): GGA, RMC, GSA and GSV, as gpsd's pseudonmea.c makes them
+// for a binary receiver's NMEA watchers (docs/ubx.md, "Pseudo-NMEA").
 
 /// Writes NMEA 0183 sentences (`$GP…*hh` CR LF) from a ``Fix`` and a ``SatelliteView`` into
 /// the caller's buffer: nothing is allocated once the buffer's capacity holds the sentences

@@ -155,6 +155,44 @@ final class CLIProcess: @unchecked Sendable {
 }
 
 /// A temporary directory, removed at the end of the test.
+/// The lines a socket brings (a gpsd client's reports, NMEA), each with when it arrived and
+/// without its CR LF, read on a thread of its own until the peer closes or the descriptor is
+/// closed.
+final class SocketLines: @unchecked Sendable {
+  private let lock = NSLock()
+  private var received: [(at: ContinuousClock.Instant, line: String)] = []
+  let descriptor: Int32
+
+  init(_ descriptor: Int32) {
+    self.descriptor = descriptor
+    let thread = Thread { [self] in
+      var pending: [UInt8] = []
+      var buffer = [UInt8](repeating: 0, count: 65536)
+      while true {
+        let count = buffer.withUnsafeMutableBytes {
+          recv(descriptor, $0.baseAddress, $0.count, 0)
+        }
+        if count <= 0 { return }
+        let now = ContinuousClock.now
+        pending += buffer[..<count]
+        while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
+          var line = pending[..<end]
+          if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+          let text = String(decoding: line, as: UTF8.self)
+          pending.removeSubrange(...end)
+          lock.withLock { received.append((now, text)) }
+        }
+      }
+    }
+    thread.start()
+  }
+
+  /// Every line so far, with when it arrived.
+  var timed: [(at: ContinuousClock.Instant, line: String)] { lock.withLock { received } }
+  /// Every line so far.
+  var lines: [String] { timed.map(\.line) }
+}
+
 final class TemporaryDirectory {
   let path: String
 

@@ -23,37 +23,12 @@ struct PseudoNMEAServeTests {
   static var shouldRun: Bool { corpus != nil || isCI }
   static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 
-  /// A client's lines, read on a thread of its own.
-  final class Client: @unchecked Sendable {
-    private let lock = NSLock()
-    private var received: [String] = []
-    let descriptor: Int32
-
-    init(port: UInt16, watch: String) throws {
-      descriptor = try loopbackConnection(port: port)
-      let request = Array("?WATCH=\(watch);\n".utf8)
-      _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
-      let thread = Thread { [self] in
-        var pending: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-          let count = buffer.withUnsafeMutableBytes {
-            recv(descriptor, $0.baseAddress, $0.count, 0)
-          }
-          if count <= 0 { return }
-          pending += buffer[..<count]
-          while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
-            var line = pending[..<end]
-            if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
-            lock.withLock { received.append(String(decoding: line, as: UTF8.self)) }
-            pending.removeSubrange(...end)
-          }
-        }
-      }
-      thread.start()
-    }
-
-    var lines: [String] { lock.withLock { received } }
+  /// A client that sent `?WATCH=watch;`, its lines read on a thread of their own.
+  static func client(port: UInt16, watch: String) throws -> SocketLines {
+    let descriptor = try loopbackConnection(port: port)
+    let request = Array("?WATCH=\(watch);\n".utf8)
+    _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
+    return SocketLines(descriptor)
   }
 
   /// Whether `sentence` (`$…*HH`) carries the XOR of its characters between `$` and `*`.
@@ -117,9 +92,9 @@ struct PseudoNMEAServeTests {
     defer { if serve.process.isRunning { serve.signal(SIGKILL) } }
     let port = try #require(
       await ServeSignalTests().listeningPort(serve), "\(serve.standardError)")
-    let nmea = try Client(port: port, watch: #"{"enable":true,"nmea":true}"#)
+    let nmea = try Self.client(port: port, watch: #"{"enable":true,"nmea":true}"#)
     defer { close(nmea.descriptor) }
-    let json = try Client(port: port, watch: #"{"enable":true,"json":true}"#)
+    let json = try Self.client(port: port, watch: #"{"enable":true,"json":true}"#)
     defer { close(json.descriptor) }
 
     let sentences = { nmea.lines.filter { $0.hasPrefix("$") } }

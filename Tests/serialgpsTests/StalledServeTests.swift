@@ -8,37 +8,9 @@ import Testing
 /// newest is (docs/server.md, "After a stall").
 @Suite("serialgps serve after a stall", .serialized)
 struct StalledServeTests {
-  /// A gpsd client's lines with when each arrived, read on a thread of its own.
-  final class Client: @unchecked Sendable {
-    private let lock = NSLock()
-    private var received: [(at: ContinuousClock.Instant, line: String)] = []
-    let descriptor: Int32
-
-    init(_ descriptor: Int32) {
-      self.descriptor = descriptor
-      let thread = Thread { [self] in
-        var pending: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-          let count = buffer.withUnsafeMutableBytes {
-            recv(descriptor, $0.baseAddress, $0.count, 0)
-          }
-          if count <= 0 { return }
-          let now = ContinuousClock.now
-          pending += buffer[..<count]
-          while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
-            let line = String(decoding: pending[..<end], as: UTF8.self)
-            pending.removeSubrange(...end)
-            lock.withLock { received.append((now, line)) }
-          }
-        }
-      }
-      thread.start()
-    }
-
-    var reports: [(at: ContinuousClock.Instant, line: String)] {
-      lock.withLock { received.filter { $0.line.contains("\"class\":\"TPV\"") } }
-    }
+  /// A gpsd client's TPVs with when each arrived.
+  static func reports(_ client: SocketLines) -> [(at: ContinuousClock.Instant, line: String)] {
+    client.timed.filter { $0.line.contains("\"class\":\"TPV\"") }
   }
 
   /// The seconds of the day of a TPV's `"time":"2026-03-14T07:41:31.000Z"`.
@@ -62,9 +34,9 @@ struct StalledServeTests {
     defer { if serve.process.isRunning { serve.signal(SIGKILL) } }
     let signals = ServeSignalTests()
     let port = try #require(await signals.listeningPort(serve), "\(serve.standardError)")
-    let client = Client(try signals.watch(port: port))
+    let client = SocketLines(try signals.watch(port: port))
     defer { close(client.descriptor) }
-    #expect(await eventually { client.reports.count >= 6 }, "\(serve.standardError)")
+    #expect(await eventually { Self.reports(client).count >= 6 }, "\(serve.standardError)")
 
     // Four epochs a second queue in the pty while serve is stopped for three seconds.
     serve.signal(SIGSTOP)
@@ -73,8 +45,10 @@ struct StalledServeTests {
     serve.signal(SIGCONT)
     try await Task.sleep(for: .seconds(2))
 
-    let before = client.reports.filter { $0.at < resumed }.compactMap { Self.seconds($0.line) }
-    let after = client.reports.filter { $0.at > resumed }.compactMap { Self.seconds($0.line) }
+    let before = Self.reports(client).filter { $0.at < resumed }.compactMap {
+      Self.seconds($0.line)
+    }
+    let after = Self.reports(client).filter { $0.at > resumed }.compactMap { Self.seconds($0.line) }
     let stopped = try #require(before.last)
     let first = try #require(after.first, "\(serve.standardError)")
     // Without the check the twelve queued epochs came first, each as live (the first one the
