@@ -33,6 +33,9 @@ public protocol CommandPort {
   mutating func answer(to step: CommandStep, until deadline: Instant) async throws -> CommandWait
   /// Keeps reading for `duration` after a step: its settle time (answers are not awaited).
   mutating func settle(for duration: Duration) async throws
+  /// Forgets whether the receiver was heard: the next wait's `heard` tells only of what
+  /// arrives from now on (the listening window of a step that expects silence).
+  mutating func startListening()
 }
 
 /// The one command driver: runs ``CommandStep``s over a ``CommandPort``, each through its
@@ -95,6 +98,19 @@ public struct CommandDriver: Sendable {
           heard = heardSince
           action = exchange.timedOut(heard: heardSince, now: port.now, utc: port.utc)
         }
+      case .listen(let from, let until):
+        // What arrives before `from` (the epoch already under way) is read and let pass.
+        let grace = port.now.duration(to: from)
+        if grace > .zero { try await port.settle(for: grace) }
+        port.startListening()
+        let heardInWindow: Bool
+        switch try await port.answer(to: step, until: until) {
+        case .answer: heardInWindow = true
+        case .timedOut(let heardSince): heardInWindow = heardSince
+        }
+        if port.isAbandoned { return nil }
+        heard = heardInWindow
+        action = exchange.listened(heard: heardInWindow, now: port.now, utc: port.utc)
       case .finished(let outcome):
         return Ran(
           step: step, outcome: outcome, attempts: exchange.attempts, timeout: exchange.timeout,

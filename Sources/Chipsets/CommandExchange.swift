@@ -37,6 +37,10 @@ where Instant.Duration == Duration {
     /// Wait for an acknowledgement until this time: call ``answered(_:now:)`` when one
     /// arrives, ``timedOut(heard:now:)`` when the deadline passes.
     case wait(until: Instant)
+    /// Let what the receiver sends until `from` pass unexamined, then listen until `until`
+    /// (a step that expects ``AcknowledgementExpectation/silence(graceMilliseconds:quietMilliseconds:)``):
+    /// call ``listened(heard:now:utc:)`` with whether anything arrived in between.
+    case listen(from: Instant, until: Instant)
     /// The step is over.
     case finished(CommandOutcome)
   }
@@ -72,8 +76,26 @@ where Instant.Duration == Duration {
   /// The command was written at `now`.
   public mutating func written(now: Instant) -> Action {
     writes.append(now)
-    guard step.acknowledgement != .none else { return .finished(.sent) }
-    return .wait(until: now.advanced(by: timeout))
+    switch step.acknowledgement {
+    case .none:
+      return .finished(.sent)
+    case .silence(let grace, let quiet):
+      let from = now.advanced(by: .milliseconds(grace))
+      return .listen(from: from, until: from.advanced(by: .milliseconds(quiet)))
+    case .ubx, .mtk, .mga, .identification:
+      return .wait(until: now.advanced(by: timeout))
+    }
+  }
+
+  /// The listening window after an attempt of a step that expects silence ended at `now`
+  /// (UTC then: `utc`); `heard`: whether the receiver sent anything in it. Silent, the
+  /// command took. Heard, it did not: the attempt is repeated while attempts are left (the
+  /// frame may have been damaged on the line; and the receiver is talking, so a byte cannot
+  /// wake what is not asleep).
+  public mutating func listened(heard: Bool, now: Instant, utc: UTCTimestamp? = nil) -> Action {
+    if !heard { return .finished(.silent(written: writes.count)) }
+    if writes.count < attempts { return .write(step.bytes(at: utc)) }
+    return .finished(.keptTalking(written: writes.count))
   }
 
   /// An acknowledgement arrived at `now` (UTC then: `utc`). Unrelated ones (another
@@ -136,12 +158,19 @@ public enum CommandOutcome: Sendable, Hashable {
   /// No answer. `quiet`: not retried (or not again) because the receiver fell silent after
   /// the attempt, as it does when a standby took and only its answer was lost.
   case unanswered(written: Int, quiet: Bool)
+  /// The receiver fell silent after the last of `written` attempts, as the step expected
+  /// (``AcknowledgementExpectation/silence(graceMilliseconds:quietMilliseconds:)``): the
+  /// command took.
+  case silent(written: Int)
+  /// The receiver went on sending after each of the `written` attempts of a step that
+  /// expected silence: the command did not take, and the receiver is awake.
+  case keptTalking(written: Int)
 
-  /// Whether the step did what it was meant to (sent, or acknowledged).
+  /// Whether the step did what it was meant to (sent, acknowledged, or fell silent).
   public var succeeded: Bool {
     switch self {
-    case .sent, .acknowledged: return true
-    case .rejected, .unanswered: return false
+    case .sent, .acknowledged, .silent: return true
+    case .rejected, .unanswered, .keptTalking: return false
     }
   }
 }

@@ -16,6 +16,13 @@ public enum AcknowledgementExpectation: Sendable, Hashable, CustomStringConverti
   /// (``ChipsetProbe``), recognised by the caller's ``ChipsetIdentifier`` and handed on as
   /// ``ReceiverAcknowledgement/identified(_:)``.
   case identification
+  /// Silence: a command with no answer whose effect is that the receiver stops sending
+  /// (`UBX-RXM-PMREQ` backup). What it sends within `graceMilliseconds` of the write is
+  /// taken as said before the command took (an epoch's sentences already under way, bytes
+  /// already in the host's buffers); one byte in the `quietMilliseconds` after that means the
+  /// receiver did not carry the command out. The window is longer than an epoch at 1 Hz, so
+  /// a receiver that ignored the command is heard in it.
+  case silence(graceMilliseconds: Int, quietMilliseconds: Int)
 
   public var description: String {
     switch self {
@@ -24,6 +31,8 @@ public enum AcknowledgementExpectation: Sendable, Hashable, CustomStringConverti
     case .mtk(let command): return "$PMTK001,\(command),<flag>"
     case .mga(let id, let type): return "UBX-MGA-ACK-DATA0 for \(id) type \(hex2(type))"
     case .identification: return "an answer that names the chipset"
+    case .silence(let grace, let quiet):
+      return "silence for \(quiet) ms from \(grace) ms after the command"
     }
   }
 }

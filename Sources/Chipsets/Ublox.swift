@@ -99,7 +99,8 @@ public struct UbloxOptions: Sendable, Hashable {
 /// session left stopped.
 ///
 /// Power off: `UBX-CFG-RST` reset mode 0x08 (controlled GNSS stop) or `UBX-RXM-PMREQ`
-/// (backup, no timeout). Neither is acknowledged by current firmware.
+/// (backup, no timeout). Neither is acknowledged by current firmware; a backup is confirmed
+/// by the receiver falling silent (``backupConfirmation``).
 public struct UbloxCommandSet: ReceiverCommandSet {
   public let options: UbloxOptions
 
@@ -212,23 +213,35 @@ public struct UbloxCommandSet: ReceiverCommandSet {
   /// `UBX-RXM-PMREQ` with no timeout: the 8-byte form (duration U4, flags X4 with `backup`,
   /// bit 1) for u-blox 8 and older, which wakes on UART RX by default; the 16-byte form
   /// (version, reserved, duration, flags `backup` | `force`, `wakeupSources` `uartrx`,
-  /// bit 3) for u-blox 9 and later (UBX-18010854 §5.15.2, UBX-RXM-PMREQ).
+  /// bit 3) for u-blox 9 and later (UBX-18010854 §5.15.2, UBX-RXM-PMREQ). Confirmed by
+  /// silence (``backupConfirmation``).
   public var backupRequest: CommandStep {
     switch options.generation {
     case .m8AndOlder:
       return CommandStep(
         bytes: UBX.unchecked(
           .rxmPmreq, payload: UBX.littleEndian(UInt32(0)) + UBX.littleEndian(UInt32(0x02))),
-        summary: "UBX-RXM-PMREQ backup until UART RX activity")
+        summary: "UBX-RXM-PMREQ backup until UART RX activity",
+        acknowledgement: Self.backupConfirmation)
     case .m9AndLater:
       let payload: [UInt8] =
         [0x00, 0x00, 0x00, 0x00] + UBX.littleEndian(UInt32(0)) + UBX.littleEndian(UInt32(0x06))
         + UBX.littleEndian(UInt32(0x08))
       return CommandStep(
         bytes: UBX.unchecked(.rxmPmreq, payload: payload),
-        summary: "UBX-RXM-PMREQ backup until UART RX activity (wake source uartrx)")
+        summary: "UBX-RXM-PMREQ backup until UART RX activity (wake source uartrx)",
+        acknowledgement: Self.backupConfirmation)
     }
   }
+
+  /// How a backup is confirmed: `UBX-RXM-PMREQ` has no answer, and a receiver in backup has
+  /// its UART switched off, so it says nothing more; one that ignored the request (its USB
+  /// port connected, the frame damaged on the line) goes on with its next epoch. What arrives
+  /// in the first 500 ms is taken as sent before the request took (bytes already in the
+  /// host's buffers); a byte in the 1.5 s after that, longer than an epoch at the default
+  /// 1 Hz, means the receiver is awake.
+  public static let backupConfirmation = AcknowledgementExpectation.silence(
+    graceMilliseconds: 500, quietMilliseconds: 1500)
 
   /// The steps that switch the selected sentences on.
   public var selectionSteps: [CommandStep] {

@@ -504,7 +504,8 @@ public struct ReceiverModel {
       return .carriedOut
 
     case .ubxPowerRequest(let duration, let flags, let sources):
-      guard flags & 0x02 != 0 else { return .ignored }  // not a backup request
+      // Not a backup request, or a receiver that ignores them.
+      guard flags & 0x02 != 0, responses != .ignoringBackupRequest else { return .ignored }
       // The 8-byte form wakes on UART RX and EXTINT; the 16-byte form on the sources it
       // lists: uartrx (bit 3), extint0 (bit 5), extint1 (bit 6).
       backupWakeSources =

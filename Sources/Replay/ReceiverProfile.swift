@@ -83,6 +83,11 @@ public enum ResponseMode: Sendable, Hashable {
   /// and not carried out. Commands the chip never acknowledges (`UBX-CFG-RST`,
   /// `UBX-RXM-PMREQ`, `$PMTK101`) still act, and a byte still wakes it.
   case rejecting
+  /// As ``normal``, except that `UBX-RXM-PMREQ` is ignored and the receiver goes on
+  /// streaming: what a u-blox receiver does while its USB port is connected (u-blox 8 / M8
+  /// Receiver Description UBX-13003221, UBX-RXM-PMREQ; the M9 and later unless `force`), or
+  /// with a request damaged on the line.
+  case ignoringBackupRequest
 }
 
 /// A simulated receiver's power state.

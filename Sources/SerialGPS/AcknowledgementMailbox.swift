@@ -37,6 +37,12 @@ final class AcknowledgementMailbox: Sendable {
     }
   }
 
+  /// Forgets what was heard so far: the next wait's `heard` tells of what arrives from now on
+  /// (the listening window of a step that expects silence).
+  func startListening() {
+    state.withLock { $0.heard = false }
+  }
+
   /// Called by the reader for every chunk of bytes it read.
   func heard() {
     state.withLock { $0.heard = true }

@@ -79,8 +79,18 @@ struct CommandStepRunner: Sendable {
   static func failure(of ran: CommandDriver.Ran, family: ChipsetFamily) -> FailureReason? {
     let step = ran.step
     switch ran.outcome {
-    case .sent, .acknowledged:
+    case .sent, .acknowledged, .silent:
       return nil
+    case .keptTalking(let written):
+      // The receiver ignored a sleep that has no answer (a u-blox ignores UBX-RXM-PMREQ
+      // while its USB port is connected): it is awake.
+      return FailureReason(
+        .rejected,
+        "\(step.summary): the receiver kept sending after each of \(written) attempt"
+          + "\(written == 1 ? "" : "s"), so it did not enter that sleep and is awake"
+          + (family == .ublox
+            ? " (a u-blox receiver ignores UBX-RXM-PMREQ while its USB port is connected)"
+            : ""))
     case .rejected(let answer, let attempt, _):
       let why = answer.failureReason ?? "\(answer)"
       return FailureReason(
@@ -143,4 +153,6 @@ struct ConnectionCommandPort: CommandPort {
   func settle(for duration: Duration) async {
     try? await clock.sleep(until: clock.now + duration)
   }
+
+  func startListening() { acknowledgements.startListening() }
 }

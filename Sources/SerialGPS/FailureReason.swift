@@ -31,7 +31,8 @@ public struct FailureReason: Sendable, Hashable, CustomStringConvertible {
     case notAttached = "not-attached"
     /// A remote receiver cannot be reached: its board is offline, or the broker is.
     case unreachable
-    /// The receiver refused a command (`UBX-ACK-NAK`, a `$PMTK001` flag other than 3).
+    /// The receiver refused a command (`UBX-ACK-NAK`, a `$PMTK001` flag other than 3), or
+    /// ignored one whose effect is silence (it kept sending after `UBX-RXM-PMREQ`).
     case rejected
     /// A command went unanswered and the receiver fell silent after it: asleep already (a
     /// standby whose answer was lost), or not woken.

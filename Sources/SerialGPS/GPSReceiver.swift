@@ -332,6 +332,11 @@ public struct ReceiverStatistics: Sendable, Hashable {
   /// `$PMTK001,740,2`): information, the wake goes on.
   public var aidedWakes = 0
   public var aidingNotTaken = 0
+  /// Sleeps deeper than the quick-wake standby that the receiver did not confirm entering
+  /// (a `$PMTK225,4` refused or unanswered, a u-blox that kept sending after `UBX-RXM-PMREQ`,
+  /// a wake line that would not go low): each time the receiver was taken as awake and got
+  /// the quick-wake standby instead.
+  public var sleepsNotEntered = 0
 
   public init() {}
 }

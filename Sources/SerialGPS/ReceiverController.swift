@@ -378,40 +378,49 @@ final class ReceiverController: @unchecked Sendable {
   }
 
   /// Puts the receiver to the sleep its command set chooses for the expected sleep
-  /// (``ReceiverCommandSet/sleep(for:)``). A sleep that only the wake line ends is entered
-  /// with the line released, and counts only when the receiver acknowledges it: refused,
-  /// unanswered or with the line failing, the receiver is taken as awake and gets the
-  /// quick-wake standby instead (and every wake drives the line and sends the whole wake-up).
+  /// (``ReceiverCommandSet/sleep(for:)``). A sleep deeper than the quick-wake standby counts
+  /// only when the receiver confirms it: acknowledged (`$PMTK001,225,3`), or silent after a
+  /// request that has no answer (`UBX-RXM-PMREQ`). A sleep that only the wake line ends is
+  /// entered with the line released. Refused, unanswered, ignored while the receiver kept
+  /// talking, or with the line failing, the receiver is taken as awake: it is counted
+  /// (``ReceiverStatistics/sleepsNotEntered``) and gets the quick-wake standby instead; every
+  /// wake drives the line and sends the whole wake-up whatever the last sleep was.
   private func sleep(_ set: any ReceiverCommandSet, on connection: any ReceiverConnection) async {
     let context = SleepContext(
       expected: expectedSleep, wakePin: options.wakePin != nil, depth: options.sleepDepth)
     let choice = set.sleep(for: context)
     let quick = set.sleep(for: SleepContext(expected: nil, depth: .standby))
     policy.asleepOnWakeLine = false
-    guard choice.needsWakePin, let line = options.wakePin, choice.steps.count == 1 else {
+    let line = choice.needsWakePin ? options.wakePin : nil
+    guard choice.state != quick.state, choice.steps.count == 1,
+      line != nil || !choice.needsWakePin
+    else {
       await commands.send(choice.steps, to: connection, family: set.family)
       return
     }
-    do {
-      try line.drive(high: false)
-    } catch {
-      core.hub.publish(status: .commandFailed(reason: FailureReason(error)))
-      await commands.send(quick.steps, to: connection, family: set.family)
+    if let line {
+      do {
+        try line.drive(high: false)
+      } catch {
+        core.counters.withLock { $0.sleepsNotEntered += 1 }
+        core.hub.publish(status: .commandFailed(reason: FailureReason(error)))
+        await commands.send(quick.steps, to: connection, family: set.family)
+        return
+      }
+    }
+    let ran = await commands.run(choice.steps[0], on: connection, abandonOnShutdown: false)
+    if let ran, ran.outcome.succeeded {
+      policy.asleepOnWakeLine = line != nil
       return
     }
-    let step = choice.steps[0]
-    let ran = await commands.run(step, on: connection, abandonOnShutdown: false)
-    if let ran, case .acknowledged = ran.outcome {
-      policy.asleepOnWakeLine = true
-      return
-    }
-    // Not in backup: awake (or gone). The line goes high again so that it cannot enter
+    // Not in that sleep: awake (or gone). The line goes high again so that it cannot enter
     // backup by itself later, and the standby follows.
+    core.counters.withLock { $0.sleepsNotEntered += 1 }
     if let ran, let failure = CommandStepRunner.failure(of: ran, family: set.family) {
       core.counters.withLock { $0.commandsFailed += 1 }
       core.hub.publish(status: .commandFailed(reason: failure))
     }
-    try? line.drive(high: true)
+    try? line?.drive(high: true)
     await commands.send(quick.steps, to: connection, family: set.family)
   }
 

@@ -324,13 +324,16 @@ struct Capture {
   /// What went wrong with a step that failed.
   static func describe(_ ran: CommandDriver.Ran) -> String {
     switch ran.outcome {
-    case .sent, .acknowledged:
+    case .sent, .acknowledged, .silent:
       return "done"
     case .rejected(let answer, _, _):
       return "rejected: \(answer.failureReason ?? "\(answer)")"
     case .unanswered(let written, _):
       return "no answer within \(ran.timeout) after \(written) attempt\(written == 1 ? "" : "s")"
         + (ran.heard ? "" : " (the receiver sent nothing meanwhile)")
+    case .keptTalking(let written):
+      return "the receiver kept sending after \(written) attempt\(written == 1 ? "" : "s"): "
+        + "the command did not take"
     }
   }
 
@@ -464,6 +467,8 @@ struct RecordingCommandPort: CommandPort {
   mutating func settle(for duration: Duration) throws(Failure) {
     try record(until: .now + duration)
   }
+
+  mutating func startListening() { capture.heard = false }
 
   private mutating func record(until deadline: ContinuousClock.Instant) throws(Failure) {
     let outcome = capture.run(into: writer, until: deadline, interruption: interruption)

@@ -205,8 +205,8 @@ struct SendSession {
       }
       Output.standard.line("→ \(step.summary): " + describe(result, family: family))
       switch result {
-      case .acknowledged, .sent: break
-      case .rejected: failures += 1
+      case .acknowledged, .sent, .silent: break
+      case .rejected, .keptTalking: failures += 1
       case .unanswered:
         failures += 1
         unanswered = true
@@ -308,6 +308,13 @@ struct SendSession {
           + "it)"
       }
       return "no answer within \(request.timeout) after \(written) attempts"
+    case .silent:
+      return "sent; the receiver fell silent after it, as it does when the command takes"
+    case .keptTalking(let written):
+      return "the receiver kept sending after \(written) attempt\(written == 1 ? "" : "s"), "
+        + "so the command did not take and the receiver is awake"
+        + (family == .ublox
+          ? " (a u-blox receiver ignores UBX-RXM-PMREQ while its USB port is connected)" : "")
     }
   }
 }
@@ -352,6 +359,8 @@ struct AnswerPort: CommandPort {
   }
 
   mutating func settle(for duration: Duration) throws(SerialPortError) { try drain(for: duration) }
+
+  mutating func startListening() { heard = false }
 
   /// Reads once, until `deadline`; false when the deadline passed with nothing.
   private mutating func readOnce(until deadline: ContinuousClock.Instant) throws(SerialPortError)

@@ -12,6 +12,7 @@ import Testing
       case write([UInt8])
       case wait(until: TestInstant)
       case settle(Duration)
+      case startListening
     }
 
     var now = TestInstant.zero
@@ -48,6 +49,8 @@ import Testing
       log.append(.settle(duration))
       now = now.advanced(by: duration)
     }
+
+    mutating func startListening() { log.append(.startListening) }
   }
 
   let standby = MediaTekCommandSet.standby
@@ -107,6 +110,35 @@ import Testing
     #expect(!ran.heard)
     #expect(
       port.log == [.write(standby.bytes), .wait(until: .seconds(1)), .wait(until: .seconds(2))])
+  }
+
+  @Test func aBackupIsListenedForAfterItsGraceAndAskedAgainWhileTheReceiverTalks() async throws {
+    let backup = UbloxCommandSet().backupRequest
+    // Heard in the first window; silent in the second.
+    var port = ScriptedPort(script: [
+      (.milliseconds(1500), .timedOut(heard: true)), (.milliseconds(1500), .timedOut(heard: false)),
+    ])
+    let driver = CommandDriver(attempts: 3, timeout: .seconds(1))
+    let ran = try #require(try await driver.run(backup, retry: .whileReceiverTalks, on: &port))
+    #expect(ran.outcome == .silent(written: 2))
+    #expect(!ran.heard)
+    #expect(
+      port.log == [
+        .write(backup.bytes), .settle(.milliseconds(500)), .startListening,
+        .wait(until: .seconds(2)),
+        .write(backup.bytes), .settle(.milliseconds(500)), .startListening,
+        .wait(until: .seconds(4)),
+      ])
+  }
+
+  @Test func aBackupIgnoredEveryTimeEndsKeptTalking() async throws {
+    let backup = UbloxCommandSet(UbloxOptions(generation: .m9AndLater)).backupRequest
+    var port = ScriptedPort(script: [])  // every wait: heard, at its deadline
+    let driver = CommandDriver(attempts: 3, timeout: .seconds(1))
+    let ran = try #require(try await driver.run(backup, retry: .whileReceiverTalks, on: &port))
+    #expect(ran.outcome == .keptTalking(written: 3))
+    #expect(ran.heard)
+    #expect(port.writes == 3)
   }
 
   @Test func anAbandonedWakeWritesNothingMore() async throws {

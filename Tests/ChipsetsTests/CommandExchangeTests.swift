@@ -230,6 +230,43 @@ struct TestInstant: InstantProtocol {
     #expect(refused.failureReason?.contains("version is not supported") == true)
   }
 
+  // MARK: Silence (UBX-RXM-PMREQ)
+
+  let backup = UbloxCommandSet().backupRequest
+
+  @Test func aBackupRequestExpectsSilenceAfterItsGrace() {
+    #expect(backup.acknowledgement == .silence(graceMilliseconds: 500, quietMilliseconds: 1500))
+    var exchange = CommandExchange<TestInstant>(step: backup, attempts: 3, timeout: .seconds(1))
+    #expect(exchange.start() == .write(backup.bytes))
+    // Not the acknowledgement timeout: the grace, then the quiet window.
+    #expect(
+      exchange.written(now: .milliseconds(100))
+        == .listen(from: .milliseconds(600), until: .milliseconds(2100)))
+    // No answer of any kind is the confirmation.
+    #expect(exchange.answered(.ubx(.rxmPmreq, accepted: true), now: .milliseconds(200)) == nil)
+    #expect(exchange.listened(heard: false, now: .milliseconds(2100)) == .finished(.silent(written: 1)))
+    #expect(CommandOutcome.silent(written: 1).succeeded)
+  }
+
+  @Test func aReceiverHeardInTheWindowIsAskedAgainThenTakenAsAwake() {
+    var exchange = CommandExchange<TestInstant>(step: backup, attempts: 2, timeout: .seconds(1))
+    _ = exchange.written(now: .zero)
+    #expect(exchange.listened(heard: true, now: .seconds(2)) == .write(backup.bytes))
+    #expect(
+      exchange.written(now: .seconds(2))
+        == .listen(from: .milliseconds(2500), until: .seconds(4)))
+    #expect(exchange.listened(heard: true, now: .seconds(4)) == .finished(.keptTalking(written: 2)))
+    #expect(!CommandOutcome.keptTalking(written: 2).succeeded)
+  }
+
+  @Test func silenceAfterARetryConfirmsTheRetry() {
+    var exchange = CommandExchange<TestInstant>(step: backup, attempts: 3, timeout: .seconds(1))
+    _ = exchange.written(now: .zero)
+    _ = exchange.listened(heard: true, now: .seconds(2))
+    _ = exchange.written(now: .seconds(2))
+    #expect(exchange.listened(heard: false, now: .seconds(4)) == .finished(.silent(written: 2)))
+  }
+
   /// The NMEA checksum, computed here independently of `NMEAChecksum`.
   func checksum(_ body: String) -> String {
     let value = body.utf8.reduce(UInt8(0)) { $0 ^ $1 }

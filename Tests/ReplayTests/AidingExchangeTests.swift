@@ -66,6 +66,9 @@ import Testing
               pending.isEmpty
               ? exchange.timedOut(heard: true, now: deadline, utc: utc(now)) : action
           }
+        case .listen:
+          Issue.record("\(step.summary): no wake-up step is confirmed by silence")
+          break exchanging
         case .finished(let outcome):
           outcomes.append(outcome)
           now += step.settle

@@ -1,0 +1,60 @@
+import Chipsets
+import POSIX
+import Testing
+
+@testable import SerialGPS
+
+/// A backup request confirmed by silence, through the controller's own port (the mailbox the
+/// reader fills) on a manual clock: bytes within the grace are let pass, one byte in the
+/// quiet window after it means the receiver is awake.
+@Suite struct SilenceConfirmationTests {
+  let backup = UbloxCommandSet().backupRequest
+
+  /// Runs `backup` with one attempt; `heard` is called with the mailbox at each listed offset
+  /// from the write, as the reader would on bytes. Returns the outcome.
+  func run(heardAt offsets: [Duration]) async throws -> CommandOutcome {
+    let clock = ManualClock()
+    let mailbox = AcknowledgementMailbox()
+    let connection = MemoryConnection()
+    let port = ConnectionCommandPort(
+      connection: connection, acknowledgements: mailbox, clock: clock,
+      counters: Locked(ReceiverStatistics()), shutdownRequested: Locked(false),
+      abandonOnShutdown: false, readUTC: { nil })
+    let step = backup
+    let running = Task {
+      var port = port
+      return try await CommandDriver(attempts: 1, timeout: .seconds(1)).run(
+        step, retry: .whileReceiverTalks, on: &port)
+    }
+    // The grace: one sleeper until 500 ms.
+    #expect(await eventually { clock.nextDeadline == .origin + .milliseconds(500) })
+    #expect(connection.writes == [step.bytes])
+    for offset in offsets.sorted() {
+      if offset >= .milliseconds(500) {
+        clock.advance(to: .origin + .milliseconds(500))
+        // The window: the mailbox's timeout until 2 s.
+        #expect(await eventually { clock.nextDeadline == .origin + .seconds(2) })
+      }
+      clock.advance(to: .origin + offset)
+      mailbox.heard()
+    }
+    clock.advance(to: .origin + .milliseconds(500))
+    #expect(await eventually { clock.nextDeadline == .origin + .seconds(2) })
+    clock.advance(to: .origin + .seconds(2))
+    let ran = try #require(try await running.value)
+    return ran.outcome
+  }
+
+  @Test func silenceAfterTheGraceConfirmsTheBackup() async throws {
+    #expect(try await run(heardAt: []) == .silent(written: 1))
+  }
+
+  @Test func bytesWithinTheGraceAreLetPass() async throws {
+    #expect(
+      try await run(heardAt: [.milliseconds(10), .milliseconds(450)]) == .silent(written: 1))
+  }
+
+  @Test func aByteInTheWindowMeansTheReceiverIsAwake() async throws {
+    #expect(try await run(heardAt: [.milliseconds(1400)]) == .keptTalking(written: 1))
+  }
+}
