@@ -251,6 +251,20 @@ import Testing
     #expect(mtk.rejections == 1)
   }
 
+  @Test func aModelIgnoringBackupRequestsKeepsRunningAndStillStops() {
+    let backup = UbloxCommandSet().backupRequest.bytes
+    var ignoring = ReceiverModel(profile: .ublox(.m8), responses: .ignoringBackupRequest)
+    #expect(ignoring.receive(backup, at: .zero).isEmpty)
+    #expect(ignoring.power == .running)
+    #expect(ignoring.received.map(\.outcome) == [.ignored])
+    // Everything else as ever: the GNSS stop takes.
+    _ = ignoring.receive(UbloxCommandSet.gnssStop.bytes, at: ms(10))
+    #expect(ignoring.power == .gnssStopped)
+    var normal = ReceiverModel(profile: .ublox(.m8))
+    _ = normal.receive(backup, at: .zero)
+    #expect(normal.power == .backup)
+  }
+
   @Test func unresponsiveModeIsDeaf() {
     var model = ReceiverModel(profile: .mediatek, power: .standby, responses: .unresponsive)
     #expect(model.receive(MediaTekCommandSet().powerOnSteps[0].bytes, at: .zero).isEmpty)

@@ -118,3 +118,90 @@ final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `l
     #expect(await shutDown(receiver, advancing: clock))
   }
 }
+
+/// A u-blox backup counts only when the receiver falls silent after `UBX-RXM-PMREQ`, through
+/// the real gated receiver on the simulated M8 on a UART and a virtual clock: one that ignores
+/// the request (as over USB) is taken as awake and gets the GNSS stop.
+@Suite struct UbloxBackupConfirmationTests {
+  func bench(responses: ResponseMode) throws -> (ManualClock, ReplayConnector, GPSReceiver) {
+    let clock = ManualClock()
+    let physics = PhysicsConfiguration(
+      figures: .ubloxM8, initialKnowledge: .ephemeris(age: .zero))
+    let replay = ReplayConnector(
+      recording: try loadFixture("ublox-m8-drive"),
+      configuration: .init(
+        profile: .ublox(.m8), loops: true, initialPowerState: .backup,
+        wakeDelay: .milliseconds(100), responses: responses, physics: physics),
+      clock: clock)
+    var options = receiverOptions(
+      linger: .seconds(5), chipset: .custom(UbloxCommandSet(UbloxOptions(port: .uart1))))
+    options.awakeMarkers = nil
+    return (clock, replay, GPSReceiver(connector: replay, options: options, clock: clock))
+  }
+
+  static func isBackupRequest(_ command: ReceiverCommand?) -> Bool {
+    if case .ubxPowerRequest(_, let flags, _) = command { return flags & 0x02 != 0 }
+    return false
+  }
+
+  static func isGNSSStop(_ command: ReceiverCommand?) -> Bool {
+    if case .ubxReset(_, 0x08) = command { return true }
+    return false
+  }
+
+  @Test("a receiver that falls silent after PMREQ is in backup: no GNSS stop")
+  func honouredBackupIsKept() async throws {
+    let (clock, replay, receiver) = try bench(responses: .normal)
+    let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(600))))
+    defer { log.stop() }
+    #expect(
+      await advance(clock, by: .milliseconds(500), upTo: .seconds(1400)) {
+        log.updates.count >= 3
+      })
+    let commands = replay.receivedCommands
+    // One request per sleep (silence confirmed at the first attempt): never two in a row.
+    #expect(commands.filter { Self.isBackupRequest($0) }.count >= 2, "\(commands)")
+    #expect(
+      !zip(commands, commands.dropFirst()).contains {
+        Self.isBackupRequest($0) && Self.isBackupRequest($1)
+      }, "\(commands)")
+    #expect(!commands.contains { Self.isGNSSStop($0) }, "\(commands)")
+    let energy = try #require(replay.energy)
+    #expect(energy.time(in: .backup) > .seconds(1000), "\(energy)")
+    #expect(energy.time(in: .gnssStopped) == .zero, "\(energy)")
+    #expect(receiver.statistics.sleepsNotEntered == 0)
+    #expect(receiver.statistics.commandsFailed == 0)
+    #expect(await shutDown(receiver, advancing: clock))
+    #expect(replay.powerState == .backup)
+  }
+
+  @Test("a receiver that keeps talking after PMREQ is awake: asked three times, then GNSS stop")
+  func ignoredBackupFallsBackToGNSSStop() async throws {
+    let (clock, replay, receiver) = try bench(responses: .ignoringBackupRequest)
+    let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(600))))
+    defer { log.stop() }
+    #expect(
+      await advance(clock, by: .milliseconds(500), upTo: .seconds(800)) {
+        log.updates.count >= 2
+      })
+    let commands = replay.receivedCommands
+    let first = try #require(commands.firstIndex { Self.isBackupRequest($0) }, "\(commands)")
+    // Three attempts, each heard in its window, then the quick-wake standby.
+    #expect(
+      commands[first...].prefix(4).map { Self.isBackupRequest($0) }
+        == [true, true, true, false], "\(commands)")
+    #expect(Self.isGNSSStop(commands[first...].dropFirst(3).first ?? nil), "\(commands)")
+    let energy = try #require(replay.energy)
+    #expect(energy.time(in: .backup) == .zero, "\(energy)")
+    #expect(energy.time(in: .gnssStopped) > .seconds(500), "\(energy)")
+    // Each sleep not entered is counted, and reported as a failed command (its wording:
+    // SilenceConfirmationTests).
+    let statistics = receiver.statistics
+    #expect(statistics.sleepsNotEntered >= 1)
+    #expect(statistics.commandsFailed == statistics.sleepsNotEntered, "\(statistics)")
+    // The next wake is a wake all the same (the burst, then the selection): the fix came.
+    #expect(replay.starts.allSatisfy { $0.kind == .hot }, "\(replay.starts)")
+    #expect(await shutDown(receiver, advancing: clock))
+    #expect(replay.powerState == .gnssStopped)
+  }
+}

@@ -11,8 +11,8 @@ import Testing
   let backup = UbloxCommandSet().backupRequest
 
   /// Runs `backup` with one attempt; `heard` is called with the mailbox at each listed offset
-  /// from the write, as the reader would on bytes. Returns the outcome.
-  func run(heardAt offsets: [Duration]) async throws -> CommandOutcome {
+  /// from the write, as the reader would on bytes. Returns how the step ended.
+  func run(heardAt offsets: [Duration]) async throws -> CommandDriver.Ran {
     let clock = ManualClock()
     let mailbox = AcknowledgementMailbox()
     let connection = MemoryConnection()
@@ -41,20 +41,25 @@ import Testing
     clock.advance(to: .origin + .milliseconds(500))
     #expect(await eventually { clock.nextDeadline == .origin + .seconds(2) })
     clock.advance(to: .origin + .seconds(2))
-    let ran = try #require(try await running.value)
-    return ran.outcome
+    return try #require(try await running.value)
   }
 
   @Test func silenceAfterTheGraceConfirmsTheBackup() async throws {
-    #expect(try await run(heardAt: []) == .silent(written: 1))
+    #expect(try await run(heardAt: []).outcome == .silent(written: 1))
   }
 
   @Test func bytesWithinTheGraceAreLetPass() async throws {
     #expect(
-      try await run(heardAt: [.milliseconds(10), .milliseconds(450)]) == .silent(written: 1))
+      try await run(heardAt: [.milliseconds(10), .milliseconds(450)]).outcome == .silent(written: 1))
   }
 
   @Test func aByteInTheWindowMeansTheReceiverIsAwake() async throws {
-    #expect(try await run(heardAt: [.milliseconds(1400)]) == .keptTalking(written: 1))
+    let ran = try await run(heardAt: [.milliseconds(1400)])
+    #expect(ran.outcome == .keptTalking(written: 1))
+    // Subscribers are told why, and what may cause it.
+    let failure = try #require(CommandStepRunner.failure(of: ran, family: .ublox))
+    #expect(failure.kind == .rejected)
+    #expect(failure.message.contains("kept sending after each of 1 attempt,"), "\(failure)")
+    #expect(failure.message.contains("USB port is connected"), "\(failure)")
   }
 }
