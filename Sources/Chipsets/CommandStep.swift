@@ -24,6 +24,14 @@ public enum AcknowledgementExpectation: Sendable, Hashable, CustomStringConverti
   /// a receiver that ignored the command is heard in it.
   case silence(graceMilliseconds: Int, quietMilliseconds: Int)
 
+  /// Whether the receiver sends an answer to wait for (not for ``none`` and ``silence``).
+  public var expectsAnswer: Bool {
+    switch self {
+    case .none, .silence: return false
+    case .ubx, .mtk, .mga, .identification: return true
+    }
+  }
+
   public var description: String {
     switch self {
     case .none: return "no acknowledgement"

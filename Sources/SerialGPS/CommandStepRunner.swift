@@ -141,6 +141,8 @@ struct ConnectionCommandPort: CommandPort {
   var isAbandoned: Bool { abandonOnShutdown && shutdownRequested.withLock { $0 } }
 
   func write(_ bytes: [UInt8], of step: CommandStep) async throws {
+    // A step confirmed by silence is announced too: that forgets any answer left over from
+    // an earlier step, which would otherwise end its window as if the receiver had talked.
     if step.acknowledgement != .none { acknowledgements.expect(step) }
     try connection.write(bytes)
     counters.withLock { $0.commandsSent += 1 }

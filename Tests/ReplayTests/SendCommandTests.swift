@@ -137,12 +137,30 @@ import Testing
     let standby = try await serialgps([path, "standby", "--chipset", "ublox"])
     #expect(standby.status == 0, "\(standby)")
     #expect(standby.output.contains("UBX-RXM-PMREQ"))
-    #expect(standby.output.contains("sent; u-blox receivers do not acknowledge this command"))
+    #expect(standby.output.contains("sent; the receiver fell silent after it"), "\(standby)")
     #expect(await simulator.waitForPowerState(.backup))
 
     let wake = try await serialgps([path, "wake", "--chipset", "ublox", "--timeout", "5"])
     #expect(wake.status == 0, "\(wake)")
     #expect(await simulator.waitForPowerState(.running))
+  }
+
+  @Test func aStandbyTheReceiverIgnoresIsReported() async throws {
+    let simulator = try makeSimulator(
+      "ublox-m8-drive", profile: .ublox(.m8), responses: .ignoringBackupRequest)
+    defer { simulator.stop() }
+    let standby = try await serialgps([simulator.devicePath, "standby", "--chipset", "ublox"])
+    #expect(standby.status == 1, "\(standby)")
+    #expect(
+      standby.output.contains("the receiver kept sending after 3 attempts, so the command did "
+        + "not take"), "\(standby)")
+    #expect(standby.output.contains("USB port is connected"), "\(standby)")
+    #expect(simulator.powerState == .running)
+    let backups = simulator.received.filter {
+      if case .ubxPowerRequest = $0.command { return true }
+      return false
+    }
+    #expect(backups.count == 3)
   }
 
   @Test func theChipsetIsFoundByListening() async throws {

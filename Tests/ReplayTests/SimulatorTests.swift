@@ -21,7 +21,7 @@ import Testing
     for step in steps {
       let before = listener.acknowledgements.count
       try await write(step.bytes, to: listener.port)
-      if step.acknowledgement != .none {
+      if step.acknowledgement.expectsAnswer {
         let answered = await eventually {
           listener.acknowledgements.dropFirst(before).contains {
             step.isAcknowledged(by: $0) != nil
