@@ -244,7 +244,8 @@ struct TestInstant: InstantProtocol {
         == .listen(from: .milliseconds(600), until: .milliseconds(2100)))
     // No answer of any kind is the confirmation.
     #expect(exchange.answered(.ubx(.rxmPmreq, accepted: true), now: .milliseconds(200)) == nil)
-    #expect(exchange.listened(heard: false, now: .milliseconds(2100)) == .finished(.silent(written: 1)))
+    #expect(
+      exchange.listened(heard: false, now: .milliseconds(2100)) == .finished(.silent(written: 1)))
     #expect(CommandOutcome.silent(written: 1).succeeded)
   }
 

@@ -152,8 +152,9 @@ import Testing
     let standby = try await serialgps([simulator.devicePath, "standby", "--chipset", "ublox"])
     #expect(standby.status == 1, "\(standby)")
     #expect(
-      standby.output.contains("the receiver kept sending after 3 attempts, so the command did "
-        + "not take"), "\(standby)")
+      standby.output.contains(
+        "the receiver kept sending after 3 attempts, so the command did "
+          + "not take"), "\(standby)")
     #expect(standby.output.contains("USB port is connected"), "\(standby)")
     #expect(simulator.powerState == .running)
     let backups = simulator.received.filter {

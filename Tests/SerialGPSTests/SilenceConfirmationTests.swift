@@ -50,7 +50,8 @@ import Testing
 
   @Test func bytesWithinTheGraceAreLetPass() async throws {
     #expect(
-      try await run(heardAt: [.milliseconds(10), .milliseconds(450)]).outcome == .silent(written: 1))
+      try await run(heardAt: [.milliseconds(10), .milliseconds(450)]).outcome == .silent(written: 1)
+    )
   }
 
   @Test func aByteInTheWindowMeansTheReceiverIsAwake() async throws {
