@@ -415,11 +415,12 @@ final class ReceiverController: @unchecked Sendable {
     }
     // Not in that sleep: awake (or gone). The line goes high again so that it cannot enter
     // backup by itself later, and the standby follows.
-    core.counters.withLock { $0.sleepsNotEntered += 1 }
-    if let ran, let failure = CommandStepRunner.failure(of: ran, family: set.family) {
-      core.counters.withLock { $0.commandsFailed += 1 }
-      core.hub.publish(status: .commandFailed(reason: failure))
+    let failure = ran.flatMap { CommandStepRunner.failure(of: $0, family: set.family) }
+    core.counters.withLock {
+      $0.sleepsNotEntered += 1
+      if failure != nil { $0.commandsFailed += 1 }
     }
+    if let failure { core.hub.publish(status: .commandFailed(reason: failure)) }
     try? line?.drive(high: true)
     await commands.send(quick.steps, to: connection, family: set.family)
   }

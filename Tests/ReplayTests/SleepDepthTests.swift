@@ -149,15 +149,23 @@ final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `l
     return false
   }
 
+  /// Subscribes for a fix every 10 minutes and advances until `fixes` have come; the
+  /// subscription's log is the caller's to stop.
+  func everyTenMinutes(_ responses: ResponseMode, fixes: Int, upTo limit: Duration) async throws
+    -> (ManualClock, ReplayConnector, GPSReceiver, EventLog)
+  {
+    let (clock, replay, receiver) = try bench(responses: responses)
+    let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(600))))
+    #expect(
+      await advance(clock, by: .milliseconds(500), upTo: limit) { log.updates.count >= fixes })
+    return (clock, replay, receiver, log)
+  }
+
   @Test("a receiver that falls silent after PMREQ is in backup: no GNSS stop")
   func honouredBackupIsKept() async throws {
-    let (clock, replay, receiver) = try bench(responses: .normal)
-    let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(600))))
+    let (clock, replay, receiver, log) = try await everyTenMinutes(
+      .normal, fixes: 3, upTo: .seconds(1400))
     defer { log.stop() }
-    #expect(
-      await advance(clock, by: .milliseconds(500), upTo: .seconds(1400)) {
-        log.updates.count >= 3
-      })
     let commands = replay.receivedCommands
     // One request per sleep (silence confirmed at the first attempt): never two in a row.
     #expect(commands.filter { Self.isBackupRequest($0) }.count >= 2, "\(commands)")
@@ -177,13 +185,9 @@ final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `l
 
   @Test("a receiver that keeps talking after PMREQ is awake: asked three times, then GNSS stop")
   func ignoredBackupFallsBackToGNSSStop() async throws {
-    let (clock, replay, receiver) = try bench(responses: .ignoringBackupRequest)
-    let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(600))))
+    let (clock, replay, receiver, log) = try await everyTenMinutes(
+      .ignoringBackupRequest, fixes: 2, upTo: .seconds(800))
     defer { log.stop() }
-    #expect(
-      await advance(clock, by: .milliseconds(500), upTo: .seconds(800)) {
-        log.updates.count >= 2
-      })
     let commands = replay.receivedCommands
     let first = try #require(commands.firstIndex { Self.isBackupRequest($0) }, "\(commands)")
     // Three attempts, each heard in its window, then the quick-wake standby.
