@@ -89,9 +89,7 @@ final class ReceiverController: @unchecked Sendable {
           handle(policyEvent, deferring: &operations)
         case .requests(let requestEvent):
           if case .timerFired(let id) = requestEvent { requestTimers[id] = nil }
-          if case .fix(let update) = requestEvent, update.fix.position != nil {
-            wakes.fixArrived(at: update.arrival)
-          }
+          if case .fix(let update) = requestEvent { judgeWake(by: update) }
           schedule(requestEvent, deferring: &operations)
         case .readerFailed(let failedGeneration, let reason):
           // A stale failure from a connection already closed is no news.
@@ -268,6 +266,7 @@ final class ReceiverController: @unchecked Sendable {
       steps = set.powerOnSteps(for: context)
       if steps.contains(where: { $0.timed != nil }) {
         core.counters.withLock { $0.aidedWakes += 1 }
+        wakes.tellsTheTime()
       }
     }
     await commands.send(steps, to: opened, family: set.family, abandonOnShutdown: true)
@@ -275,6 +274,16 @@ final class ReceiverController: @unchecked Sendable {
       markers.markAwake(identity)
     }
     return .poweredOn
+  }
+
+  /// What an epoch of the wake under way says of the receiver's backup (``WakeRecord``): its
+  /// first fix by when it came, a time before it by agreeing with UTC.
+  private func judgeWake(by update: FixUpdate) {
+    if update.fix.position != nil {
+      wakes.fixArrived(at: update.arrival)
+    } else if let time = update.fix.time, let utc = options.utcNow() {
+      wakes.timeHeard(time, at: update.arrival, utc: utc, now: clock.now)
+    }
   }
 
   /// How far the wall clock is taken to be from UTC when aiding: the driver does not ask the

@@ -27,11 +27,12 @@ import Testing
   static func bench(
     backupPower: Bool, knowledge: PhysicsConfiguration.InitialKnowledge,
     chipset: ChipsetChoice? = nil, initialPowerState: SimulatedPowerState = .gnssStopped,
-    announcesChipset: Bool = true, memory: PositionMemory? = nil
+    announcesChipset: Bool = true, memory: PositionMemory? = nil,
+    figures: ReceiverFigures = .ubloxM9
   ) throws -> (ManualClock, ReplayConnector, GPSReceiver) {
     let clock = ManualClock()
     let physics = PhysicsConfiguration(
-      figures: .ubloxM9, backupPower: backupPower, initialKnowledge: knowledge,
+      figures: figures, backupPower: backupPower, initialKnowledge: knowledge,
       utcAtStart: UTCTimestamp(secondsSinceUnixEpoch: origin.components.seconds))
     let replay = ReplayConnector(
       recording: try loadFixture("ublox-m8-drive"),
@@ -122,6 +123,31 @@ import Testing
     #expect(await Self.wake(receiver, replay, clock))
     #expect(replay.aidingReceived.count == first, "\(replay.aidingReceived)")
     #expect(replay.starts.count == 2 && replay.starts.last?.kind == .hot)
+    #expect(receiver.statistics.aidedWakes == 1)
+    #expect(await shutDown(receiver, advancing: clock))
+  }
+
+  @Test("a warm start that told the time at once kept its backup: the next wake is not aided")
+  func timeBeforeTheFixShowsTheBackupKept() async throws {
+    // A receiver whose ephemeris goes stale after 2 minutes (the test's figure, not a data
+    // sheet's): a wake 5 minutes later is a warm start, slow to its fix, with its clock
+    // running, so its first epochs carry the time.
+    var figures = ReceiverFigures.ubloxM9
+    figures.ephemerisValidity = .seconds(120)
+    let (clock, replay, receiver) = try Self.bench(
+      backupPower: true, knowledge: .ephemeris(age: .zero), figures: figures)
+    #expect(await Self.wake(receiver, replay, clock))
+    #expect(replay.aidingReceived.count == 1)  // the first start
+    clock.advance(by: .seconds(300))
+    #expect(await Self.wake(receiver, replay, clock))
+    #expect(replay.starts.count == 2 && replay.starts.last?.kind == .warm, "\(replay.starts)")
+    let warm = try #require(replay.starts.last?.timeToFirstFix)
+    // Slower than a hot start (10 s): by its first fix alone it would be judged lost.
+    #expect(warm > .seconds(10), "\(replay.starts)")
+    clock.advance(by: .seconds(60))
+    #expect(await Self.wake(receiver, replay, clock))
+    // Judged by its time, not by its slow fix: kept, so the third wake is not aided.
+    #expect(replay.aidingReceived.count == 1, "\(replay.aidingReceived)")
     #expect(receiver.statistics.aidedWakes == 1)
     #expect(await shutDown(receiver, advancing: clock))
   }
