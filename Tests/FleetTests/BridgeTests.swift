@@ -400,17 +400,17 @@ struct BridgeTests {
     // A broker certificate the CA given did not sign: refused, for good, saying why.
     var wrongCA = tls
     wrongCA.caFile = certificates.otherCA
-    let refused = await try FleetBridge(configuration: .init(broker: wrongCA)).checkBroker()
+    let refused = try await FleetBridge(configuration: .init(broker: wrongCA)).checkBroker()
     #expect(refused?.kind == .refused)
     #expect(refused?.description.contains("TLS") == true)
     // No client certificate: the broker (require_certificate) refuses the handshake.
     var anonymous = tls
     anonymous.certificateFile = nil
     anonymous.keyFile = nil
-    #expect(await try FleetBridge(configuration: .init(broker: anonymous)).checkBroker() != nil)
+    #expect(try await FleetBridge(configuration: .init(broker: anonymous)).checkBroker() != nil)
     // Plaintext to the TLS port is not a connection either.
     let plain = try brokerConfiguration("mqtt://127.0.0.1:\(broker.port)")
-    #expect(await try FleetBridge(configuration: .init(broker: plain)).checkBroker() != nil)
+    #expect(try await FleetBridge(configuration: .init(broker: plain)).checkBroker() != nil)
     await bridge.shutdown()
     await receiver.shutdown()
   }

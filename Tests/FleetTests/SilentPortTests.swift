@@ -50,7 +50,7 @@ struct SilentPortTests {
   func saysWhatWasSeen() async throws {
     let listener = try SilentListener()
     let broker = try broker(listener.port)
-    let refusal = await try FleetBridge(configuration: .init(broker: broker)).checkBroker(
+    let refusal = try await FleetBridge(configuration: .init(broker: broker)).checkBroker(
       timeout: .milliseconds(500))
     let text = try #require(refusal).description
     #expect(

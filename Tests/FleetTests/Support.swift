@@ -129,7 +129,7 @@ final class Child: @unchecked Sendable {
     posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
     posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
     // Nothing else of this process (other tests' ptys and sockets) leaks into the child.
-    spawnClosesFrom(&actions, 3)
+    _ = spawnClosesFrom(&actions, 3)
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }

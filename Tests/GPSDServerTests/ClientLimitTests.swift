@@ -223,7 +223,7 @@ import Testing
     let logPath = FileManager.default.temporaryDirectory
       .appendingPathComponent("serve-emfile-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log")
       .path
-    FileManager.default.createFile(atPath: logPath, contents: nil)
+    try #require(FileManager.default.createFile(atPath: logPath, contents: nil))
     defer { try? FileManager.default.removeItem(atPath: logPath) }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/bin/sh")

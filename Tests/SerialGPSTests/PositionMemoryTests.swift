@@ -16,7 +16,8 @@ import Testing
     var template = Array("/tmp/serialgps-positions-XXXXXX".utf8CString)
     let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
     try #require(made != nil)
-    return String(cString: template)
+    let path = template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+    return String(decoding: path, as: UTF8.self)
   }
 
   static func files(in directory: String) -> [String] {

@@ -71,7 +71,8 @@ struct ServeTimeErrorTests {
     }
     serve.standardInput = FileHandle.nullDevice
     serve.standardOutput = FileHandle.nullDevice
-    serve.standardError = try #require(FileHandle(forWritingAtPath: logPath))
+    let log = try #require(FileHandle(forWritingAtPath: logPath))
+    serve.standardError = log
     try await onThread { try startWithSignalsUnblocked(serve) }
     func output() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
     let end = ContinuousClock.now + .seconds(seconds)

@@ -114,7 +114,8 @@ struct ServeTimeRecoveryTests {
       ]
       serve.standardInput = FileHandle.nullDevice
       serve.standardOutput = FileHandle.nullDevice
-      serve.standardError = try #require(FileHandle(forWritingAtPath: logPath))
+      let log = try #require(FileHandle(forWritingAtPath: logPath))
+      serve.standardError = log
       try await onThread { try startWithSignalsUnblocked(serve) }
       // The time service is made while the server starts; serve says where it listens after.
       for _ in 0..<500

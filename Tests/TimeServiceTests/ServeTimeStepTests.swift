@@ -129,7 +129,8 @@ struct ServeTimeStepTests {
       ]
       serve.standardInput = FileHandle.nullDevice
       serve.standardOutput = FileHandle.nullDevice
-      serve.standardError = try #require(FileHandle(forWritingAtPath: run.logPath))
+      let log = try #require(FileHandle(forWritingAtPath: run.logPath))
+      serve.standardError = log
       try await onThread { try startWithSignalsUnblocked(serve) }
       // The receiver's time service is made first, then serve says where it listens.
       try await run.waitFor("serve did not start") {
@@ -141,7 +142,8 @@ struct ServeTimeStepTests {
         }, "\(run.output())")
       watcher.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
       watcher.arguments = ["-c", ServeTimeRecoveryTests.toffWatcher, String(port)]
-      watcher.standardOutput = try #require(FileHandle(forWritingAtPath: run.toffPath))
+      let toffLog = try #require(FileHandle(forWritingAtPath: run.toffPath))
+      watcher.standardOutput = toffLog
       try watcher.run()
       try await Task.sleep(for: .milliseconds(300))
       receiver.start()
