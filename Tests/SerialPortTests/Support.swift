@@ -77,15 +77,11 @@ final class Background<T: Sendable>: @unchecked Sendable {
   }
 }
 
-/// Waits until thread `tid` of this process sleeps in poll, as read from /proc. Returns false
-/// if that was not seen within `limit` (or /proc does not say), after which the test goes on
-/// anyway: the behaviour under test must hold either way, only the path through it differs.
-func waitUntilAsleepInPoll(tid: Int32, limit: Duration = .seconds(10)) async -> Bool {
-  (try? await onOwnThread { waitUntilAsleepInPollBlocking(tid: tid, limit: limit) }) ?? false
-}
-
-/// ``waitUntilAsleepInPoll(tid:limit:)`` on the calling thread, for a test that must act the
-/// moment the reader sleeps, without waiting for the cooperative pool in between.
+/// Waits on the calling thread until thread `tid` of this process sleeps in poll, as read from
+/// /proc, so that a test acts the moment the reader sleeps, without waiting for the
+/// cooperative pool in between. Returns false if that was not seen within `limit` (or /proc
+/// does not say), after which the test goes on anyway: the behaviour under test must hold
+/// either way, only the path through it differs.
 func waitUntilAsleepInPollBlocking(tid: Int32, limit: Duration = .seconds(10)) -> Bool {
   #if arch(x86_64)
     let pollSyscalls: Set<Int> = [7, 271]  // poll, ppoll

@@ -4,7 +4,10 @@ import Testing
 
 /// A blocked reader sleeps in poll with no timeout; these show what wakes it. Each reader is
 /// given a long timeout (60 s) only so that a broken wake-up fails the test instead of hanging
-/// it: a read that ends in `.timedOut` means the wake-up never came.
+/// it: a read that ends in `.timedOut` means the wake-up never came. Each wake-up is done
+/// from a thread of its own the moment the reader sleeps: a test task resumed late by a busy
+/// cooperative pool (under ThreadSanitizer on two cores, over a minute) would otherwise let
+/// the reader's 60 s run out first.
 @Suite("Waking a blocked reader: interrupt, close, hang-up")
 struct WakeUpTests {
   @Test func interruptWakesABlockedReader() async throws {
@@ -12,8 +15,6 @@ struct WakeUpTests {
     let port = try SerialPort.open(path: pty.devicePath, baudRate: 9600)
     defer { port.close() }
     let reader = Background { try port.readOnce(timeout: .seconds(60)) }
-    // Interrupted from a thread of its own the moment the reader sleeps: a test task resumed
-    // late by a busy cooperative pool could otherwise let the 60 s guard expire first.
     let start = try await onOwnThread { () -> ContinuousClock.Instant in
       _ = waitUntilAsleepInPollBlocking(tid: reader.tid)
       let start = ContinuousClock.now
@@ -60,8 +61,10 @@ struct WakeUpTests {
     let port = try SerialPort.open(path: pty.devicePath, baudRate: 9600)
     defer { port.close() }
     let reader = Background { try port.readOnce(timeout: .seconds(60)) }
-    _ = await waitUntilAsleepInPoll(tid: reader.tid)
-    pty.hangUp()
+    try await onOwnThread {
+      _ = waitUntilAsleepInPollBlocking(tid: reader.tid)
+      pty.hangUp()
+    }
     let outcome = try #require(await reader.result(within: .seconds(30)))
     guard case .failure(let error as SerialPortError) = outcome else {
       Issue.record("expected a disconnection, got \(outcome)")
@@ -108,8 +111,10 @@ struct WakeUpTests {
     let port = try SerialPort.open(path: pty.devicePath, baudRate: 9600)
     let original = try pty.deviceSettings()
     let reader = Background { try port.readOnce(timeout: .seconds(60)) }
-    _ = await waitUntilAsleepInPoll(tid: reader.tid)
-    try await onOwnThread { port.close() }
+    try await onOwnThread {
+      _ = waitUntilAsleepInPollBlocking(tid: reader.tid)
+      port.close()
+    }
     let outcome = try #require(await reader.result(within: .seconds(30)))
     guard case .failure(let error as SerialPortError) = outcome else {
       Issue.record("expected closed, got \(outcome)")
@@ -125,8 +130,10 @@ struct WakeUpTests {
     let pty = try PseudoTerminal()
     let port = try SerialPort.open(path: pty.devicePath, baudRate: 9600)
     let writer = Background { try port.write(pattern(1 << 20)) }
-    _ = await waitUntilAsleepInPoll(tid: writer.tid)
-    try await onOwnThread { port.close() }
+    try await onOwnThread {
+      _ = waitUntilAsleepInPollBlocking(tid: writer.tid)
+      port.close()
+    }
     let outcome = try #require(await writer.result(within: .seconds(30)))
     guard case .failure(let error as SerialPortError) = outcome else {
       Issue.record("expected closed, got \(outcome)")
@@ -139,8 +146,10 @@ struct WakeUpTests {
   @Test func hangUpWakesTheControllerReader() async throws {
     let pty = try PseudoTerminal()
     let reader = Background { try pty.read(upTo: 16, timeout: .seconds(60)) }
-    _ = await waitUntilAsleepInPoll(tid: reader.tid)
-    pty.hangUp()
+    try await onOwnThread {
+      _ = waitUntilAsleepInPollBlocking(tid: reader.tid)
+      pty.hangUp()
+    }
     let outcome = try #require(await reader.result(within: .seconds(30)))
     guard case .failure(let error as SerialPortError) = outcome else {
       Issue.record("expected closed, got \(outcome)")
