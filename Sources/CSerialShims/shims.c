@@ -26,6 +26,8 @@ int cserial_modem_lines_lower(int fd, int lines) { return ioctl(fd, TIOCMBIC, &l
 
 int cserial_modem_lines_get(int fd, int *lines) { return ioctl(fd, TIOCMGET, lines); }
 
+int cserial_input_queued(int fd, int *count) { return ioctl(fd, FIONREAD, count); }
+
 const int CSERIAL_MODEM_LINE_DTR = TIOCM_DTR;
 const int CSERIAL_MODEM_LINE_RTS = TIOCM_RTS;
 

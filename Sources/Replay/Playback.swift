@@ -50,6 +50,9 @@ public struct Playback: Sendable {
   /// The usual wait between bursts at this pace.
   public var nominalDelay: Duration { pace.scaled(recording.nominalInterval) }
 
+  /// Whether bursts go out as fast as they are read rather than on the clock.
+  var isReadPaced: Bool { pace == .asFastAsPossible || nominalDelay == .zero }
+
   /// Takes the next burst and the wait until the one after it; `nil` when finished.
   public mutating func next() -> (burst: Recording.Burst, delayAfter: Duration)? {
     guard !isFinished else { return nil }

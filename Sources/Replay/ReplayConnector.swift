@@ -146,6 +146,13 @@ public final class ReplayConnector: SimulatedReceiver, ReceiverConnector,
   public var isConnected: Bool { core.state { $0.link != nil } }
   /// Whether the device is there (not unplugged with ``hangUp()``).
   public var isPluggedIn: Bool { core.state { $0.pluggedIn } }
+  /// Whether bytes due by the clock wait for the open connection's reader: a test that steps
+  /// a virtual clock waits for them to be read first, so that a reader starved of CPU is not
+  /// outrun by the clock.
+  public var hasUnreadBytes: Bool {
+    guard let id = core.state({ $0.link?.id }) else { return false }
+    return core.hasUnreadInput(id)
+  }
 
   // MARK: - What a test can do
 
@@ -395,6 +402,20 @@ final class ReplayCore: SimulatedChipCore, @unchecked Sendable {
     apply(plan)
   }
 
+  /// Whether bytes due by the clock wait for the reader of connection `id`: in its inbox once
+  /// the replay is brought up to the clock, or the next epoch of a paced-by-reads replay.
+  func hasUnreadInput(_ id: Int) -> Bool {
+    var waiting = false
+    mutate { state, _ in
+      guard let link = state.link, link.id == id else { return }
+      waiting =
+        !link.inbox.isEmpty
+        || (state.playback.isReadPaced && state.model.power.isStreaming
+          && state.nextBurstAt != nil)
+    }
+    return waiting
+  }
+
   func interrupt(_ id: Int) {
     lock.withLock {
       guard locked.link?.id == id else { return }
@@ -449,9 +470,7 @@ final class ReplayCore: SimulatedChipCore, @unchecked Sendable {
   // MARK: The timeline (all under the lock)
 
   /// Whether epochs go out as the reader takes them rather than on the clock.
-  private var isReadPaced: Bool {
-    locked.playback.pace == .asFastAsPossible || locked.playback.nominalDelay == .zero
-  }
+  private var isReadPaced: Bool { locked.playback.isReadPaced }
 
   /// Applies everything due by `now` in time order: the chip's own deadlines (end of booting,
   /// a timed backup) and the epochs. Returns the time to use for what follows.
@@ -609,4 +628,6 @@ final class ReplayConnection: ReceiverConnection {
   func interrupt() { core.interrupt(id) }
 
   func close() { core.close(id) }
+
+  func hasUnreadInput() -> Bool { core.hasUnreadInput(id) }
 }

@@ -149,7 +149,14 @@ struct ConnectionCommandPort: CommandPort {
   }
 
   func answer(to step: CommandStep, until deadline: DriverInstant) async -> CommandWait {
-    await acknowledgements.wait(until: deadline, clock: clock, abandonable: abandonOnShutdown)
+    let wait = await acknowledgements.wait(
+      until: deadline, clock: clock, abandonable: abandonOnShutdown)
+    // Bytes the reader has not got to yet were sent all the same: a late reader must not make
+    // a talking receiver look silent (and a sleep look entered).
+    if wait == .timedOut(heard: false), !isAbandoned, connection.hasUnreadInput() {
+      return .timedOut(heard: true)
+    }
+    return wait
   }
 
   func settle(for duration: Duration) async {

@@ -44,6 +44,11 @@ public protocol ReceiverConnection: AnyObject, Sendable {
   /// takes the clock as it returns. Asked by the reader right after each read that returned
   /// bytes, when the receiver has a time service. By default `nil`.
   func timeOfBytesLastRead() -> PosixTime?
+  /// Whether bytes have come from the device that no read has returned yet (in a serial
+  /// port's kernel queue, or due on a replay's clock): asked when a command's listening window
+  /// ends without a byte read, so that a reader running late does not make a talking receiver
+  /// look silent. By default false: what was read tells.
+  func hasUnreadInput() -> Bool
 }
 
 extension ReceiverConnection {
@@ -54,6 +59,7 @@ extension ReceiverConnection {
   public var lineTiming: LineTiming { .unpaced }
   public func carrierDetectDescriptor() -> CInt? { nil }
   public func timeOfBytesLastRead() -> PosixTime? { nil }
+  public func hasUnreadInput() -> Bool { false }
 }
 
 /// Opens connections to one receiver, as many times as the power policy asks.

@@ -463,6 +463,8 @@ final class FollowedConnection: ReceiverConnection {
 
   var queuesBehindReader: Bool { base.queuesBehindReader }
 
+  func hasUnreadInput() -> Bool { base.hasUnreadInput() }
+
   func read(into buffer: UnsafeMutableRawBufferPointer, waitingAtMost timeout: Duration) throws
     -> Int
   {

@@ -314,6 +314,13 @@ final class SerialConnection: ReceiverConnection {
     try port.write(bytes, timeout: .seconds(5))
   }
 
+  /// Heard bytes not handed out yet, or bytes in the kernel's queue. A port that cannot say
+  /// (gone, or not a tty, pipe or socket) has nothing the reader will not report itself.
+  func hasUnreadInput() -> Bool {
+    if pending.withLock({ !$0.bytes.isEmpty }) { return true }
+    return ((try? port.bytesWaiting()) ?? 0) > 0
+  }
+
   func interrupt() { port.interrupt() }
 
   func close() { port.close() }

@@ -339,6 +339,20 @@ public final class SerialPort: GuardedTerminal, PolledTerminal {
     }
   }
 
+  /// How many received bytes wait in the kernel to be read (`FIONREAD`, `TIOCINQ` on a tty):
+  /// more than zero while a reader is behind what the device sent.
+  public func bytesWaiting() throws(SerialPortError) -> Int {
+    try withOpenDescriptors(.read) { () throws(SerialPortError) in
+      var count: CInt = 0
+      do throws(Errno) {
+        _ = try valueOrErrno(cserial_input_queued(io.descriptor.rawValue, &count))
+      } catch {
+        throw SerialPortError(device: path, operation: .read, errno: error)
+      }
+      return Int(count)
+    }
+  }
+
   /// Raises or lowers DTR and/or RTS. Returns false, doing nothing, on a line without modem
   /// control (see ``supportsModemLines``).
   @discardableResult

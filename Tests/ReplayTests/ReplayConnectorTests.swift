@@ -370,6 +370,22 @@ struct ReplayConnectorTests {
     connection.close()
   }
 
+  @Test("bytes due by the clock are unread input until a read takes them")
+  func unreadInput() async throws {
+    let clock = ManualClock()
+    let replay = ReplayConnector(recording: try loadFixture("midnight-rollover"), clock: clock)
+    let connection = try await replay.connect()
+    defer { connection.close() }
+    #expect(!connection.hasUnreadInput())
+    clock.advance(by: .seconds(1))
+    // Asked at once, whether or not the replay's own pump has run yet.
+    #expect(connection.hasUnreadInput())
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 1)
+    defer { buffer.deallocate() }
+    #expect(try connection.read(into: buffer) > 0)
+    #expect(!connection.hasUnreadInput())
+  }
+
   @Test("the README example compiles and does what it says")
   func readmeExample() async throws {
     // Kept word for word in README.md and docs/replay.md.

@@ -69,7 +69,7 @@ final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `l
     let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(600))))
     defer { log.stop() }
     #expect(
-      await advance(clock, by: .milliseconds(500), upTo: .seconds(1400)) {
+      await advance(clock, by: .milliseconds(500), upTo: .seconds(1400), reading: replay) {
         log.updates.count >= 3
       })
     let commands = replay.receivedCommands
@@ -82,7 +82,7 @@ final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `l
     let levels = try #require(line).driven
     #expect(levels.filter { !$0 }.count >= 2 && levels.filter { $0 }.count >= 3, "\(levels)")
     #expect(replay.starts.allSatisfy { $0.kind == .hot }, "\(replay.starts)")
-    #expect(await shutDown(receiver, advancing: clock))
+    #expect(await shutDown(receiver, advancing: clock, reading: replay))
     // The shutdown's sleep is of unknown length: standby, which any byte ends.
     #expect(Self.isStandby(replay.receivedCommands.last), "\(replay.receivedCommands.suffix(3))")
   }
@@ -93,7 +93,7 @@ final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `l
     let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(600))))
     defer { log.stop() }
     #expect(
-      await advance(clock, by: .milliseconds(500), upTo: .seconds(800)) {
+      await advance(clock, by: .milliseconds(500), upTo: .seconds(800), reading: replay) {
         log.updates.count >= 2
       })
     let commands = replay.receivedCommands
@@ -101,7 +101,7 @@ final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `l
     #expect(commands.contains { Self.isStandby($0) })
     let energy = try #require(replay.energy)
     #expect(energy.time(in: .backup) == .zero)
-    #expect(await shutDown(receiver, advancing: clock))
+    #expect(await shutDown(receiver, advancing: clock, reading: replay))
   }
 
   @Test("a line that cannot be released: not backup, the standby instead")
@@ -110,12 +110,12 @@ final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `l
     let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(600))))
     defer { log.stop() }
     #expect(
-      await advance(clock, by: .milliseconds(500), upTo: .seconds(800)) {
+      await advance(clock, by: .milliseconds(500), upTo: .seconds(800), reading: replay) {
         log.updates.count >= 2
       })
     #expect(!replay.receivedCommands.contains { Self.isBackup($0) })
     #expect(replay.receivedCommands.contains { Self.isStandby($0) })
-    #expect(await shutDown(receiver, advancing: clock))
+    #expect(await shutDown(receiver, advancing: clock, reading: replay))
   }
 }
 
@@ -157,7 +157,9 @@ final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `l
     let (clock, replay, receiver) = try bench(responses: responses)
     let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(600))))
     #expect(
-      await advance(clock, by: .milliseconds(500), upTo: limit) { log.updates.count >= fixes })
+      await advance(clock, by: .milliseconds(500), upTo: limit, reading: replay) {
+        log.updates.count >= fixes
+      })
     return (clock, replay, receiver, log)
   }
 
@@ -179,7 +181,7 @@ final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `l
     #expect(energy.time(in: .gnssStopped) == .zero, "\(energy)")
     #expect(receiver.statistics.sleepsNotEntered == 0)
     #expect(receiver.statistics.commandsFailed == 0)
-    #expect(await shutDown(receiver, advancing: clock))
+    #expect(await shutDown(receiver, advancing: clock, reading: replay))
     #expect(replay.powerState == .backup)
   }
 
@@ -205,7 +207,7 @@ final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `l
     #expect(statistics.commandsFailed == statistics.sleepsNotEntered, "\(statistics)")
     // The next wake is a wake all the same (the burst, then the selection): the fix came.
     #expect(replay.starts.allSatisfy { $0.kind == .hot }, "\(replay.starts)")
-    #expect(await shutDown(receiver, advancing: clock))
+    #expect(await shutDown(receiver, advancing: clock, reading: replay))
     #expect(replay.powerState == .gnssStopped)
   }
 }

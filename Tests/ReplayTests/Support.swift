@@ -57,7 +57,7 @@ func eventually(timeout: Duration = .seconds(15), _ condition: () -> Bool) async
 /// moment of real time first so the driver's threads can arm what they arm.
 func advance(
   _ clock: ManualClock, by step: Duration = .milliseconds(100), upTo limit: Duration,
-  until condition: () -> Bool
+  reading replay: ReplayConnector? = nil, until condition: () -> Bool
 ) async -> Bool {
   var advanced = Duration.zero
   // Only against a hang: the virtual limit ends the loop. Under ThreadSanitizer on two busy
@@ -68,15 +68,29 @@ func advance(
     try? await Task.sleep(for: .milliseconds(5))
     if condition() { return true }
     guard advanced < limit, ContinuousClock.now < deadline else { return false }
+    if let replay { await waitUntilRead(replay) }
     clock.advance(by: step)
     advanced += step
+  }
+}
+
+/// Waits (at most 10 s of real time) until the receiver's reader has read every byte
+/// `replay` has given it: a step of the virtual clock taken while a reader starved of CPU is
+/// behind would end a listening window before the bytes in it were read (a receiver that
+/// talked would look silent; bytes from before the window would look sent in it).
+func waitUntilRead(_ replay: ReplayConnector) async {
+  let deadline = ContinuousClock.now + .seconds(10)
+  while replay.hasUnreadBytes, ContinuousClock.now < deadline {
+    try? await Task.sleep(for: .milliseconds(1))
   }
 }
 
 /// Shuts `receiver` down while stepping `clock`, so that a standby command waiting for its
 /// answer on the virtual clock fails the test instead of hanging it. False when the shutdown
 /// had not returned after 30 s.
-func shutDown(_ receiver: GPSReceiver, advancing clock: ManualClock) async -> Bool {
+func shutDown(
+  _ receiver: GPSReceiver, advancing clock: ManualClock, reading replay: ReplayConnector? = nil
+) async -> Bool {
   let finished = Flag()
   Task {
     await receiver.shutdown()
@@ -86,6 +100,7 @@ func shutDown(_ receiver: GPSReceiver, advancing clock: ManualClock) async -> Bo
   while !finished.isSet {
     guard ContinuousClock.now < deadline else { return false }
     try? await Task.sleep(for: .milliseconds(5))
+    if let replay { await waitUntilRead(replay) }
     clock.advance(by: .milliseconds(100))
   }
   return true

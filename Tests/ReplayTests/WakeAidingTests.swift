@@ -58,13 +58,13 @@ import Testing
     asleep: SimulatedPowerState? = .gnssStopped
   ) async -> Bool {
     let log = EventLog(receiver.subscribe())
-    let fixed = await advance(clock, by: .milliseconds(200), upTo: .seconds(60)) {
+    let fixed = await advance(clock, by: .milliseconds(200), upTo: .seconds(60), reading: replay) {
       log.updates.contains { $0.fix.position != nil }
     }
     log.stop()
     guard fixed else { return false }
     guard let asleep else { return true }
-    return await advance(clock, by: .milliseconds(100), upTo: .seconds(5)) {
+    return await advance(clock, by: .milliseconds(100), upTo: .seconds(5), reading: replay) {
       replay.powerState == asleep
     }
   }
@@ -107,7 +107,7 @@ import Testing
     #expect((accuracy ?? 0) > 3000, "\(String(describing: accuracy))")
     #expect(receiver.statistics.aidedWakes == 2)
     #expect(receiver.statistics.commandsFailed == 0)
-    #expect(await shutDown(receiver, advancing: clock))
+    #expect(await shutDown(receiver, advancing: clock, reading: replay))
   }
 
   @Test("a hot start (backup kept, a short sleep) is not aided; the first start is")
@@ -124,7 +124,7 @@ import Testing
     #expect(replay.aidingReceived.count == first, "\(replay.aidingReceived)")
     #expect(replay.starts.count == 2 && replay.starts.last?.kind == .hot)
     #expect(receiver.statistics.aidedWakes == 1)
-    #expect(await shutDown(receiver, advancing: clock))
+    #expect(await shutDown(receiver, advancing: clock, reading: replay))
   }
 
   @Test("a warm start that told the time at once kept its backup: the next wake is not aided")
@@ -149,7 +149,7 @@ import Testing
     // Judged by its time, not by its slow fix: kept, so the third wake is not aided.
     #expect(replay.aidingReceived.count == 1, "\(replay.aidingReceived)")
     #expect(receiver.statistics.aidedWakes == 1)
-    #expect(await shutDown(receiver, advancing: clock))
+    #expect(await shutDown(receiver, advancing: clock, reading: replay))
   }
 
   @Test(
@@ -161,7 +161,7 @@ import Testing
       announcesChipset: namedByUSB)
     #expect(await Self.wake(receiver, replay, clock, asleep: nil))
     #expect(
-      await advance(clock, by: .milliseconds(100), upTo: .seconds(5)) {
+      await advance(clock, by: .milliseconds(100), upTo: .seconds(5), reading: replay) {
         receiver.statistics.powerOffs == 1
       })
     clock.advance(by: .seconds(60))
@@ -180,7 +180,7 @@ import Testing
       #expect(replay.aidingReceived.isEmpty, "\(replay.aidingReceived)")
       #expect(receiver.statistics.aidedWakes == 0)
     }
-    #expect(await shutDown(receiver, advancing: clock))
+    #expect(await shutDown(receiver, advancing: clock, reading: replay))
   }
 
   @Test("a second receiver on the same state directory aids with the first one's position")
@@ -196,7 +196,7 @@ import Testing
         backupPower: true, knowledge: .ephemeris(age: .zero), memory: memory)
       #expect(await Self.wake(receiver, replay, clock))
       position = try #require(receiver.latestFix?.fix.position)
-      #expect(await shutDown(receiver, advancing: clock))
+      #expect(await shutDown(receiver, advancing: clock, reading: replay))
     }
     let files = try FileManager.default.contentsOfDirectory(atPath: directory)
     #expect(files == ["_dev_ttyACM-aiding.position"], "\(files)")
@@ -207,7 +207,7 @@ import Testing
     let log = EventLog(receiver.subscribe())
     defer { log.stop() }
     #expect(
-      await advance(clock, by: .milliseconds(200), upTo: .seconds(10)) {
+      await advance(clock, by: .milliseconds(200), upTo: .seconds(10), reading: replay) {
         replay.aidingReceived.count >= 2
       })
     let aiding = replay.aidingReceived
@@ -219,11 +219,11 @@ import Testing
     #expect(abs(longitude - position.longitude.decimalDegrees) < 1e-6)
     #expect(aiding.allSatisfy { $0.phase == .beforeAcquisition })
     #expect(
-      await advance(clock, by: .milliseconds(200), upTo: .seconds(60)) {
+      await advance(clock, by: .milliseconds(200), upTo: .seconds(60), reading: replay) {
         replay.starts.last?.firstFix != nil
       })
     #expect(replay.starts.last?.kind == .aided)
-    #expect(await shutDown(receiver, advancing: clock))
+    #expect(await shutDown(receiver, advancing: clock, reading: replay))
   }
 
   @Test("a refused aiding message is counted and the wake goes on; a refused selection fails")
@@ -247,7 +247,7 @@ import Testing
     let log = EventLog(receiver.subscribe())
     defer { log.stop() }
     #expect(
-      await advance(clock, by: .milliseconds(200), upTo: .seconds(20)) {
+      await advance(clock, by: .milliseconds(200), upTo: .seconds(20), reading: replay) {
         log.updates.contains { $0.fix.position != nil }
       })
     // The time was sent (a first start), refused, and only counted.
@@ -264,6 +264,6 @@ import Testing
       return nil
     }
     #expect(failures.count == 1 && failures.allSatisfy { $0.contains("PMTK314") }, "\(failures)")
-    #expect(await shutDown(receiver, advancing: clock))
+    #expect(await shutDown(receiver, advancing: clock, reading: replay))
   }
 }

@@ -11,8 +11,11 @@ import Testing
   let backup = UbloxCommandSet().backupRequest
 
   /// Runs `backup` with one attempt; `heard` is called with the mailbox at each listed offset
-  /// from the write, as the reader would on bytes. Returns how the step ended.
-  func run(heardAt offsets: [Duration]) async throws -> CommandDriver.Ran {
+  /// from the write, as the reader would on bytes; `unread` bytes come in the window but no
+  /// reader reads them (one running late). Returns how the step ended.
+  func run(heardAt offsets: [Duration], unread: [UInt8] = []) async throws
+    -> CommandDriver.Ran
+  {
     let clock = ManualClock()
     let mailbox = AcknowledgementMailbox()
     let connection = MemoryConnection()
@@ -40,6 +43,7 @@ import Testing
     }
     clock.advance(to: .origin + .milliseconds(500))
     #expect(await eventually { clock.nextDeadline == .origin + .seconds(2) })
+    if !unread.isEmpty { connection.feed(unread) }
     clock.advance(to: .origin + .seconds(2))
     return try #require(try await running.value)
   }
@@ -62,5 +66,12 @@ import Testing
     #expect(failure.kind == .rejected)
     #expect(failure.message.contains("kept sending after each of 1 attempt,"), "\(failure)")
     #expect(failure.message.contains("USB port is connected"), "\(failure)")
+  }
+
+  /// The window ends with nothing read, but bytes wait for a reader that is behind: the
+  /// receiver talked, so it is not asleep.
+  @Test func bytesNotYetReadMeanTheReceiverIsAwake() async throws {
+    let ran = try await run(heardAt: [], unread: Array("$GNRMC,".utf8))
+    #expect(ran.outcome == .keptTalking(written: 1))
   }
 }

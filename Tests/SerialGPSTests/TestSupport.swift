@@ -60,6 +60,9 @@ final class MemoryConnection: ReceiverConnection, @unchecked Sendable {
   var writes: [[UInt8]] { locked { written } }
   var isClosed: Bool { locked { closed } }
 
+  /// Fed bytes that no read has taken yet.
+  func hasUnreadInput() -> Bool { locked { !pending.isEmpty } }
+
   struct HangUp: Error, CustomStringConvertible {
     var description: String { "memory receiver hung up" }
   }

@@ -151,6 +151,25 @@ struct PortTests {
     #expect(afterFlush == Array("ok".utf8))
   }
 
+  @Test func bytesWaitingCountsWhatNoReadHasTaken() async throws {
+    let pty = try PseudoTerminal()
+    let port = try SerialPort.open(path: pty.devicePath, baudRate: 9600)
+    let (before, queued, after) = try await onOwnThread {
+      let before = try port.bytesWaiting()
+      try pty.write(Array("$GNRMC".utf8))
+      // Reading one byte shows the write has reached the port; the rest is queued with it.
+      _ = try port.readExactly(1)
+      let queued = try port.bytesWaiting()
+      _ = try port.readExactly(queued)
+      return (before, queued, try port.bytesWaiting())
+    }
+    #expect(before == 0)
+    #expect(queued == 5)
+    #expect(after == 0)
+    port.close()
+    #expect(throws: SerialPortError.self) { try port.bytesWaiting() }
+  }
+
   @Test func modemLinesAreOptionalOnAPty() throws {
     let pty = try PseudoTerminal()
     let port = try SerialPort.open(path: pty.devicePath, baudRate: 9600)

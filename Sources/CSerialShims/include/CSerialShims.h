@@ -24,6 +24,8 @@ int cserial_modem_lines_raise(int fd, int lines);
 int cserial_modem_lines_lower(int fd, int lines);
 /// TIOCMGET: the current modem lines.
 int cserial_modem_lines_get(int fd, int *lines);
+/// FIONREAD (TIOCINQ on a tty): how many received bytes wait to be read.
+int cserial_input_queued(int fd, int *count);
 
 /// TIOCM_DTR, data terminal ready.
 extern const int CSERIAL_MODEM_LINE_DTR;
