@@ -88,15 +88,39 @@ public struct Recording: Sendable {
 
   /// Loads the recording at `path`.
   public static func load(path: String) throws(RecordingError) -> Recording {
-    let bytes: [UInt8]
+    Recording(bytes: try contents(of: path), name: fileName(of: path))
+  }
+
+  private static func contents(of path: String) throws(RecordingError) -> [UInt8] {
     do {
-      bytes = try FileDescriptor.contents(of: path)
+      return try FileDescriptor.contents(of: path)
     } catch {
       throw RecordingError(path: path, errno: error.rawValue)
     }
-    let fileName = path.split(separator: "/").last.map(String.init) ?? path
-    return Recording(bytes: bytes, name: fileName)
   }
+
+  private static func fileName(of path: String) -> String {
+    path.split(separator: "/").last.map(String.init) ?? path
+  }
+
+  /// Like ``load(path:)``, but a file is parsed once per process while its bytes stay the
+  /// same: for test suites that replay the same fixtures in many tests (splitting a large
+  /// recording takes milliseconds in a release build, seconds in a debug build under
+  /// ThreadSanitizer). The file is read every time and compared with the bytes parsed, so an
+  /// edited fixture is parsed again. Every recording loaded this way is kept, with its file's
+  /// bytes, for the life of the process.
+  public static func loadCached(path: String) throws(RecordingError) -> Recording {
+    let bytes = try contents(of: path)
+    if let cached = parsedFiles.withLock({ $0[path] }), cached.bytes == bytes {
+      return cached.recording
+    }
+    // Parsed outside the lock: two tests loading one file at once both parse it.
+    let recording = Recording(bytes: bytes, name: fileName(of: path))
+    parsedFiles.withLock { $0[path] = (bytes, recording) }
+    return recording
+  }
+
+  private static let parsedFiles = Locked<[String: (bytes: [UInt8], recording: Recording)]>([:])
 
   /// The value of header `key` (`Baud`, `Chipset` …).
   public func headerValue(_ key: String) -> String? {

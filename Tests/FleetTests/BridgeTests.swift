@@ -17,7 +17,7 @@ func makeReceiver(
   clock: ManualClock, linger: Duration = .seconds(5), fixture: String = "ublox-m8-drive"
 ) throws -> (GPSReceiver, ReplayConnector) {
   let replay = ReplayConnector(
-    recording: try Recording.load(path: fixturesDirectory + "/\(fixture).nmea"),
+    recording: try Recording.loadCached(path: fixturesDirectory + "/\(fixture).nmea"),
     configuration: .init(profile: .ublox(.m8), loops: true, interface: .usb), clock: clock)
   var options = GPSReceiver.Options()
   options.linger = linger
@@ -113,7 +113,7 @@ struct BridgeTests {
         "standby", "powering on", "streaming",
       ])
     // The TPV reports are the encoder's, byte for byte, of the fixes the receiver decoded.
-    let recording = try Recording.load(path: fixturesDirectory + "/ublox-m8-drive.nmea")
+    let recording = try Recording.loadCached(path: fixturesDirectory + "/ublox-m8-drive.nmea")
     var decoder = NMEADecoder()
     var expected: [String] = []
     decoder.decode(recording.body) { event in

@@ -328,7 +328,7 @@ func makeSimulator(
   initialPowerState: SimulatedPowerState = .running
 ) throws -> ReceiverSimulator {
   try ReceiverSimulator(
-    recording: Recording.load(path: fixturesDirectory + "/\(fixture).nmea"),
+    recording: Recording.loadCached(path: fixturesDirectory + "/\(fixture).nmea"),
     configuration: .init(
       profile: profile, pace: pace, loops: true, initialPowerState: initialPowerState,
       wakeDelay: .milliseconds(10)))

@@ -100,6 +100,29 @@ import Testing
     #expect(recording.sentenceCount == 1)
   }
 
+  /// Loaded twice unchanged, the same recording; the file edited, parsed again; gone, the
+  /// same error as a plain load.
+  @Test func aCachedRecordingFollowsItsFile() throws {
+    var template = Array("/tmp/serialgps-cached-XXXXXX".utf8CString)
+    let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+    let path = directory + "/drive.nmea"
+    defer { rmdir(directory) }
+    func write(_ name: String) throws {
+      try Data(contentsOf: URL(fileURLWithPath: fixturePath(name)))
+        .write(to: URL(fileURLWithPath: path))
+    }
+    try write("midnight-rollover")
+    let first = try Recording.loadCached(path: path)
+    #expect(first.bursts == (try loadFixture("midnight-rollover")).bursts)
+    #expect(try Recording.loadCached(path: path).bursts == first.bursts)
+    try write("mtk-cold-start")
+    let edited = try Recording.loadCached(path: path)
+    #expect(edited.body == (try loadFixture("mtk-cold-start")).body)
+    #expect(edited.bursts == (try loadFixture("mtk-cold-start")).bursts)
+    unlink(path)
+    #expect(throws: RecordingError.self) { try Recording.loadCached(path: path) }
+  }
+
   @Test func aMissingRecordingNamesItsPath() {
     #expect {
       _ = try Recording.load(path: "/nonexistent/drive.nmea")

@@ -21,7 +21,7 @@ let fixturesDirectory: String = {
 func fixturePath(_ name: String) -> String { fixturesDirectory + "/" + name + ".nmea" }
 
 func loadFixture(_ name: String) throws -> Recording {
-  try Recording.load(path: fixturePath(name))
+  try Recording.loadCached(path: fixturePath(name))
 }
 
 /// The truth file beside a fixture, as JSON.

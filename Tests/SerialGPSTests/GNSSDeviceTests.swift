@@ -68,7 +68,7 @@ import Testing
 
   @Test func fixesArriveThroughANodeWithoutTermiosAndTheLastSubscriberClosesIt() async throws {
     let simulator = try ReceiverSimulator(
-      recording: Recording.load(path: Self.fixtures + "/midnight-rollover.nmea"),
+      recording: Recording.loadCached(path: Self.fixtures + "/midnight-rollover.nmea"),
       configuration: .init(profile: .generic, pace: .recorded(speed: 10)))
     defer { simulator.stop() }
     let relay = try Relay(from: simulator)

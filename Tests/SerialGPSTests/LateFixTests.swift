@@ -41,7 +41,7 @@ import Testing
   }
 
   @Test func afterAStallTheNewestIsLiveAndTheQueuedOnesLate() async throws {
-    let recording = try Recording.load(
+    let recording = try Recording.loadCached(
       path: SimulatedReceiverTests.fixtures + "/ublox-m8-drive.nmea")
     let simulator = try ReceiverSimulator(
       recording: recording, configuration: .init(profile: .ublox(.m8), pace: .recorded(speed: 4)))

@@ -42,7 +42,7 @@ import Testing
 
   func makeSimulator(_ c: Case) throws -> ReceiverSimulator {
     try ReceiverSimulator(
-      recording: Recording.load(path: Self.neutralRecording),
+      recording: Recording.loadCached(path: Self.neutralRecording),
       configuration: .init(
         profile: c.profile, pace: .recorded(speed: 4), initialPowerState: c.initial,
         wakeDelay: .milliseconds(10)))

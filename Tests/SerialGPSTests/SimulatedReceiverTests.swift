@@ -45,7 +45,7 @@ import Testing
     _ fixture: String, profile: ReceiverProfile, responses: ResponseMode = .normal
   ) throws -> ReceiverSimulator {
     try ReceiverSimulator(
-      recording: Recording.load(path: Self.fixtures + "/\(fixture).nmea"),
+      recording: Recording.loadCached(path: Self.fixtures + "/\(fixture).nmea"),
       configuration: .init(
         profile: profile, pace: .recorded(speed: 10), wakeDelay: .milliseconds(10),
         responses: responses))

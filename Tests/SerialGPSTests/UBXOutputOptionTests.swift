@@ -24,7 +24,7 @@ import Testing
     _ profile: ReceiverProfile, chipset: ChipsetChoice, ubx: UBXMessageSelection?
   ) async throws -> [ReceivedInput] {
     let simulator = try ReceiverSimulator(
-      recording: Recording.load(path: Self.recording),
+      recording: Recording.loadCached(path: Self.recording),
       configuration: .init(
         profile: profile, pace: .recorded(speed: 4), initialPowerState: .running,
         wakeDelay: .milliseconds(10)))
