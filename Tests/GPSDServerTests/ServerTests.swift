@@ -228,17 +228,20 @@ import Testing
     let stalled = try TestClient(port: port(server), receiveBufferSize: 4096)
     defer { stalled.close() }
     stalled.send("?WATCH={\"enable\":true,\"json\":true}\n")
-    // The reader goes on reading while the stalled client's backlog grows.
+    // The reader goes on reading while the stalled client's backlog grows: on a thread
+    // started here, since a task could wait for a busy cooperative pool until the reader too
+    // fell behind and was dropped.
     let received = Locked(0)
     let stop = Locked(false)
-    let reading = Task {
-      try await onOwnThread {
-        while !stop.withLock({ $0 }) {
-          guard let report = reader.readReport(timeout: .seconds(1)) else { continue }
-          if report.className == "TPV" { received.withLock { $0 += 1 } }
-        }
+    let stopped = Locked(false)
+    let reading = Thread {
+      while !stop.withLock({ $0 }) {
+        guard let report = reader.readReport(timeout: .seconds(1)) else { continue }
+        if report.className == "TPV" { received.withLock { $0 += 1 } }
       }
+      stopped.withLock { $0 = true }
     }
+    reading.start()
     #expect(await eventually(timeout: .seconds(60)) { server.statistics.clientsDropped == 1 })
     let atDrop = received.withLock { $0 }
     #expect(atDrop > 0)
@@ -248,7 +251,7 @@ import Testing
     #expect(try await onOwnThread { stalled.isClosedByPeer() })
     // The reading thread is done with the socket before it is closed.
     stop.withLock { $0 = true }
-    try await reading.value
+    #expect(await eventually { stopped.withLock { $0 } })
     await server.shutdown()
   }
 
