@@ -149,10 +149,7 @@ public final class ReplayConnector: SimulatedReceiver, ReceiverConnector,
   /// Whether bytes due by the clock wait for the open connection's reader: a test that steps
   /// a virtual clock waits for them to be read first, so that a reader starved of CPU is not
   /// outrun by the clock.
-  public var hasUnreadBytes: Bool {
-    guard let id = core.state({ $0.link?.id }) else { return false }
-    return core.hasUnreadInput(id)
-  }
+  public var hasUnreadBytes: Bool { core.hasUnreadInput(nil) }
 
   // MARK: - What a test can do
 
@@ -402,12 +399,13 @@ final class ReplayCore: SimulatedChipCore, @unchecked Sendable {
     apply(plan)
   }
 
-  /// Whether bytes due by the clock wait for the reader of connection `id`: in its inbox once
-  /// the replay is brought up to the clock, or the next epoch of a paced-by-reads replay.
-  func hasUnreadInput(_ id: Int) -> Bool {
+  /// Whether bytes due by the clock wait for the reader of connection `id` (`nil`: the open
+  /// one): in its inbox once the replay is brought up to the clock, or the next epoch of a
+  /// paced-by-reads replay.
+  func hasUnreadInput(_ id: Int?) -> Bool {
     var waiting = false
     mutate { state, _ in
-      guard let link = state.link, link.id == id else { return }
+      guard let link = state.link, id == nil || link.id == id else { return }
       waiting =
         !link.inbox.isEmpty
         || (state.playback.isReadPaced && state.model.power.isStreaming

@@ -9,7 +9,7 @@ import Testing
 /// The physics of the receiver model, driven with plain times: starts, no-fix epochs, the
 /// error and its estimate, ephemeris, aiding, sleeps, pins and the energy meter.
 // One test at a time: each runs the model and decodes every epoch synchronously, and side by
-// side under ThreadSanitizer they held both threads of the cooperative pool for seconds.
+// side under ThreadSanitizer they would hold both threads of the cooperative pool for seconds.
 @Suite(.serialized) struct ReceiverPhysicsTests {
   func s(_ value: Double) -> Duration { Self.s(value) }
   static func s(_ value: Double) -> Duration { .milliseconds(Int64((value * 1000).rounded())) }

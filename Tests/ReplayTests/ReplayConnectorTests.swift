@@ -374,16 +374,19 @@ struct ReplayConnectorTests {
   func unreadInput() async throws {
     let clock = ManualClock()
     let replay = ReplayConnector(recording: try loadFixture("midnight-rollover"), clock: clock)
+    #expect(!replay.hasUnreadBytes)  // no connection open
     let connection = try await replay.connect()
     defer { connection.close() }
     #expect(!connection.hasUnreadInput())
     clock.advance(by: .seconds(1))
     // Asked at once, whether or not the replay's own pump has run yet.
     #expect(connection.hasUnreadInput())
+    #expect(replay.hasUnreadBytes)
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 1)
     defer { buffer.deallocate() }
     #expect(try connection.read(into: buffer) > 0)
     #expect(!connection.hasUnreadInput())
+    #expect(!replay.hasUnreadBytes)
   }
 
   @Test("the README example compiles and does what it says")

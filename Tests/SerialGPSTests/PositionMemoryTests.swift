@@ -14,10 +14,10 @@ import Testing
 
   static func directory() throws -> String {
     var template = Array("/tmp/serialgps-positions-XXXXXX".utf8CString)
-    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-    try #require(made != nil)
-    let path = template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-    return String(decoding: path, as: UTF8.self)
+    let made = template.withUnsafeMutableBufferPointer {
+      mkdtemp($0.baseAddress!).map { String(cString: $0) }
+    }
+    return try #require(made)
   }
 
   static func files(in directory: String) -> [String] {

@@ -157,7 +157,7 @@ struct TestFailure: Error, CustomStringConvertible {
 }
 
 /// Bytes that are not all alike, so that a lost or reordered chunk shows. Written through a
-/// buffer pointer: a closure capturing the state cost seconds a megabyte under
+/// buffer pointer: a closure capturing the state costs seconds a megabyte under
 /// ThreadSanitizer, on the cooperative pool the other tests wait for.
 func pattern(_ count: Int) -> [UInt8] {
   [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in

@@ -6,8 +6,7 @@ import Testing
 /// given a long timeout (60 s) only so that a broken wake-up fails the test instead of hanging
 /// it: a read that ends in `.timedOut` means the wake-up never came. Each wake-up is done
 /// from a thread of its own the moment the reader sleeps: a test task resumed late by a busy
-/// cooperative pool (under ThreadSanitizer on two cores, over a minute) would otherwise let
-/// the reader's 60 s run out first.
+/// cooperative pool would otherwise let the reader's 60 s run out first.
 @Suite("Waking a blocked reader: interrupt, close, hang-up")
 struct WakeUpTests {
   @Test func interruptWakesABlockedReader() async throws {
