@@ -10,7 +10,7 @@
 # and the allocation-counting passes cancel out. SENTENCES defaults to 20000; NMEA_BENCH to
 # the release build of this package (built if needed). With --ubx, the UBX stage instead:
 # instructions per decoded UBX message of the whole decoder over gpsd's u-blox logs
-# (../shared/corpus/gpsd-ubx beside the package), repeated to MESSAGES (default 20000).
+# (corpus/gpsd-ubx), repeated to MESSAGES (default 20000).
 set -euo pipefail
 
 ubx=""
@@ -38,11 +38,12 @@ collected() {
 }
 
 if [ -n "$ubx" ]; then
-  corpus=""
-  for candidate in "$root/../shared/corpus/gpsd-ubx" "$root/../../shared/corpus/gpsd-ubx"; do
-    if [ -d "$candidate" ]; then corpus="$candidate"; break; fi
-  done
-  [ -n "$corpus" ] || { echo "gpsd-ubx corpus not found beside $root" >&2; exit 1; }
+  corpus="$root/corpus/gpsd-ubx"
+  [ -f "$corpus/ublox-neo-m8t.log" ] || {
+    echo "corpus/gpsd-ubx is missing: the repository carries it; restore it with" \
+      "'git checkout -- corpus' or scripts/refresh-corpus.sh" >&2
+    exit 1
+  }
   counted() {
     valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bench" --ubx-corpus "$corpus" \
       --ubx-messages "$sentences" --only ubx --iterations "$1" 2>&1 >/dev/null |

@@ -61,6 +61,10 @@ for tool in udevadm systemctl deb-systemd-invoke deb-systemd-helper; do
   chmod 755 "$stubs/$tool"
 done
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's#^\./#/#' | grep -v '/$' >"$work/files"
+# gpsd's captures (corpus/) are for the tests only: none is packaged.
+if grep -E '/corpus/|\.log(\.chk)?$' "$work/files"; then
+  fail "the package carries test captures (above); corpus/ is for the tests only"
+fi
 
 # Everything that installs, runs and removes happens in its own mount namespace, with a
 # /run of its own: the stubs stand in for udevd and systemd, which do not run here.

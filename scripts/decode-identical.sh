@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that `serialgps decode` prints exactly what it printed at an earlier commit, for
-# every gpsd capture in shared/corpus/gpsd, every fixture and nmea-bench's generated stream:
+# every gpsd capture in corpus/gpsd, every fixture and nmea-bench's generated stream:
 # the guard for changes that must not change behaviour (speed work, refactoring).
 #
 #   scripts/decode-identical.sh REFERENCE_COMMIT
@@ -37,15 +37,13 @@ trap 'rm -rf "$work" ${source_dir:+"$source_dir"}' EXIT
 "$bin/nmea-bench" --write-stream "$work/bench-stream.nmea"
 
 inputs=()
-corpus=""
-for candidate in "$root/../shared/corpus/gpsd" "$root/../../shared/corpus/gpsd"; do
-  if [ -d "$candidate" ]; then corpus="$candidate"; break; fi
-done
-if [ -n "$corpus" ]; then
-  inputs+=("$corpus"/*.log)
-else
-  echo "decode-identical: no shared/corpus/gpsd next to the package; fixtures only" >&2
+corpus="$root/corpus/gpsd"
+if [ ! -f "$corpus/bu353s4.log" ]; then
+  echo "decode-identical: corpus/gpsd is missing: the repository carries it; restore it with" \
+    "'git checkout -- corpus' or scripts/refresh-corpus.sh" >&2
+  exit 1
 fi
+inputs+=("$corpus"/*.log)
 inputs+=("$root"/fixtures/*.nmea "$work/bench-stream.nmea")
 
 failures=0

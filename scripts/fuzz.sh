@@ -6,8 +6,8 @@
 #   scripts/fuzz.sh [SECONDS]
 #
 # The nested package builds into Fuzz/.build, never the main package's .build. Seeds come
-# from Fuzz/Seeds (built in), the project's fixtures/ and, when present, gpsd's captures in
-# shared/corpus/gpsd and gpsd-ubx next to the package; each is cut into pieces of at most 2 KiB
+# from Fuzz/Seeds (built in), the project's fixtures/ and gpsd's captures in corpus/gpsd and
+# corpus/gpsd-ubx (corpus/README.md); each is cut into pieces of at most 2 KiB
 # behind a header byte of 0 (no extra split points, strict checksums; 0x80 for the u-blox
 # logs: UBX checksums fixed), which the fuzzer then mutates;
 # Fuzz/nmea.dict gives it the values on both sides of every limit the parser enforces.
@@ -64,15 +64,15 @@ shopt -s nullglob
 for file in "$root"/fixtures/*; do
   [ -f "$file" ] && add_recording "$file"
 done
-corpus_dir=""
-for candidate in "$root/../shared/corpus/gpsd" "$root/../../shared/corpus/gpsd"; do
-  if [ -d "$candidate" ]; then corpus_dir="$candidate"; break; fi
-done
-if [ -n "$corpus_dir" ]; then
-  for file in "$corpus_dir"/*.log; do add_recording "$file"; done
-  # gpsd's u-blox binary logs, with UBX checksums fixed by the target (header bit 7).
-  for file in "$corpus_dir"-ubx/*.log; do add_recording "$file" '\x80'; done
+corpus_dir="$root/corpus/gpsd"
+if [ ! -f "$corpus_dir/bu353s4.log" ] || [ ! -f "$corpus_dir-ubx/ublox-neo-m8t.log" ]; then
+  echo "fuzz: corpus/gpsd or corpus/gpsd-ubx is missing: the repository carries them;" \
+    "restore them with 'git checkout -- corpus' or scripts/refresh-corpus.sh" >&2
+  exit 1
 fi
+for file in "$corpus_dir"/*.log; do add_recording "$file"; done
+# gpsd's u-blox binary logs, with UBX checksums fixed by the target (header bit 7).
+for file in "$corpus_dir"-ubx/*.log; do add_recording "$file" '\x80'; done
 echo "fuzz: $(ls "$seeds" | wc -l) seeds, sanitizers $sanitizers, $seconds s" >&2
 
 "$binary" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Bytes per navigation epoch of a u-blox receiver's NMEA and UBX output, from gpsd's logs.
 
-    scripts/ubx-epoch-bytes.py [../shared/corpus/gpsd-ubx]
+    scripts/ubx-epoch-bytes.py [corpus/gpsd-ubx]
 
 For each log: the epochs (distinct NAV iTOWs for UBX, distinct GGA/RMC times for NMEA), the
 bytes per epoch of the NMEA sentences SerialGPS selects by default (GGA, GSA, GSV, RMC) and
@@ -90,7 +90,7 @@ def share(byte_count, baud):
 
 
 def main():
-    corpus = sys.argv[1] if len(sys.argv) > 1 else "../shared/corpus/gpsd-ubx"
+    corpus = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "corpus", "gpsd-ubx")
     print(f"{'log':32} {'source':5} {'epochs':>6} {'bytes':>7} {'9600':>7} {'115200':>7}")
     for name in sorted(os.listdir(corpus)):
         if not name.endswith(".log"):

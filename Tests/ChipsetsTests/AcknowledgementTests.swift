@@ -56,8 +56,7 @@ struct AcknowledgementTests {
   }
 
   @Test(
-    "real $PMTK001 acknowledgements from the Quectel L70 capture",
-    .enabled(if: Corpus.shouldRun, "no shared/corpus next to the package"))
+    "real $PMTK001 acknowledgements from the Quectel L70 capture")
   func quectelCapture() throws {
     let framed = Framed(try Corpus.bytes("quectel-L70.log"))
     // The capture holds $PMTK001,320,2 $PMTK001,300,3 $PMTK001,314,3 $PMTK001,301,3

@@ -147,7 +147,7 @@ struct CorpusIdentificationTests {
     return all
   }
 
-  @Test("every capture", .enabled(if: Corpus.shouldRun, "no shared/corpus next to the package"))
+  @Test("every capture")
   func everyCapture() throws {
     let captures = try Self.captures()
     #expect(captures.filter { $0.corpus == "gpsd" }.count == 48)
@@ -200,8 +200,7 @@ struct CorpusIdentificationTests {
   ]
 
   @Test(
-    "what the banners and version answers name",
-    .enabled(if: Corpus.shouldRun, "no shared/corpus next to the package"))
+    "what the banners and version answers name")
   func details() throws {
     for (log, detail) in Self.details {
       let id = identify(try Corpus.bytes(log))

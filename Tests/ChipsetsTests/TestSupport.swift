@@ -68,37 +68,44 @@ struct Framed {
   }
 }
 
-/// gpsd's captures in the shared corpus: `shared/corpus/gpsd` (NMEA) and
-/// `shared/corpus/gpsd-ubx` (u-blox binary), next to the package or one level further up
-/// (git worktrees kept in `<root>/wt/<name>`).
+/// gpsd's captures, carried by the repository in `corpus/` (corpus/README.md): `corpus/gpsd`
+/// (NMEA) and `corpus/gpsd-ubx` (u-blox binary).
 enum Corpus {
-  static let root: URL? = {
-    let package = URL(fileURLWithPath: #filePath)
-      .deletingLastPathComponent()  // ChipsetsTests
-      .deletingLastPathComponent()  // Tests
-      .deletingLastPathComponent()  // the package
-    return ["../shared/corpus", "../../shared/corpus"]
-      .map { package.appendingPathComponent($0).standardized }
-      .first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("gpsd").path) }
-  }()
+  static let package = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent()  // ChipsetsTests
+    .deletingLastPathComponent()  // Tests
+    .deletingLastPathComponent()  // the package
 
-  static var directory: String { (root?.appendingPathComponent("gpsd").path) ?? "" }
-  static var ubxDirectory: String { (root?.appendingPathComponent("gpsd-ubx").path) ?? "" }
+  static var directory: String { package.appendingPathComponent("corpus/gpsd").path }
+  static var ubxDirectory: String { package.appendingPathComponent("corpus/gpsd-ubx").path }
 
-  static var isPresent: Bool { root != nil }
+  /// What a test says when a capture it needs is not there: which, and how to get it back.
+  static func missingMessage(_ path: String) -> Comment {
+    Comment(
+      rawValue: "\(path) is missing: the repository carries it; restore it with "
+        + "`git checkout -- corpus` or scripts/refresh-corpus.sh (corpus/README.md)")
+  }
 
-  /// Run corpus tests when the captures are there, and always under CI (where a missing
-  /// corpus must fail, not skip).
-  static var shouldRun: Bool { isPresent || ProcessInfo.processInfo.environment["CI"] == "true" }
+  /// `directory/name`, or a failure naming it by its place in the repository.
+  static func require(_ name: String, in directory: String) throws -> URL {
+    let relative =
+      directory.hasPrefix(package.path + "/")
+      ? String(directory.dropFirst(package.path.count + 1)) : directory
+    let path = name.isEmpty ? directory : directory + "/" + name
+    try #require(
+      FileManager.default.fileExists(atPath: path),
+      missingMessage(name.isEmpty ? relative : relative + "/" + name))
+    return URL(fileURLWithPath: path)
+  }
 
   static func logs(in directory: String = directory) throws -> [String] {
-    try FileManager.default.contentsOfDirectory(atPath: directory)
+    try FileManager.default.contentsOfDirectory(atPath: require("", in: directory).path)
       .filter { $0.hasSuffix(".log") }.sorted()
   }
 
   /// A capture's bytes without its `#` comment header.
   static func bytes(_ name: String, in directory: String = directory) throws -> [UInt8] {
-    let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))
+    let data = try Data(contentsOf: require(name, in: directory))
     var bytes = [UInt8](data)
     while bytes.first == 0x23 {  // '#': drop the header line through LF
       guard let lf = bytes.firstIndex(of: 0x0A) else { return [] }
@@ -109,7 +116,7 @@ enum Corpus {
 
   /// A capture's header lines (`# Chipset: …`).
   static func header(_ name: String, in directory: String = directory) throws -> String {
-    let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))
+    let data = try Data(contentsOf: require(name, in: directory))
     let text = String(decoding: data.prefix(4096), as: UTF8.self)
     return text.split(separator: "\n").prefix { $0.hasPrefix("#") }.joined(separator: "\n")
   }

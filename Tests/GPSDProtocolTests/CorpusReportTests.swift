@@ -3,25 +3,27 @@ import GPSDProtocol
 import NMEA
 import Testing
 
-/// gpsd's regression corpus (`shared/corpus/gpsd` next to the package or an ancestor of it).
+/// gpsd's NMEA captures, carried by the repository in `corpus/gpsd` (corpus/README.md).
 enum GPSDCorpus {
-  static let directory: URL? = {
-    var directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-      .deletingLastPathComponent().deletingLastPathComponent()  // the package root
-    for _ in 0..<4 {
-      directory = directory.deletingLastPathComponent()
-      let candidate = directory.appendingPathComponent("shared/corpus/gpsd")
-      if FileManager.default.fileExists(atPath: candidate.path) { return candidate }
-    }
-    return nil
-  }()
+  static let directory = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent()  // GPSDProtocolTests
+    .deletingLastPathComponent()  // Tests
+    .deletingLastPathComponent()  // the package
+    .appendingPathComponent("corpus/gpsd")
 
-  static var isRequired: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
+  /// What a test says when a capture it needs is not there: which, and how to get it back.
+  static func missingMessage(_ path: String) -> Comment {
+    Comment(
+      rawValue: "\(path) is missing: the repository carries it; restore it with "
+        + "`git checkout -- corpus` or scripts/refresh-corpus.sh (corpus/README.md)")
+  }
 
-  /// The logs that have gpsd's output beside them.
-  static func logs() -> [URL] {
-    guard let directory else { return [] }
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+  /// The logs that have gpsd's output beside them, or a failure naming what is missing.
+  static func logs() throws -> [URL] {
+    try #require(
+      FileManager.default.fileExists(atPath: directory.appendingPathComponent("bu353s4.log").path),
+      missingMessage("corpus/gpsd/bu353s4.log"))
+    let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
     return names.filter { $0.hasSuffix(".log") && names.contains($0 + ".chk") }.sorted()
       .map { directory.appendingPathComponent($0) }
   }
@@ -76,7 +78,7 @@ struct CorpusReportTests {
 
   static func gpsdVocabulary() throws -> Vocabulary {
     var vocabulary = Vocabulary()
-    for log in GPSDCorpus.logs() {
+    for log in try GPSDCorpus.logs() {
       let text = try String(contentsOf: log.appendingPathExtension("chk"), encoding: .isoLatin1)
       for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("{\"class\":\"") {
         guard let object = parseJSON(String(line)) as? [String: Any],
@@ -96,16 +98,11 @@ struct CorpusReportTests {
 
   @Test("every report parses, uses only gpsd's field names, with gpsd's decimals")
   func namesAndDecimals() throws {
-    guard GPSDCorpus.directory != nil else {
-      if GPSDCorpus.isRequired { Issue.record("shared/corpus/gpsd is missing; CI needs it") }
-      print("skipped: shared/corpus/gpsd not found next to the package")
-      return
-    }
     let gpsd = try Self.gpsdVocabulary()
     #expect(gpsd.names["TPV"]?.contains("altHAE") == true, "the corpus was read")
     var reports = 0
     var problems: Set<String> = []
-    for log in GPSDCorpus.logs() {
+    for log in try GPSDCorpus.logs() {
       for line in try encodedReports(of: log) {
         reports += 1
         guard let object = parseJSON(line) as? [String: Any], let kind = object["class"] as? String
@@ -136,11 +133,6 @@ struct CorpusReportTests {
 
   @Test("Garmin's PGRME: epv and sep are gpsd's, unscaled (gpsd multiplies them by 2.45 / 1.18)")
   func garminErrors() throws {
-    guard GPSDCorpus.directory != nil else {
-      if GPSDCorpus.isRequired { Issue.record("shared/corpus/gpsd is missing; CI needs it") }
-      print("skipped: shared/corpus/gpsd not found next to the package")
-      return
-    }
     // gpsd takes Garmin's figures for 50 % errors and scales them to its 95 %
     // (GPSD_CONFIDENCE / CEP50_SIGMA); we report Garmin's own.
     let scale = 2.45 / 1.18
@@ -182,11 +174,6 @@ struct CorpusReportTests {
 
   @Test("values agree with gpsd's TPV of the same time: units are gpsd's")
   func unitsAgree() throws {
-    guard GPSDCorpus.directory != nil else {
-      if GPSDCorpus.isRequired { Issue.record("shared/corpus/gpsd is missing; CI needs it") }
-      print("skipped: shared/corpus/gpsd not found next to the package")
-      return
-    }
     // Fields whose units a mistake would change (knots for m/s, feet, radians, minutes),
     // with the tolerance gpsd's own rounding allows.
     let tolerances: [String: Double] = [
@@ -195,7 +182,7 @@ struct CorpusReportTests {
     ]
     var compared: [String: Int] = [:]
     var agreed: [String: Int] = [:]
-    for log in GPSDCorpus.logs() {
+    for log in try GPSDCorpus.logs() {
       // gpsd's last TPV of each time is its complete view of that epoch.
       var theirs: [String: [String: Any]] = [:]
       let check = try String(contentsOf: log.appendingPathExtension("chk"), encoding: .isoLatin1)

@@ -4,8 +4,8 @@ import Testing
 @testable import NMEA
 
 // What u-blox binary messages add to TPV and SKY, under gpsd 3.27's names, in its order and
-// with its decimals: each expectation is a line of gpsd's own output in ../shared/corpus/
-// gpsd-ubx, without the members gpsd invents (`ept`, `epc`, `magtrack`) or that come from
+// with its decimals: each expectation is a line of gpsd's own output in corpus/gpsd-ubx,
+// without the members gpsd invents (`ept`, `epc`, `magtrack`) or that come from
 // messages SerialGPS does not decode (`errEll*`, `clockbias`).
 
 @Suite("gpsd reports of u-blox binary fixes")

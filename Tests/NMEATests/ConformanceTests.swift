@@ -2,52 +2,48 @@ import Foundation
 import NMEA
 import Testing
 
-// Conformance against gpsd: every NMEA log of the corpus in ../shared/corpus/gpsd is decoded,
-// and each of our epochs is compared with gpsd's last TPV of the same time. The corpus is
-// read in place, never copied into the project. docs/conformance.md explains the method and
-// every difference listed in `knownDifferences` below.
+// Conformance against gpsd: every NMEA log of gpsd's captures in corpus/gpsd is decoded, and
+// each of our epochs is compared with gpsd's last TPV of the same time. corpus/README.md says
+// where the captures come from; docs/conformance.md explains the method and every difference
+// listed in `knownDifferences` below.
 
 // MARK: - Finding the corpus
 
+/// gpsd's captures, carried by the repository in `corpus/` (corpus/README.md): `gpsd/` (NMEA),
+/// `gpsd-ubx/` (u-blox binary) and `gpsd-casic/`.
 enum GPSDCorpus {
-  static let environmentKey = "SERIALGPS_CORPUS"
+  /// The package's top directory.
+  static let package = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent()  // NMEATests
+    .deletingLastPathComponent()  // Tests
+    .deletingLastPathComponent()  // the package
 
-  /// Where the corpus may be: `$SERIALGPS_CORPUS` when set (and then only there), else
-  /// `<package>/../shared/corpus/gpsd`, then one level further up (for git worktrees kept in
-  /// `<root>/wt/<name>`).
-  static var candidates: [URL] {
-    if let path = ProcessInfo.processInfo.environment[environmentKey], !path.isEmpty {
-      return [URL(fileURLWithPath: path)]
-    }
-    var urls: [URL] = []
-    let package = URL(fileURLWithPath: #filePath)
-      .deletingLastPathComponent()  // NMEATests
-      .deletingLastPathComponent()  // Tests
-      .deletingLastPathComponent()  // the package
-    urls.append(package.appendingPathComponent("../shared/corpus/gpsd").standardized)
-    urls.append(package.appendingPathComponent("../../shared/corpus/gpsd").standardized)
-    return urls
+  /// What a test says when a capture it needs is not there: which, and how to get it back.
+  static func missingMessage(_ path: String) -> Comment {
+    Comment(
+      rawValue: "\(path) is missing: the repository carries it; restore it with "
+        + "`git checkout -- corpus` or scripts/refresh-corpus.sh (corpus/README.md)")
   }
 
-  static let directory: URL? = candidates.first { url in
-    FileManager.default.fileExists(atPath: url.appendingPathComponent("bu353s4.log").path)
+  /// `corpus/FAMILY`, or a failure naming `corpus/FAMILY/SENTINEL` (a log every copy holds).
+  static func require(family: String, sentinel: String) throws -> URL {
+    let directory = package.appendingPathComponent("corpus/\(family)")
+    try #require(
+      FileManager.default.fileExists(atPath: directory.appendingPathComponent(sentinel).path),
+      missingMessage("corpus/\(family)/\(sentinel)"))
+    return directory
   }
 
-  static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
+  /// `corpus/gpsd`.
+  static func require() throws -> URL { try require(family: "gpsd", sentinel: "bu353s4.log") }
 
-  /// Runs where the corpus is, and under CI (where a missing corpus must fail, not skip).
-  static var shouldRun: Bool { directory != nil || isCI }
-
-  static var missingMessage: Comment {
-    let places = candidates.map(\.path).joined(separator: ", ")
-    return Comment(
-      rawValue: "gpsd corpus not found (looked in \(places)); set \(environmentKey) to its "
-        + "directory. Skipped outside CI; under CI=true this fails.")
-  }
-
-  /// The directory, or a failure that names where it was looked for.
-  static func require() throws -> URL {
-    try #require(directory, missingMessage)
+  /// A capture or gpsd's output for it, or a failure naming it.
+  static func requireFile(_ url: URL) throws -> URL {
+    let path = url.standardized.path
+    let relative =
+      path.hasPrefix(package.path + "/") ? String(path.dropFirst(package.path.count + 1)) : path
+    try #require(FileManager.default.fileExists(atPath: path), missingMessage(relative))
+    return url
   }
 
   /// Logs that hold only binary frames (UBX, SiRF): no NMEA to compare.
@@ -65,7 +61,7 @@ enum GPSDCorpus {
   /// is a comment when it starts with `#` and holds only text, so binary data that happens
   /// to contain `\n#` is kept).
   static func recording(_ url: URL) throws -> [UInt8] {
-    let data = [UInt8](try Data(contentsOf: url))
+    let data = [UInt8](try Data(contentsOf: requireFile(url)))
     var out: [UInt8] = []
     out.reserveCapacity(data.count)
     var start = 0
@@ -114,7 +110,7 @@ struct ReferenceLog {
   /// a valid fix) belongs to the time of the last timed sentence echoed before it, which is
   /// the epoch gpsd was building when it printed the report.
   init(chk url: URL) throws {
-    let data = try Data(contentsOf: url)
+    let data = try Data(contentsOf: GPSDCorpus.requireFile(url))
     var currentTime: Int64?
     // Split bytes, not Characters: Swift reads "\r\n" as one Character.
     for rawLine in data.split(separator: 0x0A) {
@@ -409,7 +405,7 @@ let knownDifferences: [KnownDifference] = {
 
 // MARK: - Tests
 
-@Suite("Conformance with gpsd", .enabled(if: GPSDCorpus.shouldRun, GPSDCorpus.missingMessage))
+@Suite("Conformance with gpsd")
 struct ConformanceTests {
   @Test("every NMEA log agrees with gpsd's last TPV of each epoch, or the table says why")
   func agreesWithGPSD() throws {

@@ -2,7 +2,7 @@ import Foundation
 import NMEA
 import Testing
 
-// Conformance against gpsd for the u-blox logs (../shared/corpus/gpsd-ubx): every log is
+// Conformance against gpsd for the u-blox logs (corpus/gpsd-ubx): every log is
 // decoded whole (UBX and any NMEA beside it) into epochs, and gpsd's last TPV of each time is
 // looked for among them. Positions must equal gpsd's to its nine printed decimals in at least
 // 99 % of gpsd's positioned epochs per log, but where `explainedPositions` names a deliberate
@@ -94,7 +94,7 @@ struct UBXLogConformance {
   /// gpsd's first SKY with satellites of each time: satellites listed and used.
   static func firstSkies(chk url: URL) throws -> [Int64: (count: Int, used: Int)] {
     var skies: [Int64: (count: Int, used: Int)] = [:]
-    for rawLine in try Data(contentsOf: url).split(separator: 0x0A) {
+    for rawLine in try Data(contentsOf: GPSDCorpus.requireFile(url)).split(separator: 0x0A) {
       let line = String(decoding: rawLine, as: UTF8.self)
       guard line.hasPrefix("{\"class\":\"SKY\""), line.contains("\"satellites\":[{\"PRN\"")
       else { continue }
@@ -140,7 +140,7 @@ struct UBXLogConformance {
   }
 }
 
-@Suite("UBX conformance with gpsd", .enabled(if: GPSDCorpus.shouldRun, GPSDCorpus.missingMessage))
+@Suite("UBX conformance with gpsd")
 struct UBXConformanceTests {
   /// Logs whose positions differ from gpsd's on purpose in more than 1 % of its epochs: how
   /// many of gpsd's positioned epochs agree, and why the others do not (docs/conformance.md).

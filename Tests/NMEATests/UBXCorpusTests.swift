@@ -2,7 +2,7 @@ import Foundation
 import NMEA
 import Testing
 
-// The UBX decoders over gpsd's 14 u-blox logs (../shared/corpus/gpsd-ubx), at the decoder's
+// The UBX decoders over gpsd's 14 u-blox logs (corpus/gpsd-ubx), at the decoder's
 // level: every frame of a class and ID the decoder knows decodes, except the refusals listed
 // with their reasons in `expectedRejections`; and the positions and times of NAV-PVT,
 // NAV-POSLLH and NAV-HPPOSLLH agree with gpsd's TPV of the same epoch (the last TPV of each
@@ -11,19 +11,9 @@ import Testing
 // messages into fixes.
 
 extension GPSDCorpus {
-  /// `gpsd-ubx/`, beside `gpsd/`.
-  static var ubxDirectory: URL? {
-    directory.map {
-      $0.deletingLastPathComponent().appendingPathComponent("gpsd-ubx").standardized
-    }
-  }
-
+  /// `corpus/gpsd-ubx`.
   static func requireUBX() throws -> URL {
-    let url = try #require(ubxDirectory, missingMessage)
-    try #require(
-      FileManager.default.fileExists(atPath: url.appendingPathComponent("ublox-neo-m8t.log").path),
-      "gpsd-ubx corpus not found at \(url.path)")
-    return url
+    try require(family: "gpsd-ubx", sentinel: "ublox-neo-m8t.log")
   }
 }
 
@@ -135,7 +125,7 @@ struct UBXLogDecoding {
   }
 }
 
-@Suite("UBX corpus", .enabled(if: GPSDCorpus.shouldRun, GPSDCorpus.missingMessage))
+@Suite("UBX corpus")
 struct UBXCorpusTests {
   /// Refusals that the logs hold on purpose, with why.
   static let expectedRejections: [String: [String: [UBXRejection: Int]]] = [

@@ -9,18 +9,20 @@ import Testing
 /// gpsd decodes from the same capture.
 @Suite("serialgps serve: pseudo-NMEA for a UBX-only receiver", .serialized)
 struct PseudoNMEAServeTests {
-  /// gpsd's u-blox captures (`shared/corpus/gpsd-ubx`), next to the package or one level
-  /// further up (git worktrees kept in `<root>/wt/<name>`).
-  static let corpus: URL? = {
-    let package = URL(fileURLWithPath: #filePath)
+  /// A capture of gpsd's that the repository carries in `corpus/` (corpus/README.md), or a
+  /// failure that names it and says how to get it back.
+  static func corpusFile(_ path: String) throws -> URL {
+    let url = URL(fileURLWithPath: #filePath)
       .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    return ["../shared/corpus/gpsd-ubx", "../../shared/corpus/gpsd-ubx"]
-      .map { package.appendingPathComponent($0).standardized }
-      .first { FileManager.default.fileExists(atPath: $0.path) }
-  }()
+      .appendingPathComponent("corpus/\(path)")
+    try #require(
+      FileManager.default.fileExists(atPath: url.path),
+      Comment(
+        rawValue: "corpus/\(path) is missing: the repository carries it; restore it with "
+          + "`git checkout -- corpus` or scripts/refresh-corpus.sh (corpus/README.md)"))
+    return url
+  }
 
-  /// Run when the captures are there, and always under CI (where a missing corpus fails).
-  static var shouldRun: Bool { corpus != nil || isCI }
   static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 
   /// A client that sent `?WATCH=watch;`, its lines read on a thread of their own.
@@ -69,14 +71,13 @@ struct PseudoNMEAServeTests {
     }
   }
 
-  @Test(.enabled(if: shouldRun)) func anNMEAWatcherGetsNMEAFromBinaryFixes() async throws {
-    let directory = try #require(Self.corpus, "shared/corpus/gpsd-ubx not found")
-    let log = directory.appendingPathComponent("ublox-neo-m8t.log")
+  @Test func anNMEAWatcherGetsNMEAFromBinaryFixes() async throws {
+    let log = try Self.corpusFile("gpsd-ubx/ublox-neo-m8t.log")
     let bytes = try [UInt8](Data(contentsOf: log))
     // The capture holds no NMEA at all: every fix is made from UBX messages.
     #expect(!String(decoding: bytes, as: UTF8.self).contains("$GP"))
     let expected = Self.gpsdPositions(
-      try String(contentsOf: URL(fileURLWithPath: log.path + ".chk"), encoding: .utf8))
+      try String(contentsOf: Self.corpusFile("gpsd-ubx/ublox-neo-m8t.log.chk"), encoding: .utf8))
     try #require(expected.count > 10)
 
     let simulator = try ReceiverSimulator(
