@@ -1,5 +1,6 @@
 import Foundation
 import NMEA
+import Testing
 
 @testable import Chipsets
 
