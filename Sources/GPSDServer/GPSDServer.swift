@@ -286,13 +286,13 @@ public final class GPSDServer: Sendable {
     self.inbox = inbox
     var configuration = configuration
     // What a receiver says with nobody subscribed (a standby that failed after the last
-    // watcher left, a position file ignored) reaches the log, and a receiver left awake the
+    // watcher left, a position file ignored) reaches the log, and a failed standby the
     // counters.
     let log = configuration.log
     let notices = configuration.receiverOptions.notices
     let counters = counters
     configuration.receiverOptions.notices = { device, notice in
-      if case .leftAwake = notice { counters.withLock { $0.receiversLeftAwake += 1 } }
+      if case .standbyFailed = notice { counters.withLock { $0.standbysFailed += 1 } }
       log?("serialgps serve: \(device): \(notice)")
       notices?(device, notice)
     }
@@ -434,9 +434,9 @@ public struct ServerStatistics: Sendable, Hashable {
   /// Receiver reports skipped because the server thread fell behind the receivers (the
   /// newest are kept; see `subscriptionBufferSize`).
   public var reportsDropped = 0
-  /// Power-offs that left a receiver powered (``SerialGPS/ReceiverNotice/leftAwake(reason:)``),
-  /// each logged as it happened.
-  public var receiversLeftAwake = 0
+  /// Power-offs that may have left a receiver powered
+  /// (``SerialGPS/ReceiverNotice/standbyFailed(reason:)``), each logged as it happened.
+  public var standbysFailed = 0
   /// Connections to the raw port now.
   public var rawClients = 0
   /// Connections to the NMEA socket now.

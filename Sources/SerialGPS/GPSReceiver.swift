@@ -347,10 +347,10 @@ public struct ReceiverStatistics: Sendable, Hashable {
   /// a wake line that would not go low): each time the receiver was taken as awake and got
   /// the quick-wake standby instead.
   public var sleepsNotEntered = 0
-  /// Power-offs that left the receiver powered: its standby too was refused, or ignored
-  /// while it kept talking (a chipset named wrongly); each one told as
-  /// ``ReceiverNotice/leftAwake(reason:)``.
-  public var receiversLeftAwake = 0
+  /// Power-offs that may have left the receiver powered: its standby was refused or ignored
+  /// while it kept talking, or followed a sleep it ignored with nothing to confirm it; each
+  /// one told as ``ReceiverNotice/standbyFailed(reason:)``.
+  public var standbysFailed = 0
 
   public init() {}
 }

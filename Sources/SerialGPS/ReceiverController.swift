@@ -416,17 +416,19 @@ final class ReceiverController: @unchecked Sendable {
   /// (``ReceiverStatistics/sleepsNotEntered``) and gets the quick-wake standby instead; every
   /// wake drives the line and sends the whole wake-up whatever the last sleep was. A standby
   /// that fails too (refused, or ignored while the receiver kept talking: not merely
-  /// unanswered by a receiver that fell silent) leaves it powered: that is said whoever
-  /// listens (``ReceiverNotice/leftAwake(reason:)``) and counted
-  /// (``ReceiverStatistics/receiversLeftAwake``).
+  /// unanswered by a receiver that fell silent), or one that nothing confirms (a u-blox GNSS
+  /// stop) after a sleep the receiver ignored while it kept talking, may leave it powered:
+  /// that is said whoever listens (``ReceiverNotice/standbyFailed(reason:)``) and counted
+  /// (``ReceiverStatistics/standbysFailed``).
   private func sleep(_ set: any ReceiverCommandSet, on connection: any ReceiverConnection) async {
     if let failure = await enterSleep(set, on: connection), failure.kind != .noAnswer {
-      core.counters.withLock { $0.receiversLeftAwake += 1 }
-      core.tell(.leftAwake(reason: failure))
+      core.counters.withLock { $0.standbysFailed += 1 }
+      core.tell(.standbyFailed(reason: failure))
     }
   }
 
-  /// The sleep of ``sleep(_:on:)``; returns the failure of the standby that was to end it.
+  /// The sleep of ``sleep(_:on:)``; returns why the receiver may not be asleep: the failure of
+  /// the standby, else that of the deeper sleep when nothing confirms the standby.
   private func enterSleep(
     _ set: any ReceiverCommandSet, on connection: any ReceiverConnection
   ) async -> FailureReason? {
@@ -464,7 +466,13 @@ final class ReceiverController: @unchecked Sendable {
     }
     if let failure { core.hub.publish(status: .commandFailed(reason: failure)) }
     try? line?.drive(high: true)
-    return await commands.send(quick.steps, to: connection, family: set.family)
+    if let standby = await commands.send(quick.steps, to: connection, family: set.family) {
+      return standby
+    }
+    // A standby with no answer (a u-blox GNSS stop) does not show that a receiver that just
+    // ignored a sleep while it kept talking took it.
+    let unconfirmed = quick.steps.allSatisfy { $0.acknowledgement == .none }
+    return unconfirmed ? failure : nil
   }
 
   /// Writes a client's bytes to the open connection; with none (the receiver is powered

@@ -6,10 +6,13 @@ import POSIX
 /// (`serialgps serve` logs each), and the last one kept in ``GPSReceiver/lastNotice``. Each is
 /// said once per occurrence, never every fix.
 public enum ReceiverNotice: Sendable, Hashable, CustomStringConvertible {
-  /// The receiver was to be put to sleep and was not, for `reason`: it stays powered, drawing
-  /// its full current, until the next wake puts it to standby again or it is unplugged
-  /// (counted in ``ReceiverStatistics/receiversLeftAwake``).
-  case leftAwake(reason: FailureReason)
+  /// A power-off did not put the receiver to sleep for certain, for `reason`: its standby was
+  /// refused or ignored while it kept talking, or it ignored the sleep asked for and the
+  /// standby that followed has no answer to confirm it (a u-blox GNSS stop). It may stay
+  /// powered, drawing its full current, until the next wake puts it to standby again or it
+  /// is unplugged (counted in ``ReceiverStatistics/standbysFailed``); a wrongly named chipset
+  /// is the usual cause.
+  case standbyFailed(reason: FailureReason)
   /// The position file at `path` (``PositionMemory``) was not used for aiding, for `reason`;
   /// said once per reason.
   case keptPositionIgnored(path: String, reason: String)
@@ -19,8 +22,8 @@ public enum ReceiverNotice: Sendable, Hashable, CustomStringConvertible {
 
   public var description: String {
     switch self {
-    case .leftAwake(let reason):
-      return "the receiver could not be put to sleep and stays powered: \(reason)"
+    case .standbyFailed(let reason):
+      return "the receiver was not put to sleep and may stay powered: \(reason)"
     case .keptPositionIgnored(let path, let reason):
       return "ignoring the kept position \(path): \(reason); delete it if it stays"
     case .positionNotKept(let path, let error):

@@ -463,10 +463,10 @@ enum ServeCommand {
     Output.error.line("serialgps serve: \(reason): putting the receivers to standby")
     await fleet?.shutdown()
     await server.shutdown()
-    let leftAwake = server.statistics.receiversLeftAwake
-    if leftAwake > 0 {
+    let failed = server.statistics.standbysFailed
+    if failed > 0 {
       Output.error.line(
-        "serialgps serve: warning: \(leftAwake) power-off\(leftAwake == 1 ? "" : "s") left "
+        "serialgps serve: warning: \(failed) power-off\(failed == 1 ? "" : "s") may have left "
           + "a receiver powered (see above): check --chipset")
     }
     // The delay's median is the --time-offset to set.

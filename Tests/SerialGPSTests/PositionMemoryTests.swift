@@ -245,6 +245,7 @@ import Testing
     defer { first.hangUp() }
     try #require(symlink(first.devicePath, link) == 0)
     let before = SerialConnector(path: link, baud: .fixed(.b9600))
+    let beforeMarker = try #require(before.markerIdentity)
     let memory = PositionMemory(directory: directory)
     try memory.save(Self.position, identity: try #require(before.positionIdentity))
     // Replugged: the same name, a new node.
@@ -252,7 +253,7 @@ import Testing
     defer { second.hangUp() }
     try #require(unlink(link) == 0 && symlink(second.devicePath, link) == 0)
     let after = SerialConnector(path: link, baud: .fixed(.b9600))
-    #expect(after.markerIdentity != before.markerIdentity)
+    #expect(after.markerIdentity != beforeMarker)
     let identity = try #require(after.positionIdentity)
     #expect(memory.position(identity: identity, now: Self.later(60)) == Self.position)
     // Another receiver, configured as another device, finds nothing.

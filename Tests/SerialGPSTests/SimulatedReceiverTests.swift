@@ -198,8 +198,8 @@ import Testing
     #expect(receiver.statistics.commandsFailed == 2)
     #expect(simulator.powerState == .running)  // it never heard the standby
     // With nobody subscribed any more, the app still hears that it was left powered.
-    #expect(receiver.statistics.receiversLeftAwake == 1)
-    guard case .leftAwake(let awake) = receiver.lastNotice else {
+    #expect(receiver.statistics.standbysFailed == 1)
+    guard case .standbyFailed(let awake) = receiver.lastNotice else {
       Issue.record("no notice: \(String(describing: receiver.lastNotice))")
       return
     }

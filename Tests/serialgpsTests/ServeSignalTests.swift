@@ -68,9 +68,9 @@ struct ServeSignalTests {
     #expect(!serve.standardError.contains("Backtracing"), "no crash report")
   }
 
-  /// A MediaTek receiver served as a u-blox one ignores its standby and stays powered; the
-  /// standby runs once the last watcher has gone, where no subscriber hears a failure: serve
-  /// logs it all the same, and counts it in its summary.
+  /// A MediaTek receiver served as a u-blox one ignores the u-blox sleep and the GNSS stop and
+  /// stays powered; the standby runs once the last watcher has gone, where no subscriber hears
+  /// a failure: serve logs it all the same, once, and counts it in its summary.
   @Test func aStandbyThatFailsIsLoggedAndCounted() async throws {
     let simulator = try sleepingMediaTek()
     defer { simulator.stop() }
@@ -84,15 +84,15 @@ struct ServeSignalTests {
     close(client)
     #expect(
       await eventually(timeout: .seconds(60)) {
-        serve.standardError.contains("could not be put to sleep and stays powered")
+        serve.standardError.contains("was not put to sleep and may stay powered")
       }, "\(serve.standardError)")
     #expect(simulator.powerState == .running)
     serve.signal(SIGTERM)
     #expect(await serve.exitStatus(timeout: .seconds(30)) == 0, "\(serve.standardError)")
     #expect(
-      serve.standardError.contains("1 power-off left a receiver powered"),
+      serve.standardError.contains("1 power-off may have left a receiver powered"),
       "\(serve.standardError)")
-    let said = serve.standardError.components(separatedBy: "stays powered").count - 1
+    let said = serve.standardError.components(separatedBy: "may stay powered").count - 1
     #expect(said == 1, "\(serve.standardError)")
   }
 }
