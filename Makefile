@@ -64,6 +64,7 @@ test-tsan:
 # A short libFuzzer run over framer, parser and fix builder (builds into Fuzz/.build).
 fuzz-smoke: deps
 	scripts/fuzz.sh 60
+	scripts/fuzz.sh 20 position
 
 # The serialgps a board runs: release, Swift runtime linked in, stripped in the package
 # (scripts/build-static.sh says what each flag buys).

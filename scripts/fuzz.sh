@@ -3,7 +3,11 @@
 # it for SECONDS (default 60). Exit status 0 when nothing was found; otherwise libFuzzer's,
 # with the input that failed saved under Fuzz/.build/artifacts/.
 #
-#   scripts/fuzz.sh [SECONDS]
+#   scripts/fuzz.sh [SECONDS] [position]
+#
+# With `position`, it runs the other target instead (FuzzPositionFile): a kept position's file
+# (`serve --state-dir`) through its parser and the aiding encoders, seeded from
+# Fuzz/PositionSeeds.
 #
 # The nested package builds into Fuzz/.build, never the main package's .build. Seeds come
 # from Fuzz/Seeds (built in), the project's fixtures/ and gpsd's captures in corpus/gpsd and
@@ -14,8 +18,13 @@
 set -euo pipefail
 
 seconds="${1:-60}"
+target="${2:-decoder}"
 case "$seconds" in
-  '' | *[!0-9]*) echo "usage: scripts/fuzz.sh [SECONDS]" >&2; exit 2 ;;
+  '' | *[!0-9]*) echo "usage: scripts/fuzz.sh [SECONDS] [position]" >&2; exit 2 ;;
+esac
+case "$target" in
+  decoder | position) ;;
+  *) echo "usage: scripts/fuzz.sh [SECONDS] [position]" >&2; exit 2 ;;
 esac
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -37,7 +46,18 @@ if ! swift build --package-path "$fuzz" -c release -Xswiftc -sanitize=$sanitizer
     exit 1
   fi
 fi
-binary="$(swift build --package-path "$fuzz" -c release --show-bin-path)/FuzzDecoder"
+bin="$(swift build --package-path "$fuzz" -c release --show-bin-path)"
+binary="$bin/FuzzDecoder"
+
+if [ "$target" = position ]; then
+  corpus="$build/position-corpus"
+  artifacts="$build/artifacts"
+  mkdir -p "$corpus" "$artifacts"
+  echo "fuzz: the position file, $(ls "$fuzz/PositionSeeds" | wc -l) seeds, sanitizers $sanitizers, $seconds s" >&2
+  exec "$bin/FuzzPositionFile" -max_total_time="$seconds" -max_len=1024 -timeout=10 \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" \
+    "$corpus" "$fuzz/PositionSeeds"
+fi
 
 # Seeds, rebuilt each run; the working corpus (what the fuzzer found interesting) persists.
 seeds="$build/seeds"

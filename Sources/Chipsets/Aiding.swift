@@ -35,6 +35,20 @@ public struct AidingPosition: Sendable, Hashable {
     self.altitude = altitude
     self.accuracy = accuracy
   }
+
+  /// The worst accuracy worth telling a receiver: 10 000 km, a quarter of the Earth's
+  /// circumference; a vaguer position says nothing of where it is.
+  public static let accuracyLimit = 10_000_000.0
+
+  /// Whether this is a place on the Earth a receiver can be told of: every figure finite,
+  /// latitude and longitude in their ranges, the altitude in ``KnownPosition/plausibleHeights``
+  /// and the accuracy from 0 to ``accuracyLimit``. The encoders send nothing else, so that no
+  /// figure reaches a conversion that cannot hold it (nor a receiver that would believe it).
+  public var isPlausible: Bool {
+    (-90.0...90.0).contains(latitude) && (-180.0...180.0).contains(longitude)
+      && KnownPosition.plausibleHeights.contains(altitude)
+      && (0...Self.accuracyLimit).contains(accuracy)
+  }
 }
 
 /// The aiding each family takes, time first and then position, as the integration manuals
@@ -59,7 +73,7 @@ public enum Aiding {
   /// receiver's `ackAiding` is on, else by nothing.
   public static func ublox(_ data: AidingData) -> [[UInt8]] {
     var commands = [ubloxTime(data.time, accuracy: data.timeAccuracy)]
-    if let position = data.position { commands.append(ubloxPosition(position)) }
+    if let position = data.position.flatMap(ubloxPosition) { commands.append(position) }
     return commands
   }
 
@@ -69,9 +83,10 @@ public enum Aiding {
       .mgaIni, payload: timeUTCPayload(AidingData(time: time, timeAccuracy: accuracy)))
   }
 
-  /// `UBX-MGA-INI-POS_LLH` placing the receiver at `position`.
-  public static func ubloxPosition(_ position: AidingPosition) -> [UInt8] {
-    UBX.unchecked(.mgaIni, payload: positionPayload(position))
+  /// `UBX-MGA-INI-POS_LLH` placing the receiver at `position`; `nil` when `position` is not
+  /// ``AidingPosition/isPlausible``.
+  public static func ubloxPosition(_ position: AidingPosition) -> [UInt8]? {
+    positionPayload(position).map { UBX.unchecked(.mgaIni, payload: $0) }
   }
 
   /// TIME_UTC, 24 bytes: type 0x10, version 0, ref 0 (the time applies on receipt), leap
@@ -94,8 +109,11 @@ public enum Aiding {
   }
 
   /// POS_LLH, 20 bytes: type 0x01, version 0, two reserved bytes, latitude and longitude in
-  /// 1e-7°, altitude in centimetres, accuracy in centimetres; little-endian.
-  static func positionPayload(_ position: AidingPosition) -> [UInt8] {
+  /// 1e-7°, altitude in centimetres, accuracy in centimetres; little-endian. `nil` for a
+  /// position that is not ``AidingPosition/isPlausible`` (every plausible figure fits its
+  /// field).
+  static func positionPayload(_ position: AidingPosition) -> [UInt8]? {
+    guard position.isPlausible else { return nil }
     var payload: [UInt8] = [0x01, 0x00, 0x00, 0x00]
     payload.append(
       contentsOf: UBX.littleEndian(Int32(clamping: Int64((position.latitude * 1e7).rounded()))))
@@ -114,7 +132,7 @@ public enum Aiding {
   /// `$PMTK741,Lat,Long,Alt,YYYY,MM,DD,hh,mm,ss` (degrees to six decimals, metres), as the
   /// MT3339 platform's PMTK command packet describes them; each acknowledged by `$PMTK001`.
   /// MediaTek asks for a position better than 30 km for a shorter start; a worse one is not
-  /// sent.
+  /// sent, nor one that is not ``AidingPosition/isPlausible``.
   public static func mediatek(_ data: AidingData) -> [[UInt8]] {
     var commands = [mediatekTime(data.time)]
     if let position = data.position, let command = mediatekPosition(position, at: data.time) {
@@ -132,17 +150,17 @@ public enum Aiding {
   }
 
   /// `$PMTK741` placing the receiver at `position` at `time`; `nil` when `position` is no
-  /// better than ``mediatekPositionLimit``.
+  /// better than ``mediatekPositionLimit`` or not ``AidingPosition/isPlausible``.
   public static func mediatekPosition(_ position: AidingPosition, at time: UTCTimestamp)
     -> [UInt8]?
   {
-    guard position.accuracy < mediatekPositionLimit else { return nil }
-    let fields = [
-      decimal(position.latitude, digits: 6), decimal(position.longitude, digits: 6),
-      decimal(position.altitude, digits: 0),
-    ]
+    guard position.isPlausible, position.accuracy < mediatekPositionLimit,
+      let latitude = decimal(position.latitude, digits: 6),
+      let longitude = decimal(position.longitude, digits: 6),
+      let altitude = decimal(position.altitude, digits: 0)
+    else { return nil }
     return NMEAChecksum.frame(
-      "PMTK741," + fields.joined(separator: ",") + "," + mediatekStamp(time))
+      "PMTK741,\(latitude),\(longitude),\(altitude)," + mediatekStamp(time))
   }
 
   static func mediatekStamp(_ time: UTCTimestamp) -> String {
@@ -156,11 +174,16 @@ public enum Aiding {
 
   static func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
 
-  /// `value` with `digits` decimals, rounded half away from zero, without Foundation.
-  static func decimal(_ value: Double, digits: Int) -> String {
+  /// `value` with `digits` decimals (0 to 9), rounded half away from zero, without
+  /// Foundation; `nil` when `value` is not finite or too large for that many digits.
+  static func decimal(_ value: Double, digits: Int) -> String? {
+    guard (0...9).contains(digits) else { return nil }
     var scale: Int64 = 1
     for _ in 0..<digits { scale *= 10 }
-    let scaled = Int64((abs(value) * Double(scale)).rounded())
+    let magnitude = (abs(value) * Double(scale)).rounded()
+    // 2^63 is exact as a Double; anything below it converts.
+    guard magnitude.isFinite, magnitude < 9_223_372_036_854_775_808.0 else { return nil }
+    let scaled = Int64(magnitude)
     let sign = value < 0 && scaled != 0 ? "-" : ""
     guard digits > 0 else { return sign + String(scaled) }
     var fraction = String(scaled % scale)
@@ -199,7 +222,7 @@ public struct TimedCommand: Sendable, Hashable {
     case (.mediatek, .time):
       return Aiding.mediatekTime(now)
     case (.ublox, .position(let known)):
-      return known.aiding(at: now).map(Aiding.ubloxPosition)
+      return known.aiding(at: now).flatMap(Aiding.ubloxPosition)
     case (.mediatek, .position(let known)):
       return known.aiding(at: now).flatMap { Aiding.mediatekPosition($0, at: now) }
     case (.nmea, _), (.sirf, _):
@@ -235,7 +258,8 @@ public struct TimedCommand: Sendable, Hashable {
   }
 
   static func within(_ known: KnownPosition, _ now: UTCTimestamp) -> String {
-    guard let accuracy = known.aiding(at: now)?.accuracy else { return "" }
+    guard let position = known.aiding(at: now), position.isPlausible else { return "" }
+    let accuracy = position.accuracy
     return ", within \(Int(accuracy.rounded())) m"
   }
 }

@@ -127,11 +127,29 @@ public struct KnownPosition: Sendable, Hashable {
       time: time)
   }
 
+  /// Metres above the ellipsoid or sea level a receiver is taken to be at: from below the
+  /// lowest shore (the Dead Sea's, −430 m) with the geoid's deepest (−106 m) to a
+  /// stratospheric balloon's 50 km. A height outside is no receiver's.
+  public static let plausibleHeights: ClosedRange<Double> = -1_000...50_000
+
+  /// The horizontal accuracies a position worth keeping has: up to 100 km.
+  public static let plausibleAccuracies: ClosedRange<Double> = 0...100_000
+
+  /// Whether every figure is finite and in its range: latitude ±90°, longitude ±180°, the
+  /// heights in ``plausibleHeights``, the accuracy in ``plausibleAccuracies``.
+  public var isPlausible: Bool {
+    (-90.0...90.0).contains(latitude) && (-180.0...180.0).contains(longitude)
+      && heightAboveEllipsoid.map(Self.plausibleHeights.contains) != false
+      && altitudeMSL.map(Self.plausibleHeights.contains) != false
+      && Self.plausibleAccuracies.contains(accuracy)
+  }
+
   /// The position to aid with at `now`, its accuracy widened by its age at
-  /// ``WakePlan/assumedSpeed``; `nil` when measured after `now` (a clock that disagrees).
+  /// ``WakePlan/assumedSpeed``; `nil` when measured after `now` (a clock that disagrees), or
+  /// when not ``isPlausible`` (an app's ``KnownPosition`` is taken as given, and checked here).
   public func aiding(at now: UTCTimestamp) -> AidingPosition? {
     let age = now.unixTime - time.unixTime
-    guard age >= 0 else { return nil }
+    guard age >= 0, isPlausible else { return nil }
     // The aiding takes a height above the ellipsoid: an altitude above the geoid is off by
     // the geoid's height (at most 107 m), none at all by up to the highest mountain's.
     let (altitude, altitudeError): (Double, Double) =

@@ -285,6 +285,17 @@ public final class GPSDServer: Sendable {
     let inbox = ServerInbox(reportLimit: configuration.subscriptionBufferSize, wakeup: wakeup)
     self.inbox = inbox
     var configuration = configuration
+    // What a receiver says with nobody subscribed (a standby that failed after the last
+    // watcher left, a position file ignored) reaches the log, and a failed standby the
+    // counters.
+    let log = configuration.log
+    let notices = configuration.receiverOptions.notices
+    let counters = counters
+    configuration.receiverOptions.notices = { device, notice in
+      if case .standbyFailed = notice { counters.withLock { $0.standbysFailed += 1 } }
+      log?("serialgps serve: \(device): \(notice)")
+      notices?(device, notice)
+    }
     if let time = configuration.time {
       let keeper = TimeKeeper(options: time, log: configuration.log ?? { _ in })
       let others = configuration.receiverChanges
@@ -423,6 +434,9 @@ public struct ServerStatistics: Sendable, Hashable {
   /// Receiver reports skipped because the server thread fell behind the receivers (the
   /// newest are kept; see `subscriptionBufferSize`).
   public var reportsDropped = 0
+  /// Power-offs that may have left a receiver powered
+  /// (``SerialGPS/ReceiverNotice/standbyFailed(reason:)``), each logged as it happened.
+  public var standbysFailed = 0
   /// Connections to the raw port now.
   public var rawClients = 0
   /// Connections to the NMEA socket now.

@@ -37,6 +37,34 @@ extension FileDescriptor {
   }
 }
 
+extension FileDescriptor {
+  /// `fstat(2)`: what the open file is (its type, owner, size), whatever its path names now.
+  package func status() throws(Errno) -> stat {
+    var status = stat()
+    _ = try valueOrErrno(fstat(rawValue, &status))
+    return status
+  }
+
+  /// What there is to read, up to `limit` bytes (fewer at the end of the file), reading
+  /// nothing past them: a file that grows, or never ends (`/dev/zero`), costs `limit` bytes
+  /// at most. EAGAIN is thrown like any other errno.
+  package func read(atMost limit: Int) throws(Errno) -> [UInt8] {
+    var bytes = [UInt8](repeating: 0, count: max(limit, 0))
+    var count = 0
+    while count < bytes.count {
+      let read = try bytes.withUnsafeMutableBytes { raw in
+        Result { () throws(Errno) in
+          try self.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[count...]))
+        }
+      }.get()
+      if read == 0 { break }
+      count += read
+    }
+    bytes.removeLast(bytes.count - count)
+    return bytes
+  }
+}
+
 /// Path operations (`link`, `rename`, `unlink`, `stat`): the value or the errno.
 package enum FileSystem {
   /// The major and minor numbers packed in a `dev_t` (glibc's `major()` and `minor()`, which

@@ -35,11 +35,15 @@ struct CommandStepRunner: Sendable {
   /// Wake-up steps are abandoned once a shutdown is asked for: the standby follows at once.
   /// Standby steps are never cut short, and never retried into a receiver that has gone quiet
   /// (a byte would wake it again).
+  ///
+  /// - Returns: the first failure of a step that is not aiding, if any.
+  @discardableResult
   func send(
     _ steps: [CommandStep], to connection: any ReceiverConnection, family: ChipsetFamily,
     abandonOnShutdown: Bool = false
-  ) async {
+  ) async -> FailureReason? {
     var port = port(connection, abandonOnShutdown: abandonOnShutdown)
+    var first: FailureReason?
     // A failed write ends the steps: the reader reports the loss as `disconnected`, and the
     // remaining steps would fail alike.
     _ = try? await driver.run(
@@ -50,8 +54,10 @@ struct CommandStepRunner: Sendable {
       } else if let failure = Self.failure(of: ran, family: family) {
         counters.withLock { $0.commandsFailed += 1 }
         hub.publish(status: .commandFailed(reason: failure))
+        if first == nil { first = failure }
       }
     }
+    return first
   }
 
   /// Runs one step's exchange (without its settle time) and returns how it ended; `nil` when

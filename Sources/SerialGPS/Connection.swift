@@ -84,6 +84,11 @@ public protocol ReceiverConnector: Sendable {
   /// receiver stays attached, and never the tty path alone (another receiver may get it).
   /// `nil`: not marked. By default ``receiverIdentity``.
   var markerIdentity: String? { get }
+  /// What names this receiver for ``PositionMemory``: the same for it across replugs and
+  /// reboots (its USB serial number, its `/dev/serial/by-id` link, else the device as
+  /// configured), when the aiding it keeps matters most. `nil`: the ``deviceName``. By default
+  /// ``receiverIdentity``.
+  var positionIdentity: String? { get }
   /// The process that owns the device now, if another one does
   /// (``SerialPort/SerialPort/owner(of:lockDirectory:)``), found without opening it: a
   /// receiver left awake by a killed process is not put to standby while someone owns it.
@@ -95,6 +100,10 @@ public protocol ReceiverConnector: Sendable {
   func startWatching(appeared: @escaping @Sendable () -> Void)
   /// Stops watching (the receiver shut down).
   func stopWatching()
+  /// Ends a ``connect(wakingWith:)`` under way that may take seconds (a baud search) at
+  /// once, and any later search: it throws. Called when the receiver shuts down, so that
+  /// Ctrl-C during a search ends the process within a second. By default nothing.
+  func interruptConnect()
 }
 
 extension ReceiverConnector {
@@ -104,9 +113,11 @@ extension ReceiverConnector {
   public var chipsetHint: ChipsetHint? { nil }
   public var receiverIdentity: String? { nil }
   public var markerIdentity: String? { receiverIdentity }
+  public var positionIdentity: String? { receiverIdentity }
   public var deviceOwner: DeviceOwner? { nil }
   public func startWatching(appeared: @escaping @Sendable () -> Void) {}
   public func stopWatching() {}
+  public func interruptConnect() {}
 }
 
 /// What a connector knows about the receiver behind it.

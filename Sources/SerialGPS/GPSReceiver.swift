@@ -79,6 +79,11 @@ public final class GPSReceiver: Sendable {
     /// ``positionMemory`` (an app that knows its place: a fixed station, a position from the
     /// network). Its accuracy is widened by its age at the wake, as a fix's is.
     public var initialPosition: KnownPosition? = nil
+    /// Told what the driver has to say with nobody subscribed (``ReceiverNotice``): a receiver
+    /// left powered because its sleep failed, a kept position ignored or not saved. Called on
+    /// the driver's task, with the receiver's ``GPSReceiver/deviceName`` first; return
+    /// quickly. `nil` (the default): only ``GPSReceiver/lastNotice`` keeps them.
+    public var notices: (@Sendable (_ device: String, _ notice: ReceiverNotice) -> Void)? = nil
     /// The one wall clock the driver reads (the time aiding tells a receiver); tests inject a
     /// ``POSIX/FixedWallClock``.
     package var wallClock: any WallClock = SystemWallClock()
@@ -253,6 +258,11 @@ public final class GPSReceiver: Sendable {
   /// Counters since the receiver was created.
   public var statistics: ReceiverStatistics { core.statistics }
 
+  /// The last thing the driver had to say whether or not anyone subscribed
+  /// (``ReceiverNotice``): a receiver left powered, a kept position ignored or not saved.
+  /// `nil` before the first. Asking powers nothing.
+  public var lastNotice: ReceiverNotice? { core.lastNotice.withLock { $0 } }
+
   /// What the receiver has said about itself: its chipset family and, where it named them,
   /// maker, model and firmware (``ChipsetIdentification``), however sure (a weak hint has
   /// `confidence: .low` and chooses no commands). `nil` until something it sent named a maker,
@@ -337,6 +347,10 @@ public struct ReceiverStatistics: Sendable, Hashable {
   /// a wake line that would not go low): each time the receiver was taken as awake and got
   /// the quick-wake standby instead.
   public var sleepsNotEntered = 0
+  /// Power-offs that may have left the receiver powered: its standby was refused or ignored
+  /// while it kept talking, or followed a sleep it ignored with nothing to confirm it; each
+  /// one told as ``ReceiverNotice/standbyFailed(reason:)``.
+  public var standbysFailed = 0
 
   public init() {}
 }

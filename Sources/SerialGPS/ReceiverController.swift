@@ -41,6 +41,9 @@ final class ReceiverController: @unchecked Sendable {
   /// The position last kept in ``GPSReceiver/Options/positionMemory``, so that an unchanged
   /// one is not written again.
   private var savedPosition: KnownPosition?
+  /// What was last said of the position memory (a file ignored, a save failed), so that it
+  /// is said once, not at every wake or power-off.
+  private var positionNoticeGiven: ReceiverNotice?
 
   init(core: ReceiverCore) {
     self.core = core
@@ -297,17 +300,29 @@ final class ReceiverController: @unchecked Sendable {
     if let fix = core.hub.latestFix?.fix, let known = KnownPosition(aidingFrom: fix) {
       return known
     }
-    if let memory = options.positionMemory, let now = options.utcNow(),
-      let kept = memory.position(identity: positionIdentity, now: now)
-    {
-      return kept
+    if let memory = options.positionMemory, let now = options.utcNow() {
+      let identity = positionIdentity
+      switch memory.read(identity: identity, now: now) {
+      case .position(let kept): return kept
+      case .none: break
+      case .ignored(let reason):
+        tellOnce(.keptPositionIgnored(path: memory.path(for: identity), reason: reason))
+      }
     }
     return options.initialPosition
   }
 
-  /// The name a kept position goes by: the connector's stable identity, else the device (a
-  /// position belongs to the machine as much as to its receiver).
-  private var positionIdentity: String { connector.markerIdentity ?? connector.deviceName }
+  /// The name a kept position goes by: what stays the same for the receiver across replugs
+  /// and reboots (``ReceiverConnector/positionIdentity``), else the device (a position
+  /// belongs to the machine as much as to its receiver).
+  private var positionIdentity: String { connector.positionIdentity ?? connector.deviceName }
+
+  /// Tells the app `notice` unless it was the last said of the position memory.
+  private func tellOnce(_ notice: ReceiverNotice) {
+    guard notice != positionNoticeGiven else { return }
+    positionNoticeGiven = notice
+    core.tell(notice)
+  }
 
   /// The receiver was put to sleep (`commanded`) or its connection closed after a loss: noted
   /// for the next wake, and its last fix kept in the position memory.
@@ -316,9 +331,15 @@ final class ReceiverController: @unchecked Sendable {
     guard let memory = options.positionMemory, let fix = core.hub.latestFix?.fix,
       let position = KnownPosition(aidingFrom: fix), position != savedPosition
     else { return }
-    // A state directory that cannot be written costs only the aiding of the next start.
-    if (try? memory.save(position, identity: positionIdentity)) != nil {
+    // A state directory that cannot be written costs only the aiding of the next start: said
+    // once, with the reason.
+    let identity = positionIdentity
+    do {
+      try memory.save(position, identity: identity)
       savedPosition = position
+      if case .positionNotKept = positionNoticeGiven { positionNoticeGiven = nil }
+    } catch {
+      tellOnce(.positionNotKept(path: memory.path(for: identity), error: error))
     }
   }
 
@@ -393,8 +414,24 @@ final class ReceiverController: @unchecked Sendable {
   /// entered with the line released. Refused, unanswered, ignored while the receiver kept
   /// talking, or with the line failing, the receiver is taken as awake: it is counted
   /// (``ReceiverStatistics/sleepsNotEntered``) and gets the quick-wake standby instead; every
-  /// wake drives the line and sends the whole wake-up whatever the last sleep was.
+  /// wake drives the line and sends the whole wake-up whatever the last sleep was. A standby
+  /// that fails too (refused, or ignored while the receiver kept talking: not merely
+  /// unanswered by a receiver that fell silent), or one that nothing confirms (a u-blox GNSS
+  /// stop) after a sleep the receiver ignored while it kept talking, may leave it powered:
+  /// that is said whoever listens (``ReceiverNotice/standbyFailed(reason:)``) and counted
+  /// (``ReceiverStatistics/standbysFailed``).
   private func sleep(_ set: any ReceiverCommandSet, on connection: any ReceiverConnection) async {
+    if let failure = await enterSleep(set, on: connection), failure.kind != .noAnswer {
+      core.counters.withLock { $0.standbysFailed += 1 }
+      core.tell(.standbyFailed(reason: failure))
+    }
+  }
+
+  /// The sleep of ``sleep(_:on:)``; returns why the receiver may not be asleep: the failure of
+  /// the standby, else that of the deeper sleep when nothing confirms the standby.
+  private func enterSleep(
+    _ set: any ReceiverCommandSet, on connection: any ReceiverConnection
+  ) async -> FailureReason? {
     let context = SleepContext(
       expected: expectedSleep, wakePin: options.wakePin != nil, depth: options.sleepDepth)
     let choice = set.sleep(for: context)
@@ -404,8 +441,7 @@ final class ReceiverController: @unchecked Sendable {
     guard choice.state != quick.state, choice.steps.count == 1,
       line != nil || !choice.needsWakePin
     else {
-      await commands.send(choice.steps, to: connection, family: set.family)
-      return
+      return await commands.send(choice.steps, to: connection, family: set.family)
     }
     if let line {
       do {
@@ -413,14 +449,13 @@ final class ReceiverController: @unchecked Sendable {
       } catch {
         core.counters.withLock { $0.sleepsNotEntered += 1 }
         core.hub.publish(status: .commandFailed(reason: FailureReason(error)))
-        await commands.send(quick.steps, to: connection, family: set.family)
-        return
+        return await commands.send(quick.steps, to: connection, family: set.family)
       }
     }
     let ran = await commands.run(choice.steps[0], on: connection, abandonOnShutdown: false)
     if let ran, ran.outcome.succeeded {
       policy.asleepOnWakeLine = line != nil
-      return
+      return nil
     }
     // Not in that sleep: awake (or gone). The line goes high again so that it cannot enter
     // backup by itself later, and the standby follows.
@@ -431,7 +466,13 @@ final class ReceiverController: @unchecked Sendable {
     }
     if let failure { core.hub.publish(status: .commandFailed(reason: failure)) }
     try? line?.drive(high: true)
-    await commands.send(quick.steps, to: connection, family: set.family)
+    if let standby = await commands.send(quick.steps, to: connection, family: set.family) {
+      return standby
+    }
+    // A standby with no answer (a u-blox GNSS stop) does not show that a receiver that just
+    // ignored a sleep while it kept talking took it.
+    let unconfirmed = quick.steps.allSatisfy { $0.acknowledgement == .none }
+    return unconfirmed ? failure : nil
   }
 
   /// Writes a client's bytes to the open connection; with none (the receiver is powered

@@ -33,6 +33,8 @@ final class ReceiverCore: Sendable {
   let requests = RequestRegistry()
   /// The time service each new connection's reader feeds (``GPSReceiver/timeService``).
   let timeService = Locked<TimeService?>(nil)
+  /// The last notice given (``GPSReceiver/lastNotice``).
+  let lastNotice = Locked<ReceiverNotice?>(nil)
   /// Set once a shutdown is asked for, so a power-on in progress stops retrying its wake-up.
   let shutdownRequested = Locked(false)
   private let finished = Locked<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>(
@@ -73,6 +75,12 @@ final class ReceiverCore: Sendable {
       let controller = ReceiverController(core: self)
       DriverExecutor.task { await controller.run() }
     }
+  }
+
+  /// Keeps `notice` as the last and tells the app's handler (no lock held while calling it).
+  func tell(_ notice: ReceiverNotice) {
+    lastNotice.withLock { $0 = notice }
+    options.notices?(connector.deviceName, notice)
   }
 
   var statistics: ReceiverStatistics {
@@ -148,6 +156,8 @@ final class ReceiverCore: Sendable {
     // A wake-up waiting for its acknowledgement gives up now rather than after its retries;
     // a standby under way is left to finish.
     acknowledgements.abandonWakeUp()
+    // A baud search under way ends now rather than after its rates.
+    connector.interruptConnect()
     inbox.post(.policy(.shutdown))
     startControllerIfNeeded()
   }

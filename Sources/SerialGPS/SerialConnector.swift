@@ -58,6 +58,9 @@ public struct SerialConnector: ReceiverConnector {
   public let baud: BaudSetting
   public let chipsetHint: ChipsetHint?
   private let memory: Locked<BaudRateMemory>
+  /// The port whose rate is being searched for, and whether searches are to end
+  /// (``interruptConnect()``); shared by the connector's copies.
+  private let searching = Locked<(port: SerialPort?, interrupted: Bool)>((nil, false))
 
   /// - Parameters:
   ///   - hint: what is known of the device (its chipset from USB IDs); by default the
@@ -89,8 +92,23 @@ public struct SerialConnector: ReceiverConnector {
     return "tty \(node) \(status.st_ctim.tv_sec).\(status.st_ctim.tv_nsec)"
   }
 
+  /// The device as configured (`/dev/serial/by-id/…` when the user named it so): what stays
+  /// the same across a replug or a reboot, when a receiver that lost its backup power needs
+  /// its kept position most. Unlike ``markerIdentity``, no creation time.
+  public var positionIdentity: String? { "tty " + path }
+
   /// The process that owns the device now (its lock file or `flock`), if any.
   public var deviceOwner: DeviceOwner? { SerialPort.owner(of: path) }
+
+  /// Ends the baud search under way, and refuses later ones (``SerialPort/interrupt()``);
+  /// a connect at a known rate is not affected.
+  public func interruptConnect() {
+    let port = searching.withLock { state -> SerialPort? in
+      state.interrupted = true
+      return state.port
+    }
+    port?.interrupt()
+  }
 
   public func connect() async throws -> any ReceiverConnection {
     try await connect(wakingWith: .nmea)
@@ -104,8 +122,21 @@ public struct SerialConnector: ReceiverConnector {
     let baud = Self.baud(self.baud, wakingWith: family, path: path, memory: memory.withLock { $0 })
     // The interface was told by the path when no hint named it.
     let interface = chipsetHint?.interface ?? HostInterface(devicePath: path)
+    let searching = searching
+    let path = path
+    defer { searching.withLock { $0.port = nil } }
     let opened = try await Self.openPort(
-      path: path, baud: baud, memory: memory, ratelessPort: interface == .usb)
+      path: path, baud: baud, memory: memory, ratelessPort: interface == .usb
+    ) { port, search in
+      guard search else { return }
+      let interrupted = searching.withLock { state -> Bool in
+        if !state.interrupted { state.port = port }
+        return state.interrupted
+      }
+      if interrupted {
+        throw SerialPortError(device: path, operation: .autobaud, reason: .interrupted)
+      }
+    }
     // The sentences that decided the rate are the receiver's first: not lost.
     return SerialConnection(
       port: opened.port, interface: interface, heard: opened.heard, heardReads: opened.heardReads)

@@ -102,9 +102,11 @@ struct WakingConnector: ReceiverConnector {
   var chipsetHint: ChipsetHint? { base.chipsetHint }
   var receiverIdentity: String? { base.receiverIdentity }
   var markerIdentity: String? { base.markerIdentity }
+  var positionIdentity: String? { base.positionIdentity }
   var deviceOwner: DeviceOwner? { base.deviceOwner }
   func startWatching(appeared: @escaping @Sendable () -> Void) {
     base.startWatching(appeared: appeared)
   }
   func stopWatching() { base.stopWatching() }
+  func interruptConnect() { base.interruptConnect() }
 }

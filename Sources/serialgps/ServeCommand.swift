@@ -81,7 +81,8 @@ struct ServeOptions: Equatable, CommandArguments {
 
     options:
       --listen ADDR       address and port (default 127.0.0.1:2947); [::1]:2947 for IPv6;
-                          none: no gpsd port (a board that only publishes to MQTT)
+                          none: no gpsd port (a board that only publishes to MQTT,
+                          keeps time, or serves --nmea-socket or --raw-listen alone)
       --allow-remote      permit an address other than loopback: the protocol has no
                           authentication, and any client can keep the receivers powered
       --linger S          seconds a receiver stays powered after its last watcher leaves
@@ -315,9 +316,13 @@ struct ServeOptions: Equatable, CommandArguments {
         throw UsageMessage(
           "--exit-idle with --listen none: no client could ever start serve again; listen")
       }
-      if options.listen == "none" && !options.fleet.isEnabled && !options.servesTime {
+      // A board that serves only GeoClue (--nmea-socket) or a raw port needs no gpsd port.
+      if options.listen == "none" && !options.fleet.isEnabled && !options.servesTime
+        && options.nmeaSocket == nil && options.rawListen == nil
+      {
         throw UsageMessage(
-          "--listen none leaves nobody to serve: add --mqtt URL or --time, or listen")
+          "--listen none leaves nobody to serve: add --mqtt URL, --time, --nmea-socket PATH "
+            + "or --raw-listen ADDR, or listen")
       }
       return options
     }
@@ -458,6 +463,12 @@ enum ServeCommand {
     Output.error.line("serialgps serve: \(reason): putting the receivers to standby")
     await fleet?.shutdown()
     await server.shutdown()
+    let failed = server.statistics.standbysFailed
+    if failed > 0 {
+      Output.error.line(
+        "serialgps serve: warning: \(failed) power-off\(failed == 1 ? "" : "s") may have left "
+          + "a receiver powered (see above): check --chipset")
+    }
     // The delay's median is the --time-offset to set.
     for (device, figures) in server.timeStatistics {
       Output.error.line("serialgps serve: \(device): time: \(figures.summary)")

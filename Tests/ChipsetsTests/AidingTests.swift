@@ -195,4 +195,62 @@ import Testing
     #expect(position[3] == "601", "Alt, metres")
     #expect(Array(position[4...]) == ["2026", "12", "03", "13", "40", "05"], "UTC")
   }
+
+  /// Figures no receiver is at, given to the encoders directly: the heights of a corrupted
+  /// state file (not-a-number, infinities, beyond every integer field) and accuracies beyond
+  /// anything worth telling. Each used to trap converting to an integer, or wrote
+  /// `$PMTK741,…,100000000000000000,…`.
+  static let absurd: [AidingPosition] = [
+    .init(latitude: 47.3, longitude: 8.6, altitude: .nan, accuracy: 5),
+    .init(latitude: 47.3, longitude: 8.6, altitude: -.infinity, accuracy: 5),
+    .init(latitude: 47.3, longitude: 8.6, altitude: 1e300, accuracy: 5),
+    .init(latitude: 47.3, longitude: 8.6, altitude: 9.3e18, accuracy: 5),
+    .init(latitude: 47.3, longitude: 8.6, altitude: 1e17, accuracy: 5),
+    .init(latitude: 47.3, longitude: 8.6, altitude: 600, accuracy: .infinity),
+    .init(latitude: 47.3, longitude: 8.6, altitude: 600, accuracy: 1e17),
+    .init(latitude: 47.3, longitude: 8.6, altitude: 600, accuracy: .nan),
+    .init(latitude: .nan, longitude: 8.6, altitude: 600, accuracy: 5),
+    .init(latitude: 47.3, longitude: -.infinity, altitude: 600, accuracy: 5),
+    .init(latitude: 1e300, longitude: 8.6, altitude: 600, accuracy: 5),
+  ]
+
+  @Test("an absurd position is not sent: the time alone goes", arguments: absurd)
+  func absurdPositionsAreNotSent(position: AidingPosition) {
+    #expect(!position.isPlausible)
+    let data = AidingData(time: Self.now, timeAccuracy: .seconds(1), position: position)
+    #expect(Aiding.ubloxPosition(position) == nil)
+    #expect(Aiding.ublox(data).count == 1)
+    #expect(Aiding.mediatekPosition(position, at: Self.now) == nil)
+    #expect(Aiding.mediatek(data).count == 1)
+  }
+
+  /// An app's ``KnownPosition`` (``GPSReceiver/Options/initialPosition``) is checked the same
+  /// way: nothing absurd becomes a step.
+  @Test(arguments: [Double.nan, -.infinity, 1e300, 9.3e18, 1e17])
+  func absurdKnownPositionsMakeNoStep(height: Double) {
+    let known = KnownPosition(
+      latitude: 47.3, longitude: 8.6, heightAboveEllipsoid: height, altitudeMSL: nil,
+      accuracy: 5, time: Self.now)
+    #expect(known.aiding(at: Self.now) == nil)
+    for family in [ChipsetFamily.ublox, .mediatek] {
+      let command = TimedCommand(family: family, content: .position(known))
+      #expect(command.bytes(at: Self.now) == nil)
+      #expect(command.step(at: Self.now, acknowledged: true) == nil)
+    }
+    let vague = KnownPosition(
+      latitude: 47.3, longitude: 8.6, heightAboveEllipsoid: 600, altitudeMSL: nil,
+      accuracy: 1e17, time: Self.now)
+    #expect(TimedCommand(family: .ublox, content: .position(vague)).bytes(at: Self.now) == nil)
+  }
+
+  /// The edges still go: the highest and lowest heights kept, a position known to 10 000 km.
+  @Test func plausibleEdgesAreSent() throws {
+    let edge = AidingPosition(latitude: -90, longitude: 180, altitude: 50_000, accuracy: 1e7)
+    let command = try #require(Aiding.ubloxPosition(edge))
+    #expect(command.count == 28)
+    let low = AidingPosition(latitude: 90, longitude: -180, altitude: -1_000, accuracy: 29_999)
+    let text = String(
+      decoding: try #require(Aiding.mediatekPosition(low, at: Self.now)), as: UTF8.self)
+    #expect(text.hasPrefix("$PMTK741,90.000000,-180.000000,-1000,2026,"))
+  }
 }

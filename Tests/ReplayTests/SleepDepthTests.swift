@@ -180,6 +180,8 @@ final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `l
     #expect(energy.time(in: .backup) > .seconds(1000), "\(energy)")
     #expect(energy.time(in: .gnssStopped) == .zero, "\(energy)")
     #expect(receiver.statistics.sleepsNotEntered == 0)
+    #expect(receiver.statistics.standbysFailed == 0)
+    #expect(receiver.lastNotice == nil)
     #expect(receiver.statistics.commandsFailed == 0)
     #expect(await shutDown(receiver, advancing: clock, reading: replay))
     #expect(replay.powerState == .backup)
@@ -205,6 +207,14 @@ final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `l
     let statistics = receiver.statistics
     #expect(statistics.sleepsNotEntered >= 1)
     #expect(statistics.commandsFailed == statistics.sleepsNotEntered, "\(statistics)")
+    // Nothing confirms the GNSS stop that followed: each is told to the app with nobody
+    // subscribed, as a standby that may have failed.
+    #expect(statistics.standbysFailed == statistics.sleepsNotEntered, "\(statistics)")
+    guard case .standbyFailed(let reason) = receiver.lastNotice else {
+      Issue.record("no notice: \(String(describing: receiver.lastNotice))")
+      return
+    }
+    #expect(reason.kind == .rejected, "\(reason)")
     // The next wake is a wake all the same (the burst, then the selection): the fix came.
     #expect(replay.starts.allSatisfy { $0.kind == .hot }, "\(replay.starts)")
     #expect(await shutDown(receiver, advancing: clock, reading: replay))

@@ -28,7 +28,8 @@ import Testing
     backupPower: Bool, knowledge: PhysicsConfiguration.InitialKnowledge,
     chipset: ChipsetChoice? = nil, initialPowerState: SimulatedPowerState = .gnssStopped,
     announcesChipset: Bool = true, memory: PositionMemory? = nil,
-    figures: ReceiverFigures = .ubloxM9
+    figures: ReceiverFigures = .ubloxM9,
+    notices: (@Sendable (String, ReceiverNotice) -> Void)? = nil
   ) throws -> (ManualClock, ReplayConnector, GPSReceiver) {
     let clock = ManualClock()
     let physics = PhysicsConfiguration(
@@ -47,6 +48,7 @@ import Testing
         ?? .custom(UbloxCommandSet(UbloxOptions(generation: .m9AndLater, port: .usb))))
     options.awakeMarkers = nil
     options.positionMemory = memory
+    options.notices = notices
     options.wallClock = FollowingWallClock(clock: clock, origin: origin)
     return (clock, replay, GPSReceiver(connector: replay, options: options, clock: clock))
   }
@@ -223,6 +225,85 @@ import Testing
         replay.starts.last?.firstFix != nil
       })
     #expect(replay.starts.last?.kind == .aided)
+    #expect(await shutDown(receiver, advancing: clock, reading: replay))
+  }
+
+  /// A position file a crash or a hand left absurd: it used to trap in the encoder at the
+  /// first wake (and at every restart). Now the wake is aided with the time alone, and the
+  /// file is said once, with the reason.
+  @Test(
+    "an absurd kept position is ignored and said once; the wake goes on",
+    arguments: [
+      "height nan", "height -inf", "height 1e300", "height 9.3e18", "height 1e17", "accuracy inf",
+      "accuracy 1e17",
+    ])
+  func absurdKeptPositionIsIgnored(figure: String) async throws {
+    let directory = FileManager.default.temporaryDirectory
+      .appendingPathComponent("serialgps-aiding-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let memory = PositionMemory(directory: directory)
+    let identity = "/dev/ttyACM-aiding"
+    var lines = [
+      "serialgps-position 1", "receiver \(identity)",
+      "time \(Self.origin.components.seconds - 600).000", "latitude 47.2852167",
+      "longitude 8.5652500", "height 594.6", "accuracy 5.0",
+    ]
+    let key = String(figure.prefix { $0 != " " })
+    lines.removeAll { $0.hasPrefix(key + " ") }
+    lines.append(figure)
+    let text = lines.joined(separator: "\n") + "\n"
+    try text.write(toFile: memory.path(for: identity), atomically: true, encoding: .utf8)
+    let heard = POSIX.Locked<[ReceiverNotice]>([])
+    let (clock, replay, receiver) = try Self.bench(
+      backupPower: false, knowledge: .nothing, memory: memory,
+      notices: { _, notice in heard.withLock { $0.append(notice) } })
+    #expect(await Self.wake(receiver, replay, clock))
+    let aiding = replay.aidingReceived
+    #expect(aiding.count == 1, "the time alone: \(aiding)")
+    guard case .time = aiding.first?.content else {
+      Issue.record("the time: \(aiding)")
+      return
+    }
+    let notices = heard.withLock { $0 }
+    #expect(notices.count == 1, "\(notices)")
+    guard case .keptPositionIgnored(let path, let reason) = notices.first else {
+      Issue.record("said: \(notices)")
+      return
+    }
+    #expect(path == memory.path(for: identity))
+    #expect(reason.contains("out of range"), "\(reason)")
+    #expect(receiver.lastNotice == notices.first)
+    #expect(await shutDown(receiver, advancing: clock, reading: replay))
+  }
+
+  /// A save that fails (here the position's path is a directory) is said once with the
+  /// reason, not at every power-off.
+  @Test func aFailedSaveIsSaidOnce() async throws {
+    let directory = FileManager.default.temporaryDirectory
+      .appendingPathComponent("serialgps-aiding-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let memory = PositionMemory(directory: directory)
+    let path = memory.path(for: "/dev/ttyACM-aiding")
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+    let heard = POSIX.Locked<[ReceiverNotice]>([])
+    let (clock, replay, receiver) = try Self.bench(
+      backupPower: true, knowledge: .ephemeris(age: .zero), memory: memory,
+      notices: { _, notice in heard.withLock { $0.append(notice) } })
+    // Two wakes and sleeps, two fixes to keep, two failed saves.
+    #expect(await Self.wake(receiver, replay, clock))
+    clock.advance(by: .seconds(30))
+    #expect(await Self.wake(receiver, replay, clock))
+    let notices = heard.withLock { $0 }
+    // The first wake read the path too: a directory is no position, said once as well.
+    let saves = notices.filter { if case .positionNotKept = $0 { true } else { false } }
+    #expect(saves == [.positionNotKept(path: path, error: .isDirectory)], "\(notices)")
+    #expect(notices.count == 2, "\(notices)")
+    guard case .keptPositionIgnored(path, _) = notices.first else {
+      Issue.record("the read first: \(notices)")
+      return
+    }
     #expect(await shutDown(receiver, advancing: clock, reading: replay))
   }
 

@@ -197,6 +197,13 @@ import Testing
     #expect(commands.filter { $0 == .mtkStandby(mode: 0) }.count == 3)
     #expect(receiver.statistics.commandsFailed == 2)
     #expect(simulator.powerState == .running)  // it never heard the standby
+    // With nobody subscribed any more, the app still hears that it was left powered.
+    #expect(receiver.statistics.standbysFailed == 1)
+    guard case .standbyFailed(let awake) = receiver.lastNotice else {
+      Issue.record("no notice: \(String(describing: receiver.lastNotice))")
+      return
+    }
+    #expect(awake.kind == .wrongChipset, "\(awake)")
     await receiver.shutdown()
   }
 

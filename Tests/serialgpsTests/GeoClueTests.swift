@@ -186,6 +186,23 @@ struct NMEASocketTests {
     #expect(await serve.exitStatus() == 0, "\(serve.standardError)")
   }
 
+  /// A board that serves only GeoClue, or only the raw port, opens no gpsd port.
+  @Test(
+    "--listen none with only --nmea-socket or only --raw-listen serves that",
+    arguments: [true, false])
+  func onlyTheStreamPort(nmea: Bool) async throws {
+    let directory = try TemporaryDirectory()
+    let path = directory.file("nmea.sock")
+    let port = nmea ? ["--nmea-socket", path] : ["--raw-listen", "127.0.0.1:0"]
+    let serve = try CLIProcess(
+      ["serve", "/dev/null-no-such-receiver", "--listen", "none"] + port)
+    let started = nmea ? "no gpsd port with NMEA on \(path)" : "no gpsd port with the raw stream on"
+    #expect(
+      await eventually { serve.standardError.contains(started) }, "\(serve.standardError)")
+    serve.signal(SIGTERM)
+    #expect(await serve.exitStatus() == 0, "\(serve.standardError)")
+  }
+
   @Test("a file that is not a socket is left alone and stops serve with exit status 2")
   func fileInTheWay() async throws {
     let directory = try TemporaryDirectory()

@@ -67,4 +67,32 @@ struct ServeSignalTests {
     #expect(serve.standardError.contains("putting the receivers to standby"))
     #expect(!serve.standardError.contains("Backtracing"), "no crash report")
   }
+
+  /// A MediaTek receiver served as a u-blox one ignores the u-blox sleep and the GNSS stop and
+  /// stays powered; the standby runs once the last watcher has gone, where no subscriber hears
+  /// a failure: serve logs it all the same, once, and counts it in its summary.
+  @Test func aStandbyThatFailsIsLoggedAndCounted() async throws {
+    let simulator = try sleepingMediaTek()
+    defer { simulator.stop() }
+    let serve = try CLIProcess([
+      "serve", simulator.devicePath, "--chipset", "ublox", "--baud", "9600",
+      "--listen", "127.0.0.1:0", "--linger", "0",
+    ])
+    let port = try #require(await listeningPort(serve), "stderr: \(serve.standardError)")
+    let client = try watch(port: port)
+    #expect(await simulator.waitForPowerState(.running, timeout: .seconds(30)))
+    close(client)
+    #expect(
+      await eventually(timeout: .seconds(60)) {
+        serve.standardError.contains("was not put to sleep and may stay powered")
+      }, "\(serve.standardError)")
+    #expect(simulator.powerState == .running)
+    serve.signal(SIGTERM)
+    #expect(await serve.exitStatus(timeout: .seconds(30)) == 0, "\(serve.standardError)")
+    #expect(
+      serve.standardError.contains("1 power-off may have left a receiver powered"),
+      "\(serve.standardError)")
+    let said = serve.standardError.components(separatedBy: "may stay powered").count - 1
+    #expect(said == 1, "\(serve.standardError)")
+  }
 }
