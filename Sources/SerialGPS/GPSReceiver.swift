@@ -230,6 +230,13 @@ public final class GPSReceiver: Sendable {
     core.write(bytes)
   }
 
+  /// ``write(_:)``, then `done` on the driver's thread once the bytes are written (or
+  /// dropped and counted, the receiver not being open): for a writer that bounds what it
+  /// hands on (the gpsd server's raw port). `done` must return at once.
+  public func write(_ bytes: [UInt8], whenDone done: @escaping @Sendable () -> Void) {
+    core.write(bytes, done: done)
+  }
+
   /// Ends every subscription, powers the receiver off (sending its standby commands at once,
   /// without the linger) and returns when the port is closed.
   public func shutdown() async {
