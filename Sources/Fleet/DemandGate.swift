@@ -68,11 +68,15 @@ struct DemandGate {
     /// End that subscription (the receiver powers off after its linger if nobody else uses
     /// it).
     case disposeReceiver
-    /// Hold exactly these location requests on the receiver (none: end them all), replacing
-    /// those held before: the consumers' interval and accuracy demands, merged by the
-    /// receiver's scheduler with every other request (docs/requests.md). Only while no
-    /// demand is continuous: then the continuous subscription serves them all.
-    case requestReceiver([LocationRequest])
+    /// Hold this location request on the receiver (one of the consumers' interval and
+    /// accuracy demands, each distinct request once), merged by the receiver's scheduler
+    /// with every other request (docs/requests.md). Only while no demand is continuous: then
+    /// the continuous subscription serves them all. A request that stays is never made
+    /// again: changing one demand touches that one alone.
+    case holdRequest(LocationRequest)
+    /// End this request, held before (its last consumer withdrew, or a continuous demand
+    /// serves it now).
+    case endRequest(LocationRequest)
     /// Subscribe to an MQTT topic filter, retain flags as published.
     case subscribe(String)
     case publish(MQTTPublication)
@@ -114,7 +118,7 @@ struct DemandGate {
   let settings: Settings
   private(set) var connected = false
   private(set) var subscribed = false
-  /// The location requests held on the receiver now (``Action/requestReceiver(_:)``).
+  /// The location requests held on the receiver now (``Action/holdRequest(_:)``).
   private(set) var requested: [LocationRequest] = []
   /// The terms of the consumers whose demand is a location request rather than continuous.
   private(set) var terms: [String: LocationRequest] = [:]
@@ -187,6 +191,7 @@ struct DemandGate {
       publishedStatus = nil
       counters.demandsLost += demands.count + waiting.count
       demands.removeAll()
+      terms.removeAll()
       waiting.removeAll()
       waitingOrder.removeAll()
       overflowed = false
@@ -276,8 +281,14 @@ struct DemandGate {
       let expired = demands.filter { _, deadline in deadline.map { $0 <= now } ?? false }
       let expiredWaiting = waiting.filter { _, deadline in deadline.map { $0 <= now } ?? false }
       guard !expired.isEmpty || !expiredWaiting.isEmpty else { return [] }
-      for consumer in expired.keys { demands.removeValue(forKey: consumer) }
-      for consumer in expiredWaiting.keys { waiting.removeValue(forKey: consumer) }
+      for consumer in expired.keys {
+        demands.removeValue(forKey: consumer)
+        terms[consumer] = nil
+      }
+      for consumer in expiredWaiting.keys {
+        waiting.removeValue(forKey: consumer)
+        terms[consumer] = nil
+      }
       counters.demandsExpired += expired.count + expiredWaiting.count
       makeRoom(into: &actions)
       converge(into: &actions)
@@ -291,10 +302,7 @@ struct DemandGate {
         subscribed = false
         actions.append(.disposeReceiver)
       }
-      if !requested.isEmpty {
-        requested = []
-        actions.append(.requestReceiver([]))
-      }
+      hold([], into: &actions)
       terms.removeAll()
       status = final
       publishStatus(into: &actions)
@@ -346,6 +354,7 @@ struct DemandGate {
 
   /// Ends `consumer`'s demand, counted or waiting; whether it stood.
   private mutating func withdraw(_ consumer: String, into actions: inout [Action]) -> Bool {
+    terms[consumer] = nil
     if demands.removeValue(forKey: consumer) != nil {
       makeRoom(into: &actions)
       return true
@@ -439,10 +448,20 @@ struct DemandGate {
       publishStatus(into: &actions)
     }
     // After the continuous subscription is made: no gap in the power between the two.
-    if requests != requested {
-      requested = requests
-      actions.append(.requestReceiver(requests))
+    hold(requests, into: &actions)
+  }
+
+  /// Holds exactly `requests`: the new ones first, then those no longer wanted ended, so
+  /// that a request replaced leaves no gap in the power; those that stay are left alone.
+  private mutating func hold(_ requests: [LocationRequest], into actions: inout [Action]) {
+    guard requests != requested else { return }
+    for request in requests where !requested.contains(request) {
+      actions.append(.holdRequest(request))
     }
+    for request in requested where !requests.contains(request) {
+      actions.append(.endRequest(request))
+    }
+    requested = requests
   }
 
   private mutating func publishStatus(into actions: inout [Action]) {

@@ -56,11 +56,13 @@ enum DemandPayload: Sendable, Hashable {
           break
         case ("consumer", _):
           return .invalid(.badRequest("'consumer' must be a string"))
-        case ("interval", .number(let seconds)) where seconds > 0 && seconds <= 86_400 * 7:
-          request.interval = .milliseconds(Int64((seconds * 1000).rounded()))
+        case ("interval", .number(let seconds)) where seconds <= 86_400 * 7:
+          guard let interval = LocationRequest.duration(seconds: seconds) else {
+            return .invalid(.badRequest(Self.badInterval))
+          }
+          request.interval = interval
         case ("interval", _):
-          return .invalid(
-            .badRequest("'interval' must be a number of seconds above 0, up to a week"))
+          return .invalid(.badRequest(Self.badInterval))
         case ("accuracy", .number(let metres)) where metres > 0 && metres.isFinite:
           request.accuracy = metres
         case ("accuracy", _):
@@ -75,6 +77,9 @@ enum DemandPayload: Sendable, Hashable {
       return request == LocationRequest() ? .continuous : .request(request)
     }
   }
+
+  static let badInterval =
+    "'interval' must be a number of seconds above 0, up to a week"
 
   private static func isSpace(_ byte: UInt8) -> Bool {
     byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D

@@ -167,6 +167,11 @@ public struct FleetBridgeStatistics: Sendable, Hashable {
   public var demands = 0
   /// Whether the bridge subscribes to the receiver now.
   public var subscribed = false
+  /// Location requests held on the receiver for the consumers' interval demands now (one
+  /// per distinct request), and those made since the start: a demand that changes makes
+  /// or ends its own request alone.
+  public var requestsHeld = 0
+  public var requestsMade = 0
   public var demandsAccepted = 0
   public var demandsWithdrawn = 0
   public var demandsExpired = 0
@@ -219,9 +224,9 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
   private var subscription: Subscription?
   /// Events of a subscription already disposed are recognised by this and dropped.
   private var generation = 0
-  /// The location requests held for the consumers' interval demands, and their generation
-  /// (their events carry it negated).
-  private var requests: [Subscription] = []
+  /// The location requests held for the consumers' interval demands, each with its tag
+  /// (a generation, negated, that its events carry).
+  private var requests: [LocationRequest: (subscription: Subscription, tag: Int)] = [:]
   private var requestGeneration = 0
   /// The arrival of the last fix published from the requests: a fix several of them got is
   /// published once.
@@ -287,17 +292,22 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
         generation += 1
         subscription?.cancel()
         subscription = nil
-      case .requestReceiver(let wanted):
+      case .holdRequest(let request):
         requestGeneration += 1
         let tag = -requestGeneration
-        let old = requests
-        requests = wanted.map { request in
-          receiver.subscribe(request, bufferSize: configuration.subscriptionBufferSize) {
-            [weak self] event in
+        do {
+          let subscription = try receiver.subscribe(
+            request, bufferSize: configuration.subscriptionBufferSize
+          ) { [weak self] event in
             self?.deliver(event, generation: tag)
           }
+          requests[request] = (subscription, tag)
+        } catch {
+          // DemandPayload reads terms as the library does: a refusal here is a bug, said.
+          log("serialgps: mqtt \(topics.id): \(error)")
         }
-        for subscription in old { subscription.cancel() }  // after: no power gap between
+      case .endRequest(let request):
+        requests.removeValue(forKey: request)?.subscription.cancel()
       case .subscribe(let filter):
         client?.subscribe(filter, retainAsPublished: true)
       case .publish(let publication):
@@ -338,7 +348,8 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
 
   private func receiverEvent(_ event: ReceiverEvent, generation: Int) {
     if generation < 0 {
-      guard -generation == requestGeneration, case .fix(let update) = event,
+      guard requests.values.contains(where: { $0.tag == generation }),
+        case .fix(let update) = event,
         update.arrival != lastRequestFix
       else { return }
       lastRequestFix = update.arrival
@@ -357,6 +368,8 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
     let gate = self.gate
     let connected = client?.isConnected ?? false
     let counts = self.counts
+    let requestsHeld = requests.count
+    let requestsMade = requestGeneration
     shared.withLock { shared in
       var statistics = FleetBridgeStatistics()
       statistics.connected = connected
@@ -365,6 +378,8 @@ final class PublishedReceiver: MQTTClientDelegate, @unchecked Sendable {
       statistics.publishFailures = counts.publishFailures
       statistics.demands = gate.demands.count
       statistics.subscribed = gate.subscribed
+      statistics.requestsHeld = requestsHeld
+      statistics.requestsMade = requestsMade
       let counters = gate.counters
       statistics.demandsAccepted = counters.demandsAccepted
       statistics.demandsWithdrawn = counters.demandsWithdrawn

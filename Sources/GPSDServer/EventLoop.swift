@@ -69,20 +69,22 @@ final class EventLoop {
   private let listeners: [ListeningSocket]
   /// The stream ports: the raw port (`serve --raw-listen`) and the NMEA socket
   /// (`--nmea-socket`), each connection a continuous subscription of the first receiver.
-  private let streamPorts: [(listener: any Listener, kind: StreamKind)]
-  private var streamConnections: [Int: Connection] = [:]
-  private var nextStreamID = 1
-  private var rawWriters: RawWriterSlot
-  private var rawDropLog = LogThrottle(interval: .seconds(10))
-  private let inbox: ServerInbox
-  private let counters: Locked<ServerStatistics>
+  let streamPorts: [(listener: any Listener, kind: StreamKind)]
+  var streamConnections: [Int: Connection] = [:]
+  var nextStreamID = 1
+  var rawWriter: RawWriteQueue
+  var rawDropLog = LogThrottle(interval: .seconds(10))
+  /// NMEA made from the stream device's fixes when it sends none, for the NMEA socket.
+  var streamPseudoNMEA = PseudoNMEA()
+  let inbox: ServerInbox
+  let counters: Locked<ServerStatistics>
   /// Receivers to shut down once the loop has stopped.
   private let retired: Locked<[GPSReceiver]>
 
   private var state: ServerState
   private var admission: ClientAdmission
   private var connections: [ClientID: Connection] = [:]
-  private(set) var receivers: [DeviceID: ReceiverSlot] = [:]
+  var receivers: [DeviceID: ReceiverSlot] = [:]
   private var nextDeviceID = 1
   private var stopping = false
   private var accepting = true
@@ -100,7 +102,8 @@ final class EventLoop {
     self.wallClock = wallClock
     self.listeners = listeners
     self.streamPorts = streamPorts
-    rawWriters = RawWriterSlot(writable: configuration.rawWrite)
+    rawWriter = RawWriteQueue(
+      writable: configuration.rawWrite, limit: configuration.rawWriteBacklog)
     idleExit = configuration.whenIdle.map { IdleExit(limit: $0.after) }
     self.inbox = inbox
     self.counters = counters
@@ -154,8 +157,9 @@ final class EventLoop {
       }
       for (id, connection) in streamConnections {
         rawOrder.append(id)
-        let events = Int16(POLLIN) | (connection.output.isEmpty ? 0 : Int16(POLLOUT))
-        descriptors.append(pollfd(fd: connection.socket.descriptor, events: events, revents: 0))
+        descriptors.append(
+          pollfd(fd: connection.socket.descriptor, events: streamEvents(id, connection), revents: 0)
+        )
       }
       noteUse()
       do {
@@ -190,15 +194,7 @@ final class EventLoop {
       }
       let firstRaw = firstClient + order.count
       for (offset, id) in rawOrder.enumerated() {
-        let revents = descriptors[offset + firstRaw].revents
-        guard revents != 0, streamConnections[id] != nil else { continue }
-        if revents & Int16(POLLOUT) != 0 { flushStream(id) }
-        if revents & Int16(POLLIN) != 0 { readStream(id, into: buffer) }
-        if revents & (Int16(POLLHUP) | Int16(POLLERR) | Int16(POLLNVAL)) != 0,
-          revents & Int16(POLLIN) == 0
-        {
-          closeStream(id)
-        }
+        handleStream(id, descriptors[offset + firstRaw].revents, buffer: buffer)
       }
       let now = MonotonicInstant.now
       if let due = admission.nextDeadline, due <= now {
@@ -275,6 +271,8 @@ final class EventLoop {
         handleHotplug(event)
       case .discoveryFailed(let reason):
         log("receiver discovery stopped: \(reason); serving the receivers found so far")
+      case .rawWritten(let batch):
+        performRawWrite(rawWriter.written(batch))
       case .barrier(let continuation):
         continuation.resume()
       case .stop:
@@ -436,131 +434,6 @@ final class EventLoop {
     perform(state.clientDisconnected(id))
   }
 
-  // MARK: - The stream ports
-
-  /// NMEA made from the stream device's fixes when it sends none, for the NMEA socket.
-  private var streamPseudoNMEA = PseudoNMEA()
-  /// The device whose output the stream ports serve: the first one served (named first, or
-  /// found first) while it is.
-  private var streamDevice: DeviceID? { streamPorts.isEmpty ? nil : receivers.keys.min() }
-
-  private func hasStreamConnections(_ kind: StreamKind) -> Bool {
-    streamConnections.values.contains { $0.stream == kind }
-  }
-
-  private func acceptStreamConnections(_ listener: any Listener, _ kind: StreamKind) {
-    for _ in 0..<Self.acceptsPerWake {
-      let descriptor: Int32?
-      do {
-        descriptor = try listener.accept()
-      } catch {
-        log("\(kind.name): \(error)")
-        return
-      }
-      guard let descriptor else { return }
-      let socket = ClientSocket(descriptor: descriptor)
-      socket.configure(sendBufferSize: configuration.clientSendBufferSize)
-      let id = nextStreamID
-      nextStreamID += 1
-      let wanted = hasStreamConnections(kind)
-      // A Unix socket's peer has no address: it is named by its number.
-      let peer = kind == .raw ? socket.peer : "connection \(id)"
-      streamConnections[id] = Connection(socket: socket, peer: peer, stream: kind)
-      countStreamConnections()
-      if !wanted, let device = streamDevice { updateSubscription(device) }
-    }
-  }
-
-  private func countStreamConnections() {
-    let raw = streamConnections.values.count { $0.stream == .raw }
-    let nmea = streamConnections.count - raw
-    counters.withLock {
-      $0.rawClients = raw
-      $0.nmeaClients = nmea
-    }
-  }
-
-  private func readStream(_ id: Int, into buffer: UnsafeMutableRawBufferPointer) {
-    guard let connection = streamConnections[id] else { return }
-    for _ in 0..<4 {
-      switch connection.socket.read(into: buffer) {
-      case .received(let count):
-        // The NMEA socket's readers (GeoClue) send nothing; what one sends goes nowhere.
-        guard connection.stream == .raw else { continue }
-        switch rawWriters.input(from: id, peer: connection.peer) {
-        case .write:
-          let bytes = Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-          if let device = streamDevice, let receiver = receivers[device]?.receiver {
-            receiver.write(bytes)
-          }
-        case .refuse(let refusal):
-          queueStream(Array(RawWriterSlot.notice(refusal).utf8)[...], to: id)
-        case .drop:
-          break
-        }
-      case .wouldBlock:
-        return
-      case .closed:
-        closeStream(id)
-        return
-      }
-    }
-  }
-
-  /// The receiver's bytes, or its sentences, to every connection of that kind.
-  private func sendStream(_ bytes: [UInt8], to kind: StreamKind) {
-    for (id, connection) in streamConnections where connection.stream == kind {
-      queueStream(bytes[...], to: id)
-    }
-  }
-
-  /// Writes what the socket takes now and queues the rest, up to
-  /// ``GPSDServer/Configuration/rawBacklog``: past it the bytes are dropped for that
-  /// connection alone (counted, logged every 10 s at most), so that one that does not read
-  /// never holds the others or the receiver back, and stays connected.
-  private func queueStream(_ bytes: ArraySlice<UInt8>, to id: Int) {
-    guard let connection = streamConnections[id] else { return }
-    var offset = bytes.startIndex
-    if connection.output.isEmpty {
-      guard let written = bytes.withUnsafeBytes({ connection.socket.write($0) }) else {
-        closeStream(id)
-        return
-      }
-      offset += written
-    }
-    guard offset < bytes.endIndex else { return }
-    let rest = bytes[offset...]
-    guard connection.output.count + rest.count <= configuration.rawBacklog else {
-      let total = counters.withLock { statistics -> Int in
-        statistics.rawBytesDropped += rest.count
-        return statistics.rawBytesDropped
-      }
-      if rawDropLog.allow(now: .now) != nil {
-        log(
-          "\(connection.stream?.name ?? "stream"): \(connection.peer) is not reading: \(total) "
-            + "bytes dropped so far (\(configuration.rawBacklog) bytes wait for it at most)")
-      }
-      return
-    }
-    connection.output.append(rest)
-  }
-
-  private func flushStream(_ id: Int) {
-    guard let connection = streamConnections[id] else { return }
-    let socket = connection.socket
-    if connection.output.drain({ socket.write($0) }) == nil { closeStream(id) }
-  }
-
-  private func closeStream(_ id: Int) {
-    guard let connection = streamConnections.removeValue(forKey: id) else { return }
-    connection.socket.close()
-    if connection.stream == .raw { rawWriters.left(id) }
-    countStreamConnections()
-    if let kind = connection.stream, !hasStreamConnections(kind), let device = streamDevice {
-      updateSubscription(device)
-    }
-  }
-
   // MARK: - Actions
 
   private func perform(_ actions: [ServerAction]) {
@@ -573,8 +446,12 @@ final class EventLoop {
       case .release(let id):
         let wasStreamed = id == streamDevice
         guard let slot = receivers.removeValue(forKey: id) else { continue }
-        // The stream ports follow the next receiver served.
-        if wasStreamed, let next = streamDevice { updateSubscription(next) }
+        // The stream ports follow the next receiver served; a batch the old one had is
+        // not waited for.
+        if wasStreamed {
+          if let next = streamDevice { updateSubscription(next) }
+          performRawWrite(rawWriter.receiverChanged())
+        }
         slot.subscription?.cancel()
         configuration.receiverChanges?(
           .removed(ServedReceiver(path: slot.path, device: slot.device, receiver: slot.receiver)))
@@ -609,7 +486,7 @@ final class EventLoop {
   /// What the device's subscription must deliver now: what ``ServerState`` asked for, and
   /// the raw bytes and the sentences while the stream ports that serve this device have
   /// connections that want them.
-  private func updateSubscription(_ id: DeviceID) {
+  func updateSubscription(_ id: DeviceID) {
     guard let slot = receivers[id] else { return }
     var need = slot.stateNeed
     if id == streamDevice, !streamConnections.isEmpty {
@@ -746,7 +623,7 @@ final class EventLoop {
     }
   }
 
-  private func log(_ message: String) {
+  func log(_ message: String) {
     configuration.log?("serialgps serve: " + message)
   }
 

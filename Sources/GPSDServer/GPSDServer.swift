@@ -47,6 +47,10 @@ public final class GPSDServer: Sendable {
     /// Bytes queued for a raw-port or NMEA-socket connection that does not read; past it, the
     /// receiver's bytes are dropped for that connection (``ServerStatistics/rawBytesDropped``).
     public var rawBacklog = 256 * 1024
+    /// Bytes of whole sentences and frames of the raw port's writer that may wait for the
+    /// receiver; past it the writer's socket is not read until the receiver has written
+    /// them (at 9 600 baud 64 KiB take about 70 s). Dropped when the writer leaves.
+    public var rawWriteBacklog = 64 * 1024
     /// The NMEA socket (`serve --nmea-socket`, GeoClue's `network-nmea` source): a Unix stream
     /// socket at this path whose every connection gets the NMEA sentences of the first
     /// receiver served, as the reader framed them, and counts as a subscriber of it for as long
@@ -444,6 +448,13 @@ public struct ServerStatistics: Sendable, Hashable {
   /// Bytes of the receiver not sent to a raw-port connection because it did not read and
   /// ``GPSDServer/Configuration/rawBacklog`` bytes waited for it already.
   public var rawBytesDropped = 0
+  /// Bytes of the raw port's writers handed to the receiver: whole NMEA sentences, UBX and
+  /// SiRF frames.
+  public var rawBytesWritten = 0
+  /// Bytes the raw port's writers sent that never reached the receiver: not part of a whole
+  /// sentence or frame (noise, a bad checksum, a frame the framer does not know, such as
+  /// RTCM 3), or still waiting when their writer left.
+  public var rawWriteBytesDropped = 0
   /// Inputs the server's protocol state did not expect and ignored (a bug if ever above zero;
   /// a debug build stops at the first).
   public var unexpectedEvents = 0

@@ -9,6 +9,8 @@ enum ServerMessage: Sendable {
   case time(path: String, DeviceTimeReport)
   case hotplug(HotplugEvent)
   case discoveryFailed(String)
+  /// The receiver wrote (or dropped) a batch of the raw port's writer (``RawWriteQueue``).
+  case rawWritten(batch: Int)
   case barrier(CheckedContinuation<Void, Never>)
   case stop
 }

@@ -127,19 +127,26 @@ public final class GPSReceiver: Sendable {
   /// receiver is powered for what they want together, sleeping between the fixes of interval
   /// requests. The sequence gets only fixes, each good enough for the request and due, and
   /// ends when the request does (``LocationRequest/maxUpdates``, ``LocationRequest/duration``,
-  /// a request that cannot be met such as a zero interval) or as ``ReceiverEvents`` do.
-  public func subscribe(_ request: LocationRequest, bufferSize: Int? = nil) -> ReceiverEvents {
-    ReceiverEvents(
+  /// or as ``ReceiverEvents`` do. A request that cannot be met (a zero interval, one below
+  /// ``LocationRequest/resolution``, a zero accuracy) throws ``LocationRequestRefused``
+  /// saying why, and nothing is powered.
+  public func subscribe(_ request: LocationRequest, bufferSize: Int? = nil)
+    throws(LocationRequestRefused) -> ReceiverEvents
+  {
+    if let refusal = request.refusal { throw refusal }
+    return ReceiverEvents(
       core: core.makeRequest(request, bufferSize: bufferSize, lifetime: lifetime).0)
   }
 
   /// ``subscribe(_:bufferSize:)`` with a callback, for code that is not async. Cancel the
-  /// returned subscription, or let it go, to end the request.
+  /// returned subscription, or let it go, to end the request; a request that cannot be met
+  /// throws ``LocationRequestRefused``.
   public func subscribe(
     _ request: LocationRequest, bufferSize: Int? = nil,
     _ handler: @escaping @Sendable (ReceiverEvent) -> Void
-  ) -> Subscription {
-    Subscription(
+  ) throws(LocationRequestRefused) -> Subscription {
+    if let refusal = request.refusal { throw refusal }
+    return Subscription(
       core: core.makeRequest(request, bufferSize: bufferSize, lifetime: lifetime).0,
       handler: { item in
         if case .event(let event) = item { handler(event) }
@@ -150,7 +157,9 @@ public final class GPSReceiver: Sendable {
   /// no older than `maxAge` and good enough, else the first one the receiver makes, woken for
   /// it and released after it (no linger).
   ///
-  /// - Throws: ``LocationTimeout`` (with the best fix seen) when none was good enough within
+  /// - Throws: ``LocationRequestRefused`` at once, powering nothing, for an `accuracy` that
+  ///   is not above 0 or a `timeout` below ``LocationRequest/resolution``;
+  ///   ``LocationTimeout`` (with the best fix seen) when none was good enough within
   ///   `timeout`, or when the receiver shut down first; `CancellationError` when the task is
   ///   cancelled.
   public func location(
@@ -158,6 +167,7 @@ public final class GPSReceiver: Sendable {
   ) async throws -> FixUpdate {
     let request = LocationRequest(
       accuracy: accuracy, maxAge: maxAge, maxUpdates: 1, duration: timeout)
+    if let refusal = request.refusal { throw refusal }
     let (subscription, record) = core.makeRequest(
       request, bufferSize: nil, lifetime: lifetime)
     defer { subscription.dispose() }
@@ -233,6 +243,13 @@ public final class GPSReceiver: Sendable {
   /// open (powered off, or being opened): subscribe first. Returns at once.
   public func write(_ bytes: [UInt8]) {
     core.write(bytes)
+  }
+
+  /// ``write(_:)``, then `done` on the driver's thread once the bytes are written (or
+  /// dropped and counted, the receiver not being open): for a writer that bounds what it
+  /// hands on (the gpsd server's raw port). `done` must return at once.
+  public func write(_ bytes: [UInt8], whenDone done: @escaping @Sendable () -> Void) {
+    core.write(bytes, done: done)
   }
 
   /// Ends every subscription, powers the receiver off (sending its standby commands at once,

@@ -7,7 +7,7 @@ import NMEA
 ///
 /// ```swift
 /// // One fix of 20 m or better a minute; the receiver sleeps in between.
-/// for await event in receiver.subscribe(LocationRequest(interval: .seconds(60), accuracy: 20)) {
+/// for await event in try receiver.subscribe(LocationRequest(interval: .seconds(60), accuracy: 20)) {
 ///   if case .fix(let update) = event { print(update.fix.horizontalAccuracy ?? -1) }
 /// }
 /// ```
@@ -56,6 +56,83 @@ public struct LocationRequest: Sendable, Hashable {
     guard fix.position != nil, fix.mode != .noFix else { return false }
     guard let accuracy, let error = fix.horizontalAccuracy else { return true }
     return error <= accuracy
+  }
+}
+
+extension LocationRequest {
+  /// The shortest duration a request's terms can have (its interval, its duration, a
+  /// one-shot's timeout): the driver counts time in milliseconds, so anything shorter would
+  /// be rounded to nothing.
+  public static let resolution: Duration = .milliseconds(1)
+
+  /// A number of seconds as a request's duration, to the millisecond; `nil` for what the
+  /// driver refuses: not a number, 0 or less, shorter than ``resolution``, or too long to
+  /// count. The one reading the command line's options and the MQTT demands share.
+  public static func duration(seconds: Double) -> Duration? {
+    guard seconds.isFinite, seconds >= 0.001, seconds * 1000 < Double(Int64.max) else {
+      return nil
+    }
+    return .milliseconds(Int64((seconds * 1000).rounded()))
+  }
+
+  /// Why the driver refuses this request, or `nil` when it can be met: the one check, made
+  /// when the request is made (``GPSReceiver/subscribe(_:bufferSize:)``,
+  /// ``GPSReceiver/location(accuracy:timeout:maxAge:)``) and again by the scheduler.
+  public var refusal: LocationRequestRefused? {
+    if let interval, interval < Self.resolution {
+      return LocationRequestRefused(.interval(interval))
+    }
+    if let maxUpdates, maxUpdates <= 0 { return LocationRequestRefused(.maxUpdates(maxUpdates)) }
+    if let duration, duration < Self.resolution {
+      return LocationRequestRefused(.duration(duration))
+    }
+    if let accuracy, !(accuracy > 0) { return LocationRequestRefused(.accuracy(accuracy)) }
+    return nil
+  }
+}
+
+/// A location request the driver cannot meet, and why: thrown by
+/// ``GPSReceiver/subscribe(_:bufferSize:)`` and ``GPSReceiver/location(accuracy:timeout:maxAge:)``
+/// before anything is powered (``LocationRequest/refusal``).
+public struct LocationRequestRefused: Error, Sendable, Hashable, CustomStringConvertible {
+  /// The term that cannot be met, with the value asked for.
+  public enum Reason: Sendable, Hashable {
+    /// An interval below ``LocationRequest/resolution`` (0 or negative included).
+    case interval(Duration)
+    /// A duration (a one-shot's timeout) below ``LocationRequest/resolution``.
+    case duration(Duration)
+    /// A count of updates below 1.
+    case maxUpdates(Int)
+    /// An accuracy that is not a number of metres above 0.
+    case accuracy(Double)
+  }
+
+  public var reason: Reason
+
+  public init(_ reason: Reason) { self.reason = reason }
+
+  public var description: String {
+    let problem: String
+    switch reason {
+    case .interval(let interval):
+      problem =
+        "an interval of \(Self.seconds(interval)) is not one the driver can count: ask "
+        + "for one of at least 0.001 s"
+    case .duration(let duration):
+      problem =
+        "a duration (a timeout) of \(Self.seconds(duration)) is not one the driver can "
+        + "count: give it at least 0.001 s"
+    case .maxUpdates(let count):
+      problem = "\(count) updates is not a count of fixes: ask for 1 or more"
+    case .accuracy(let metres):
+      problem = "an accuracy of \(metres) m cannot be reached: ask for a number of metres above 0"
+    }
+    return "location request refused: " + problem
+  }
+
+  private static func seconds(_ duration: Duration) -> String {
+    let (seconds, attoseconds) = duration.components
+    return "\(Double(seconds) + Double(attoseconds) / 1e18) s"
   }
 }
 

@@ -20,8 +20,9 @@ final class ReceiverController: @unchecked Sendable {
     /// The reader of connection `generation` stopped on an error.
     case readerFailed(generation: Int, reason: FailureReason)
     /// Bytes of a client's own for the receiver (``GPSReceiver/write(_:)``), written as they
-    /// are between the controller's power operations, so never inside a command exchange.
-    case write([UInt8])
+    /// are between the controller's power operations, so never inside a command exchange;
+    /// `done` is called once they are written or dropped.
+    case write([UInt8], done: (@Sendable () -> Void)?)
     /// Resumed once every event before it has been handled (for tests and shutdown paths).
     case barrier(CheckedContinuation<Void, Never>)
   }
@@ -99,8 +100,9 @@ final class ReceiverController: @unchecked Sendable {
           guard failedGeneration == generation, connection != nil else { continue }
           core.counters.withLock { $0.connectionsLost += 1 }
           handle(.connectionLost(reason: reason), deferring: &operations)
-        case .write(let bytes):
+        case .write(let bytes, let done):
           write(bytes)
+          done?()
         case .barrier(let continuation):
           barriers.append(continuation)
         }
@@ -127,6 +129,10 @@ final class ReceiverController: @unchecked Sendable {
     // Nothing is handled after the stop, but nobody may be left waiting on a barrier.
     for leftover in inbox.close() {
       if case .barrier(let continuation) = leftover { continuation.resume() }
+      if case .write(let bytes, let done) = leftover {
+        core.counters.withLock { $0.bytesNotWritten += bytes.count }
+        done?()
+      }
     }
     core.hub.close()
     core.controllerStopped()

@@ -145,9 +145,15 @@ final class ReceiverCore: Sendable {
   }
 
   /// Queues bytes for the controller, which writes them between its own command exchanges.
-  func write(_ bytes: [UInt8]) {
-    guard !bytes.isEmpty else { return }
-    if !inbox.post(.write(bytes)) { counters.withLock { $0.bytesNotWritten += bytes.count } }
+  func write(_ bytes: [UInt8], done: (@Sendable () -> Void)? = nil) {
+    guard !bytes.isEmpty else {
+      done?()
+      return
+    }
+    if !inbox.post(.write(bytes, done: done)) {
+      counters.withLock { $0.bytesNotWritten += bytes.count }
+      done?()
+    }
     startControllerIfNeeded()
   }
 

@@ -280,13 +280,7 @@ struct RequestScheduler {
     min(configuration.earliest, interval / 4)
   }
 
-  static func isValid(_ request: LocationRequest) -> Bool {
-    if let interval = request.interval, interval <= .zero { return false }
-    if let count = request.maxUpdates, count <= 0 { return false }
-    if let duration = request.duration, duration <= .zero { return false }
-    if let accuracy = request.accuracy, !(accuracy > 0) { return false }
-    return true
-  }
+  static func isValid(_ request: LocationRequest) -> Bool { request.refusal == nil }
 
   /// What a wake started now would cost before a fix reaching `accuracy` is ready.
   func wakeCost(accuracy: Double?, now: DriverInstant) -> Duration {

@@ -151,17 +151,20 @@ struct ArgumentReader {
     return BaudRate(rate)
   }
 
-  /// A number of seconds in `range`, above 0 unless `allowingZero`, to the millisecond;
-  /// `invalid` is the message otherwise (also for a number too large to count in
-  /// milliseconds).
+  /// A number of seconds in `range`, to the millisecond, as the library reads a request's
+  /// durations (``LocationRequest/duration(seconds:)``: above 0 and at least a millisecond),
+  /// or exactly 0 when `allowingZero`; `invalid` is the message otherwise.
   mutating func seconds(
     in range: ClosedRange<Double>, allowingZero: Bool = false, _ invalid: String
   ) throws(UsageMessage) -> Duration {
-    guard let text = next(), let seconds = Double(text), seconds.isFinite,
-      range.contains(seconds), allowingZero || seconds > 0,
-      seconds * 1000 < Double(Int64.max)
-    else { throw UsageMessage(invalid) }
-    return .milliseconds(Int64((seconds * 1000).rounded()))
+    guard let text = next(), let seconds = Double(text), range.contains(seconds) else {
+      throw UsageMessage(invalid)
+    }
+    if allowingZero && seconds == 0 { return .zero }
+    guard let duration = LocationRequest.duration(seconds: seconds) else {
+      throw UsageMessage(invalid)
+    }
+    return duration
   }
 
   /// `--linger SECONDS`: how long a receiver stays powered after its last subscription

@@ -264,10 +264,18 @@ enum Watch: CommandArguments {
       makeReceiver?(receiverOptions)
       ?? GPSReceiver(device: device, baud: options.baud, options: receiverOptions)
     let stop = StopSignals()
-    let events =
-      options.interval == nil && options.accuracy == nil
-      ? receiver.subscribe()
-      : receiver.subscribe(LocationRequest(interval: options.interval, accuracy: options.accuracy))
+    let events: ReceiverEvents
+    do {
+      events =
+        options.interval == nil && options.accuracy == nil
+        ? receiver.subscribe()
+        : try receiver.subscribe(
+          LocationRequest(interval: options.interval, accuracy: options.accuracy))
+    } catch {
+      // The options were read as the library reads them: this is its word for what slipped by.
+      Output.error.line("serialgps watch: \(error)")
+      return 2
+    }
     stop.onStop { reason in
       Output.error.line(
         "serialgps watch: \(reason): stopping; powering \(device) off "

@@ -193,6 +193,15 @@ struct DemandGateTests {
         "{\"interval\":0}",
         .invalid(.badRequest("'interval' must be a number of seconds above 0, up to a week"))
       ),
+      // Below the millisecond the driver counts: refused as 0 is, never rounded to nothing.
+      (
+        "{\"interval\":0.0001}",
+        .invalid(.badRequest("'interval' must be a number of seconds above 0, up to a week"))
+      ),
+      (
+        "{\"interval\":1e-9}",
+        .invalid(.badRequest("'interval' must be a number of seconds above 0, up to a week"))
+      ),
       (
         "{\"interval\":\"60\"}",
         .invalid(.badRequest("'interval' must be a number of seconds above 0, up to a week"))
@@ -218,11 +227,11 @@ struct DemandGateTests {
     // Requests only: no continuous subscription, the requests themselves.
     #expect(
       gate.handle(demand("alice", "{\"interval\":60,\"accuracy\":20}"), now: .zero) == [
-        .requestReceiver([minute])
+        .holdRequest(minute)
       ])
     #expect(
       gate.handle(demand("bob", "{\"interval\":30,\"accuracy\":5}"), now: .zero) == [
-        .requestReceiver([fine, minute])
+        .holdRequest(fine)
       ])
     // The same terms again change nothing.
     #expect(gate.handle(demand("carol", "{\"interval\":60,\"accuracy\":20}"), now: .zero) == [])
@@ -232,12 +241,12 @@ struct DemandGateTests {
     // A continuous demand serves them all: subscribed, then the requests let go.
     #expect(
       gate.handle(demand("dave", "1"), now: .seconds(1)) == [
-        .subscribeReceiver, status("powering on"), .requestReceiver([]),
+        .subscribeReceiver, status("powering on"), .endRequest(fine), .endRequest(minute),
       ])
     // It leaves (its Last Will): back to the requests.
     #expect(
       gate.handle(demand("dave", ""), now: .seconds(2)) == [
-        .disposeReceiver, status("standby"), .requestReceiver([fine, minute]),
+        .disposeReceiver, status("standby"), .holdRequest(fine), .holdRequest(minute),
       ])
     // A malformed replacement withdraws bob's, with the reason; never taken as continuous.
     #expect(
@@ -245,12 +254,48 @@ struct DemandGateTests {
         .log(
           "demand of bob withdrawn: not a request this bridge serves: 'interval' must be a "
             + "number of seconds above 0, up to a week"),
-        .requestReceiver([minute]),
+        .endRequest(fine),
       ])
-    _ = gate.handle(demand("alice", ""), now: .seconds(4))
-    #expect(gate.handle(demand("carol", ""), now: .seconds(4)) == [.requestReceiver([])])
+    #expect(gate.handle(demand("alice", ""), now: .seconds(4)) == [], "carol's stands")
+    #expect(gate.handle(demand("carol", ""), now: .seconds(4)) == [.endRequest(minute)])
     #expect(gate.handle(.fix(fix, age: .zero), now: .seconds(5)) == [])
     #expect(gate.counters.invalidDemands == 1)
+  }
+
+  @Test("changing one interval demand touches its request alone; withdrawn demands leave nothing")
+  func oneDemandChangesAlone() {
+    var gate = gate()
+    _ = gate.handle(.connected, now: .zero)
+    let a = LocationRequest(interval: .seconds(300))
+    let b = LocationRequest(interval: .seconds(200))
+    #expect(gate.handle(demand("a", "{\"interval\":300}"), now: .zero) == [.holdRequest(a)])
+    #expect(gate.handle(demand("b", "{\"interval\":200}"), now: .zero) == [.holdRequest(b)])
+    // a withdraws: its request ends, b's is not made again (that powered the receiver).
+    #expect(gate.handle(demand("a", ""), now: .seconds(1)) == [.endRequest(a)])
+    // b changes its terms: the new request first, then the old one ended.
+    let c = LocationRequest(interval: .seconds(100))
+    #expect(
+      gate.handle(demand("b", "{\"interval\":100}"), now: .seconds(2)) == [
+        .holdRequest(c), .endRequest(b),
+      ])
+    #expect(gate.handle(demand("b", ""), now: .seconds(3)) == [.endRequest(c)])
+
+    // 256 consumers with distinct intervals, then all withdrawn: one request made and one
+    // ended for each, and nothing kept of them afterwards.
+    var actions: [DemandGate.Action] = []
+    for index in 1...256 {
+      actions += gate.handle(
+        demand("c\(index)", "{\"interval\":\(index)}"), now: .seconds(4))
+    }
+    #expect(actions == (1...256).map { .holdRequest(LocationRequest(interval: .seconds($0))) })
+    #expect(gate.requested.count == 256 && gate.terms.count == 256)
+    actions = []
+    for index in 1...256 {
+      actions += gate.handle(demand("c\(index)", ""), now: .seconds(5))
+    }
+    #expect(actions == (1...256).map { .endRequest(LocationRequest(interval: .seconds($0))) })
+    #expect(gate.requested.isEmpty && gate.demands.isEmpty)
+    #expect(gate.terms.isEmpty, "the withdrawn consumers' terms are forgotten")
   }
 
   @Test("binary and oversized payloads are invalid")

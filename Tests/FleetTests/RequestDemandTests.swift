@@ -63,4 +63,44 @@ struct RequestDemandTests {
     await bridge.shutdown()
     await receiver.shutdown()
   }
+
+  @Test("withdrawing one interval demand leaves the other's request alone: nothing woken")
+  func withdrawingOneLeavesTheOther() async throws {
+    let broker = try await TestBroker()
+    let clock = ManualClock()
+    let (receiver, replay) = try makeReceiver(clock: clock, linger: .seconds(5))
+    let watcher = try Subscriber(port: broker.port, "serialgps/board-1/#")
+    await watcher.ready(port: broker.port)
+    let bridge = try FleetBridge(configuration: bridgeConfiguration(broker))
+    try bridge.publish(receiver, as: "board-1")
+    #expect(await eventually { watcher.payloads(on: "serialgps/board-1/status") == ["standby"] })
+    func statistics() -> FleetBridgeStatistics? { bridge.statistics(for: "board-1") }
+
+    try await publish(
+      port: broker.port, topic: "serialgps/board-1/demand/a", payload: "{\"interval\":300}",
+      retain: true)
+    try await publish(
+      port: broker.port, topic: "serialgps/board-1/demand/b", payload: "{\"interval\":200}",
+      retain: true)
+    #expect(await eventually { statistics()?.requestsHeld == 2 })
+    // Woken once for both first fixes, then asleep.
+    #expect(
+      await advance(clock, upTo: .seconds(45)) { powerCommands(replay) == ["start", "stop"] },
+      "\(powerCommands(replay))")
+    // a withdraws: its request ends, b's stays as it was, due in 200 s; nothing is woken.
+    try await publish(
+      port: broker.port, topic: "serialgps/board-1/demand/a", payload: "", retain: true)
+    #expect(await eventually { statistics()?.requestsHeld == 1 })
+    #expect(statistics()?.requestsMade == 2, "\(String(describing: statistics()))")
+    #expect(
+      !(await advance(clock, upTo: .seconds(30)) { powerCommands(replay).count > 2 }),
+      "\(powerCommands(replay))")
+    // b withdraws: nothing held any more.
+    try await publish(
+      port: broker.port, topic: "serialgps/board-1/demand/b", payload: "", retain: true)
+    #expect(await eventually { statistics()?.requestsHeld == 0 && statistics()?.demands == 0 })
+    #expect(statistics()?.requestsMade == 2)
+    await bridge.shutdown()
+    await receiver.shutdown()
+  }
 }

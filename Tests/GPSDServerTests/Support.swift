@@ -139,8 +139,9 @@ final class TestClient: @unchecked Sendable {
     }
   }
 
-  func send(_ text: String) {
-    let bytes = Array(text.utf8)
+  func send(_ text: String) { send(bytes: Array(text.utf8)) }
+
+  func send(bytes: [UInt8]) {
     var offset = 0
     while offset < bytes.count {
       let count = bytes[offset...].withUnsafeBytes {

@@ -34,7 +34,8 @@ import Testing
   @Test("a 60-s request of 10 m: one fix a minute, the receiver in standby in between")
   func intervalRequest() async throws {
     let (clock, replay, receiver) = try bench()
-    let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(60), accuracy: 10)))
+    let log = EventLog(
+      try receiver.subscribe(LocationRequest(interval: .seconds(60), accuracy: 10)))
     defer { log.stop() }
     // The first wake collects the ephemeris (30 s of tracking), then a wake a minute.
     #expect(
@@ -113,10 +114,47 @@ import Testing
     #expect(await shutDown(receiver, advancing: clock))
   }
 
+  @Test("a request the driver cannot meet throws why, at once, and powers nothing")
+  func refusedRequestsThrow() async throws {
+    let (clock, replay, receiver) = try bench()
+    do {
+      _ = try await receiver.location(accuracy: 0, timeout: .seconds(8))
+      Issue.record("location(accuracy: 0) returned a fix")
+    } catch let refused as LocationRequestRefused {
+      #expect(refused.reason == .accuracy(0))
+      #expect(refused.description.contains("refused") && refused.description.contains("above 0"))
+    }
+    do {
+      _ = try await receiver.location(timeout: .microseconds(500))
+      Issue.record("a 0.5 ms timeout returned a fix")
+    } catch let refused as LocationRequestRefused {
+      #expect(refused.reason == .duration(.microseconds(500)))
+    }
+    for interval in [Duration.zero, .microseconds(100), .seconds(-1)] {
+      #expect(throws: LocationRequestRefused(.interval(interval))) {
+        _ = try receiver.subscribe(LocationRequest(interval: interval))
+      }
+      #expect(throws: LocationRequestRefused(.interval(interval))) {
+        _ = try receiver.subscribe(LocationRequest(interval: interval)) { _ in }
+      }
+    }
+    #expect(
+      LocationRequestRefused(.interval(.zero)).description
+        == "location request refused: an interval of 0.0 s is not one the driver can count: "
+        + "ask for one of at least 0.001 s")
+    #expect(LocationRequest(interval: .milliseconds(1)).refusal == nil)
+    #expect(LocationRequest.duration(seconds: 0.0001) == nil)
+    #expect(LocationRequest.duration(seconds: 0.0015) == .milliseconds(2))
+    #expect(await advance(clock, upTo: .seconds(1)) { true })
+    #expect(replay.starts.isEmpty, "nothing was woken")
+    #expect(await shutDown(receiver, advancing: clock))
+  }
+
   @Test("a passive request never wakes the receiver")
   func passiveNeverWakes() async throws {
     let (clock, replay, receiver) = try bench()
-    let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(5), passive: true)))
+    let log = EventLog(
+      try receiver.subscribe(LocationRequest(interval: .seconds(5), passive: true)))
     defer { log.stop() }
     #expect(!(await advance(clock, upTo: .seconds(30)) { replay.powerState != .standby }))
     #expect(replay.starts.isEmpty)

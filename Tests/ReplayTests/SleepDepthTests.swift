@@ -66,7 +66,7 @@ final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `l
   @Test("10-minute request with FORCE_ON declared: backup between the fixes, woken by the pin")
   func backupWithThePin() async throws {
     let (clock, replay, receiver, line) = try bench { ModelWakeLine($0) }
-    let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(600))))
+    let log = EventLog(try receiver.subscribe(LocationRequest(interval: .seconds(600))))
     defer { log.stop() }
     #expect(
       await advance(clock, by: .milliseconds(500), upTo: .seconds(1400), reading: replay) {
@@ -90,7 +90,7 @@ final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `l
   @Test("the same request without a declared pin: standby, never backup")
   func standbyWithoutThePin() async throws {
     let (clock, replay, receiver, _) = try bench(wakeLine: nil)
-    let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(600))))
+    let log = EventLog(try receiver.subscribe(LocationRequest(interval: .seconds(600))))
     defer { log.stop() }
     #expect(
       await advance(clock, by: .milliseconds(500), upTo: .seconds(800), reading: replay) {
@@ -107,7 +107,7 @@ final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `l
   @Test("a line that cannot be released: not backup, the standby instead")
   func failingLineFallsBackToStandby() async throws {
     let (clock, replay, receiver, _) = try bench { ModelWakeLine($0, failsLow: true) }
-    let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(600))))
+    let log = EventLog(try receiver.subscribe(LocationRequest(interval: .seconds(600))))
     defer { log.stop() }
     #expect(
       await advance(clock, by: .milliseconds(500), upTo: .seconds(800), reading: replay) {
@@ -155,7 +155,7 @@ final class ModelWakeLine: WakeLine, @unchecked Sendable {  // `levels` under `l
     -> (ManualClock, ReplayConnector, GPSReceiver, EventLog)
   {
     let (clock, replay, receiver) = try bench(responses: responses)
-    let log = EventLog(receiver.subscribe(LocationRequest(interval: .seconds(600))))
+    let log = EventLog(try receiver.subscribe(LocationRequest(interval: .seconds(600))))
     #expect(
       await advance(clock, by: .milliseconds(500), upTo: limit, reading: replay) {
         log.updates.count >= fixes

@@ -68,4 +68,34 @@ struct ArgumentsTests {
     }
     #expect(message.contains("--ephemeris-refresh needs"))
   }
+
+  @Test("durations below the millisecond are refused as 0 is, by watch, locate and follow")
+  func durationsBelowTheResolution() {
+    for tiny in ["0.0001", "1e-9", "0", "-1", "nan", "inf"] {
+      guard case .invalid(let watch) = Watch.parse(["--interval", tiny]) else {
+        Issue.record("watch --interval \(tiny) accepted")
+        continue
+      }
+      #expect(watch.contains("--interval needs a number of seconds above 0"), "\(watch)")
+      guard case .invalid(let locate) = Locate.parse(["--timeout", tiny]) else {
+        Issue.record("locate --timeout \(tiny) accepted")
+        continue
+      }
+      #expect(locate.contains("--timeout needs a number of seconds above 0"), "\(locate)")
+      guard
+        case .invalid(let follow) = FollowOptions.parse(
+          ["--mqtt", "mqtt://127.0.0.1", "truck-17", "--interval", tiny])
+      else {
+        Issue.record("follow --interval \(tiny) accepted")
+        continue
+      }
+      #expect(follow.contains("--interval needs"), "\(follow)")
+    }
+    // A millisecond is the shortest the driver counts, and is taken.
+    guard case .options(let options) = Watch.parse(["--interval", "0.001"]) else {
+      Issue.record("watch --interval 0.001 refused")
+      return
+    }
+    #expect(options.interval == .milliseconds(1))
+  }
 }

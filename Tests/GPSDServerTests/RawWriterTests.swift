@@ -1,0 +1,79 @@
+import Chipsets
+import Replay
+import SerialGPS
+import Testing
+
+@testable import GPSDServer
+
+/// The raw port's writer over real sockets, against the simulated u-blox on a pty: what it
+/// leaves unfinished never reaches the receiver, and the driver's standby arrives whole.
+@Suite(.serialized) struct RawWriterTests {
+  func rawServer() throws -> (ReceiverSimulator, GPSDServer) {
+    let simulator = try makeSimulator(
+      "ublox-m8-drive", profile: .ublox(.m8), initialPowerState: .backup)
+    var configuration = testConfiguration()
+    configuration.receiverOptions.chipset = .family(.ublox)
+    configuration.listenAddress = nil
+    configuration.rawListenAddress = .loopback(port: 0)
+    configuration.rawWrite = true
+    let server = try GPSDServer(
+      configuration: configuration,
+      devices: .fixed([
+        GPSDServer.ServedDevice(
+          path: simulator.devicePath,
+          connector: SerialConnector(path: simulator.devicePath, baud: .fixed(.b115200)))
+      ]))
+    return (simulator, server)
+  }
+
+  /// UBX-RXM-PMREQ, the u-blox standby.
+  func isStandby(_ input: ReceivedInput) -> Bool {
+    input.bytes.starts(with: [0xB5, 0x62, 0x02, 0x41])
+  }
+
+  @Test func aHalfFrameLeftByAWriterDoesNotSwallowTheStandby() async throws {
+    let (simulator, server) = try rawServer()
+    defer { simulator.stop() }
+    let port = try #require(server.rawListenAddress?.port)
+    let writer = try TestClient(port: port)
+    #expect(await simulator.waitForPowerState(.running, timeout: .seconds(30)))
+    // A UBX header announcing 1 024 bytes (65 535 would do on a real receiver; the
+    // simulator's framer gives up on a frame over 4 KiB at once), and the writer leaves.
+    writer.send(bytes: [0xB5, 0x62, 0x06, 0x04, 0x00, 0x04])
+    writer.close()
+    #expect(await eventually { server.statistics.rawWriteBytesDropped == 6 })
+    // Nobody left: the standby reaches the receiver whole, and it sleeps.
+    #expect(
+      await simulator.waitForPowerState(.backup, timeout: .seconds(30)),
+      "\(simulator.received)")
+    #expect(simulator.received.contains(where: isStandby), "\(simulator.received)")
+    #expect(server.statistics.rawBytesWritten == 0)
+    await server.shutdown()
+  }
+
+  @Test func aWholeCommandGoesAndAWritersUnsentBytesAreDroppedWhenItLeaves() async throws {
+    let (simulator, server) = try rawServer()
+    defer { simulator.stop() }
+    let port = try #require(server.rawListenAddress?.port)
+    let writer = try TestClient(port: port)
+    #expect(await simulator.waitForPowerState(.running, timeout: .seconds(30)))
+    // UBX-MON-VER polls: one whole frame reaches the receiver as it was sent.
+    let poll = try UBX.frame(UBXMessageID(0x0A, 0x04))
+    writer.send(bytes: poll)
+    #expect(await eventually { simulator.received.contains { $0.bytes == poll } })
+    // Far more than may wait (the receiver takes 11 KiB a second), and the writer goes: the
+    // receiver gets at most what waited and the batch it had, the rest is dropped.
+    let many = Array(repeating: poll, count: 40_000).flatMap { $0 }
+    writer.send(bytes: many)
+    writer.close()
+    #expect(await eventually { server.statistics.rawClients == 0 })
+    let statistics = server.statistics
+    #expect(statistics.rawBytesWritten <= poll.count + 64 * 1024 + 16 * 1024)
+    #expect(statistics.rawWriteBytesDropped > 0)
+    let received = simulator.received.count { $0.bytes == poll }
+    try await Task.sleep(for: .milliseconds(500))
+    #expect(simulator.received.count { $0.bytes == poll } <= received + 1024 / poll.count + 1)
+    #expect(await simulator.waitForPowerState(.backup, timeout: .seconds(30)))
+    await server.shutdown()
+  }
+}
