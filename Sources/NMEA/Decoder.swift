@@ -35,6 +35,7 @@ public struct ImpossibleValueStatistics: Sendable, Hashable {
   public var geoidSeparation = 0
   public var fixQuality = 0
   public var fixMode = 0
+  public var integerRange = 0
 
   public init() {}
 
@@ -64,6 +65,7 @@ public struct ImpossibleValueStatistics: Sendable, Hashable {
       case .geoidSeparation: return geoidSeparation
       case .fixQuality: return fixQuality
       case .fixMode: return fixMode
+      case .integerRange: return integerRange
       }
     }
     set {
@@ -82,6 +84,7 @@ public struct ImpossibleValueStatistics: Sendable, Hashable {
       case .geoidSeparation: geoidSeparation = newValue
       case .fixQuality: fixQuality = newValue
       case .fixMode: fixMode = newValue
+      case .integerRange: integerRange = newValue
       }
     }
   }

@@ -51,6 +51,10 @@ public enum ImpossibleValue: UInt8, Sendable, Hashable, CaseIterable, CustomStri
   case fixQuality
   /// A fix type other than 1 (no fix), 2 (2D) or 3 (3D), in GSA or `$PGRMZ`.
   case fixMode
+  /// An integer field (a satellite count, an elevation, a time zone …) beyond ±2 147 483 647,
+  /// what a 32-bit signed integer holds: read the same on every build, a 32-bit board's
+  /// included, instead of wrapping there and not on a 64-bit one.
+  case integerRange
 
   public var description: String {
     switch self {
@@ -68,6 +72,7 @@ public enum ImpossibleValue: UInt8, Sendable, Hashable, CaseIterable, CustomStri
     case .geoidSeparation: return "geoid separation"
     case .fixQuality: return "fix quality"
     case .fixMode: return "fix type"
+    case .integerRange: return "integer out of range"
     }
   }
 }
@@ -345,9 +350,13 @@ struct FieldReader {
     for _ in 0..<n { _ = next() }
   }
 
-  /// The decimal digits from `start` on: their value (wrapping past 18 digits, which the
-  /// callers reject) and where the first other byte is. One induction variable and the
-  /// digit kept as an `Int`, so the loop is as short as it can be.
+  /// The largest magnitude an integer field may have, on every build: what `Int32` holds.
+  static let integerLimit = Int(Int32.max)
+
+  /// The decimal digits from `start` on: their value (exact up to nine digits, which no build's
+  /// `Int` overflows; longer runs are read again by ``integer(from:to:)``) and where the first
+  /// other byte is. One induction variable and the digit kept as an `Int`, so the loop is as
+  /// short as it can be.
   @inline(__always)
   static func digits(from start: UnsafePointer<UInt8>) -> (value: Int, end: UnsafePointer<UInt8>) {
     var position = start
@@ -361,27 +370,49 @@ struct FieldReader {
     return (value, position)
   }
 
+  /// The value of the digits from `start` to `end` (more than nine of them), with
+  /// overflow-checked arithmetic: `nil`, dropped as ``ImpossibleValue/integerRange``, beyond
+  /// ``integerLimit``.
+  @inline(never)
+  mutating func integer(from start: UnsafePointer<UInt8>, to end: UnsafePointer<UInt8>) -> Int? {
+    var value: UInt32 = 0
+    var position = start
+    while position < end {
+      let (scaled, scaleOverflow) = value.multipliedReportingOverflow(by: 10)
+      let (sum, sumOverflow) = scaled.addingReportingOverflow(
+        UInt32(position.pointee &- ASCII.zero))
+      guard !scaleOverflow, !sumOverflow, sum <= UInt32(Self.integerLimit) else {
+        return drop(.integerRange)
+      }
+      value = sum
+      position += 1
+    }
+    return Int(value)
+  }
+
   /// The unsigned decimal integer that fills the field from `start` to its comma, of at most
-  /// `maximumDigits` digits; the reader moves past the comma.
+  /// `maximumDigits` digits; the reader moves past the comma. `nil` (dropped) beyond
+  /// ``integerLimit``.
   @inline(__always)
-  mutating func unsignedDigits(from start: UnsafePointer<UInt8>, atMost maximumDigits: Int)
-    throws(NMEAParseError) -> Int
-  {
+  mutating func unsignedDigits(
+    from start: UnsafePointer<UInt8>, atMost maximumDigits: Int = .max
+  ) throws(NMEAParseError) -> Int? {
     let (value, end) = Self.digits(from: start)
     guard end.pointee == ASCII.comma, end - start <= maximumDigits else { throw fail() }
     offset = end - base &+ 1
-    return value
+    return end - start <= 9 ? value : integer(from: start, to: end)
   }
 
-  /// An unsigned decimal integer of at most 18 digits.
+  /// An unsigned decimal integer, any number of digits; `nil` (dropped) beyond
+  /// ``integerLimit``.
   @inline(__always)
   mutating func uint() throws(NMEAParseError) -> Int? {
     guard begin() else { return nil }
-    return try unsignedDigits(from: base + offset, atMost: 18)
+    return try unsignedDigits(from: base + offset)
   }
 
-  /// An integer that may be negative (elevations, time zones): at most 18 characters, sign
-  /// included.
+  /// An integer that may be negative (elevations, time zones); `nil` (dropped) beyond
+  /// ±``integerLimit``, so that negating it never overflows.
   @inline(__always)
   mutating func signedInteger() throws(NMEAParseError) -> Int? {
     guard begin() else { return nil }
@@ -390,11 +421,13 @@ struct FieldReader {
     let negative = first == ASCII.minus
     let digitsStart = negative || first == ASCII.plus ? start + 1 : start
     let (value, end) = Self.digits(from: digitsStart)
-    guard end.pointee == ASCII.comma, end != digitsStart, end - start <= 18 else {
-      throw fail()
-    }
+    guard end.pointee == ASCII.comma, end != digitsStart else { throw fail() }
     offset = end - base &+ 1
-    return negative ? -value : value
+    if end - digitsStart > 9 {
+      guard let checked = integer(from: digitsStart, to: end) else { return nil }
+      return negative ? 0 &- checked : checked
+    }
+    return negative ? 0 &- value : value
   }
 
   /// A system or signal ID: one hexadecimal digit (NMEA 4.11 uses `A`...`F` for signals), or

@@ -223,21 +223,17 @@ extension PUBXTime: NMEASentenceDescriptor {
     // Leap seconds: a number, with a trailing `D` when it is the firmware's default.
     let leapField = f.next()
     if !leapField.isEmpty {
-      var value = 0
-      var digits = 0
-      for offset in 0..<leapField.count {
-        let byte = leapField[offset]
-        if byte == 0x44 && offset == leapField.count - 1 {
-          pubx.leapSecondsAreDefault = true
-        } else {
-          let digit = byte &- ASCII.zero
-          // More than 18 digits would overflow; no leap second count is that long.
-          guard digit < 10, digits < 18 else { throw .badField(index: f.index) }
-          value = value * 10 + Int(digit)
-          digits += 1
-        }
+      let start = leapField.base + leapField.start
+      var end = leapField.base + leapField.end
+      if end[-1] == 0x44 {
+        pubx.leapSecondsAreDefault = true
+        end -= 1
       }
-      if digits > 0 { pubx.leapSeconds = value }
+      let (value, digitsEnd) = FieldReader.digits(from: start)
+      guard digitsEnd == end else { throw .badField(index: f.index) }
+      if end > start {
+        pubx.leapSeconds = end - start <= 9 ? value : f.integer(from: start, to: end)
+      }
     }
     pubx.clockBias = try f.signedInteger()
     pubx.clockDrift = try f.decimal()

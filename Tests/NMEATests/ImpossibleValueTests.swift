@@ -144,6 +144,7 @@ struct ImpossibleValueTests {
       ("GPGGA,120000,3238.9148,N,10822.4466,W,1,08,1.1,1577.4,M,-999.9,M,,", .geoidSeparation),
       ("GPGGA,120000,3238.9148,N,10822.4466,W,9,08,1.1,1577.4,M,-24.6,M,,", .fixQuality),
       ("GPGSA,A,7,02,05,11,12,18,20,25,29,,,,,1.4,1.1,0.9", .fixMode),
+      ("GPGGA,120000,3238.9148,N,10822.4466,W,1,4294967304,1.1,1577.4,M,-24.6,M,,", .integerRange),
     ]
     #expect(Set(bodies.map(\.1)) == Set(ImpossibleValue.allCases), "one sentence per reason")
     var decoder = NMEADecoder()

@@ -867,7 +867,8 @@ extension ParserTests {
       #expect(try f.date() == UTCDate(year: 1994, month: 3, day: 23))
       #expect(throws: NMEAParseError.badField(index: 2)) { try f.uint() }
       #expect(throws: NMEAParseError.badField(index: 3)) { try f.decimal() }
-      #expect(throws: NMEAParseError.badField(index: 4)) { try f.uint() }
+      // Twenty digits are a well-formed integer, past what 32 bits hold.
+      #expect(throws: NMEAParseError.impossibleValue(.integerRange, index: 4)) { try f.uint() }
       // A bad hemisphere is reported with its own index.
       #expect(throws: NMEAParseError.badField(index: 6)) { try f.coordinate(isLongitude: false) }
     }
