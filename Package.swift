@@ -18,6 +18,7 @@ let package = Package(
     .library(name: "GPX", targets: ["GPX"]),
     .library(name: "TimeService", targets: ["TimeService"]),
     .library(name: "Fleet", targets: ["Fleet"]),
+    .library(name: "NTRIP", targets: ["NTRIP"]),
     .executable(name: "serialgps", targets: ["serialgps"]),
     .executable(name: "nmea-bench", targets: ["nmea-bench"]),
     .executable(name: "serial-bench", targets: ["serial-bench"]),
@@ -92,11 +93,15 @@ let package = Package(
       dependencies: ["CMosquitto", "SerialGPS", "GPSDProtocol", "NMEA", "Discovery", "POSIX"]
     ),
 
+    // RTK corrections from an NTRIP caster, fetched only while the receiver is powered and
+    // written to it as whole RTCM 3 frames whose CRC matched (docs/ntrip.md).
+    .target(name: "NTRIP", dependencies: ["NMEA", "SerialGPS", "POSIX"]),
+
     .executableTarget(
       name: "serialgps",
       dependencies: [
         "NMEA", "SerialPort", "Chipsets", "Discovery", "SerialGPS", "Replay",
-        "GPSDProtocol", "GPX", "GPSDServer", "Fleet", "TimeService", "POSIX",
+        "GPSDProtocol", "GPX", "GPSDServer", "Fleet", "NTRIP", "TimeService", "POSIX",
       ]
     ),
 
@@ -142,6 +147,11 @@ let package = Package(
       name: "ReplayTests",
       dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort", "SerialGPS", "POSIX"]),
     .testTarget(name: "GPSDProtocolTests", dependencies: ["GPSDProtocol", "NMEA"]),
+    // The NTRIP client's pure parts as exact outputs and action lists, and the client against
+    // a test caster and RTKLIB's str2str on loopback ports.
+    .testTarget(
+      name: "NTRIPTests",
+      dependencies: ["NTRIP", "NMEA", "SerialGPS", "Replay", "Chipsets", "POSIX"]),
     // The time service's rules as tables, its outputs against chronyd and ntpshmmon, the
     // kernel PPS interface against <linux/pps.h> as gcc compiles it.
     .testTarget(
