@@ -59,6 +59,8 @@ public final class DiscoveringConnector: ReceiverConnector, Sendable {
   private let state: Locked<State>
   /// Baud rates found by listening, shared by every port this connector opens.
   private let baudMemory = Locked(BaudRateMemory())
+  /// The baud search under way, which ``interruptConnect()`` ends.
+  private let searching = SearchInterruption()
   /// Subscribes to hotplug events and feeds them to the connector, on a task of its own.
   private let subscribe: @Sendable (DiscoveringConnector) -> Task<Void, Never>
   /// How often a device another process owns is looked at (its lock, never the device) to
@@ -97,6 +99,10 @@ public final class DiscoveringConnector: ReceiverConnector, Sendable {
 
   /// Whether an open is under way (for tests).
   var isOpening: Bool { state.withLock { $0.following.isOpening } }
+
+  /// Ends a baud search under way (the listening to a possible receiver, or the search for a
+  /// known one's rate) at once, and refuses later ones: the receiver shuts down.
+  public func interruptConnect() { searching.interrupt() }
 
   /// Hotplug events handled so far (for tests).
   var eventsHandled: Int { state.withLock { $0.following.eventsHandled } }
@@ -235,7 +241,7 @@ public final class DiscoveringConnector: ReceiverConnector, Sendable {
     if mayWrite {
       opened = try await SerialConnector(
         path: device.path, baud: baud, hint: ChipsetHint(family: nil, interface: interface),
-        memory: baudMemory
+        memory: baudMemory, searching: searching
       ).connect(wakingWith: family)
     } else {
       opened = try await listen(to: device, interface: interface)
@@ -287,6 +293,8 @@ public final class DiscoveringConnector: ReceiverConnector, Sendable {
       defer {
         state.withLock { $0.following.listeningEnded(at: device.sysPath, heardNMEA: heardNMEA) }
       }
+      let searching = searching
+      defer { searching.end() }
       opened = try await SerialConnector.openPort(
         path: device.path, baud: .automatic(candidates: candidates, timePerRate: timePerRate),
         memory: baudMemory, ratelessPort: false,
@@ -298,9 +306,12 @@ public final class DiscoveringConnector: ReceiverConnector, Sendable {
           if attached != true {
             throw DeviceGone(device: device.path, why: "was unplugged while it was being opened")
           }
+          // And where a shutdown finds it.
+          try searching.begin(port)
         })
       heardNMEA = opened.unrecognisedRates == nil
-    } catch let error as SerialPortError where error.isDisconnected || error.reason == .interrupted
+    } catch let error as SerialPortError
+      where !searching.isInterrupted && (error.isDisconnected || error.reason == .interrupted)
     {
       throw DeviceGone(device: device.path, why: "was unplugged while it was listened to")
     }

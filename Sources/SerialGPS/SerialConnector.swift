@@ -58,9 +58,9 @@ public struct SerialConnector: ReceiverConnector {
   public let baud: BaudSetting
   public let chipsetHint: ChipsetHint?
   private let memory: Locked<BaudRateMemory>
-  /// The port whose rate is being searched for, and whether searches are to end
-  /// (``interruptConnect()``); shared by the connector's copies.
-  private let searching = Locked<(port: SerialPort?, interrupted: Bool)>((nil, false))
+  /// The search under way, which ``interruptConnect()`` ends; shared by the connector's
+  /// copies (and by a ``DiscoveringConnector``'s opens).
+  private let searching: SearchInterruption
 
   /// - Parameters:
   ///   - hint: what is known of the device (its chipset from USB IDs); by default the
@@ -72,8 +72,10 @@ public struct SerialConnector: ReceiverConnector {
   /// A connector whose baud rates found by listening go into `memory`, shared with others (a
   /// ``DiscoveringConnector`` makes one per open).
   init(
-    path: String, baud: BaudSetting, hint: ChipsetHint? = nil, memory: Locked<BaudRateMemory>
+    path: String, baud: BaudSetting, hint: ChipsetHint? = nil, memory: Locked<BaudRateMemory>,
+    searching: SearchInterruption = SearchInterruption()
   ) {
+    self.searching = searching
     self.path = path
     self.baud = baud
     self.chipsetHint = hint ?? ChipsetHint(family: nil, interface: HostInterface(devicePath: path))
@@ -102,13 +104,7 @@ public struct SerialConnector: ReceiverConnector {
 
   /// Ends the baud search under way, and refuses later ones (``SerialPort/interrupt()``);
   /// a connect at a known rate is not affected.
-  public func interruptConnect() {
-    let port = searching.withLock { state -> SerialPort? in
-      state.interrupted = true
-      return state.port
-    }
-    port?.interrupt()
-  }
+  public func interruptConnect() { searching.interrupt() }
 
   public func connect() async throws -> any ReceiverConnection {
     try await connect(wakingWith: .nmea)
@@ -123,19 +119,11 @@ public struct SerialConnector: ReceiverConnector {
     // The interface was told by the path when no hint named it.
     let interface = chipsetHint?.interface ?? HostInterface(devicePath: path)
     let searching = searching
-    let path = path
-    defer { searching.withLock { $0.port = nil } }
+    defer { searching.end() }
     let opened = try await Self.openPort(
       path: path, baud: baud, memory: memory, ratelessPort: interface == .usb
     ) { port, search in
-      guard search else { return }
-      let interrupted = searching.withLock { state -> Bool in
-        if !state.interrupted { state.port = port }
-        return state.interrupted
-      }
-      if interrupted {
-        throw SerialPortError(device: path, operation: .autobaud, reason: .interrupted)
-      }
+      if search { try searching.begin(port) }
     }
     // The sentences that decided the rate are the receiver's first: not lost.
     return SerialConnection(
@@ -401,5 +389,39 @@ extension GPSReceiver {
     options: Options = Options(), clock: any DriverClock = SystemClock()
   ) {
     self.init(connector: SerialConnector(path: path, baud: baud), options: options, clock: clock)
+  }
+}
+
+/// A connector's baud searches, which a shutdown ends at once
+/// (``ReceiverConnector/interruptConnect()``): the port being searched is interrupted
+/// (``SerialPort/SerialPort/interrupt()``), and no search starts after that.
+final class SearchInterruption: Sendable {
+  private let state = Locked<(port: SerialPort?, interrupted: Bool)>((nil, false))
+
+  /// Notes that `port` is about to be searched; throws (the search is not to run) once
+  /// interrupted.
+  func begin(_ port: SerialPort) throws(SerialPortError) {
+    let interrupted = state.withLock { state -> Bool in
+      if !state.interrupted { state.port = port }
+      return state.interrupted
+    }
+    if interrupted {
+      throw SerialPortError(device: port.path, operation: .autobaud, reason: .interrupted)
+    }
+  }
+
+  /// The search ended.
+  func end() { state.withLock { $0.port = nil } }
+
+  /// Whether ``interrupt()`` was called.
+  var isInterrupted: Bool { state.withLock { $0.interrupted } }
+
+  /// Ends the search under way, and refuses the later ones.
+  func interrupt() {
+    let port = state.withLock { state -> SerialPort? in
+      state.interrupted = true
+      return state.port
+    }
+    port?.interrupt()
   }
 }

@@ -200,6 +200,33 @@ import Testing
     connector.stopWatching()
   }
 
+  /// A shutdown ends a baud search at once (Ctrl-C during it): listening to a possible
+  /// receiver, or searching a known one's rate on a UART.
+  @Test(arguments: [ReceiverKind.possible, .known])
+  func aShutdownEndsTheSearch(kind: ReceiverKind) async throws {
+    let pty = try PseudoTerminal()  // says nothing
+    let sys = try Self.sysDirectory()
+    defer { rmdir(sys) }
+    let (connector, sink) = Self.connector(
+      baud: .automatic(candidates: [.b9600, .b4800], timePerRate: .seconds(10)))
+    connector.startWatching {}
+    let device = Self.device(
+      pty, sysPath: sys, kind: kind, chipset: kind == .known ? .mediatek : nil,
+      driver: "pl2303")
+    sink.yield(.added(device))
+    sink.yield(.enumerationComplete)
+    #expect(await eventually { connector.currentDevice == device })
+    let opening = Task { try await connector.connect(wakingWith: .nmea) }
+    #expect(await eventually { connector.isOpening })
+    try await Task.sleep(for: .milliseconds(300))  // listening
+    let interrupted = ContinuousClock.now
+    connector.interruptConnect()
+    await #expect(throws: (any Error).self) { _ = try await opening.value }
+    let took = ContinuousClock.now - interrupted
+    #expect(took < .seconds(1), "\(took)")
+    connector.stopWatching()
+  }
+
   @Test func aBridgeThatSpeaksNMEAIsUsedAndThenMayBeWrittenTo() async throws {
     let bridge = try PseudoTerminal()
     let sys = try Self.sysDirectory()

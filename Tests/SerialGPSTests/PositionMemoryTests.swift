@@ -145,22 +145,21 @@ import Testing
   /// Reads the file of "r" on a thread of its own, so that a read that blocks (a FIFO's
   /// open) fails the test after `timeout` instead of hanging it.
   static func readWithin(
-    _ memory: PositionMemory, timeout: Duration = .seconds(2)
+    _ memory: PositionMemory, timeout: Duration = .seconds(10)
   ) async -> PositionMemory.Reading? {
     let result = Locked<PositionMemory.Reading?>(nil)
     let thread = OwnThread.start(name: "position-read") {
       let reading = memory.read(identity: "r", now: Self.later(60))
       result.withLock { $0 = reading }
     }
+    // Checked once more after the deadline: a loaded machine may oversleep it.
     let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-      if let reading = result.withLock({ $0 }) {
-        await thread.join()
-        return reading
-      }
+    while result.withLock({ $0 }) == nil, ContinuousClock.now < deadline {
       try? await Task.sleep(for: .milliseconds(10))
     }
-    return nil
+    guard let reading = result.withLock({ $0 }) else { return nil }
+    await thread.join()
+    return reading
   }
 
   @Test func aFIFOIsNotWaitedFor() async throws {
