@@ -168,7 +168,7 @@ struct DemoSession {
       case .status(let status):
         guard status != lastStatus else { continue }
         lastStatus = status
-        out.line("  status: \(status)")
+        out.line("  status: \(status.description(in: .commandLine))")
       case .fix(let update):
         epochs += 1
         if update.fix.mode != .noFix { positions += 1 }
