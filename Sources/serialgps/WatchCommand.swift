@@ -264,20 +264,35 @@ enum Watch: CommandArguments {
       makeReceiver?(receiverOptions)
       ?? GPSReceiver(device: device, baud: options.baud, options: receiverOptions)
     let stop = StopSignals()
+    let isRequest = options.interval != nil || options.accuracy != nil
     let events =
-      options.interval == nil && options.accuracy == nil
-      ? receiver.subscribe()
-      : receiver.subscribe(LocationRequest(interval: options.interval, accuracy: options.accuracy))
+      isRequest
+      ? receiver.subscribe(LocationRequest(interval: options.interval, accuracy: options.accuracy))
+      : receiver.subscribe()
     stop.onStop { reason in
       Output.error.line(
         "serialgps watch: \(reason): stopping; powering \(device) off "
           + "(Ctrl-C again to quit at once)")
       events.cancel()
     }
+    // A request delivers fixes only: an observer beside it prints the statuses, as plain watch
+    // does, and says at once why no fix can come.
+    let observer = isRequest ? receiver.observe() : nil
+    let blocked = observer.map { observer in
+      DriverExecutor.task { () -> String? in
+        let reason = await NoFixCanCome.reason(observer, device: device) { status in
+          Output.error.line("serialgps watch: \(device): \(status.description(in: .commandLine))")
+        }
+        if reason != nil { events.cancel() }
+        return reason
+      }
+    }
 
-    let ending = await printEvents(
+    var ending = await printEvents(
       events, device: device, options: options, stop: stop, deviceName: { receiver.deviceName })
     events.cancel()
+    observer?.cancel()
+    if let reason = await blocked?.value, !stop.isRequested { ending = .cannotOpen(reason: reason) }
     Output.standard.flush()
 
     if case .cannotOpen(let reason) = ending {
@@ -294,7 +309,7 @@ enum Watch: CommandArguments {
     if receiver.statistics.powerCommandsWithheld > withheldBefore,
       let withheld = receiver.commandsWithheld(at: .powerOff)
     {
-      Output.error.line("serialgps watch: \(device): \(withheld)")
+      Output.error.line("serialgps watch: \(device): \(withheld.description(in: .commandLine))")
     }
     let failed = receiver.statistics.commandsFailed - failedBefore
     if failed > 0 {
@@ -341,11 +356,12 @@ enum Watch: CommandArguments {
         case .streaming, .noFix, .reconnected:
           heardFrom = true
         case .disconnected(let reason) where !heardFrom:
-          return .cannotOpen(reason: reason.message)
+          return .cannotOpen(reason: reason.message(in: .commandLine))
         default:
           break
         }
-        Output.error.line("serialgps \(command): \(device): \(status)")
+        Output.error.line(
+          "serialgps \(command): \(device): \(status.description(in: .commandLine))")
       case .satellites:
         break
       }
