@@ -24,7 +24,7 @@ DEB_CHECK_PACKAGES := $(DEB_PACKAGES) lintian systemd udev man-db
 VERSION := $(shell scripts/version.sh)
 
 .PHONY: all deps test-deps build run test test-unit docs-check test-tsan fuzz-smoke fuzz bench bench-power format lint clean \
-	fixtures fixtures-check goldens static deb deb-check footprint
+	fixtures fixtures-check goldens static deb deb-check footprint install
 
 all: build
 
@@ -72,6 +72,13 @@ static: deps
 	@SWIFT=$(SWIFT) scripts/build-static.sh
 
 # dist/serialgps_<version>_<arch>.deb, made with dpkg's own tools (docs/packaging.md).
+# Installs the release build as the Debian package does (program, man page, demo recording,
+# udev rules, systemd units) under PREFIX; DESTDIR stages it. As root for the default PREFIX.
+PREFIX ?= /usr/local
+install: deps
+	$(SWIFT) build -c release --product serialgps
+	scripts/install.sh .build/release/serialgps "$(DESTDIR)" "$(PREFIX)"
+
 deb:
 	@scripts/install-deps.sh $(DEB_PACKAGES)
 	@binary=$$(SWIFT=$(SWIFT) scripts/build-static.sh) && scripts/make-deb.sh "$$binary" dist

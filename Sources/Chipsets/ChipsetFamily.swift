@@ -52,6 +52,19 @@ public enum ChipsetFamily: String, Sendable, Hashable, CaseIterable, CustomStrin
 
   public var description: String { displayName }
 
+  /// The name gpsd gives the driver it uses for this family, which gpsd clients show (the
+  /// `driver` of a DEVICE report): the `type_name` of gpsd's drivers (drivers/driver_ubx.c
+  /// "u-blox", driver_sirf.c "SiRF", drivers.c "MTK-3301" for MediaTek's NMEA with `$PMTK`,
+  /// "NMEA0183" for the generic NMEA driver).
+  public var gpsdDriverName: String {
+    switch self {
+    case .nmea: return "NMEA0183"
+    case .ublox: return "u-blox"
+    case .mediatek: return "MTK-3301"
+    case .sirf: return "SiRF"
+    }
+  }
+
   /// Whether the driver has any command for this family. `false` only for ``nmea``.
   public var hasCommands: Bool { self != .nmea }
 }

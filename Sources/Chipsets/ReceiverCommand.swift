@@ -101,6 +101,40 @@ public enum ReceiverCommand: Sendable, Hashable {
     }
   }
 
+  /// The command by its name, for people: `UBX-RXM-PMREQ`, `UBX-MGA-INI-TIME_UTC (the time,
+  /// for a faster fix)`, `$PMTK161 (standby)`; never a payload dump.
+  public var name: String {
+    switch self {
+    case .ubxReset: return "UBX-CFG-RST (reset or GNSS start/stop)"
+    case .ubxSetMessageRate(let id, _): return "UBX-CFG-MSG (\(id)'s rate)"
+    case .ubxSetConfiguration(_, let values):
+      return "UBX-CFG-VALSET (\(values.count) setting\(values.count == 1 ? "" : "s"))"
+    case .ubxPowerRequest: return "UBX-RXM-PMREQ (sleep)"
+    case .ubxPoll(let id): return "\(id) poll"
+    case .ubxOther(let id, let payload):
+      // UBX-MGA-INI's kinds are told apart by the payload's first byte (u-blox 8 / M8
+      // Receiver Description, UBX-13003221, "UBX-MGA-INI").
+      if id == .mgaIni, payload.first == 0x10 {
+        return "UBX-MGA-INI-TIME_UTC (the time, for a faster fix)"
+      }
+      if id == .mgaIni, payload.first == 0x01 {
+        return "UBX-MGA-INI-POS_LLH (the last position, for a faster fix)"
+      }
+      return "\(id) (\(payload.count) bytes)"
+    case .mtkStandby: return "$PMTK161 (standby)"
+    case .mtkSetNMEAOutput: return "$PMTK314 (which sentences, how often)"
+    case .mtkOther(let command, _):
+      switch command {
+      case 740: return "$PMTK740 (the time, for a faster fix)"
+      case 741: return "$PMTK741 (the last position, for a faster fix)"
+      default: return "$PMTK\(command)"
+      }
+    case .sirfSetRate(let message, _, _, _): return "$PSRF103 (sentence \(message)'s rate)"
+    case .sirfTurnOff: return "$PSRF117 (power off)"
+    case .nmeaOther(let address, _): return "$" + address
+    }
+  }
+
   /// Decodes a sentence the host sent.
   public init(_ sentence: Sentence) {
     guard case .unknown(let unknown) = sentence else {

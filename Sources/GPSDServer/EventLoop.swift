@@ -1,3 +1,4 @@
+import Chipsets
 import Discovery
 import GPSDProtocol
 import Glibc
@@ -240,9 +241,9 @@ final class EventLoop {
         switch event {
         case .event(.status(.disconnected(let reason))),
           .event(.status(.commandFailed(let reason))):
-          log("\(slot.path): \(reason)")
+          log("\(slot.path): \(reason.message(in: configuration.messageVocabulary))")
         case .event(.status(.commandsWithheld(let withheld))):
-          log("\(slot.path): \(withheld)")
+          log("\(slot.path): \(withheld.description(in: configuration.messageVocabulary))")
         case .event(.status(.reconnected)):
           log("\(slot.path): back")
         default:
@@ -263,7 +264,10 @@ final class EventLoop {
         guard let asked = slot.stateNeed else { continue }
         if case .rawData = event, !asked.rawData { continue }
         if case .sentences = event, !asked.sentences { continue }
-        perform(state.receiverEvent(id, event, wallClock: wallClockNow()))
+        // The family is asked only with a status: it is what the DEVICE report names.
+        var family: ChipsetFamily?
+        if case .event(.status) = event { family = slot.receiver.commandFamily }
+        perform(state.receiverEvent(id, event, wallClock: wallClockNow(), family: family))
       case .time(let path, let report):
         guard let id = receivers.first(where: { $0.value.path == path })?.key else { continue }
         perform(state.timeReport(id, report))

@@ -94,6 +94,10 @@ public final class GPSDServer: Sendable {
     /// Where the server reports what happens (clients refused or dropped, devices appearing);
     /// called on the server's thread, must not block.
     public var log: (@Sendable (String) -> Void)?
+    /// Whose words the log uses where a receiver's message says what to set: the Swift API's
+    /// (`chipset: .family(.ublox)`) by default, serialgps's options (`--chipset ublox`) for
+    /// `serialgps serve`.
+    public var messageVocabulary: MessageVocabulary = .swiftAPI
     /// Told of each receiver the server starts or stops serving (named devices at start,
     /// discovered ones as they come and go), so that others in the same process, such as the
     /// MQTT bridge, can subscribe to it too. Called on the server's thread (for named

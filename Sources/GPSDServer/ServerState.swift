@@ -1,3 +1,4 @@
+import Chipsets
 import GPSDProtocol
 import NMEA
 import SerialGPS
@@ -95,6 +96,9 @@ struct ServerState {
     /// Set when data starts arriving after a power-on; cleared when the device is closed.
     var activated: UTCTimestamp?
     var seenData = false
+    /// gpsd's name for the driver of the receiver's family (``ChipsetFamily/gpsdDriverName``),
+    /// set when data starts arriving.
+    var driver = ChipsetFamily.nmea.gpsdDriverName
     /// The fix last sent to the watchers: the epoch a satellite view belongs to, and what a
     /// replay to a replaced subscription repeats.
     var lastFix: Fix?
@@ -106,7 +110,7 @@ struct ServerState {
 
     var report: GPSDDevice {
       GPSDDevice(
-        path: description.path, driver: seenData ? "NMEA0183" : nil, activated: activated,
+        path: description.path, driver: seenData ? driver : nil, activated: activated,
         flags: seenData ? GPSDDevice.seenGPS : nil)
     }
 
@@ -368,15 +372,18 @@ struct ServerState {
     return []
   }
 
-  /// Something from a device's receiver.
+  /// Something from a device's receiver; `family`, with a status, is the chipset family its
+  /// driver uses now (what the DEVICE report names once data arrives).
   mutating func receiverEvent(
-    _ id: DeviceID, _ event: ReceiverEventOrRawData, wallClock: UTCTimestamp
+    _ id: DeviceID, _ event: ReceiverEventOrRawData, wallClock: UTCTimestamp,
+    family: ChipsetFamily? = nil
   ) -> [ServerAction] {
     // The loop drops events of a subscription it replaced or ended (by its generation).
     guard let index = deviceIndex(id), devices[index].need != nil else {
       return unexpected("receiver event for device \(id), which is not subscribed")
     }
     let path = devices[index].description.path
+    if let family { devices[index].driver = family.gpsdDriverName }
     var actions = reports(for: event, on: index, path: path, wallClock: wallClock)
     if let sentences = devices[index].pseudoNMEA.sentences(for: event) {
       actions += broadcast(sentences, on: index) { self.wantsSentencesOnly($0) }

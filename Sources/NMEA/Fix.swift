@@ -157,6 +157,14 @@ public struct Fix: Sendable, Hashable {
   /// Longitude in decimal degrees, east positive.
   public var longitude: Double? { position?.longitude.decimalDegrees }
 
+  /// Latitude and longitude in decimal degrees when the epoch has a position, `nil` when it
+  /// has none: `.fix` events include every epoch, also those before the first position fix
+  /// and those the receiver sent without one (`if let position = fix.coordinate { … }`).
+  public var coordinate: (latitude: Double, longitude: Double)? {
+    guard let position else { return nil }
+    return (position.latitude.decimalDegrees, position.longitude.decimalDegrees)
+  }
+
   /// Date and time together, when both are known.
   public var timestamp: UTCTimestamp? {
     guard let date, let time else { return nil }

@@ -314,12 +314,28 @@ public struct RecordingError: Error, Sendable, Hashable, CustomStringConvertible
     self.code = errno
   }
 
+  /// The process's current directory, `nil` if it cannot be read.
+  static func currentDirectory() -> String? {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    guard getcwd(&buffer, buffer.count) != nil else { return nil }
+    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
   public var description: String {
     let reason = Errno(rawValue: code).description
     switch code {
     case ENOENT:
-      return "The recording \(path) does not exist (\(reason)). Check the path; fixtures live "
-        + "in fixtures/ at the top of the repository."
+      guard !path.hasPrefix("/") else {
+        return "The recording \(path) does not exist (\(reason)). Pass the path of a "
+          + "recording made with `serialgps record DEVICE -o FILE`."
+      }
+      // A relative path is the current directory's, which in a test run is the package's
+      // build directory or wherever the runner started: say where it was looked for.
+      let directory = Self.currentDirectory() ?? "the current directory"
+      return "The recording \(path) does not exist (\(reason)): looked for it in "
+        + "\(directory). A relative path is taken from the current directory; pass an "
+        + "absolute path (in a test, one made from #filePath), or the path of a recording "
+        + "made with `serialgps record DEVICE -o FILE`."
     case EACCES, EPERM:
       return "The recording \(path) cannot be read (\(reason)). Check its permissions."
     case EISDIR:

@@ -118,12 +118,15 @@ struct CommandStepRunner: Sendable {
           "\(step.summary): \(why) (\(written) of \(ran.attempts) attempts)\(silence)")
       }
       // It kept sending and ignored every attempt: it does not speak this command language.
+      let said =
+        "\(step.summary): \(why), \(written) attempts, while the receiver kept sending: it is "
+        + "most likely not a \(family.displayName) receiver. "
       return FailureReason(
         .wrongChipset,
-        "\(step.summary): \(why), \(written) attempts, while the receiver kept sending: it is "
-          + "most likely not a \(family.displayName) receiver. Name its chipset (chipset: "
-          + ".family(…), --chipset ublox|mtk|sirf|nmea), or leave it to be identified "
-          + "(chipset: .automatic or .probe)")
+        said + "Name its chipset (chipset: .family(…)), or leave it to be identified "
+          + "(chipset: .automatic or .probe)",
+        commandLine: said + "Name its chipset (--chipset ublox|mtk|sirf|nmea), or leave it to "
+          + "be identified (--chipset auto or --chipset probe)")
     }
   }
 }

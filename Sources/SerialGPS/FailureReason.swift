@@ -45,12 +45,23 @@ public struct FailureReason: Sendable, Hashable, CustomStringConvertible {
   }
 
   public var kind: Kind
-  /// What happened and what to do, for people.
+  /// What happened and what to do, for people, in an app developer's words where it says what
+  /// to set (``GPSReceiver/Options``); ``message(in:)`` gives it in serialgps's options.
   public var message: String
+  /// The message in serialgps's words, when it says what to set; `nil`: the same.
+  private var commandLineMessage: String?
 
-  public init(_ kind: Kind, _ message: String) {
+  /// A reason; `commandLine` is the message in serialgps's words (`--chipset ublox`) when
+  /// `message` names the Swift API (`chipset: .family(.ublox)`).
+  public init(_ kind: Kind, _ message: String, commandLine: String? = nil) {
     self.kind = kind
     self.message = message
+    self.commandLineMessage = commandLine
+  }
+
+  /// The message in the words of whoever reads it.
+  public func message(in vocabulary: MessageVocabulary) -> String {
+    vocabulary == .commandLine ? commandLineMessage ?? message : message
   }
 
   /// The reason for an error a connector or a connection threw: classified when it is one
@@ -66,6 +77,16 @@ public struct FailureReason: Sendable, Hashable, CustomStringConvertible {
   }
 
   public var description: String { message }
+}
+
+/// Whose words a message uses where it says what to set: an app developer's, who sets
+/// ``GPSReceiver/Options`` (`chipset: .family(.ublox)`), or a person's at a terminal, who gives
+/// serialgps its options (`--chipset ublox`).
+public enum MessageVocabulary: Sendable, Hashable {
+  /// The Swift API's names: the default of every `description`.
+  case swiftAPI
+  /// serialgps's command-line options.
+  case commandLine
 }
 
 /// An error that says which ``FailureReason/Kind`` it is, so that subscribers get it typed.
@@ -147,23 +168,34 @@ public struct CommandsWithheld: Sendable, Hashable, CustomStringConvertible {
     return identification.family
   }
 
-  /// What to set: `chipset: .family(.mediatek)` (`--chipset mtk`) when a hint names the
-  /// family, else any family or `.probe`.
-  public var advice: String {
+  /// What to set, in an app developer's words: `chipset: .family(.mediatek)` when a hint
+  /// names the family, else any family or `.probe`.
+  public var advice: String { advice(in: .swiftAPI) }
+
+  /// What to set, in the words of whoever reads it: `chipset: .family(.mediatek)` for an app
+  /// developer, `--chipset mtk` at the terminal.
+  public func advice(in vocabulary: MessageVocabulary) -> String {
+    let swift = vocabulary == .swiftAPI
     if probed {
       return "it answered neither UBX-MON-VER nor $PMTK605, so it is no u-blox or MediaTek "
-        + "receiver (or one that did not wake); if you know its family, set chipset: "
-        + ".family(…) (--chipset ublox|mtk|sirf), or .family(.nmea) (--chipset nmea) to say it "
-        + "has none"
+        + "receiver (or one that did not wake); if you know its family, "
+        + (swift
+          ? "set chipset: .family(.ublox), .family(.mediatek) or .family(.sirf), or "
+            + ".family(.nmea) to say it has none"
+          : "give --chipset ublox|mtk|sirf, or --chipset nmea to say it has none")
     }
     if let family = likelyFamily {
-      return "if it is a \(family.displayName) receiver, as "
-        + "\(hintSource) suggests, set chipset: .family(.\(family.rawValue)) (--chipset "
-        + "\(family.cliName)); or chipset: .probe (--chipset probe) to ask it"
+      return "if it is a \(family.displayName) receiver, as \(hintSource) suggests, "
+        + (swift
+          ? "set chipset: .family(.\(family.rawValue)); or chipset: .probe to ask it"
+          : "give --chipset \(family.cliName); or --chipset probe to ask it")
     }
-    return "set chipset: .family(.ublox), .family(.mediatek) or .family(.sirf) "
-      + "(--chipset ublox|mtk|sirf) to name its family, or chipset: .probe (--chipset probe) "
-      + "to ask it (writes two queries to the device)"
+    return
+      (swift
+      ? "set chipset: .family(.ublox), .family(.mediatek) or .family(.sirf) to name its "
+        + "family, or chipset: .probe to ask it"
+      : "give --chipset ublox|mtk|sirf to name its family, or --chipset probe to ask it")
+      + " (writes two queries to the device)"
   }
 
   private var hintSource: String {
@@ -174,7 +206,10 @@ public struct CommandsWithheld: Sendable, Hashable, CustomStringConvertible {
     return "its " + evidence.dropFirst(prefix.count)
   }
 
-  public var description: String {
+  public var description: String { description(in: .swiftAPI) }
+
+  /// What was withheld and what to set, in the words of whoever reads it.
+  public func description(in vocabulary: MessageVocabulary) -> String {
     var known = "its chipset is not known"
     if let vendor = identification?.vendor, likelyFamily == nil {
       known = "it is \(vendor)'s, a maker the driver has no commands for"
@@ -182,10 +217,10 @@ public struct CommandsWithheld: Sendable, Hashable, CustomStringConvertible {
     switch moment {
     case .powerOn:
       return "no power commands: \(known), so nothing is written to it and a receiver in "
-        + "standby stays asleep; \(advice)"
+        + "standby stays asleep; \(advice(in: vocabulary))"
     case .powerOff:
       return "not put to standby: \(known), so it keeps running with its port closed; "
-        + advice
+        + advice(in: vocabulary)
     }
   }
 }

@@ -122,6 +122,16 @@ public final class GPSReceiver: Sendable {
         lifetime: lifetime))
   }
 
+  /// The events subscribers get, without powering the receiver: its status changes (the
+  /// current one first), and its fixes and satellite views while others power it. For code
+  /// that asks with a request or ``location(accuracy:timeout:maxAge:)``, which deliver fixes
+  /// only, and wants to know at once why none can come: the device cannot be opened
+  /// (``ReceiverStatus/disconnected(reason:)``), or a receiver in standby is not woken
+  /// (``ReceiverStatus/commandsWithheld(_:)``). Ends as ``ReceiverEvents`` do.
+  public func observe(bufferSize: Int? = nil) -> ReceiverEvents {
+    ReceiverEvents(core: core.makeObserver(bufferSize: bufferSize, lifetime: lifetime))
+  }
+
   /// Subscribes to fixes as `request` asks: how often, how good, whether it may power the
   /// receiver (docs/requests.md). All requests and plain subscriptions are merged: the
   /// receiver is powered for what they want together, sleeping between the fixes of interval

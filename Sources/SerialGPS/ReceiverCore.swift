@@ -115,6 +115,19 @@ final class ReceiverCore: Sendable {
     }
   }
 
+  /// A queue that gets what subscribers get without counting as one: it powers nothing.
+  func makeObserver(bufferSize: Int?, lifetime: ReceiverLifetime) -> SubscriptionCore {
+    let queue = SubscriberQueue(capacity: bufferSize ?? options.subscriberBufferSize)
+    guard let id = hub.add(queue) else {
+      queue.finish()
+      return SubscriptionCore(queue: queue) {}
+    }
+    return SubscriptionCore(queue: queue) { [weak self] in
+      _ = lifetime  // the receiver lives while an observer does
+      self?.hub.remove(id)
+    }
+  }
+
   /// A location request: its queue gets what the scheduler delivers, and ends when the
   /// request ends by itself or is disposed of.
   func makeRequest(

@@ -72,15 +72,18 @@ public enum ReceiverStatus: Sendable, Hashable, CustomStringConvertible {
   /// standby commands and the port closed.
   case poweredOff
 
-  public var description: String {
+  public var description: String { description(in: .swiftAPI) }
+
+  /// The status for people, in the words of whoever reads it where it says what to set.
+  public func description(in vocabulary: MessageVocabulary) -> String {
     switch self {
     case .poweringOn: return "powering on"
     case .streaming: return "streaming"
     case .noFix: return "no fix"
-    case .disconnected(let reason): return "disconnected: \(reason)"
+    case .disconnected(let reason): return "disconnected: \(reason.message(in: vocabulary))"
     case .reconnected: return "reconnected"
-    case .commandFailed(let reason): return "command failed: \(reason)"
-    case .commandsWithheld(let withheld): return withheld.description
+    case .commandFailed(let reason): return "command failed: \(reason.message(in: vocabulary))"
+    case .commandsWithheld(let withheld): return withheld.description(in: vocabulary)
     case .poweredOff: return "powered off"
     }
   }

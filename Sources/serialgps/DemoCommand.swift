@@ -1,6 +1,7 @@
 import Chipsets
 import Glibc
 import NMEA
+import POSIX
 import Replay
 import SerialGPS
 import SerialPort
@@ -128,6 +129,10 @@ struct DemoSession {
       """)
     out.line("[demo] The virtual receiver is asleep (u-blox backup), as serialgps leaves a")
     out.line("       receiver nobody listens to. Subscribing powers it on:")
+    out.line("       (In plain words: backup is the receiver's deepest sleep, keeping only its")
+    out.line("       clock and the ephemeris, the satellites' orbits, so that it fixes again in")
+    out.line("       seconds; acc is a fix's estimated error in metres; charge is what the")
+    out.line("       receiver drew from its supply, in milliamp-hours.)")
     out.flush()
 
     var receiverOptions = GPSReceiver.Options()
@@ -137,18 +142,23 @@ struct DemoSession {
       connector: SerialConnector(path: simulator.devicePath, baud: .fixed(.b115200)),
       options: receiverOptions)
 
-    // What the receiver is sent, told as it arrives.
-    let commandLog = DriverExecutor.task {
-      var told = 0
-      while !Task.isCancelled {
+    // What the receiver is sent, told as it arrives, and before any event printed after it:
+    // an acknowledgement comes before the fix that followed it.
+    let told = Locked(0)
+    @Sendable func tellCommands() {
+      let inputs = told.withLock { told -> [ReceivedInput] in
         let total = simulator.receivedForgotten + simulator.received.count
-        if total > told {
-          for input in simulator.received.suffix(total - told) {
-            out.line("  → receiver got " + CommandNames.describe(input, family: .ublox))
-          }
-          out.flush()
-          told = total
-        }
+        defer { told = total }
+        return total > told ? Array(simulator.received.suffix(total - told)) : []
+      }
+      for input in inputs {
+        out.line("  → receiver got " + CommandNames.describe(input, family: .ublox))
+      }
+      if !inputs.isEmpty { out.flush() }
+    }
+    let commandLog = DriverExecutor.task {
+      while !Task.isCancelled {
+        tellCommands()
         try? await SystemClock().sleep(for: .milliseconds(10))
       }
     }
@@ -164,11 +174,12 @@ struct DemoSession {
     var epochs = 0
     var lastStatus: ReceiverStatus?
     for await event in events {
+      tellCommands()
       switch event {
       case .status(let status):
         guard status != lastStatus else { continue }
         lastStatus = status
-        out.line("  status: \(status)")
+        out.line("  status: \(status.description(in: .commandLine))")
       case .fix(let update):
         epochs += 1
         if update.fix.mode != .noFix { positions += 1 }
@@ -218,8 +229,31 @@ struct DemoSession {
     out.line("[demo] The virtual receiver is in backup again: silent, drawing almost nothing.")
     out.line("       Demo over. With a receiver attached, `make run` watches it instead")
     out.line("       (serialgps watch DEVICE); `serialgps list` shows what is attached.")
+    out.line(Self.installAdvice(executable: Self.executablePath()))
     out.flush()
     return positions >= options.fixes || stoppedByUser ? 0 : 1
+  }
+
+  /// Where this serialgps is, and how to install it, for the demo's last lines.
+  static func installAdvice(executable: String?) -> String {
+    guard let executable else {
+      return
+        "       Install serialgps with `sudo make install`, or as a Debian package: `make deb`."
+    }
+    if executable.hasPrefix("/usr/bin/") || executable.hasPrefix("/usr/local/bin/") {
+      return "       serialgps is installed: \(executable) (`man serialgps`)."
+    }
+    return "       This serialgps is \(executable).\n"
+      + "       Install it with `sudo make install` (the program, man page, udev rules and\n"
+      + "       systemd units under /usr/local), or make the Debian package with `make deb`."
+  }
+
+  /// The path of the running executable (`/proc/self/exe`), `nil` if it cannot be read.
+  static func executablePath() -> String? {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    guard count > 0 else { return nil }
+    return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
 
   /// The bundled recording: in the current directory, next to the executable

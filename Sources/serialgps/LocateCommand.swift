@@ -93,16 +93,31 @@ enum Locate: CommandArguments {
         GPSReceiver(device: $0, baud: options.baud, options: receiverOptions)
       } ?? GPSReceiver(selecting: .first, baud: options.baud, options: receiverOptions)
     let stop = StopSignals()
+    // Watched beside the request, which delivers fixes only: why none can come, said at once.
+    let observer = receiver.observe()
     let asking = DriverExecutor.task {
       try await receiver.location(
         accuracy: options.accuracy, timeout: options.timeout, maxAge: options.maxAge)
+    }
+    let blocked = DriverExecutor.task { () -> String? in
+      let reason = await NoFixCanCome.reason(observer, device: receiver.deviceName)
+      if reason != nil { asking.cancel() }
+      return reason
     }
     stop.onStop { reason in
       Output.error.line("serialgps locate: \(reason): stopping; powering the receiver off")
       asking.cancel()
     }
     let status: Int32
-    switch await asking.result {
+    let result = await asking.result
+    observer.cancel()
+    if let reason = await blocked.value, !stop.isRequested {
+      Output.error.line("serialgps locate: " + reason)
+      Output.standard.flush()
+      await receiver.shutdown()
+      return 1
+    }
+    switch result {
     case .success(let update):
       print(update.fix, options: options, device: receiver.deviceName)
       if options.accuracy != nil, update.fix.horizontalAccuracy == nil {
@@ -114,7 +129,7 @@ enum Locate: CommandArguments {
     case .failure(let error as LocationTimeout):
       if let best = error.best { print(best.fix, options: options, device: receiver.deviceName) }
       if case .disconnected(let reason) = receiver.status {
-        Output.error.line("serialgps locate: " + reason.message)
+        Output.error.line("serialgps locate: " + reason.message(in: .commandLine))
       } else {
         Output.error.line("serialgps locate: \(receiver.deviceName): \(error)")
       }

@@ -480,7 +480,7 @@ enum CommandNames {
     if let step = knownSteps(family).first(where: { $0.bytes == input.bytes }) {
       what = step.summary
     } else if let command = input.command {
-      what = "\(command)"
+      what = command.name
     } else {
       what = "\(input.bytes.count) bytes that form no command"
     }

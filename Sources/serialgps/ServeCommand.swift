@@ -16,8 +16,8 @@ import TimeService
 let serveCommand = Command(
   name: "serve",
   usage:
-    "serve [--listen ADDR|none] [--linger S] [--max-clients N] [--allow-remote] [--mqtt URL …] "
-    + "[--time …] [DEVICE …]",
+    "serve [--listen ADDR|none] [--chipset NAME] [--baud N|auto] [--linger S] [--max-clients N] "
+    + "[--allow-remote] [--mqtt URL …] [--time …] [DEVICE …]",
   summary:
     "Serve receivers to gpsd clients (port 2947) and an MQTT fleet, powered only while someone "
     + "watches.",
@@ -404,6 +404,7 @@ enum ServeCommand {
       return 2
     }
     configuration.log = { message in Output.error.line(message) }
+    configuration.messageVocabulary = .commandLine
     configuration.receiverOptions.positionMemory = PositionMemory.writable(
       directory: options.stateDirectory)
     if configuration.receiverOptions.positionMemory == nil {

@@ -264,13 +264,14 @@ enum Watch: CommandArguments {
       makeReceiver?(receiverOptions)
       ?? GPSReceiver(device: device, baud: options.baud, options: receiverOptions)
     let stop = StopSignals()
+    let isRequest = options.interval != nil || options.accuracy != nil
     let events: ReceiverEvents
     do {
       events =
-        options.interval == nil && options.accuracy == nil
-        ? receiver.subscribe()
-        : try receiver.subscribe(
+        isRequest
+        ? try receiver.subscribe(
           LocationRequest(interval: options.interval, accuracy: options.accuracy))
+        : receiver.subscribe()
     } catch {
       // The options were read as the library reads them: this is its word for what slipped by.
       Output.error.line("serialgps watch: \(error)")
@@ -282,10 +283,24 @@ enum Watch: CommandArguments {
           + "(Ctrl-C again to quit at once)")
       events.cancel()
     }
+    // A request delivers fixes only: an observer beside it prints the statuses, as plain watch
+    // does, and says at once why no fix can come.
+    let observer = isRequest ? receiver.observe() : nil
+    let blocked = observer.map { observer in
+      DriverExecutor.task { () -> String? in
+        let reason = await NoFixCanCome.reason(observer, device: device) { status in
+          Output.error.line("serialgps watch: \(device): \(status.description(in: .commandLine))")
+        }
+        if reason != nil { events.cancel() }
+        return reason
+      }
+    }
 
-    let ending = await printEvents(
+    var ending = await printEvents(
       events, device: device, options: options, stop: stop, deviceName: { receiver.deviceName })
     events.cancel()
+    observer?.cancel()
+    if let reason = await blocked?.value, !stop.isRequested { ending = .cannotOpen(reason: reason) }
     Output.standard.flush()
 
     if case .cannotOpen(let reason) = ending {
@@ -302,7 +317,7 @@ enum Watch: CommandArguments {
     if receiver.statistics.powerCommandsWithheld > withheldBefore,
       let withheld = receiver.commandsWithheld(at: .powerOff)
     {
-      Output.error.line("serialgps watch: \(device): \(withheld)")
+      Output.error.line("serialgps watch: \(device): \(withheld.description(in: .commandLine))")
     }
     let failed = receiver.statistics.commandsFailed - failedBefore
     if failed > 0 {
@@ -349,11 +364,12 @@ enum Watch: CommandArguments {
         case .streaming, .noFix, .reconnected:
           heardFrom = true
         case .disconnected(let reason) where !heardFrom:
-          return .cannotOpen(reason: reason.message)
+          return .cannotOpen(reason: reason.message(in: .commandLine))
         default:
           break
         }
-        Output.error.line("serialgps \(command): \(device): \(status)")
+        Output.error.line(
+          "serialgps \(command): \(device): \(status.description(in: .commandLine))")
       case .satellites:
         break
       }

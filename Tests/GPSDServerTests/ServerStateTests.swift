@@ -1,3 +1,4 @@
+import Chipsets
 import Foundation
 import GPSDProtocol
 import NMEA
@@ -360,6 +361,29 @@ import Testing
     #expect(gone == [#"{"class":"DEVICE","path":"/dev/ttyACM0","activated":0}"#])
     #expect(Self.classes(h.event(1, .status(.reconnected)), to: 1).isEmpty)
     #expect(Self.classes(h.event(1, .status(.streaming)), to: 1) == ["DEVICE"])
+  }
+
+  /// cgps and gpsmon show the DEVICE report's driver: gpsd's name for the family's driver
+  /// (`type_name` in gpsd 3.22's drivers/), not NMEA0183 for every receiver.
+  @Test(
+    "DEVICE names the driver gpsd uses for the receiver's family",
+    arguments: [
+      (ChipsetFamily.ublox, "u-blox"), (.sirf, "SiRF"), (.mediatek, "MTK-3301"),
+      (.nmea, "NMEA0183"),
+    ])
+  func deviceNamesTheFamilysDriver(family: ChipsetFamily, driver: String) {
+    var h = Harness()
+    _ = h.add(1, "/dev/ttyACM0")
+    _ = h.connect(1)
+    _ = h.say(1, "?WATCH={\"enable\":true,\"json\":true}\n")
+    let actions = h.state.receiverEvent(
+      1, .event(.status(.streaming)), wallClock: Self.wall, family: family)
+    let report = Self.reports(actions, to: 1).first
+    #expect(report?["class"] as? String == "DEVICE")
+    #expect(report?["driver"] as? String == driver)
+    let devices = Self.reports(h.say(1, "?DEVICES;\n"), to: 1).first
+    let listed = (devices?["devices"] as? [[String: Any]])?.first
+    #expect(listed?["driver"] as? String == driver, "\(String(describing: devices))")
   }
 
   @Test func hotpluggedDevicesJoinAndLeaveTheWatchers() {

@@ -54,6 +54,20 @@ struct FixBuilderTests {
     #expect(emitted.map(\.epoch.timeText) == (0..<5).map { "12:00:0\($0).000" })
   }
 
+  @Test("coordinate: the position when the epoch has one, nil for an epoch without")
+  func coordinate() throws {
+    let positioned = try #require(feed(ubloxCycle(1)).first?.epoch.fix)
+    let position = try #require(positioned.coordinate)
+    #expect(abs(position.latitude - (48 + 7.038 / 60)) < 1e-9)
+    #expect(abs(position.longitude - (11 + 31.0 / 60)) < 1e-9)
+    // A receiver without a fix yet: time, no position.
+    let searching = try #require(
+      feed(["GPRMC,120001.00,V,,,,,,,230394,,,N", "GPGGA,120001.00,,,,,0,00,99.99,,,,,,"])
+        .first?.epoch.fix)
+    #expect(searching.time != nil)
+    #expect(searching.coordinate == nil)
+  }
+
   @Test("before the cycle end is learned, an epoch closes when the time changes")
   func closesOnTimeChange() {
     let first = ubloxCycle(0)

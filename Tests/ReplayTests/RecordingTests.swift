@@ -123,6 +123,19 @@ import Testing
     #expect(throws: RecordingError.self) { try Recording.loadCached(path: path) }
   }
 
+  @Test("a missing recording at a relative path says where it was looked for and what to pass")
+  func aMissingRelativeRecordingSaysWhereAndWhat() throws {
+    let error = try #require(throws: RecordingError.self) {
+      try Recording.load(path: "no-such-drive.nmea")
+    }
+    let text = error.description
+    let directory = FileManager.default.currentDirectoryPath
+    #expect(text.contains("no-such-drive.nmea does not exist"), "\(text)")
+    #expect(text.contains("looked for it in \(directory)"), "\(text)")
+    #expect(text.contains("pass an absolute path"), "\(text)")
+    #expect(!text.contains("top of the repository"), "\(text)")
+  }
+
   @Test func aMissingRecordingNamesItsPath() {
     #expect {
       _ = try Recording.load(path: "/nonexistent/drive.nmea")

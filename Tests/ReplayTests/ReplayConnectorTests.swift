@@ -389,6 +389,29 @@ struct ReplayConnectorTests {
     #expect(!replay.hasUnreadBytes)
   }
 
+  @Test("an app's test steps the clock with the public helper until what it waits for came")
+  func publicClockHelper() async throws {
+    // As docs/replay.md shows it: no hand-written stepping, no real sleeps in the test.
+    let clock = ManualClock()
+    let replay = try ReplayConnector(
+      recordingAt: fixturePath("ublox-m8-drive"), profile: .ublox(.m8), clock: clock)
+    let receiver = GPSReceiver(connector: replay, clock: clock)
+    let log = EventLog(receiver.subscribe(bufferSize: 64))
+    let started = clock.now
+    let arrived = await clock.advance(upTo: .seconds(60), reading: replay) { log.fixes.count >= 5 }
+    #expect(arrived, "\(log.statuses)")
+    // Stepped, not jumped: the five fixes came within a few 100-ms steps of the fifth epoch.
+    #expect(clock.now - started >= .seconds(5))
+    #expect(clock.now - started < .seconds(10), "\(clock.now - started)")
+    #expect(!replay.hasUnreadBytes)
+    expectSame(Array(log.fixes.prefix(5)), decodedFixes(replay.recording).prefix(5))
+    // What never comes gives up at the virtual limit, with no real wait for it.
+    let never = await clock.advance(upTo: .seconds(2), reading: replay) { false }
+    #expect(!never)
+    log.stop()
+    #expect(await shutDown(receiver, advancing: clock, reading: replay))
+  }
+
   @Test("the README example compiles and does what it says")
   func readmeExample() async throws {
     // Kept word for word in README.md and docs/replay.md.

@@ -49,40 +49,21 @@ func eventually(timeout: Duration = .seconds(15), _ condition: () -> Bool) async
   return condition()
 }
 
-/// Advances `clock` a `step` at a time, up to `limit` of virtual time, until `condition` holds.
-///
-/// The driver arms its next timer only after the event a test waits for (the settle time
-/// after the bytes that woke the chip, say): one jump made before that timer exists passes it
-/// by and the timer then waits for a time that never comes. Steps cannot miss it; each waits a
-/// moment of real time first so the driver's threads can arm what they arm.
+/// Advances `clock` a `step` at a time, up to `limit` of virtual time, until `condition` holds:
+/// ``ManualClock/advance(by:upTo:reading:realTimeLimit:until:)``, the helper apps get. Under
+/// ThreadSanitizer on two busy cores one step's 5 ms of real time took 250–400 ms, and a
+/// 200-s request stepped 200 ms at a time outran a 30-s limit: the real-time limit is 600 s.
 func advance(
   _ clock: ManualClock, by step: Duration = .milliseconds(100), upTo limit: Duration,
   reading replay: ReplayConnector? = nil, until condition: () -> Bool
 ) async -> Bool {
-  var advanced = Duration.zero
-  // Only against a hang: the virtual limit ends the loop. Under ThreadSanitizer on two busy
-  // cores one step's 5 ms of real time took 250–400 ms, and a 200-s request stepped 200 ms at
-  // a time outran a 30-s limit.
-  let deadline = ContinuousClock.now + .seconds(600)
-  while true {
-    try? await Task.sleep(for: .milliseconds(5))
-    if condition() { return true }
-    guard advanced < limit, ContinuousClock.now < deadline else { return false }
-    if let replay { await waitUntilRead(replay) }
-    clock.advance(by: step)
-    advanced += step
-  }
+  await clock.advance(by: step, upTo: limit, reading: replay, until: condition)
 }
 
 /// Waits (at most 10 s of real time) until the receiver's reader has read every byte
-/// `replay` has given it: a step of the virtual clock taken while a reader starved of CPU is
-/// behind would end a listening window before the bytes in it were read (a receiver that
-/// talked would look silent; bytes from before the window would look sent in it).
+/// `replay` has given it.
 func waitUntilRead(_ replay: ReplayConnector) async {
-  let deadline = ContinuousClock.now + .seconds(10)
-  while replay.hasUnreadBytes, ContinuousClock.now < deadline {
-    try? await Task.sleep(for: .milliseconds(1))
-  }
+  await replay.waitUntilRead()
 }
 
 /// Shuts `receiver` down while stepping `clock`, so that a standby command waiting for its

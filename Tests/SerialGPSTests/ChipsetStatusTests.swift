@@ -52,8 +52,13 @@ import Testing
     let withheld = CommandsWithheld(moment: .powerOn, identification: nil)
     #expect(log.statuses.prefix(3) == [.poweringOn, .commandsWithheld(withheld), .streaming])
     #expect(withheld.description.contains("a receiver in standby stays asleep"))
-    #expect(withheld.description.contains("chipset: .probe (--chipset probe)"))
-    #expect(withheld.description.contains("--chipset ublox|mtk|sirf"))
+    // An app developer reads the Swift API's words, a person at the terminal serialgps's.
+    #expect(withheld.description.contains("or chipset: .probe to ask it"))
+    #expect(!withheld.description.contains("--chipset"))
+    let terminal = withheld.description(in: .commandLine)
+    #expect(terminal.contains("give --chipset ublox|mtk|sirf to name its family"))
+    #expect(terminal.contains("or --chipset probe to ask it"))
+    #expect(!terminal.contains("chipset: ."), "\(terminal)")
     #expect(receiver.commandFamily == .nmea)
     #expect(receiver.commandsWithheld(at: .powerOff)?.moment == .powerOff)
     // The subscription is still open while the shutdown powers off: it hears the repeat.
@@ -123,7 +128,9 @@ import Testing
     #expect(receiver.commandFamily == .nmea)
     let withheld = try #require(receiver.commandsWithheld())
     #expect(withheld.likelyFamily == .mediatek)
-    #expect(withheld.description.contains("set chipset: .family(.mediatek) (--chipset mtk)"))
+    #expect(withheld.description.contains("set chipset: .family(.mediatek); or chipset: .probe"))
+    #expect(
+      withheld.description(in: .commandLine).contains("give --chipset mtk; or --chipset probe"))
     #expect(withheld.description.contains("Quectel $PQTMVERNO sentence"))
     await receiver.shutdown()
     #expect(direct.all.contains { isWithheld($0, .powerOff) }, "\(direct.all)")

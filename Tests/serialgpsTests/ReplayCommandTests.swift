@@ -383,6 +383,28 @@ struct ReplayCommandTests {
     #expect(demo.standardError.isEmpty)
   }
 
+  @Test("demo: every command by its name, a line of plain words, where the binary is")
+  func demoSpeaksPlainly() async throws {
+    let demo = try CLIProcess(["demo", "--speed", "20", "--fixes", "3"])
+    #expect(await demo.exitStatus() == 0, "\(demo.standardError)")
+    let text = demo.standardOutput
+    // The aiding the wake sends, by its name, never as a dump of the decoded case.
+    #expect(text.contains("→ receiver got UBX-MGA-INI-TIME_UTC (the time, for a faster fix)"))
+    #expect(!text.contains("ubxOther"), "\(text)")
+    #expect(!text.contains("payload:"), "\(text)")
+    let got = text.split(separator: "\n").filter { $0.contains("→ receiver got ") }
+    #expect(got.count >= 7, "\(got)")
+    // Plain words for what the physics lines and the fixes say.
+    for word in ["backup is", "ephemeris", "acc is", "charge is"] {
+      #expect(text.contains(word), "\(word)")
+    }
+    // Where this binary is, and how to install it.
+    let binary = try serialgpsBinary().resolvingSymlinksInPath().path
+    #expect(text.contains("This serialgps is \(binary)."), "\(text)")
+    #expect(text.contains("`sudo make install`"))
+    #expect(text.contains("`make deb`"))
+  }
+
   @Test("the options, and clear complaints")
   func options() {
     #expect(

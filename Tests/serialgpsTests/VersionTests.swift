@@ -16,6 +16,24 @@ import Testing
     #expect(result.stderr.isEmpty)
   }
 
+  /// The warnings tell users to set `--chipset` and `--baud`: `serialgps --help` shows that
+  /// serve takes them, as the README's usage does.
+  @Test func helpListsServesChipsetAndBaud() async throws {
+    let result = try await runSerialgps(["--help"])
+    #expect(result.status == 0)
+    let serve = try #require(
+      result.stdout.split(separator: "\n").first { $0.hasPrefix("  serve ") }, "\(result.stdout)")
+    #expect(serve.contains("--chipset NAME"), "\(serve)")
+    #expect(serve.contains("--baud N|auto"), "\(serve)")
+    let root = URL(fileURLWithPath: #filePath)
+      .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+    let usage = try #require(
+      readme.split(separator: "\n").first { $0.hasPrefix("serialgps serve ") })
+    #expect(usage.contains("--chipset"), "\(usage)")
+    #expect(usage.contains("--baud N|auto"), "\(usage)")
+  }
+
   @Test func packagingReadsTheSameVersion() async throws {
     let root = URL(fileURLWithPath: #filePath)
       .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
