@@ -8,11 +8,13 @@ import Testing
 /// The raw port's writer over real sockets, against the simulated u-blox on a pty: what it
 /// leaves unfinished never reaches the receiver, and the driver's standby arrives whole.
 @Suite(.serialized) struct RawWriterTests {
-  func rawServer() throws -> (ReceiverSimulator, GPSDServer) {
-    let simulator = try makeSimulator(
-      "ublox-m8-drive", profile: .ublox(.m8), initialPowerState: .backup)
+  func rawServer(mediatek: Bool = false) throws -> (ReceiverSimulator, GPSDServer) {
+    let simulator =
+      mediatek
+      ? try makeSimulator("mtk-cold-start", profile: .mediatek, initialPowerState: .standby)
+      : try makeSimulator("ublox-m8-drive", profile: .ublox(.m8), initialPowerState: .backup)
     var configuration = testConfiguration()
-    configuration.receiverOptions.chipset = .family(.ublox)
+    configuration.receiverOptions.chipset = .family(mediatek ? .mediatek : .ublox)
     configuration.listenAddress = nil
     configuration.rawListenAddress = .loopback(port: 0)
     configuration.rawWrite = true
@@ -21,7 +23,8 @@ import Testing
       devices: .fixed([
         GPSDServer.ServedDevice(
           path: simulator.devicePath,
-          connector: SerialConnector(path: simulator.devicePath, baud: .fixed(.b115200)))
+          connector: SerialConnector(
+            path: simulator.devicePath, baud: .fixed(mediatek ? .b9600 : .b115200)))
       ]))
     return (simulator, server)
   }
@@ -74,6 +77,25 @@ import Testing
     try await Task.sleep(for: .milliseconds(500))
     #expect(simulator.received.count { $0.bytes == poll } <= received + 1024 / poll.count + 1)
     #expect(await simulator.waitForPowerState(.backup, timeout: .seconds(30)))
+    await server.shutdown()
+  }
+
+  @Test func aSentenceLeftWithoutItsLineEndNeverReachesTheReceiver() async throws {
+    let (simulator, server) = try rawServer(mediatek: true)
+    defer { simulator.stop() }
+    let port = try #require(server.rawListenAddress?.port)
+    let writer = try TestClient(port: port)
+    #expect(await simulator.waitForPowerState(.running, timeout: .seconds(30)))
+    writer.send("$PMTK220,1000")
+    writer.close()
+    #expect(await eventually { server.statistics.rawWriteBytesDropped == 13 })
+    #expect(
+      await simulator.waitForPowerState(.standby, timeout: .seconds(30)), "\(simulator.received)")
+    // Every byte the receiver got was a whole sentence: the standby's first $PMTK161 too.
+    let standby = Array("$PMTK161,0*28\r\n".utf8)
+    #expect(
+      simulator.received.first { $0.bytes.starts(with: Array("$PMTK161".utf8)) }?.bytes == standby)
+    #expect(simulator.inputStatistics.malformed == 0, "\(simulator.inputStatistics)")
     await server.shutdown()
   }
 }
