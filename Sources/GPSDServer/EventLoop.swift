@@ -74,6 +74,8 @@ final class EventLoop {
   var streamConnections: [Int: Connection] = [:]
   var nextStreamID = 1
   var rawWriter: RawWriteQueue
+  /// ``RawWriteQueue/Counters/bytesDropped`` when the last writer that left was told of.
+  var rawDropsSaid = 0
   var rawDropLog = LogThrottle(interval: .seconds(10))
   /// NMEA made from the stream device's fixes when it sends none, for the NMEA socket.
   var streamPseudoNMEA = PseudoNMEA()

@@ -1,4 +1,3 @@
-import Chipsets
 import NMEA
 
 /// What a stream port's connection gets of the first receiver served, for as long as it is
@@ -160,7 +159,7 @@ struct RawWriteQueue {
       var framed = 0
       var found: [[UInt8]] = []
       framer.feed(bytes) { frame in
-        let whole = Self.bytes(of: frame)
+        let whole = frame.bytes
         framed += whole.count
         found.append(whole)
       }
@@ -220,24 +219,5 @@ struct RawWriteQueue {
     nextBatch += 1
     inFlight = number
     return [.write(batch, batch: number)]
-  }
-
-  /// A frame's bytes as they go to the receiver: the sentence with its checksum and CR LF,
-  /// the binary frame with its framing.
-  static func bytes(of frame: Frame) -> [UInt8] {
-    switch frame {
-    case .sentence(let sentence):
-      return Array(sentence.line) + [0x0D, 0x0A]
-    case .ubx(let view):
-      // The framer passes no payload over its frame limit, far below UBX's 65 535.
-      return
-        (try? UBX.frame(
-          UBXMessageID(view.messageClass, view.messageID), payload: Array(view.payload))) ?? []
-    case .sirf(let view):
-      let length = view.payload.count
-      let sum = view.payload.reduce(0) { $0 + Int($1) } & 0x7FFF
-      return [0xA0, 0xA2, UInt8(length >> 8), UInt8(length & 0xFF)] + Array(view.payload)
-        + [UInt8(sum >> 8), UInt8(sum & 0xFF), 0xB0, 0xB3]
-    }
   }
 }

@@ -161,8 +161,17 @@ extension EventLoop {
     guard let connection = streamConnections.removeValue(forKey: id) else { return }
     connection.socket.close()
     if connection.stream == .raw {
+      let wrote = rawWriter.slot.writer == id
       rawWriter.left(id)
       performRawWrite([])
+      let dropped = rawWriter.counters.bytesDropped - rawDropsSaid
+      if wrote && dropped > 0 {
+        rawDropsSaid = rawWriter.counters.bytesDropped
+        log(
+          "raw port: \(connection.peer) left; \(dropped) bytes it sent were not written to the "
+            + "receiver: not whole NMEA sentences, UBX or SiRF frames (RTCM 3 is not passed on), "
+            + "or still waiting when it left")
+      }
     }
     countStreamConnections()
     if let kind = connection.stream, !hasStreamConnections(kind), let device = streamDevice {

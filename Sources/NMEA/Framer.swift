@@ -205,16 +205,6 @@ public struct NMEAFramer {
     binary.removeAll(keepingCapacity: true)
   }
 
-  /// Bytes of a sentence or frame begun and not yet finished: what ``reset()`` would drop.
-  public var bytesInProgress: Int {
-    switch state {
-    case .hunting, .discarding: return 0
-    case .sentence: return length
-    case .ubxSync, .sirfSync: return 1
-    case .ubx, .sirf: return binary.count
-    }
-  }
-
   // MARK: - Scanning
 
   /// Byte classes for the sentence loop: 0 ordinary text, everything else needs a look.

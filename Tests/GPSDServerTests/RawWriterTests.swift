@@ -8,11 +8,18 @@ import Testing
 /// The raw port's writer over real sockets, against the simulated u-blox on a pty: what it
 /// leaves unfinished never reaches the receiver, and the driver's standby arrives whole.
 @Suite(.serialized) struct RawWriterTests {
-  func rawServer() throws -> (ReceiverSimulator, GPSDServer) {
-    let simulator = try makeSimulator(
-      "ublox-m8-drive", profile: .ublox(.m8), initialPowerState: .backup)
+  /// What the server logged.
+  let log = Locked<[String]>([])
+
+  func rawServer(mediatek: Bool = false) throws -> (ReceiverSimulator, GPSDServer) {
+    let simulator =
+      mediatek
+      ? try makeSimulator("mtk-cold-start", profile: .mediatek, initialPowerState: .standby)
+      : try makeSimulator("ublox-m8-drive", profile: .ublox(.m8), initialPowerState: .backup)
     var configuration = testConfiguration()
-    configuration.receiverOptions.chipset = .family(.ublox)
+    let log = self.log
+    configuration.log = { line in log.withLock { $0.append(line) } }
+    configuration.receiverOptions.chipset = .family(mediatek ? .mediatek : .ublox)
     configuration.listenAddress = nil
     configuration.rawListenAddress = .loopback(port: 0)
     configuration.rawWrite = true
@@ -21,7 +28,8 @@ import Testing
       devices: .fixed([
         GPSDServer.ServedDevice(
           path: simulator.devicePath,
-          connector: SerialConnector(path: simulator.devicePath, baud: .fixed(.b115200)))
+          connector: SerialConnector(
+            path: simulator.devicePath, baud: .fixed(mediatek ? .b9600 : .b115200)))
       ]))
     return (simulator, server)
   }
@@ -61,8 +69,9 @@ import Testing
     let poll = try UBX.frame(UBXMessageID(0x0A, 0x04))
     writer.send(bytes: poll)
     #expect(await eventually { simulator.received.contains { $0.bytes == poll } })
-    // Far more than may wait (the receiver takes 11 KiB a second), and the writer goes: the
-    // receiver gets at most what waited and the batch it had, the rest is dropped.
+    // Far more than may wait (the receiver takes 11 KiB a second), and the writer goes:
+    // nothing more is handed to the receiver once it left, and the receiver never gets more
+    // than was handed on (what waited in the queue is dropped, not written later).
     let many = Array(repeating: poll, count: 40_000).flatMap { $0 }
     writer.send(bytes: many)
     writer.close()
@@ -70,10 +79,34 @@ import Testing
     let statistics = server.statistics
     #expect(statistics.rawBytesWritten <= poll.count + 64 * 1024 + 16 * 1024)
     #expect(statistics.rawWriteBytesDropped > 0)
-    let received = simulator.received.count { $0.bytes == poll }
-    try await Task.sleep(for: .milliseconds(500))
-    #expect(simulator.received.count { $0.bytes == poll } <= received + 1024 / poll.count + 1)
+    try await Task.sleep(for: .seconds(1))
+    #expect(server.statistics.rawBytesWritten == statistics.rawBytesWritten)
+    #expect(
+      simulator.received.count { $0.bytes == poll } * poll.count <= statistics.rawBytesWritten)
     #expect(await simulator.waitForPowerState(.backup, timeout: .seconds(30)))
+    await server.shutdown()
+  }
+
+  @Test func aSentenceLeftWithoutItsLineEndNeverReachesTheReceiver() async throws {
+    let (simulator, server) = try rawServer(mediatek: true)
+    defer { simulator.stop() }
+    let port = try #require(server.rawListenAddress?.port)
+    let writer = try TestClient(port: port)
+    #expect(await simulator.waitForPowerState(.running, timeout: .seconds(30)))
+    writer.send("$PMTK220,1000")
+    writer.close()
+    #expect(await eventually { server.statistics.rawWriteBytesDropped == 13 })
+    #expect(
+      await eventually {
+        log.withLock { $0.contains { $0.contains("left; 13 bytes it sent were not written") } }
+      }, "\(log.withLock { $0 })")
+    #expect(
+      await simulator.waitForPowerState(.standby, timeout: .seconds(30)), "\(simulator.received)")
+    // Every byte the receiver got was a whole sentence: the standby's first $PMTK161 too.
+    let standby = Array("$PMTK161,0*28\r\n".utf8)
+    #expect(
+      simulator.received.first { $0.bytes.starts(with: Array("$PMTK161".utf8)) }?.bytes == standby)
+    #expect(simulator.inputStatistics.malformed == 0, "\(simulator.inputStatistics)")
     await server.shutdown()
   }
 }

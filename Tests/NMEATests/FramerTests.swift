@@ -442,3 +442,25 @@ struct FramerTests {
     #expect(sentenceTexts(frames(bytes).0) == ["$PMTK161,0"])
   }
 }
+
+/// `Frame.bytes` and `bytesInProgress`: what the raw port's writer passes on and drops.
+@Suite struct FrameBytesTests {
+  @Test func eachFrameGoesOnAsItCameAndWhatIsUnfinishedIsCounted() {
+    let sentence = Array("$PMTK605*31\r\n".utf8)
+    let ubx: [UInt8] = [0xB5, 0x62, 0x06, 0x04, 0x04, 0x00, 0x00, 0x00, 0x08, 0x00, 0x16, 0x74]
+    let sirf: [UInt8] = [0xA0, 0xA2, 0x00, 0x02, 0x84, 0x00, 0x00, 0x84, 0xB0, 0xB3]
+    var framer = NMEAFramer()
+    var out: [UInt8] = []
+    framer.feed(sentence + ubx + sirf) { out += $0.bytes }
+    #expect(out == sentence + ubx + sirf)
+    #expect(framer.bytesInProgress == 0)
+    // A UBX header announcing 256 bytes: held, not delivered, until dropped (65 535, over
+    // the configured limit, is refused at once and counted as garbage).
+    framer.feed([0xB5, 0x62, 0x06, 0x04, 0x00, 0x01]) { _ in Issue.record("a frame delivered") }
+    #expect(framer.bytesInProgress == 6)
+    framer.reset()
+    #expect(framer.bytesInProgress == 0)
+    framer.feed(Array("$PMTK220,1000".utf8)) { _ in Issue.record("a sentence delivered") }
+    #expect(framer.bytesInProgress == 13)
+  }
+}

@@ -29,7 +29,13 @@
 // - every UBX frame is decoded, refused by reason or passed on as not decoded, and the
 //   counters say so; decoded messages hold no impossible value (positions within ±90°/±180°,
 //   calendar dates, satellites' elevations within ±90°), and every block of a message's
-//   views is read (AddressSanitizer catches a read past the payload).
+//   views is read (AddressSanitizer catches a read past the payload);
+// - the raw port's writer framing (the gpsd server's RawWriteQueue passes on `Frame.bytes`
+//   of each whole frame, and drops what the framer holds unfinished): each frame's bytes,
+//   framed alone, give that frame again and nothing else; all of them written one after the
+//   other and followed by a driver's standby commands (UBX-RXM-PMREQ, `$PMTK161,0`) give
+//   exactly those frames and then the commands, whole, whatever the writer sent; and what
+//   the framer holds unfinished stays within the configured limits.
 
 import NMEA
 
@@ -200,6 +206,31 @@ func parse(_ raw: RawSentence) -> Observed {
   }
 }
 
+/// The driver's own standby commands, which follow what a raw-port writer wrote.
+let standbyCommands: [UInt8] =
+  [0xB5, 0x62, 0x02, 0x41, 0x08, 0x00, 0, 0, 0, 0, 0x02, 0, 0, 0, 0x4D, 0x3B]
+  + Array("$PMTK161,0*28\r\n".utf8)
+
+/// Frames `bytes` with a fresh framer: what a receiver would find in them.
+func frames(of bytes: [UInt8], configuration: FramerConfiguration) -> (
+  frames: [Observed], garbage: Int
+) {
+  var framer = NMEAFramer(configuration: configuration)
+  var found: [Observed] = []
+  framer.feed(bytes) { frame in found.append(observed(frame)) }
+  return (found, framer.statistics.garbageBytes + framer.bytesInProgress)
+}
+
+func observed(_ frame: Frame) -> Observed {
+  switch frame {
+  case .sentence(let raw): return .sentence(bytes: Array(raw.bytes), hadChecksum: raw.hadChecksum)
+  case .ubx(let view):
+    return .ubx(
+      messageClass: view.messageClass, messageID: view.messageID, payload: Array(view.payload))
+  case .sirf(let view): return .sirf(payload: Array(view.payload))
+  }
+}
+
 /// Runs the payload through a framer and a decoder in the given pieces.
 func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfiguration) -> Run {
   var result = Run()
@@ -214,7 +245,15 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
   var ubxMessages = 0
   var ubxRejections = 0
 
+  var written: [UInt8] = []
   let onFrame: (Frame) -> Void = { frame in
+    // What the raw port's writer would pass on: the frame alone, found again whole.
+    let wire = frame.bytes
+    let again = frames(of: wire, configuration: configuration)
+    check(
+      again.frames == [observed(frame)] && again.garbage == 0,
+      "a frame's bytes framed again give \(again.frames), \(again.garbage) bytes left over")
+    written += wire
     switch frame {
     case .sentence(let raw):
       sentences += 1
@@ -284,9 +323,24 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
       let chunk = UnsafeRawBufferPointer(rebasing: raw[piece])
       framer.feed(chunk, onFrame)
       decoder.decode(chunk, onEvent)
+      check(
+        framer.bytesInProgress
+          <= max(
+            configuration.maximumBinaryFrameLength, configuration.maximumSentenceLength + 2),
+        "\(framer.bytesInProgress) bytes held unfinished, over the limits")
     }
   }
   decoder.finish(onEvent)
+
+  // The writer's whole frames, then the driver's standby: nothing of the writer's swallows
+  // a command, however it ended.
+  let receiver = frames(of: written + standbyCommands, configuration: configuration)
+  let standby = frames(of: standbyCommands, configuration: configuration).frames
+  check(standby.count == 2, "the standby commands frame as two")
+  check(
+    receiver.frames == result.frames + standby && receiver.garbage == 0,
+    "the receiver would see \(receiver.frames.count) frames, \(receiver.garbage) bytes of "
+      + "garbage, for \(result.frames.count) written and the standby")
 
   let statistics = framer.statistics
   check(
