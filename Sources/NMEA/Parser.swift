@@ -13,15 +13,17 @@ extension Sentence {
     // The sentence is written in place over a placeholder and never returned through a
     // closure (the standard library passes a closure's result through a `Result`, a generic
     // copy of a `Sentence`, which holds references).
-    var parsed = Sentence.mtkAcknowledgement(MTKAcknowledgement(command: 0, result: .failed))
+    // It is written straight into `self`, which holds a placeholder that owns no references
+    // until then (``ParsedSentence`` overwrites it without destroying it): no copy of the
+    // sentence out of a local, no destruction of the placeholder.
+    self = .mtkAcknowledgement(MTKAcknowledgement(command: 0, result: .failed))
     var failure: NMEAParseError?
-    withUnsafeMutablePointer(to: &parsed) { destination in
+    withUnsafeMutablePointer(to: &self) { destination in
       var consumer = ParsedSentence(destination: destination)
       SentenceRegistry.parse(raw, into: &consumer) { _ in }
       failure = consumer.failure
     }
     if let failure { throw failure }
-    self = parsed
   }
 
   /// Parses the fields of `raw` into a sentence of type `S` and `talker` in place and hands
@@ -182,7 +184,8 @@ protocol ParsedSentenceConsumer {
 }
 
 /// The consumer behind ``Sentence/init(parsing:)``: it writes the sentence to `destination`,
-/// or keeps the failure.
+/// or keeps the failure. `destination` holds a sentence that owns no references (the
+/// placeholder), so a typed sentence is written over it without destroying it first.
 struct ParsedSentence: ParsedSentenceConsumer {
   let destination: UnsafeMutablePointer<Sentence>
   var failure: NMEAParseError?
@@ -193,7 +196,7 @@ struct ParsedSentence: ParsedSentenceConsumer {
   mutating func take<S: NMEASentenceDescriptor>(
     _ sentence: borrowing S, dropped: DroppedFields, emit: (DecoderEvent) throws -> Void
   ) {
-    destination.pointee = sentence.sentence
+    destination.initialize(to: sentence.sentence)
   }
 
   mutating func takeUnknown(_ sentence: UnknownSentence, emit: (DecoderEvent) throws -> Void) {
