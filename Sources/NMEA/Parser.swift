@@ -35,17 +35,29 @@ extension Sentence {
     _ raw: RawSentence, as type: S.Type, talker: Talker, skipping: Int = 0,
     into consumer: inout Consumer, emit: (DecoderEvent) throws -> Void
   ) rethrows {
-    try parse(raw, as: S(talker: talker), skipping: skipping, into: &consumer, emit: emit)
+    // Made here, in the variable the parse fills: passed in, a sentence as large as a GSV is
+    // copied whole into that variable first.
+    var sentence = S(talker: talker)
+    try parse(raw, filling: &sentence, skipping: skipping, into: &consumer, emit: emit)
   }
 
   /// Parses the fields of `raw` into `empty` (a value holding only its talker, or what an
-  /// alias row of ``SentenceRegistry`` sets) in place, as ``parse(_:as:talker:skipping:into:emit:)``.
+  /// alias row of ``SentenceRegistry`` sets), as ``parse(_:as:talker:skipping:into:emit:)``.
   @inline(__always)
   static func parse<S: NMEASentenceDescriptor, Consumer: ParsedSentenceConsumer>(
-    _ raw: RawSentence, as empty: consuming S, skipping: Int = 0, into consumer: inout Consumer,
+    _ raw: RawSentence, as empty: S, skipping: Int = 0, into consumer: inout Consumer,
     emit: (DecoderEvent) throws -> Void
   ) rethrows {
     var sentence = empty
+    try parse(raw, filling: &sentence, skipping: skipping, into: &consumer, emit: emit)
+  }
+
+  /// Fills `sentence` from the fields of `raw` and hands it on, or hands on the error.
+  @inline(__always)
+  static func parse<S: NMEASentenceDescriptor, Consumer: ParsedSentenceConsumer>(
+    _ raw: RawSentence, filling sentence: inout S, skipping: Int, into consumer: inout Consumer,
+    emit: (DecoderEvent) throws -> Void
+  ) rethrows {
     let dropped: DroppedFields
     do {
       // Only the drops returned through `withFields` (one word): the standard library passes
@@ -69,7 +81,7 @@ extension Sentence {
     _ raw: RawSentence, as type: S.Type, talker: Talker, into consumer: inout Consumer,
     emit: (DecoderEvent) throws -> Void
   ) rethrows {
-    try parse(raw, as: S(talker: talker), into: &consumer, emit: emit)
+    try parse(raw, as: type, talker: talker, into: &consumer, emit: emit)
   }
 
   /// Calls `body` with a reader of the fields after the address and the number of commas,
