@@ -10,10 +10,12 @@ BUILD_PACKAGES := libudev-dev libmosquitto-dev pkg-config linux-libc-dev
 # the time service, a real MQTT broker and its clients, openssl for the TLS test's certificates,
 # systemd for systemd-socket-activate (serve under socket activation) and systemd-analyze,
 # rtklib for str2str (a client of serve's raw port), dbus, GeoClue and its demos (where-am-i and
-# the demo agent, in geoclue-2-demo) for serve's NMEA socket.
+# the demo agent, in geoclue-2-demo) for serve's NMEA socket; qemu-user and the aarch64 and
+# armhf cross compilers with their C libraries for the 32-bit board check (arm-check).
 TEST_PACKAGES := $(BUILD_PACKAGES) umockdev libumockdev-dev udev socat gpsd-clients python3-gps \
 	libxml2-utils util-linux python3 chrony gpsd gpsd-tools mosquitto mosquitto-clients openssl \
-	systemd rtklib dbus geoclue-2.0 geoclue-2-demo
+	systemd rtklib dbus geoclue-2.0 geoclue-2-demo qemu-user gcc-aarch64-linux-gnu \
+	gcc-arm-linux-gnueabihf libc6-dev-arm64-cross libc6-dev-armhf-cross
 
 # Needed to make the Debian package (dpkg-shlibdeps, dpkg-gencontrol; python3 for the man page)
 # and to check it (lintian; systemd for systemd-analyze verify; udev for udevadm).
@@ -43,7 +45,7 @@ run: deps
 	SWIFT=$(SWIFT) scripts/run.sh
 
 # Everything CI checks.
-test: test-deps fixtures-check test-unit docs-check test-tsan fuzz-smoke deb-check
+test: test-deps fixtures-check test-unit docs-check test-tsan arm-check fuzz-smoke deb-check
 
 test-unit:
 	$(SWIFT) build --build-tests
@@ -60,6 +62,12 @@ test-tsan:
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
 	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread \
 		--scratch-path .build/tsan --filter '$(TSAN_SUITES)'
+
+# The NMEA module in Embedded Swift for x86-64, aarch64 and armv7 hard-float, the corpus and
+# the crafted 32-bit edge cases through each under qemu-user, output identical to x86-64's
+# (docs/fuzzing.md, "32-bit boards"). CORPUS= another folder of captures.
+arm-check: test-deps
+	SWIFTC=$$(command -v swiftc || echo /opt/swift/usr/bin/swiftc) scripts/arm-check.sh $(CORPUS)
 
 # A short libFuzzer run over framer, parser and fix builder (builds into Fuzz/.build).
 fuzz-smoke: deps

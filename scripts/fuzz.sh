@@ -81,6 +81,8 @@ add_recording() {
 }
 
 shopt -s nullglob
+# The crafted 32-bit edge cases of the ARM check (docs/fuzzing.md, "32-bit boards").
+add_recording "$root/Embedded/edge-cases.nmea"
 for file in "$root"/fixtures/*; do
   [ -f "$file" ] && add_recording "$file"
 done

@@ -54,7 +54,7 @@ public enum NMEAEncoder {
       DecimalFormatting.appendPadded(Int(date.month), width: 2, to: &out)
       DecimalFormatting.appendPadded(date.year % 100, width: 2, to: &out)
     }
-    appendField(fix.magneticVariation.map(\.magnitude), decimals: 1, &out)
+    appendField(fix.magneticVariation.map { $0.magnitude }, decimals: 1, &out)
     out.append(ASCII.comma)
     if let variation = fix.magneticVariation { out.append(UInt8(ascii: variation < 0 ? "W" : "E")) }
     out.append(ASCII.comma)

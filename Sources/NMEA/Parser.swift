@@ -13,15 +13,17 @@ extension Sentence {
     // The sentence is written in place over a placeholder and never returned through a
     // closure (the standard library passes a closure's result through a `Result`, a generic
     // copy of a `Sentence`, which holds references).
-    var parsed = Sentence.mtkAcknowledgement(MTKAcknowledgement(command: 0, result: .failed))
+    // It is written straight into `self`, which holds a placeholder that owns no references
+    // until then (``ParsedSentence`` overwrites it without destroying it): no copy of the
+    // sentence out of a local, no destruction of the placeholder.
+    self = .mtkAcknowledgement(MTKAcknowledgement(command: 0, result: .failed))
     var failure: NMEAParseError?
-    withUnsafeMutablePointer(to: &parsed) { destination in
+    withUnsafeMutablePointer(to: &self) { destination in
       var consumer = ParsedSentence(destination: destination)
       SentenceRegistry.parse(raw, into: &consumer) { _ in }
       failure = consumer.failure
     }
     if let failure { throw failure }
-    self = parsed
   }
 
   /// Parses the fields of `raw` into a sentence of type `S` and `talker` in place and hands
@@ -33,17 +35,29 @@ extension Sentence {
     _ raw: RawSentence, as type: S.Type, talker: Talker, skipping: Int = 0,
     into consumer: inout Consumer, emit: (DecoderEvent) throws -> Void
   ) rethrows {
-    try parse(raw, as: S(talker: talker), skipping: skipping, into: &consumer, emit: emit)
+    // Made here, in the variable the parse fills: passed in, a sentence as large as a GSV is
+    // copied whole into that variable first.
+    var sentence = S(talker: talker)
+    try parse(raw, filling: &sentence, skipping: skipping, into: &consumer, emit: emit)
   }
 
   /// Parses the fields of `raw` into `empty` (a value holding only its talker, or what an
-  /// alias row of ``SentenceRegistry`` sets) in place, as ``parse(_:as:talker:skipping:into:emit:)``.
+  /// alias row of ``SentenceRegistry`` sets), as ``parse(_:as:talker:skipping:into:emit:)``.
   @inline(__always)
   static func parse<S: NMEASentenceDescriptor, Consumer: ParsedSentenceConsumer>(
-    _ raw: RawSentence, as empty: consuming S, skipping: Int = 0, into consumer: inout Consumer,
+    _ raw: RawSentence, as empty: S, skipping: Int = 0, into consumer: inout Consumer,
     emit: (DecoderEvent) throws -> Void
   ) rethrows {
     var sentence = empty
+    try parse(raw, filling: &sentence, skipping: skipping, into: &consumer, emit: emit)
+  }
+
+  /// Fills `sentence` from the fields of `raw` and hands it on, or hands on the error.
+  @inline(__always)
+  static func parse<S: NMEASentenceDescriptor, Consumer: ParsedSentenceConsumer>(
+    _ raw: RawSentence, filling sentence: inout S, skipping: Int, into consumer: inout Consumer,
+    emit: (DecoderEvent) throws -> Void
+  ) rethrows {
     let dropped: DroppedFields
     do {
       // Only the drops returned through `withFields` (one word): the standard library passes
@@ -67,7 +81,7 @@ extension Sentence {
     _ raw: RawSentence, as type: S.Type, talker: Talker, into consumer: inout Consumer,
     emit: (DecoderEvent) throws -> Void
   ) rethrows {
-    try parse(raw, as: S(talker: talker), into: &consumer, emit: emit)
+    try parse(raw, as: type, talker: talker, into: &consumer, emit: emit)
   }
 
   /// Calls `body` with a reader of the fields after the address and the number of commas,
@@ -182,7 +196,8 @@ protocol ParsedSentenceConsumer {
 }
 
 /// The consumer behind ``Sentence/init(parsing:)``: it writes the sentence to `destination`,
-/// or keeps the failure.
+/// or keeps the failure. `destination` holds a sentence that owns no references (the
+/// placeholder), so a typed sentence is written over it without destroying it first.
 struct ParsedSentence: ParsedSentenceConsumer {
   let destination: UnsafeMutablePointer<Sentence>
   var failure: NMEAParseError?
@@ -193,7 +208,7 @@ struct ParsedSentence: ParsedSentenceConsumer {
   mutating func take<S: NMEASentenceDescriptor>(
     _ sentence: borrowing S, dropped: DroppedFields, emit: (DecoderEvent) throws -> Void
   ) {
-    destination.pointee = sentence.sentence
+    destination.initialize(to: sentence.sentence)
   }
 
   mutating func takeUnknown(_ sentence: UnknownSentence, emit: (DecoderEvent) throws -> Void) {

@@ -88,15 +88,36 @@ func checkPossible(_ fix: Fix) {
   }
 }
 
+/// An integer field as every build reads it: within what `Int32` holds, so a 32-bit board
+/// and a 64-bit one agree (larger values are dropped as `integerRange`).
+func checkInteger(_ value: Int?, _ what: @autoclosure () -> String) {
+  if let value { check(abs(value) <= Int(Int32.max), "\(what()) \(value) beyond 32 bits") }
+}
+
 func checkPossible(_ sentence: Sentence) {
   switch sentence {
+  case .gga(let gga):
+    checkInteger(gga.satellitesUsed, "GGA satellites")
+    checkInteger(gga.differentialStation, "GGA station")
+  case .pubxTime(let pubx):
+    checkInteger(pubx.leapSeconds, "PUBX,04 leap seconds")
+    checkInteger(pubx.week, "PUBX,04 week")
+    checkInteger(pubx.clockBias, "PUBX,04 clock bias")
   case .rmc(let rmc):
     if let date = rmc.date { check(isCalendarDate(date), "RMC date \(date)") }
     if let speed = rmc.speedKnots { check(speed >= 0 && speed < 999, "RMC speed \(speed)") }
     if let course = rmc.course { check(course >= 0 && course < 360, "RMC course \(course)") }
   case .zda(let zda):
     if let date = zda.date { check(isCalendarDate(date), "ZDA date \(date)") }
+    checkInteger(zda.localZoneHours, "ZDA zone hours")
+    checkInteger(zda.localZoneMinutes, "ZDA zone minutes")
   case .gsv(let gsv):
+    for satellite in gsv {
+      checkInteger(satellite.id, "GSV satellite")
+      checkInteger(satellite.elevation, "GSV elevation")
+      checkInteger(satellite.azimuth, "GSV azimuth")
+      checkInteger(satellite.snr, "GSV SNR")
+    }
     check(
       (1...9).contains(gsv.messageCount) && (1...gsv.messageCount).contains(gsv.messageNumber),
       "GSV message \(gsv.messageNumber) of \(gsv.messageCount)")
