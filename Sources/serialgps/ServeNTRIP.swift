@@ -46,7 +46,8 @@ struct ServeNTRIPOptions: Equatable {
       credentialsFile = try reader.value("--ntrip-credentials needs a file holding user:password")
     case "--ntrip-gga":
       let interval = try reader.seconds(
-        in: 0...3600, "--ntrip-gga needs a number of seconds from 0 (none) to 3600, such as 10")
+        in: 0...3600, allowingZero: true,
+        "--ntrip-gga needs a number of seconds from 0 (none) to 3600, such as 10")
       positionInterval = interval == .zero ? nil : interval
     case "--ntrip-timeout":
       silenceTimeout = try reader.seconds(
