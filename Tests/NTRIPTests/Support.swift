@@ -68,7 +68,24 @@ final class MemoryConnection: ReceiverConnection, @unchecked Sendable {
     }
   }
 
-  func write(_ bytes: [UInt8]) throws { lock.withLock { writes.append(bytes) } }
+  /// While true, a write waits (a receiver whose port does not drain).
+  var stalled: Bool {
+    get { lock.withLock { isStalled } }
+    set {
+      lock.withLock {
+        isStalled = newValue
+        lock.broadcast()
+      }
+    }
+  }
+  private var isStalled = false
+
+  func write(_ bytes: [UInt8]) throws {
+    lock.withLock {
+      while isStalled { lock.wait() }
+      writes.append(bytes)
+    }
+  }
 
   func interrupt() {
     lock.withLock {
