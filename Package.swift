@@ -164,7 +164,7 @@ let package = Package(
       name: "serialgpsTests",
       dependencies: [
         "serialgps", "GPSDProtocol", "GPX", "NMEA", "Replay", "SerialPort", "Chipsets",
-        "GPSDServer", "SerialGPS",
+        "GPSDServer", "SerialGPS", "NTRIP",
       ]),
     // `serialgps watch`: its formatting, and the built executable against a pty.
     .testTarget(

@@ -44,7 +44,7 @@ struct ChunkedDecoder: Sendable {
           guard digits > 0 else { return try fail() }
           phase = .sizeLineFeed(value: value)
         } else if inExtension {
-          break
+          // An extension's text, to the end of the line: ignored.
         } else if byte == UInt8(ascii: ";") {
           guard digits > 0 else { return try fail() }
           phase = .size(value: value, digits: digits, inExtension: true)

@@ -197,6 +197,9 @@ private final class ClientLoop: @unchecked Sendable {
         if outgoing.count + bytes.count <= 16 * 1024 { outgoing += bytes }
         flush()
       case .forward(let frame):
+        // What is still waiting: handed over less what the receiver wrote or dropped since
+        // the client began. A raw-port writer's bytes count there too: while one writes, the
+        // bound is loose by what it wrote; without one it is exact.
         let statistics = receiver.statistics
         let done = statistics.bytesWritten + statistics.bytesNotWritten - writtenAtStart
         if handed - done + frame.count > options.maximumPendingBytes {
@@ -209,8 +212,13 @@ private final class ClientLoop: @unchecked Sendable {
       case .disconnect:
         close()
       case .report(let report):
-        if case .ended(let failure, _, _) = report {
+        switch report {
+        case .ended(let failure, _, _):
           shared.withLock { $0.stoppedBy = failure?.isPermanent == true ? failure : nil }
+        case .streaming:
+          shared.withLock { $0.stoppedBy = nil }
+        case .connecting:
+          break
         }
         options.log?(report.description)
       }

@@ -141,10 +141,19 @@ struct NTRIPResponseDecoder: Sendable {
     }
   }
 
-  /// The connection ended: a source table without its end line still names what it listed.
+  /// The connection ended. A source table without its end line still names what it listed;
+  /// a status line without the empty line after its header (RTKLIB's caster answers a wrong
+  /// password with `HTTP/1.0 401 Unauthorized` and closes) still says what it was.
   mutating func end(output: (Output) -> Void) {
-    if case .sourceTable = phase {
+    switch phase {
+    case .sourceTable:
       finish(.failure(notOffered), output)
+    case .header where status != nil:
+      if !line.isEmpty { headerLine(output) }
+      if case .header = phase { headerLine(output) }  // the empty line that never came
+      if case .sourceTable = phase { finish(.failure(notOffered), output) }
+    default:
+      break
     }
   }
 

@@ -110,11 +110,9 @@ public struct NTRIPSession: Sendable {
   }
 
   private struct Link: Sendable {
-    var since: DriverInstant
     var lastHeard: DriverInstant
     var connected: DriverInstant?
     var decoder: NTRIPResponseDecoder
-    var streaming = false
     var nextPosition: DriverInstant?
   }
 
@@ -219,12 +217,9 @@ public struct NTRIPSession: Sendable {
         failure = reason
       }
     }
-    if startedStreaming {
-      link.streaming = true
-      if configuration.positionInterval != nil {
-        link.nextPosition = now
-        actions += position(&link, at: now, fix: fix)
-      }
+    if startedStreaming && configuration.positionInterval != nil {
+      link.nextPosition = now
+      actions += position(&link, at: now, fix: fix)
     }
     state = .linked(link)
     if let failure { actions += fail(failure, at: now) }
@@ -282,7 +277,7 @@ public struct NTRIPSession: Sendable {
     framer.reset()
     state = .linked(
       Link(
-        since: now, lastHeard: now,
+        lastHeard: now,
         decoder: NTRIPResponseDecoder(
           mountpoint: configuration.caster.mountpoint)))
     return [.report(.connecting(configuration.caster)), .connect]

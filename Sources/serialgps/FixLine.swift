@@ -9,7 +9,8 @@ import NMEA
 /// UTC time (the time of day alone, `12:00:07.250Z`, until the receiver has sent a date),
 /// fix mode, latitude and longitude in degrees (7 decimals, about a centimetre, from the
 /// receiver's exact minutes), altitude (above mean sea level, else above the ellipsoid), speed
-/// over ground, satellites used and horizontal accuracy (one sigma). Always the same fields
+/// over ground, satellites used and horizontal accuracy (one sigma); then, only for a fix that
+/// corrections improved, `RTK fixed`, `RTK float` or `DGPS` and their age. Always the same fields
 /// in the same order, two spaces apart, `-` for what the receiver did not say, so columns
 /// line up and scripts can split them. Position and altitude from 2D on, as in the TPV
 /// reports; numbers rounded as the reports round them (no `-0.0`).
@@ -32,7 +33,26 @@ enum FixLine {
     parts.append("speed " + quantity(fix.speed, decimals: 2, unit: "m/s"))
     parts.append("sats " + (fix.satellitesUsed.map(String.init) ?? "-"))
     parts.append("acc " + quantity(fix.horizontalAccuracy, decimals: 1, unit: "m"))
+    if let corrected = corrections(fix) { parts.append(corrected) }
     return parts.joined(separator: "  ")
+  }
+
+  /// What corrections did, after the fixed fields and only when they did something (TPV's
+  /// `status` 2, 3 or 4 and `dgpsAge`): `RTK fixed`, `RTK float` or `DGPS`, with the age of
+  /// the corrections when the receiver gave it.
+  static func corrections(_ fix: Fix) -> String? {
+    guard fix.mode >= .twoD else { return nil }
+    let kind: String
+    switch GPSDStatus.code(for: fix) {
+    case GPSDStatus.rtkFixed: kind = "RTK fixed"
+    case GPSDStatus.rtkFloat: kind = "RTK float"
+    case GPSDStatus.differential: kind = "DGPS"
+    default: return nil
+    }
+    guard let age = fix.differentialAge, let text = DecimalText.fixed(age, decimals: 1) else {
+      return kind
+    }
+    return kind + " (corrections \(text) s old)"
   }
 
   private static func quantity(_ value: Double?, decimals: Int, unit: String) -> String {

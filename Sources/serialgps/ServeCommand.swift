@@ -58,6 +58,8 @@ struct ServeOptions: Equatable, CommandArguments {
   var devices: [String] = []
   /// The MQTT bridge's options (`--mqtt …`).
   var fleet = ServeFleetOptions()
+  /// RTK corrections from an NTRIP caster (`--ntrip …`).
+  var ntrip = ServeNTRIPOptions()
   /// `--time`: serve time to chrony and ntpd, with `timeSettings`.
   var servesTime = false
   var timeSettings = GPSDServer.TimeOptions()
@@ -140,6 +142,9 @@ struct ServeOptions: Equatable, CommandArguments {
 
     MQTT options:
     \(ServeFleetOptions.help)
+
+    NTRIP options (docs/ntrip.md):
+    \(ServeNTRIPOptions.help)
 
     Time options (docs/time.md):
       --time              serve GPS time to chrony and ntpd from every receiver: chrony's SOCK
@@ -278,6 +283,8 @@ struct ServeOptions: Equatable, CommandArguments {
         options.timeOptionsGiven.append(argument)
       case let option where option.hasPrefix("--mqtt"):
         guard try options.fleet.take(option, from: &reader) else { throw .unknownOption(option) }
+      case let option where option.hasPrefix("--ntrip"):
+        guard try options.ntrip.take(option, from: &reader) else { throw .unknownOption(option) }
       default:
         if isOption(argument) { throw .unknownOption(argument) }
         options.devices.append(argument)
@@ -286,6 +293,7 @@ struct ServeOptions: Equatable, CommandArguments {
       if let mistake = options.fleet.mistake(devices: options.devices) {
         throw UsageMessage(mistake)
       }
+      if let mistake = options.ntrip.mistake { throw UsageMessage(mistake) }
       if let option = options.timeOptionsGiven.first, !options.servesTime {
         throw UsageMessage("\(option) is a time option: add --time")
       }
@@ -427,6 +435,28 @@ enum ServeCommand {
         return failure.status
       }
     }
+    var ntrip: ServeNTRIP?
+    if options.ntrip.isEnabled {
+      switch options.ntrip.configuration(
+        environmentCredentials: getenv(ServeNTRIPOptions.environmentVariable).map {
+          String(cString: $0)
+        })
+      {
+      case .success(let (settings, warning)):
+        if let warning { Output.error.line("serialgps serve: warning: \(warning)") }
+        let started = ServeNTRIP(configuration: settings)
+        ntrip = started
+        let fleetChanges = configuration.receiverChanges
+        configuration.receiverChanges = { change in
+          fleetChanges?(change)
+          started.change(change)
+        }
+      case .failure(let error):
+        Output.error.line("serialgps serve: " + error.message)
+        await fleet?.shutdown()
+        return 2
+      }
+    }
     let devices: GPSDServer.Devices =
       options.devices.isEmpty
       ? .discovery(DeviceDiscovery())
@@ -464,6 +494,8 @@ enum ServeCommand {
     let reason = await stop.requested()
     Output.error.line("serialgps serve: \(reason): putting the receivers to standby")
     await fleet?.shutdown()
+    // The corrections stop first: none is written to a receiver going to standby.
+    if let ntrip { Output.error.line("serialgps serve: " + (await ntrip.shutdown())) }
     await server.shutdown()
     let failed = server.statistics.standbysFailed
     if failed > 0 {

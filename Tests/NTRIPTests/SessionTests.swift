@@ -153,6 +153,20 @@ struct NTRIPSessionTests {
     #expect(session.power(true, at: now) == [.report(.connecting(caster)), .connect])
   }
 
+  @Test("a status line alone, then the close (RTKLIB's 401), is still that status")
+  func statusLineThenClose() {
+    var session = session()
+    _ = session.power(true, at: now)
+    _ = session.connected(at: now)
+    #expect(
+      session.received(Array("HTTP/1.0 401 Unauthorized\r\n".utf8)[...], at: now, fix: nil)
+        == [])
+    let failure = NTRIPFailure.unauthorized(mountpoint: "MOUNT")
+    #expect(
+      session.connectionEnded(at: now, reason: nil)
+        == [.report(.ended(failure, after: .zero, retryIn: nil))])
+  }
+
   @Test("a source table names the mountpoints offered")
   func sourceTable() {
     var session = session()
@@ -198,7 +212,7 @@ struct NTRIPSessionTests {
     let body = good + bad + good
     let header = "HTTP/1.1 200 OK\r\nNtrip-Version: Ntrip/2.0\r\nTransfer-Encoding: chunked\r\n\r\n"
     let chunks =
-      "a\r\n".utf8 + body[0..<10] + "\r\n".utf8 + "4b\r\n".utf8 + body[10...] + "\r\n".utf8
+      "a\r\n".utf8 + body[0..<10] + "\r\n".utf8 + "53\r\n".utf8 + body[10...] + "\r\n".utf8
     var actions: [NTRIPSession.Action] = []
     for byte in Array(header.utf8) + Array(chunks) {
       actions += session.received([byte], at: now, fix: nil)

@@ -7,6 +7,12 @@ import Testing
 
 @testable import NTRIP
 
+/// A test's own setup failed (a port, a process).
+struct TestSetupError: Error, CustomStringConvertible {
+  let description: String
+  init(_ description: String) { self.description = description }
+}
+
 /// Polls `condition` until it holds or `timeout` passes.
 func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
   let deadline = ContinuousClock.now + timeout
@@ -62,7 +68,24 @@ final class MemoryConnection: ReceiverConnection, @unchecked Sendable {
     }
   }
 
-  func write(_ bytes: [UInt8]) throws { lock.withLock { writes.append(bytes) } }
+  /// While true, a write waits (a receiver whose port does not drain).
+  var stalled: Bool {
+    get { lock.withLock { isStalled } }
+    set {
+      lock.withLock {
+        isStalled = newValue
+        lock.broadcast()
+      }
+    }
+  }
+  private var isStalled = false
+
+  func write(_ bytes: [UInt8]) throws {
+    lock.withLock {
+      while isStalled { lock.wait() }
+      writes.append(bytes)
+    }
+  }
 
   func interrupt() {
     lock.withLock {
@@ -122,7 +145,9 @@ final class TestCaster: @unchecked Sendable {
     self.answer = answer
     self.frames = frames
     self.interval = interval
-    listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    let listener = socket(
+      AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    self.listener = listener
     var yes: Int32 = 1
     setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
     var address = sockaddr_in()
@@ -134,8 +159,7 @@ final class TestCaster: @unchecked Sendable {
         bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
       }
     }
-    try #require(bound == 0)
-    try #require(listen(listener, 8) == 0)
+    guard bound == 0, listen(listener, 8) == 0 else { throw TestSetupError("listen") }
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     _ = withUnsafeMutablePointer(to: &address) {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {

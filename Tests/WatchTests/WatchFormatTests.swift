@@ -176,6 +176,25 @@ struct WatchOutputTests {
         + "  sats 8  acc -")
   }
 
+  @Test("the line for people: what corrections did, only when they did something")
+  func fixLineCorrections() {
+    let line =
+      "2026-03-30T12:00:07.250Z  3D  47.3769033  8.5417017  alt 408.3 m  speed 5.14 m/s"
+      + "  sats 8  acc 2.0 m"
+    var fix = zurichFix()
+    fix.quality = FixQuality(rawValue: 4)
+    fix.differentialAge = 1.4
+    fix.differentialStation = 0
+    #expect(FixLine.describe(fix) == line + "  RTK fixed (corrections 1.4 s old)")
+    fix.quality = FixQuality(rawValue: 5)
+    fix.differentialAge = nil
+    #expect(FixLine.describe(fix) == line + "  RTK float")
+    fix.quality = FixQuality(rawValue: 2)
+    #expect(FixLine.describe(fix) == line + "  DGPS")
+    fix.quality = FixQuality(rawValue: 1)
+    #expect(FixLine.describe(fix) == line)
+  }
+
   @Test("the line for people: no minus on what rounds to zero")
   func fixLineZero() {
     var fix = zurichFix()
