@@ -361,8 +361,9 @@ public struct ReceiverStatistics: Sendable, Hashable {
   /// Events the power policy did not expect in its state: a bug, ignored (a debug build
   /// stops at the first with an assertion). 0 unless something is wrong.
   public var unexpectedPolicyEvents = 0
-  /// Location requests refused because they cannot be met (a zero or negative interval,
-  /// count, duration or accuracy): their sequences end at once.
+  /// Location requests the scheduler refused because they cannot be met
+  /// (``LocationRequest/refusal``). 0 unless something is wrong: such a request throws
+  /// ``LocationRequestRefused`` when it is made and never reaches the scheduler.
   public var refusedRequests = 0
   /// Wakes that told the receiver the time (and its last position) before its start, and
   /// aiding messages it refused or left unanswered (a chip that already has its time answers

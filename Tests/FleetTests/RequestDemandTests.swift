@@ -26,8 +26,11 @@ struct RequestDemandTests {
     return true
   }
 
-  @Test("{\"interval\":20}: on for the first fix, then asleep while it stands")
-  func intervalDemand() async throws {
+  /// A receiver on a manual clock published as board-1 through a real mosquitto, in standby,
+  /// and a watcher of its topics.
+  func publishedReceiver() async throws -> (
+    TestBroker, ManualClock, GPSReceiver, ReplayConnector, Subscriber, FleetBridge
+  ) {
     let broker = try await TestBroker()
     let clock = ManualClock()
     let (receiver, replay) = try makeReceiver(clock: clock, linger: .seconds(5))
@@ -36,6 +39,12 @@ struct RequestDemandTests {
     let bridge = try FleetBridge(configuration: bridgeConfiguration(broker))
     try bridge.publish(receiver, as: "board-1")
     #expect(await eventually { watcher.payloads(on: "serialgps/board-1/status") == ["standby"] })
+    return (broker, clock, receiver, replay, watcher, bridge)
+  }
+
+  @Test("{\"interval\":20}: on for the first fix, then asleep while it stands")
+  func intervalDemand() async throws {
+    let (broker, clock, receiver, replay, watcher, bridge) = try await publishedReceiver()
 
     try await publish(
       port: broker.port, topic: "serialgps/board-1/demand/alice", payload: "{\"interval\":20}",
@@ -66,14 +75,7 @@ struct RequestDemandTests {
 
   @Test("withdrawing one interval demand leaves the other's request alone: nothing woken")
   func withdrawingOneLeavesTheOther() async throws {
-    let broker = try await TestBroker()
-    let clock = ManualClock()
-    let (receiver, replay) = try makeReceiver(clock: clock, linger: .seconds(5))
-    let watcher = try Subscriber(port: broker.port, "serialgps/board-1/#")
-    await watcher.ready(port: broker.port)
-    let bridge = try FleetBridge(configuration: bridgeConfiguration(broker))
-    try bridge.publish(receiver, as: "board-1")
-    #expect(await eventually { watcher.payloads(on: "serialgps/board-1/status") == ["standby"] })
+    let (broker, clock, receiver, replay, _, bridge) = try await publishedReceiver()
     func statistics() -> FleetBridgeStatistics? { bridge.statistics(for: "board-1") }
 
     try await publish(
