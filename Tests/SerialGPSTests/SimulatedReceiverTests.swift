@@ -186,7 +186,11 @@ import Testing
     #expect(reason?.message.contains("no acknowledgement") == true)
     #expect(reason?.message.contains("3 attempts") == true)
     #expect(reason?.message.contains("not a MediaTek/Quectel receiver") == true)
-    #expect(reason?.message.contains("--chipset") == true)
+    // An app developer reads the option to set, a person at a terminal serialgps's.
+    #expect(reason?.message.contains("chipset: .family(…)") == true)
+    #expect(reason?.message.contains("--chipset") == false)
+    #expect(reason?.message(in: .commandLine).contains("--chipset ublox|mtk|sirf|nmea") == true)
+    #expect(reason?.message(in: .commandLine).contains("chipset: .") == false)
     #expect(await eventually(timeout: .seconds(20)) { log.fixes.count >= 2 })
 
     log.stop()
