@@ -57,7 +57,7 @@ docs-check: deps
 	SWIFT=$(SWIFT) scripts/check-doc-snippets.py --keep .build/doc-snippets
 
 # The concurrency-heavy suites again under ThreadSanitizer, in a build directory of their own.
-TSAN_SUITES := SerialGPSTests|SerialPortTests|ReplayTests|GPSDServerTests|TimeServiceTests|FleetTests|POSIXTests
+TSAN_SUITES := SerialGPSTests|SerialPortTests|ReplayTests|GPSDServerTests|TimeServiceTests|FleetTests|POSIXTests|NTRIPTests
 test-tsan:
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
 	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread \

@@ -4,11 +4,14 @@ import POSIX
 import SerialGPS
 
 /// Corrections from an NTRIP caster for a gated receiver, fetched only while it is powered:
-/// the I/O shell around ``NTRIPSession`` (which decides everything). One thread,
-/// `serialgps-ntrip`, follows the receiver's power (``GPSReceiver/status``, read without
-/// powering anything), runs the session's actions on a non-blocking TCP socket, and writes
+/// the I/O shell around ``NTRIPSession`` (which decides everything). The receiver's status
+/// changes come from ``GPSReceiver/observe(bufferSize:)``, which powers nothing, through a
+/// small task on the ``DriverExecutor``; one thread, `serialgps-ntrip`, hands them to the
+/// session, runs its actions on a non-blocking TCP socket, and writes
 /// each whole, valid RTCM 3 frame with ``GPSReceiver/write(_:)`` — the receiver's one writer,
 /// which puts client bytes between the driver's own command exchanges, never inside one.
+/// While the receiver sleeps nothing runs: no timer, the thread asleep in `poll` until a
+/// status change or ``stop()``.
 ///
 /// ```swift
 /// let caster = try NTRIPCaster(url: "ntrip://rtk2go.com/MOUNT")
@@ -18,8 +21,6 @@ import SerialGPS
 /// ```
 public final class NTRIPClient: Sendable {
   public struct Options: Sendable {
-    /// How often the thread looks at the receiver's power when nothing else wakes it.
-    public var powerCheckInterval = Duration.milliseconds(250)
     /// Bytes of corrections handed to the receiver and not yet written, past which whole
     /// frames are dropped and counted (``NTRIPStatistics/framesDropped``): a receiver whose
     /// port stalls holds nothing more.
@@ -32,11 +33,16 @@ public final class NTRIPClient: Sendable {
   }
 
   private let thread: OwnThread
+  private let observer: Task<Void, Never>
   private let wake: EventSignal
   private let shared: Locked<Shared>
 
   fileprivate struct Shared: Sendable {
     var stopping = false
+    /// Status changes the observer passed on and the thread has not yet taken, in order.
+    var statuses: [ReceiverStatus] = []
+    /// The receiver shut down: no more statuses come.
+    var observerEnded = false
     var statistics = NTRIPStatistics()
     var stoppedBy: NTRIPFailure?
   }
@@ -54,6 +60,22 @@ public final class NTRIPClient: Sendable {
       receiver: receiver, session: NTRIPSession(configuration: configuration), options: options,
       clock: clock, wake: wake, shared: shared)
     thread = OwnThread.start(name: "serialgps-ntrip") { loop.run() }
+    // Only the statuses matter; a few buffered fixes ahead of them may be dropped.
+    let events = receiver.observe(bufferSize: 8)
+    observer = DriverExecutor.task {
+      for await event in events {
+        guard case .status(let status) = event else { continue }
+        shared.withLock { shared in
+          // Statuses come a few per power change; a thread that stopped taking them (only
+          // while it stops) leaves the oldest dropped rather than a growing queue.
+          if shared.statuses.count >= 64 { shared.statuses.removeFirst() }
+          shared.statuses.append(status)
+        }
+        wake.signal()
+      }
+      shared.withLock { $0.observerEnded = true }
+      wake.signal()
+    }
   }
 
   /// Counters so far.
@@ -68,6 +90,9 @@ public final class NTRIPClient: Sendable {
     shared.withLock { $0.stopping = true }
     wake.signal()
     await thread.join()
+    // The observer signals `wake`: it ends before the descriptor is closed.
+    observer.cancel()
+    await observer.value
     wake.close()
   }
 }
@@ -84,13 +109,15 @@ private final class ClientLoop: @unchecked Sendable {
   var socket: Int32?
   var connecting = false
   var outgoing: [UInt8] = []
-  var powered = false
+  var observing = true
   /// Bytes handed to ``GPSReceiver/write(_:)``, and the receiver's counters of written and
   /// refused bytes when the client began: what is still waiting is the difference.
   var handed = 0
   let writtenAtStart: Int
   var framesForwarded = 0
   var framesDropped = 0
+  var wakeUps = 0
+  var timedWakeUps = 0
 
   init(
     receiver: GPSReceiver, session: NTRIPSession, options: NTRIPClient.Options,
@@ -108,12 +135,17 @@ private final class ClientLoop: @unchecked Sendable {
 
   func run() {
     var buffer = [UInt8](repeating: 0, count: 4096)
-    while !shared.withLock({ $0.stopping }) {
-      let now = clock.now
-      let nowPowered = Self.isPowered(receiver.status, before: powered)
-      if nowPowered != powered {
-        powered = nowPowered
-        perform(session.power(powered, at: now))
+    while true {
+      let (stopping, statuses, ended) = shared.withLock { shared in
+        defer { shared.statuses.removeAll() }
+        return (shared.stopping, shared.statuses, shared.observerEnded)
+      }
+      if stopping { break }
+      for status in statuses { perform(session.receiverStatus(status, at: clock.now)) }
+      if ended && observing {
+        // The receiver shut down without a last status: it is powered no more.
+        observing = false
+        perform(session.power(false, at: clock.now))
       }
       perform(session.tick(at: clock.now, fix: fix))
       publish()
@@ -124,12 +156,14 @@ private final class ClientLoop: @unchecked Sendable {
         if connecting || !outgoing.isEmpty { events |= Int16(POLLOUT) }
         fds.append(pollfd(fd: socket, events: events, revents: 0))
       }
-      var wait = options.powerCheckInterval
-      if let deadline = session.nextDeadline {
-        wait = min(wait, max(.zero, deadline - clock.now))
+      // No deadline (the receiver asleep, or stopped at a failure): no timer at all.
+      let deadline = session.nextDeadline.map { due in
+        MonotonicInstant(
+          sinceOrigin: MonotonicInstant.now.sinceOrigin + max(.zero, due - clock.now))
       }
-      let deadline = MonotonicInstant(sinceOrigin: MonotonicInstant.now.sinceOrigin + wait)
-      _ = try? poll(&fds, until: deadline)
+      let ready = (try? poll(&fds, until: deadline)) ?? true
+      wakeUps += 1
+      if !ready { timedWakeUps += 1 }
       if fds[0].revents != 0 { wake.consume() }
       if fds.count > 1 { service(fds[1].revents, buffer: &buffer) }
     }
@@ -141,16 +175,6 @@ private final class ClientLoop: @unchecked Sendable {
   }
 
   private var fix: Fix? { receiver.replay?.fix }
-
-  /// Powered from the first sign of a power-on until it is off or the device is gone; a
-  /// command's failure says nothing about power.
-  static func isPowered(_ status: ReceiverStatus?, before: Bool) -> Bool {
-    switch status {
-    case .poweringOn, .streaming, .noFix, .reconnected: return true
-    case .poweredOff, .disconnected, nil: return false
-    case .commandFailed, .commandsWithheld: return before
-    }
-  }
 
   private func service(_ revents: Int16, buffer: inout [UInt8]) {
     guard let socket, revents != 0 else { return }
@@ -229,6 +253,8 @@ private final class ClientLoop: @unchecked Sendable {
     var statistics = session.statistics
     statistics.framesForwarded = framesForwarded
     statistics.framesDropped = framesDropped
+    statistics.wakeUps = wakeUps
+    statistics.timedWakeUps = timedWakeUps
     shared.withLock { $0.statistics = statistics }
   }
 

@@ -24,6 +24,12 @@ public struct NTRIPStatistics: Sendable, Hashable {
   public var longestConnection = Duration.zero
   /// Connections that ended in a failure (not a standby).
   public var failures = 0
+  /// Times the client's thread woke: for the receiver's power, the caster's socket, a
+  /// deadline or the stop. None while the receiver sleeps and nothing changes.
+  public var wakeUps = 0
+  /// Of ``wakeUps``, those for a deadline of the session's (a retry, a position due, the
+  /// silence check): only while a connection is wanted.
+  public var timedWakeUps = 0
 
   public init() {}
 }
@@ -157,6 +163,19 @@ public struct NTRIPSession: Sendable {
       let silence = link.lastHeard + configuration.silenceTimeout
       guard let position = link.nextPosition else { return silence }
       return min(silence, position)
+    }
+  }
+
+  /// The receiver's status changed (``GPSReceiver/observe(bufferSize:)`` tells each change,
+  /// the current one first, without powering it): powered from the first sign of a power-on
+  /// until it is off or the device is gone. A command's failure says nothing about power.
+  public mutating func receiverStatus(_ status: ReceiverStatus, at now: DriverInstant)
+    -> [Action]
+  {
+    switch status {
+    case .poweringOn, .streaming, .noFix, .reconnected: return power(true, at: now)
+    case .poweredOff, .disconnected: return power(false, at: now)
+    case .commandFailed, .commandsWithheld: return []
     }
   }
 

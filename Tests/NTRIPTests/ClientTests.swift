@@ -110,6 +110,39 @@ struct NTRIPClientTests {
     #expect(!log.contains { $0.contains("secret") })
   }
 
+  @Test("asleep and unwatched, the client never wakes; a power-on connects at once, no timer")
+  func noWakeUpsWhileAsleep() async throws {
+    let caster = try TestCaster(answer: .ntrip1, frames: frames)
+    defer { caster.stop() }
+    let (receiver, connector) = makeReceiver()
+    // No GGA: while connected, the one deadline is the 30 s silence check.
+    var configuration = configuration(caster)
+    configuration.positionInterval = nil
+    let client = try NTRIPClient(receiver: receiver, configuration: configuration)
+
+    // A second with the receiver asleep and nobody listening: the thread sleeps throughout.
+    try await Task.sleep(for: .seconds(1))
+    #expect(client.statistics.wakeUps == 0)
+    #expect(client.statistics.timedWakeUps == 0)
+
+    // The power-on is an event: the connection follows it without any timer firing.
+    let subscription = receiver.subscribe { _ in }
+    #expect(await eventually { client.statistics.connections == 1 })
+    #expect(await eventually { forwarded(connector).count >= 6 })
+    #expect(client.statistics.timedWakeUps == 0)
+
+    // Standby closes it, and the thread sleeps again.
+    subscription.cancel()
+    #expect(await eventually { caster.openConnections == 0 })
+    #expect(await eventually { client.statistics.connectedTime > .zero })
+    let settled = client.statistics.wakeUps
+    try await Task.sleep(for: .seconds(1))
+    #expect(client.statistics.wakeUps == settled)
+    #expect(client.statistics.timedWakeUps == 0)
+    await client.stop()
+    await receiver.shutdown()
+  }
+
   @Test("NTRIP 2 chunked, cut inside size lines and frames, gives the frames whole and in order")
   func chunkedAwkwardCuts() async throws {
     let caster = try TestCaster(

@@ -80,6 +80,44 @@ struct NTRIPSessionTests {
     #expect(session.statistics.connectedTime == .milliseconds(10_560))
   }
 
+  @Test(
+    "statuses: a power-on connects at once, a command's failure changes nothing, asleep no deadline"
+  )
+  func followsStatuses() {
+    var session = session(positionInterval: nil)
+    let failure = FailureReason(.other, "no acknowledgement")
+    #expect(session.receiverStatus(.poweredOff, at: now) == [])
+    #expect(session.nextDeadline == nil)
+    #expect(
+      session.receiverStatus(
+        .commandsWithheld(.init(moment: .powerOn, identification: nil)), at: now) == [])
+    #expect(session.nextDeadline == nil)
+    #expect(
+      session.receiverStatus(.poweringOn, at: now) == [.report(.connecting(caster)), .connect])
+    #expect(session.nextDeadline == now + .seconds(30))
+    clock.advance(by: .milliseconds(20))
+    #expect(session.connected(at: now) == [.send(request)])
+    #expect(session.receiverStatus(.noFix, at: now) == [])
+    #expect(session.receiverStatus(.commandFailed(reason: failure), at: now) == [])
+    #expect(session.receiverStatus(.streaming, at: now) == [])
+    clock.advance(by: .milliseconds(980))
+    #expect(
+      session.receiverStatus(.poweredOff, at: now) == [
+        .disconnect, .report(.ended(nil, after: .milliseconds(980), retryIn: nil)),
+      ])
+    #expect(session.nextDeadline == nil)
+    // A receiver that comes back powered connects again at once; one that goes away while
+    // powered is asleep as far as corrections go.
+    #expect(
+      session.receiverStatus(.reconnected, at: now) == [.report(.connecting(caster)), .connect])
+    #expect(
+      session.receiverStatus(.disconnected(reason: failure), at: now) == [
+        .disconnect, .report(.ended(nil, after: nil, retryIn: nil)),
+      ])
+    #expect(session.nextDeadline == nil)
+    #expect(session.statistics.connections == 1)
+  }
+
   @Test("no fix yet: no GGA until there is one, looked for each second")
   func positionWaitsForFix() {
     var session = session()
