@@ -386,10 +386,6 @@ let knownDifferences: [KnownDifference] = {
     KnownDifference(log: "quectel.log", field: .mode, reason: gsaSays2D),
     KnownDifference(
       log: "quectel.log", field: .position, times: ["02:20:38.000"], reason: timeCarriedOver),
-    KnownDifference(
-      log: "quectelLC79D-1.log", field: .altitudeHAE,
-      reason: "GGA leaves the geoid separation empty; gpsd fills it from its own geoid model, "
-        + "we report no height above the ellipsoid rather than a modelled one"),
     KnownDifference(log: "sl869.log", field: .mode, reason: gsaSays2D),
     KnownDifference(log: "telit-pls83-w.log", field: .mode, reason: gsaSays2D),
     KnownDifference(

@@ -376,19 +376,27 @@ struct FixBuilderTests {
     #expect(fix.verticalAccuracy == 2.2)
   }
 
-  @Test("altitude above the ellipsoid is MSL plus the geoid separation, or PUBX's own")
+  @Test(
+    "altitude above the ellipsoid is MSL plus the geoid separation (gpsd's model without one), or PUBX's own"
+  )
   func altitudes() throws {
     let fix = feed(["GPGGA,120000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,"])[0].epoch.fix
     #expect(fix.altitudeMSL == 545.4 && fix.geoidSeparation == 46.9)
     #expect(try #require(fix.altitudeHAE) == 545.4 + 46.9)
     let noSeparation = feed(["GPGGA,120000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,,M,,"])[0].epoch
       .fix
-    #expect(noSeparation.altitudeHAE == nil)
+    // gpsd 3.22's wgs84_separation at 48.1173° N 11.516667° E: 44.762679880666667 m.
+    let modelled = try #require(noSeparation.geoidSeparation)
+    #expect(abs(modelled - 44.762679880666667) < 1e-9)
+    #expect(noSeparation.altitudeHAE == 545.4 + modelled)
     let pubx = feed([
       "PUBX,00,120000.00,4807.038000,N,01131.000000,E,592.3,G3,2.1,2.0,0.007,77.52,-0.5,,0.92,1.19,0.77,9,0,0"
     ])[0].epoch.fix
     #expect(
       pubx.altitudeHAE == 592.3 && pubx.horizontalAccuracy == 2.1 && pubx.verticalAccuracy == 2.0)
+    // Above sea level from the same model: PUBX,00 gives the ellipsoid's height alone.
+    #expect(pubx.geoidSeparation.map { abs($0 - 44.762679880666667) < 1e-9 } == true)
+    #expect(pubx.altitudeMSL.map { abs($0 - (592.3 - 44.762679880666667)) < 1e-9 } == true)
     #expect(pubx.mode == .threeD && pubx.climb == 0.5 && pubx.satellitesUsed == 9)
   }
 
