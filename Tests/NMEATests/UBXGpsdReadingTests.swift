@@ -172,7 +172,7 @@ struct UBXGpsdReadingTests {
     }
     let dop = ubxFrame(
       class: 0x01, id: 0x04,
-      payload: littleEndian(228_731_000) + [UInt8](repeating: 0x64, count: 14))
+      payload: littleEndian(228_731_000) + [UInt8](repeating: 0x01, count: 14))
     // As the NEO-M8L writes them: the HNR-PVT of 15:31:53.000 before that second's navigation
     // epoch, and the one of 53.500 between its NAV-PVT and NAV-EOE.
     let bytes =
