@@ -85,6 +85,29 @@ extension EpochInProgress {
   }
 }
 
+extension EpochInProgress {
+  /// A whole geodetic solution (NAV-PVT's, HNR-PVT's): position, both heights, accuracies,
+  /// speed and course, ranked as ``PositionSource/binarySolution``, each figure within the
+  /// limits every fix holds.
+  @inline(__always)
+  mutating func takeGeodeticSolution(
+    position: Position?, altitudeMSL: Double?, altitudeHAE: Double?,
+    horizontalAccuracy: Double?, verticalAccuracy: Double?, speed: Double?, course: Double?,
+    speedAccuracy: Double?, courseAccuracy: Double?
+  ) {
+    takePosition(position, from: .binarySolution)
+    takeAltitude(
+      msl: UBXPlausible.altitude(altitudeMSL),
+      geoidSeparation: UBXPlausible.separation(hae: altitudeHAE, msl: altitudeMSL),
+      hae: UBXPlausible.altitude(altitudeHAE), from: .binarySolution)
+    takeHorizontalAccuracy(horizontalAccuracy, from: .binarySolution)
+    takeVerticalAccuracy(verticalAccuracy, from: .binarySolution)
+    takeMotion(speed: UBXPlausible.speed(speed), course: course, from: .binarySolution)
+    fix.speedAccuracy = speedAccuracy
+    fix.courseAccuracy = courseAccuracy
+  }
+}
+
 extension UBXNavPVT: BinaryMessageDescriptor {
   var statedLeapSeconds: Int? {
     timestamp.flatMap { FixBuilder.leapSeconds(timeOfWeek: iTOW, utc: $0.time) }
@@ -109,19 +132,13 @@ extension UBXNavPVT: BinaryMessageDescriptor {
     guard mode != .noFix else { return }
     builder.epoch.fix.quality = fixType.quality(
       differential: differential, carrier: carrierSolution)
-    builder.epoch.takePosition(position, from: .binarySolution)
-    builder.epoch.takeAltitude(
-      msl: UBXPlausible.altitude(altitudeMSL),
-      geoidSeparation: UBXPlausible.separation(hae: altitudeHAE, msl: altitudeMSL),
-      hae: UBXPlausible.altitude(altitudeHAE), from: .binarySolution)
-    builder.epoch.takeHorizontalAccuracy(horizontalAccuracy, from: .binarySolution)
-    builder.epoch.takeVerticalAccuracy(verticalAccuracy, from: .binarySolution)
-    builder.epoch.takeMotion(
-      speed: UBXPlausible.speed(groundSpeed), course: headingOfMotion, from: .binarySolution)
+    builder.epoch.takeGeodeticSolution(
+      position: position, altitudeMSL: altitudeMSL, altitudeHAE: altitudeHAE,
+      horizontalAccuracy: horizontalAccuracy, verticalAccuracy: verticalAccuracy,
+      speed: groundSpeed, course: headingOfMotion, speedAccuracy: speedAccuracy,
+      courseAccuracy: headingAccuracy)
     builder.epoch.fix.climb = -velocityDown
     builder.epoch.fix.velocityNED = ECEFVector(x: velocityNorth, y: velocityEast, z: velocityDown)
-    builder.epoch.fix.speedAccuracy = speedAccuracy
-    builder.epoch.fix.courseAccuracy = headingAccuracy
     if let magneticDeclination, abs(magneticDeclination) <= 180 {
       builder.epoch.fix.magneticVariation = magneticDeclination
     }

@@ -12,8 +12,9 @@
 // 250.90908°, hAcc 5.099 m)
 
 /// `UBX-HNR-PVT` (28 00): position, velocity and time at the high navigation rate of u-blox 8
-/// dead-reckoning firmware, 72 bytes. Read as gpsd reads it: the mode from `gpsFix` alone,
-/// the position, both heights, ground speed, heading of motion and the four accuracies.
+/// dead-reckoning firmware, 72 bytes. Read as the corpus' gpsd output shows it: the mode
+/// from `gpsFix` alone, the position, both heights, ground speed, heading of motion and the
+/// four accuracies.
 public struct UBXHNRPVT: UBXEpochMessage, Sendable, Hashable {
   public static let messageClass: UInt8 = 0x28
   public static let messageID: UInt8 = 0x00
@@ -93,8 +94,8 @@ extension UBXHNRPVT: BinaryMessageDescriptor {
   /// The leap second itself, as NAV-PVT's.
   var time: UTCTime? { timestamp.flatMap { $0.leapSecondMillisecond } }
 
-  /// As NAV-PVT's (gpsd's ubx_msg_hnr_pvt reads it as ubx_msg_nav_pvt): the mode from the
-  /// fix type alone; no velocity down, no DOP, no satellites.
+  /// As NAV-PVT's (the gpsd of the corpus' ublox-neo-m8l.log.chk reports it so; gpsd 3.22
+  /// only logs it): the mode from the fix type alone; no velocity down, DOP or satellites.
   func merge(into builder: inout FixBuilder) {
     if let timestamp { builder.epoch.explicitDate = timestamp.dateOfNearestMillisecond }
     if let leap = statedLeapSeconds { builder.epoch.fix.leapSeconds = leap }
@@ -104,17 +105,11 @@ extension UBXHNRPVT: BinaryMessageDescriptor {
     builder.epoch.state(binary: mode)
     guard mode != .noFix else { return }
     builder.epoch.fix.quality = fixType.quality(differential: differential, carrier: nil)
-    builder.epoch.takePosition(position, from: .binarySolution)
-    builder.epoch.takeAltitude(
-      msl: UBXPlausible.altitude(altitudeMSL),
-      geoidSeparation: UBXPlausible.separation(hae: altitudeHAE, msl: altitudeMSL),
-      hae: UBXPlausible.altitude(altitudeHAE), from: .binarySolution)
-    builder.epoch.takeHorizontalAccuracy(horizontalAccuracy, from: .binarySolution)
-    builder.epoch.takeVerticalAccuracy(verticalAccuracy, from: .binarySolution)
-    builder.epoch.takeMotion(
-      speed: UBXPlausible.speed(groundSpeed), course: headingOfMotion, from: .binarySolution)
-    builder.epoch.fix.speedAccuracy = speedAccuracy
-    builder.epoch.fix.courseAccuracy = headingAccuracy
+    builder.epoch.takeGeodeticSolution(
+      position: position, altitudeMSL: altitudeMSL, altitudeHAE: altitudeHAE,
+      horizontalAccuracy: horizontalAccuracy, verticalAccuracy: verticalAccuracy,
+      speed: groundSpeed, course: headingOfMotion, speedAccuracy: speedAccuracy,
+      courseAccuracy: headingAccuracy)
   }
 }
 
