@@ -8,6 +8,9 @@ public struct Fix: Sendable, Hashable {
   /// GGA quality (GPS, DGPS, RTK fixed, RTK float, dead reckoning …) when the receiver
   /// reported one.
   public var quality: FixQuality?
+  /// The fix type the receiver's own GSA gave (the highest of the epoch's GSAs), when it
+  /// sent one; ``mode`` is gpsd's reading of the epoch's sentences, which may differ.
+  public internal(set) var receiverFixMode: FixMode?
   /// The receiver's mode indicator from RMC, GLL, VTG or GNS, when given.
   public var modeIndicator: ModeIndicator?
   /// Latitude and longitude exactly as the receiver wrote them; `nil` without a fix.

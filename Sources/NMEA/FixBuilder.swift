@@ -465,6 +465,8 @@ public struct FixBuilder {
     let mode: FixMode
     if epoch.fix.position == nil || epochTime == nil || epoch.fixDenied {
       mode = .noFix
+    } else if let nmeaMode = epoch.nmeaMode {
+      mode = nmeaMode
     } else if let fromGSA = epoch.modeFromGSA, fromGSA != .noFix {
       mode = fromGSA
     } else if let statedMode = epoch.statedMode {
@@ -482,6 +484,8 @@ public struct FixBuilder {
       continuity.lastDimension = nil
     }
     epoch.fix.mode = mode
+    epoch.fix.receiverFixMode = epoch.modeFromGSA
+    continuity.lastFixHadAltitude = mode != .noFix && epoch.fix.altitudeMSL != nil
     if mode == .noFix {
       epoch.fix.position = nil
       epoch.fix.altitudeMSL = nil
