@@ -456,12 +456,11 @@ public struct FixBuilder {
 
     // Mode: no position, no fix; nor when a position sentence says there is none (an RMC of
     // status V beside a GGA of quality 1: the receiver does not stand behind the fix). With a
-    // position, the receiver's own fix type from GSA when it gave one, else the dimension GGA,
-    // GNS, PUBX,00 or PGRMZ state (see `noteStatedMode`). RMC and GLL state none: an epoch of
-    // those alone (receivers that send GGA every few seconds and RMC every second) keeps the
-    // dimension of the fix before it while the fix lasts, instead of flickering to 2D; else
-    // 2D. A fix has a time: a position without one (sentences with an empty time field)
-    // cannot be placed, and is not reported as a fix.
+    // position, gpsd's reading of the NMEA sentences in their order (`noteNMEAMode`); without
+    // one of those (PUBX,00, UBX), the receiver's GSA fix type, else the dimension the
+    // messages state, else the dimension of the fix before it while the fix lasts, else 2D.
+    // A fix has a time: a position without one (sentences with an empty time field) cannot
+    // be placed, and is not reported as a fix.
     let mode: FixMode
     if epoch.fix.position == nil || epochTime == nil || epoch.fixDenied {
       mode = .noFix
