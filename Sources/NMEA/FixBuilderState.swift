@@ -466,16 +466,17 @@ struct KeyFilter {
 /// GSA sentence sets the mode in turn, from what it says and what gpsd's fix holds so far,
 /// and the last one of the epoch decides.
 extension FixBuilder {
-  /// GGA or GNS with a valid fix: no fix with fewer than three satellites used (an empty
-  /// count is none); 3D with an altitude and four or more; else it keeps a 3D it had, and
-  /// is 2D.
-  mutating func noteNMEAMode(positionWithSatellites used: Int?, altitude: Double?) {
+  /// GGA or GNS with a valid fix: 3D with an altitude and four or more satellites used;
+  /// else it keeps a 3D it had, and is 2D. GGA with fewer than three (an empty count is
+  /// none) is no fix; gpsd's GNS handler has no such test.
+  mutating func noteNMEAMode(
+    positionWithSatellites used: Int?, altitude: Double?, fewerThanThreeIsNoFix: Bool = true
+  ) {
     let used = used ?? 0
     let mode: FixMode =
-      used < 3
+      fewerThanThreeIsNoFix && used < 3
       ? .noFix
-      : (altitude != nil && used >= 4) || currentNMEAMode == .threeD
-        ? .threeD : .twoD
+      : (altitude != nil && used >= 4) || currentNMEAMode == .threeD ? .threeD : .twoD
     setNMEAMode(mode)
   }
 

@@ -388,7 +388,9 @@ extension GNS: NMEASentenceDescriptor {
         msl: altitudeMSL, geoidSeparation: geoidSeparation, from: .fixData)
       builder.epoch.noteStatedMode(altitude: altitudeMSL, satellitesUsed: satellitesUsed)
       if position != nil {
-        builder.noteNMEAMode(positionWithSatellites: satellitesUsed, altitude: altitudeMSL)
+        builder.noteNMEAMode(
+          positionWithSatellites: satellitesUsed, altitude: altitudeMSL,
+          fewerThanThreeIsNoFix: false)
       }
     }
     if let mode, builder.epoch.fix.modeIndicator == nil { builder.epoch.fix.modeIndicator = mode }

@@ -487,6 +487,8 @@ struct FixBuilderTests {
     (["GNGNS,120000,4807.038,N,01131.000,E,NN,08,0.9,545.4,46.9,,,V"], .noFix),
     (["GPGGA,120000,,,,,0,,,,,,,,", "GPGSA,A,3,1,2,3,4,,,,,,,,,1.4,1.1,0.8"], .noFix),
     (["GPGSA,A,3,1,2,3,4,,,,,,,,,1.4,1.1,0.8", "GPZDA,120000,23,03,1994,,"], .noFix),
+    // GNS: gpsd's GNS handler has no three-satellite test.
+    (["GNGNS,120000,4807.038,N,01131.000,E,AN,02,0.9,545.4,46.9,,,S"], .twoD),
     // GNS: a fix if any system has one.
     (["GNGNS,120000,4807.038,N,01131.000,E,NA,08,0.9,545.4,46.9,,,S"], .threeD),
     // GSA says no fix but GGA has a valid position: the position sentences decide.
