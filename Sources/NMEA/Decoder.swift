@@ -200,8 +200,13 @@ public struct NMEADecoder {
     }
   }
 
-  /// Emits the epoch in progress (at the end of a recording or when the port closes).
+  /// Emits the epoch in progress (at the end of a recording or when the port closes), after
+  /// the frames and sentences that a binary frame still unfinished had swallowed
+  /// (``NMEAFramer/finish(_:)``).
   public mutating func finish(_ body: (DecoderEvent) throws -> Void) rethrows {
+    // A binary frame that never completed gives back the bytes it swallowed.
+    try framer.finish { frame in try stages.handle(frame, body) }
+    try stages.builder.releaseHeldHighRateSolution { try body(.epoch($0)) }
     try stages.builder.flush { try body(.epoch($0)) }
   }
 }

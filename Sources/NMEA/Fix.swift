@@ -8,6 +8,9 @@ public struct Fix: Sendable, Hashable {
   /// GGA quality (GPS, DGPS, RTK fixed, RTK float, dead reckoning …) when the receiver
   /// reported one.
   public var quality: FixQuality?
+  /// The fix type the receiver's own GSA gave (the highest of the epoch's GSAs), when it
+  /// sent one; ``mode`` is gpsd's reading of the epoch's sentences, which may differ.
+  public internal(set) var receiverFixMode: FixMode?
   /// The receiver's mode indicator from RMC, GLL, VTG or GNS, when given.
   public var modeIndicator: ModeIndicator?
   /// Latitude and longitude exactly as the receiver wrote them; `nil` without a fix.
@@ -80,6 +83,7 @@ public struct Fix: Sendable, Hashable {
   var storedJammingIndicator = Int16.min
   var storedAntennaStatus = UInt8.max
   var storedAntennaPower = UInt8.max
+  var storedGNSSFixOK = UInt8.max
   static let unreported = -Double.infinity
 
   /// Speed accuracy, m/s (gpsd's `eps`): the receiver's own estimate.
@@ -140,6 +144,16 @@ public struct Fix: Sendable, Hashable {
   public var antennaPower: AntennaPower? {
     get { AntennaPower(rawValue: storedAntennaPower) }
     set { storedAntennaPower = newValue?.rawValue ?? .max }
+  }
+
+  /// The receiver's own verdict on its fix (u-blox `gnssFixOK` of NAV-PVT, NAV-SOL or
+  /// NAV-STATUS): `false` when the solution is outside the limits it was configured with
+  /// (DOP and accuracy masks), though it reports the position with its error estimates, as
+  /// gpsd does; `nil` when the receiver did not say. A request that asks for an accuracy
+  /// judges such a fix by ``horizontalAccuracy``.
+  public var gnssFixOK: Bool? {
+    get { storedGNSSFixOK == .max ? nil : storedGNSSFixOK != 0 }
+    set { storedGNSSFixOK = newValue.map { $0 ? 1 : 0 } ?? .max }
   }
 
   public init() {}

@@ -20,6 +20,9 @@ public struct FixBuilderStatistics: Sendable, Hashable {
   /// date: the tail of a cycle whose RMC was lost (a port opened, or a recording begun, in the
   /// middle of a cycle).
   public var epochsDatedByTheNext = 0
+  /// UBX-HNR-PVT solutions not made into a fix because the navigation epoch of the same time
+  /// (NAV-PVT, due then) makes it.
+  public var highRateSolutionsLeftToNavigation = 0
 
   public init() {}
 }
@@ -70,6 +73,13 @@ public struct FixBuilder {
   /// of day of its epoch. `nil` until a message states them; until then such messages are
   /// untimed and join the epoch in progress.
   public private(set) var leapSeconds: Int?
+  /// The GPS time of week (ms) at which the last leap second a binary message named (23:59:60)
+  /// began.
+  var leapSecondStart: UInt32?
+  /// The leap seconds stated during it (GPS − UTC before it).
+  var leapSecondCount: Int?
+  /// When u-blox's navigation solutions (NAV-PVT) come, beside the high-rate HNR-PVT.
+  var navigationCadence = NavigationCadence()
 
   /// The stream offset of the sentence being added, when it came through a framer (the
   /// decoder sets it before each sentence).
@@ -146,8 +156,28 @@ public struct FixBuilder {
     }
     if let stated = sentence.statedLeapSeconds { leapSeconds = stated }
     var time = sentence.time
-    if time == nil, let timeOfWeek = sentence.timeOfWeek, let leapSeconds {
-      time = Self.utcTime(timeOfWeek: timeOfWeek, leapSeconds: leapSeconds)
+    if let timeOfWeek = sentence.timeOfWeek {
+      if let start = leapSecondStart, Self.milliseconds(from: start, to: timeOfWeek) >= 1000 {
+        // The leap second is over: GPS − UTC grew by one, whether or not a message said so.
+        if leapSeconds == leapSecondCount, let count = leapSecondCount {
+          leapSeconds = count + 1
+        }
+        leapSecondStart = nil
+      }
+      if let leapSecond = time, leapSecond.second == 60 {
+        // A binary message that says 23:59:60: the rest of its second is the leap second too,
+        // and so are the messages of its epoch that came before it.
+        leapSecondStart = timeOfWeek &- leapSecond.nanoseconds / 1_000_000
+        leapSecondCount = leapSeconds
+        if let leapSeconds, let epochTime = epoch.time,
+          epochTime == Self.utcTime(timeOfWeek: timeOfWeek, leapSeconds: leapSeconds)
+        {
+          epoch.time = leapSecond
+        }
+      } else if time == nil, let leapSeconds {
+        time = Self.utcTime(
+          timeOfWeek: timeOfWeek, leapSeconds: leapSeconds, leapSecondStart: leapSecondStart)
+      }
     }
     let key = sentence.cycleKey
     let onlyTime = S.role == .timeOnly
@@ -165,6 +195,28 @@ public struct FixBuilder {
     sentence.merge(into: &self)
     try end(key: key, onlyTime: onlyTime, normallyTimed: normallyTimed, emit: emit)
     if S.endsEpoch, epoch.hasData { try closeEpoch(endedBy: key, emit: emit) }
+  }
+
+  /// The UTC time of day of a GPS time of week (milliseconds) with `leapSeconds`: 23:59:60
+  /// within the second that begins at `leapSecondStart` (a time of week).
+  static func utcTime(timeOfWeek: UInt32, leapSeconds: Int, leapSecondStart: UInt32?)
+    -> UTCTime
+  {
+    if let leapSecondStart {
+      let into = milliseconds(from: leapSecondStart, to: timeOfWeek)
+      if into < 1000 {
+        return UTCTime(hour: 23, minute: 59, second: 60, nanoseconds: UInt32(into) * 1_000_000)
+      }
+    }
+    return utcTime(timeOfWeek: timeOfWeek, leapSeconds: leapSeconds)
+  }
+
+  /// Counts a high-rate solution left to the navigation epoch of its time.
+  mutating func leaveToNavigation() { statistics.highRateSolutionsLeftToNavigation += 1 }
+
+  /// Milliseconds from one time of week to a later one, across the end of the week.
+  static func milliseconds(from start: UInt32, to time: UInt32) -> Int64 {
+    (Int64(time) - Int64(start) + 604_800_000) % 604_800_000
   }
 
   /// The UTC time of day of a GPS time of week (milliseconds) with `leapSeconds`.
@@ -354,6 +406,22 @@ public struct FixBuilder {
     statistics.retimedEpochs += 1
   }
 
+  /// Where the receiver gave one height but no geoid separation (u-blox's NAV-SOL and ECEF
+  /// messages give only the ellipsoidal height, a GGA may leave the separation empty): the
+  /// separation of gpsd's model (``GeoidModel``) and the other height from it, as gpsd's
+  /// error model fills them. Never where the receiver gave its own separation or both heights.
+  mutating func fillGeoidSeparation() {
+    guard epoch.fix.geoidSeparation == nil, let latitude = epoch.fix.latitude,
+      let longitude = epoch.fix.longitude
+    else { return }
+    let hae = epoch.fix.reportedAltitudeHAE
+    guard (epoch.fix.altitudeMSL == nil) != (hae == nil),
+      let separation = GeoidModel.separation(latitude: latitude, longitude: longitude)
+    else { return }
+    epoch.fix.geoidSeparation = separation
+    if let hae { epoch.fix.altitudeMSL = hae - separation }
+  }
+
   /// Whether `time` is earlier than `reference` by less than twelve hours (so not the next
   /// day after midnight).
   static func isShortlyBefore(_ time: UTCTime, _ reference: UTCTime) -> Bool {
@@ -388,15 +456,16 @@ public struct FixBuilder {
 
     // Mode: no position, no fix; nor when a position sentence says there is none (an RMC of
     // status V beside a GGA of quality 1: the receiver does not stand behind the fix). With a
-    // position, the receiver's own fix type from GSA when it gave one, else the dimension GGA,
-    // GNS, PUBX,00 or PGRMZ state (see `noteStatedMode`). RMC and GLL state none: an epoch of
-    // those alone (receivers that send GGA every few seconds and RMC every second) keeps the
-    // dimension of the fix before it while the fix lasts, instead of flickering to 2D; else
-    // 2D. A fix has a time: a position without one (sentences with an empty time field)
-    // cannot be placed, and is not reported as a fix.
+    // position, gpsd's reading of the NMEA sentences in their order (`noteNMEAMode`); without
+    // one of those (PUBX,00, UBX), the receiver's GSA fix type, else the dimension the
+    // messages state, else the dimension of the fix before it while the fix lasts, else 2D.
+    // A fix has a time: a position without one (sentences with an empty time field) cannot
+    // be placed, and is not reported as a fix.
     let mode: FixMode
     if epoch.fix.position == nil || epochTime == nil || epoch.fixDenied {
       mode = .noFix
+    } else if let nmeaMode = epoch.nmeaMode {
+      mode = nmeaMode
     } else if let fromGSA = epoch.modeFromGSA, fromGSA != .noFix {
       mode = fromGSA
     } else if let statedMode = epoch.statedMode {
@@ -414,11 +483,14 @@ public struct FixBuilder {
       continuity.lastDimension = nil
     }
     epoch.fix.mode = mode
+    epoch.fix.receiverFixMode = epoch.modeFromGSA
+    continuity.lastFixHadAltitude = mode != .noFix && epoch.fix.altitudeMSL != nil
     if mode == .noFix {
       epoch.fix.position = nil
       epoch.fix.altitudeMSL = nil
       epoch.fix.reportedAltitudeHAE = nil
     }
+    if mode != .noFix { fillGeoidSeparation() }
     if epoch.fix.satellitesUsed == nil && epoch.sawGSA {
       epoch.fix.satellitesUsed = epoch.usedFromGSA
     }

@@ -25,6 +25,9 @@ struct EpochInProgress {
   var modeFromGSA: FixMode?
   /// The dimension GGA, GNS, PUBX,00 or PGRMZ state.
   var statedMode: FixMode?
+  /// The mode gpsd gives the NMEA sentences so far, in their order (``noteNMEAMode``): the
+  /// last sentence that sets one decides. `nil` before any.
+  var nmeaMode: FixMode?
   var positionSource = PositionSource.none
   /// The sources of the altitude and of the speed and course, ranked as positions are.
   var altitudeSource = PositionSource.none
@@ -73,6 +76,7 @@ struct EpochInProgress {
     explicitDate = nil
     modeFromGSA = nil
     statedMode = nil
+    nmeaMode = nil
     positionSource = .none
     altitudeSource = .none
     motionSource = .none
@@ -325,6 +329,12 @@ struct FixContinuity {
   var lastDimension: FixMode?
   /// Nanoseconds of the day.
   var lastDimensionTime: Int64 = 0
+  /// The last epoch's fix had an altitude: an RMC or GLL that opens the next epoch sees it,
+  /// as gpsd's fix still holds it then.
+  var lastFixHadAltitude = false
+  /// The satellites the last epoch with a GSA named as used (gpsd's `satellites_used`,
+  /// kept until the next GSA).
+  var satellitesUsedByGSA = 0
 }
 
 /// The receiver's settings, kept in every later fix until changed, whichever epoch their
@@ -450,4 +460,52 @@ struct KeyFilter {
   mutating func removeAll() {
     words = InlineArray<4, UInt64>(repeating: 0)
   }
+}
+
+/// gpsd's mode for NMEA (driver_nmea0183.c; docs/conformance.md, "Mode"): each position or
+/// GSA sentence sets the mode in turn, from what it says and what gpsd's fix holds so far,
+/// and the last one of the epoch decides.
+extension FixBuilder {
+  /// GGA or GNS with a valid fix: 3D with an altitude and four or more satellites used;
+  /// else it keeps a 3D it had, and is 2D. GGA with fewer than three (an empty count is
+  /// none) is no fix; gpsd's GNS handler has no such test.
+  mutating func noteNMEAMode(
+    positionWithSatellites used: Int?, altitude: Double?, fewerThanThreeIsNoFix: Bool = true
+  ) {
+    let used = used ?? 0
+    let mode: FixMode =
+      fewerThanThreeIsNoFix && used < 3
+      ? .noFix
+      : (altitude != nil && used >= 4) || currentNMEAMode == .threeD ? .threeD : .twoD
+    setNMEAMode(mode)
+  }
+
+  /// gpsd's mode before this sentence: the epoch's so far, else the last fix's.
+  private var currentNMEAMode: FixMode? { epoch.nmeaMode ?? continuity.lastDimension }
+
+  /// RMC or GLL with a valid position: 3D when the last GSA named four or more satellites or
+  /// gpsd's fix has an altitude (this epoch's, or the last epoch's when nothing set a mode in
+  /// this one yet); else RMC keeps a 3D it had, and is 2D.
+  mutating func noteNMEAModeOfPositionOnly() {
+    let hasAltitude =
+      epoch.fix.altitudeMSL != nil || epoch.fix.reportedAltitudeHAE != nil
+      || (epoch.nmeaMode == nil && continuity.lastFixHadAltitude)
+    let promoted = hasAltitude || continuity.satellitesUsedByGSA > 3
+    setNMEAMode(promoted || currentNMEAMode == .threeD ? .threeD : .twoD)
+  }
+
+  /// GSA: raises the mode to its fix type, never lowers it (the corpus' gpsd keeps a 3D
+  /// past a GSA that says 2D; no capture has a GSA saying no fix after a valid position).
+  mutating func noteNMEAMode(gsa mode: FixMode, satellitesUsed: Int) {
+    setNMEAMode(max(currentNMEAMode ?? .noFix, mode))
+    continuity.satellitesUsedByGSA = satellitesUsed
+  }
+
+  /// A dimension a sentence states outright (PGRMZ, PUBX,00), in its turn.
+  mutating func noteNMEAMode(stated mode: FixMode) { setNMEAMode(mode) }
+
+  /// A position sentence saying there is no fix.
+  mutating func noteNMEANoFix() { setNMEAMode(.noFix) }
+
+  private mutating func setNMEAMode(_ mode: FixMode) { epoch.nmeaMode = mode }
 }

@@ -52,6 +52,10 @@ public struct FramerStatistics: Sendable, Hashable {
   public var badBinaryFrames = 0
   /// Bytes outside any sentence or frame.
   public var garbageBytes = 0
+  /// Binary frames whose header came but not the bytes its length announced before the input
+  /// ended (``NMEAFramer/finish(_:)``): a length field that lied, or a recording cut short.
+  /// Their bytes are rescanned.
+  public var unfinishedBinaryFrames = 0
 
   public init() {}
 
@@ -622,5 +626,31 @@ extension NMEAFramer {
       }
     }
     return found >= count
+  }
+}
+
+extension NMEAFramer {
+  /// The end of the input: a binary frame still waiting for the bytes its header announced
+  /// will never get them. It is counted (``FramerStatistics/unfinishedBinaryFrames``) and the
+  /// bytes after its first sync byte are scanned again, so that the frames and sentences a
+  /// lying length field swallowed are delivered after all; the same for a frame found in
+  /// that rescan. A sentence without its line end stays as it is. Call it once no more bytes
+  /// will come (the end of a recording); ``feed(_:_:)`` may go on afterwards.
+  public mutating func finish(_ body: (Frame) throws -> Void) rethrows {
+    while state == .ubx || state == .sirf {
+      statistics.unfinishedBinaryFrames += 1
+      statistics.garbageBytes += 1
+      state = .hunting
+      let rest = Array(binary.dropFirst())  // once, at the end of the input
+      binary.removeAll(keepingCapacity: true)
+      guard !rest.isEmpty else { break }
+      try rest.withUnsafeBufferPointer { buffer in
+        try scan(buffer.baseAddress!, count: buffer.count, at: binaryOffset &+ 1, body)
+      }
+    }
+    if state == .ubxSync || state == .sirfSync {
+      statistics.garbageBytes += 1
+      state = .hunting
+    }
   }
 }

@@ -270,6 +270,11 @@ extension GGA: NMEASentenceDescriptor {
         msl: altitudeMSL, geoidSeparation: geoidSeparation, from: .fixData)
       builder.epoch.noteStatedMode(altitude: altitudeMSL, satellitesUsed: satellitesUsed)
     }
+    if let quality, quality.rawValue > 0, position != nil {
+      builder.noteNMEAMode(positionWithSatellites: satellitesUsed, altitude: altitudeMSL)
+    } else if quality != nil {
+      builder.noteNMEANoFix()
+    }
     if let quality { builder.epoch.fix.quality = quality }
     if let satellitesUsed { builder.epoch.fix.satellitesUsed = satellitesUsed }
     if let hdop { builder.epoch.fix.hdop = hdop }
@@ -309,8 +314,10 @@ extension RMC: NMEASentenceDescriptor {
       builder.epoch.takeMotion(
         speed: speedKnots.map { $0 * FixBuilder.metresPerSecondPerKnot }, course: course,
         from: .recommendedMinimum)
+      if position != nil { builder.noteNMEAModeOfPositionOnly() } else { builder.noteNMEANoFix() }
     } else {
       builder.epoch.fixDenied = true
+      builder.noteNMEANoFix()
     }
     if let magneticVariation { builder.epoch.fix.magneticVariation = magneticVariation }
     if let mode { builder.epoch.fix.modeIndicator = mode }
@@ -337,8 +344,10 @@ extension GLL: NMEASentenceDescriptor {
   func merge(into builder: inout FixBuilder) {
     if isValid != false && mode?.isValid != false {
       builder.epoch.takePosition(position, from: .positionOnly)
+      if position != nil { builder.noteNMEAModeOfPositionOnly() } else { builder.noteNMEANoFix() }
     } else {
       builder.epoch.fixDenied = true
+      builder.noteNMEANoFix()
     }
     if let mode, builder.epoch.fix.modeIndicator == nil { builder.epoch.fix.modeIndicator = mode }
   }
@@ -378,6 +387,11 @@ extension GNS: NMEASentenceDescriptor {
       builder.epoch.takeAltitude(
         msl: altitudeMSL, geoidSeparation: geoidSeparation, from: .fixData)
       builder.epoch.noteStatedMode(altitude: altitudeMSL, satellitesUsed: satellitesUsed)
+      if position != nil {
+        builder.noteNMEAMode(
+          positionWithSatellites: satellitesUsed, altitude: altitudeMSL,
+          fewerThanThreeIsNoFix: false)
+      }
     }
     if let mode, builder.epoch.fix.modeIndicator == nil { builder.epoch.fix.modeIndicator = mode }
     if let satellitesUsed { builder.epoch.fix.satellitesUsed = satellitesUsed }
@@ -517,6 +531,9 @@ extension GarminAltitude: NMEASentenceDescriptor {
   func merge(into builder: inout FixBuilder) {
     guard fixMode != .noFix else { return }
     if let altitudeMetres { builder.epoch.garminAltitude = altitudeMetres }
-    if let fixMode { builder.epoch.state(fixMode) }
+    if let fixMode {
+      builder.epoch.state(fixMode)
+      builder.noteNMEAMode(stated: fixMode)
+    }
   }
 }

@@ -236,6 +236,7 @@ extension GSA: NMEASentenceDescriptor {
         builder.epoch.usedFromGSA += 1
       }
     }
+    if let fixMode { builder.noteNMEAMode(gsa: fixMode, satellitesUsed: builder.epoch.usedFromGSA) }
   }
 }
 

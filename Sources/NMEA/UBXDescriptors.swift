@@ -10,9 +10,10 @@
 #endif
 
 extension UBXFixType {
-  /// The fix mode with `gnssFixOK`: a fix outside the receiver's configured limits is no fix
-  /// (gpsd's ubx_msg_nav_pvt), except the time-only fix of a timing receiver on its surveyed
-  /// position.
+  /// NAV-SOL's fix mode with `gnssFixOK`: a fix outside the receiver's configured limits is
+  /// no fix (gpsd's ubx_msg_nav_sol in the gpsd that made the corpus' output), except the
+  /// time-only fix of a timing receiver on its surveyed position. NAV-PVT, HNR-PVT and
+  /// NAV-STATUS take ``mode`` from the fix type alone, as gpsd's ubx_msg_nav_pvt does.
   func mode(fixOK: Bool) -> FixMode {
     fixOK || self == .timeOnly ? mode : .noFix
   }
@@ -60,7 +61,18 @@ extension UTCTimestamp {
   /// to the nanosecond around its whole millisecond, so 23:59:59.9999 is the next day's
   /// epoch.
   var dateOfNearestMillisecond: UTCDate {
-    time.nanosecondsOfDay + 500_000 >= 86_400 * 1_000_000_000 ? date.next : date
+    if leapSecondMillisecond != nil { return date }
+    return time.nanosecondsOfDay + 500_000 >= 86_400 * 1_000_000_000 ? date.next : date
+  }
+
+  /// 23:59:60 to the nearest millisecond, when this is the leap second: `nil` for any
+  /// other time (one rounded to 23:59:60.000 from just before it, too).
+  var leapSecondMillisecond: UTCTime? {
+    guard time.second == 60 else { return nil }
+    let milliseconds = (time.nanoseconds + 500_000) / 1_000_000
+    return UTCTime(
+      hour: time.hour, minute: time.minute, second: 60,
+      nanoseconds: min(milliseconds, 999) * 1_000_000)
   }
 }
 
@@ -73,35 +85,60 @@ extension EpochInProgress {
   }
 }
 
+extension EpochInProgress {
+  /// A whole geodetic solution (NAV-PVT's, HNR-PVT's): position, both heights, accuracies,
+  /// speed and course, ranked as ``PositionSource/binarySolution``, each figure within the
+  /// limits every fix holds.
+  @inline(__always)
+  mutating func takeGeodeticSolution(
+    position: Position?, altitudeMSL: Double?, altitudeHAE: Double?,
+    horizontalAccuracy: Double?, verticalAccuracy: Double?, speed: Double?, course: Double?,
+    speedAccuracy: Double?, courseAccuracy: Double?
+  ) {
+    takePosition(position, from: .binarySolution)
+    takeAltitude(
+      msl: UBXPlausible.altitude(altitudeMSL),
+      geoidSeparation: UBXPlausible.separation(hae: altitudeHAE, msl: altitudeMSL),
+      hae: UBXPlausible.altitude(altitudeHAE), from: .binarySolution)
+    takeHorizontalAccuracy(horizontalAccuracy, from: .binarySolution)
+    takeVerticalAccuracy(verticalAccuracy, from: .binarySolution)
+    takeMotion(speed: UBXPlausible.speed(speed), course: course, from: .binarySolution)
+    fix.speedAccuracy = speedAccuracy
+    fix.courseAccuracy = courseAccuracy
+  }
+}
+
 extension UBXNavPVT: BinaryMessageDescriptor {
   var statedLeapSeconds: Int? {
     timestamp.flatMap { FixBuilder.leapSeconds(timeOfWeek: iTOW, utc: $0.time) }
   }
+
+  /// The leap second itself (23:59:60) when the receiver writes it: a time of week less the
+  /// leap seconds cannot say it (it would be the next day's 00:00:00, which the next epoch
+  /// is).
+  var time: UTCTime? { timestamp.flatMap { $0.leapSecondMillisecond } }
 
   func merge(into builder: inout FixBuilder) {
     if let timestamp { builder.epoch.explicitDate = timestamp.dateOfNearestMillisecond }
     if let leap = statedLeapSeconds { builder.epoch.fix.leapSeconds = leap }
     builder.epoch.fix.satellitesUsed = satellitesUsed
     if let pdop = UBXPlausible.dop(pdop) { builder.epoch.fix.pdop = pdop }
+    builder.epoch.fix.gnssFixOK = gnssFixOK
     guard let fixType else { return }
-    let mode = fixType.mode(fixOK: gnssFixOK)
+    // The fix type alone, as gpsd: a fix the receiver flags outside its limits (gnssFixOK
+    // clear) still has its position and error estimates, by which a request judges it.
+    let mode = fixType.mode
     builder.epoch.state(binary: mode)
     guard mode != .noFix else { return }
     builder.epoch.fix.quality = fixType.quality(
       differential: differential, carrier: carrierSolution)
-    builder.epoch.takePosition(position, from: .binarySolution)
-    builder.epoch.takeAltitude(
-      msl: UBXPlausible.altitude(altitudeMSL),
-      geoidSeparation: UBXPlausible.separation(hae: altitudeHAE, msl: altitudeMSL),
-      hae: UBXPlausible.altitude(altitudeHAE), from: .binarySolution)
-    builder.epoch.takeHorizontalAccuracy(horizontalAccuracy, from: .binarySolution)
-    builder.epoch.takeVerticalAccuracy(verticalAccuracy, from: .binarySolution)
-    builder.epoch.takeMotion(
-      speed: UBXPlausible.speed(groundSpeed), course: headingOfMotion, from: .binarySolution)
+    builder.epoch.takeGeodeticSolution(
+      position: position, altitudeMSL: altitudeMSL, altitudeHAE: altitudeHAE,
+      horizontalAccuracy: horizontalAccuracy, verticalAccuracy: verticalAccuracy,
+      speed: groundSpeed, course: headingOfMotion, speedAccuracy: speedAccuracy,
+      courseAccuracy: headingAccuracy)
     builder.epoch.fix.climb = -velocityDown
     builder.epoch.fix.velocityNED = ECEFVector(x: velocityNorth, y: velocityEast, z: velocityDown)
-    builder.epoch.fix.speedAccuracy = speedAccuracy
-    builder.epoch.fix.courseAccuracy = headingAccuracy
     if let magneticDeclination, abs(magneticDeclination) <= 180 {
       builder.epoch.fix.magneticVariation = magneticDeclination
     }
@@ -175,6 +212,7 @@ extension UBXNavSol: BinaryMessageDescriptor {
       builder.epoch.explicitDate = FixBuilder.utcDate(
         week: week, timeOfWeek: iTOW, leapSeconds: leap)
     }
+    builder.epoch.fix.gnssFixOK = gnssFixOK
     guard let fixType else { return }
     let mode = fixType.mode(fixOK: gnssFixOK)
     builder.epoch.state(binary: mode)
@@ -211,8 +249,9 @@ extension UBXNavDOP: BinaryMessageDescriptor {
 extension UBXNavStatus: BinaryMessageDescriptor {
   func merge(into builder: inout FixBuilder) {
     if let timeToFirstFix { builder.epoch.fix.timeToFirstFix = timeToFirstFix }
+    if builder.epoch.fix.gnssFixOK == nil { builder.epoch.fix.gnssFixOK = gnssFixOK }
     guard let fixType else { return }
-    let mode = fixType.mode(fixOK: gnssFixOK)
+    let mode = fixType.mode
     builder.epoch.state(binary: mode)
     if mode != .noFix, builder.epoch.fix.quality == nil {
       builder.epoch.fix.quality = fixType.quality(
@@ -227,6 +266,9 @@ extension UBXNavEOE: BinaryMessageDescriptor {
 }
 
 extension UBXNavTimeUTC: BinaryMessageDescriptor {
+  /// The leap second itself, as NAV-PVT's.
+  var time: UTCTime? { timestamp.flatMap { $0.leapSecondMillisecond } }
+
   var statedLeapSeconds: Int? {
     timestamp.flatMap { FixBuilder.leapSeconds(timeOfWeek: iTOW, utc: $0.time) }
   }
@@ -305,13 +347,39 @@ extension UBXMonVer: BinaryMessageDescriptor {
   func merge(into builder: inout FixBuilder) {}
 }
 
+extension FixBuilder {
+  /// Adds the HNR-PVT held back while a navigation epoch was in progress.
+  @inline(__always)
+  mutating func releaseHeldHighRateSolution(emit: (Epoch) throws -> Void) rethrows {
+    guard let held = navigationCadence.held else { return }
+    navigationCadence.held = nil
+    try add(held, emit: emit)
+  }
+}
+
 extension UBXMessage {
   /// Adds the message to `builder`'s epochs through its descriptor, as the registry does for
   /// a sentence; calls `emit` for each epoch it completes.
   @inline(__always)
   func add(to builder: inout FixBuilder, emit: (Epoch) throws -> Void) rethrows {
     switch self {
-    case .navPVT(let m): try builder.add(m, emit: emit)
+    case .navPVT(let m):
+      // Noted even when it comes too late to be merged.
+      try builder.releaseHeldHighRateSolution(emit: emit)
+      builder.navigationCadence.note(m.iTOW)
+      try builder.add(m, emit: emit)
+    case .hnrPVT(let m):
+      if builder.navigationCadence.isDue(at: m.iTOW) {
+        // The navigation epoch of the same time comes later and says more: it makes that fix.
+        builder.leaveToNavigation()
+      } else if builder.navigationCadence.awaitingEnd {
+        // Inside a navigation epoch that NAV-EOE will end: after it.
+        try builder.releaseHeldHighRateSolution(emit: emit)
+        builder.navigationCadence.held = m
+      } else {
+        try builder.releaseHeldHighRateSolution(emit: emit)
+        try builder.add(m, emit: emit)
+      }
     case .navPosLLH(let m): try builder.add(m, emit: emit)
     case .navHPPosLLH(let m): try builder.add(m, emit: emit)
     case .navPosECEF(let m): try builder.add(m, emit: emit)
@@ -320,7 +388,11 @@ extension UBXMessage {
     case .navSol(let m): try builder.add(m, emit: emit)
     case .navDOP(let m): try builder.add(m, emit: emit)
     case .navStatus(let m): try builder.add(m, emit: emit)
-    case .navEOE(let m): try builder.add(m, emit: emit)
+    case .navEOE(let m):
+      try builder.add(m, emit: emit)
+      builder.navigationCadence.sawEndOfEpoch = true
+      builder.navigationCadence.awaitingEnd = false
+      try builder.releaseHeldHighRateSolution(emit: emit)
     case .navTimeUTC(let m): try builder.add(m, emit: emit)
     case .navTimeGPS(let m): try builder.add(m, emit: emit)
     case .navSat(let m): try builder.add(m, emit: emit)

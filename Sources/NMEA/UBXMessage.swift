@@ -16,6 +16,7 @@
 /// rest of the message stands. docs/ubx.md lists the messages and what each field becomes.
 public enum UBXMessage {
   case navPVT(UBXNavPVT)
+  case hnrPVT(UBXHNRPVT)
   case navPosLLH(UBXNavPosLLH)
   case navHPPosLLH(UBXNavHPPosLLH)
   case navPosECEF(UBXNavPosECEF)
@@ -42,6 +43,7 @@ public enum UBXMessage {
     let payload = UnsafeRawBufferPointer(frame.payload)
     switch (frame.messageClass, frame.messageID) {
     case (0x01, 0x07): self = .navPVT(try UBXNavPVT(validating: payload))
+    case (0x28, 0x00): self = .hnrPVT(try UBXHNRPVT(validating: payload))
     case (0x01, 0x02): self = .navPosLLH(try UBXNavPosLLH(validating: payload))
     case (0x01, 0x14): self = .navHPPosLLH(try UBXNavHPPosLLH(validating: payload))
     case (0x01, 0x01): self = .navPosECEF(try UBXNavPosECEF(validating: payload))
@@ -69,6 +71,7 @@ public enum UBXMessage {
   public var timeOfWeek: UInt32? {
     switch self {
     case .navPVT(let m): return m.iTOW
+    case .hnrPVT(let m): return m.iTOW
     case .navPosLLH(let m): return m.iTOW
     case .navHPPosLLH(let m): return m.iTOW
     case .navPosECEF(let m): return m.iTOW
@@ -91,6 +94,7 @@ public enum UBXMessage {
   public var droppedFields: Int {
     switch self {
     case .navPVT(let m): return Int(m.dropped)
+    case .hnrPVT(let m): return Int(m.dropped)
     case .navPosLLH(let m): return Int(m.dropped)
     case .navHPPosLLH(let m): return Int(m.dropped)
     case .navVelNED(let m): return Int(m.dropped)

@@ -51,10 +51,13 @@ public struct LocationRequest: Sendable, Hashable {
   }
 
   /// Whether `fix` is good enough for this request: it has a position, and its estimated
-  /// horizontal error reaches ``accuracy`` (or the receiver gives no estimate).
+  /// horizontal error reaches ``accuracy`` (or the receiver gives no estimate). A fix the
+  /// receiver flags outside its own limits (``Fix/gnssFixOK`` `false`) counts only by an
+  /// estimate that reaches the accuracy asked for, never for "any fix".
   public func accepts(_ fix: Fix) -> Bool {
     guard fix.position != nil, fix.mode != .noFix else { return false }
-    guard let accuracy, let error = fix.horizontalAccuracy else { return true }
+    guard let accuracy else { return fix.gnssFixOK != false }
+    guard let error = fix.horizontalAccuracy else { return fix.gnssFixOK != false }
     return error <= accuracy
   }
 }

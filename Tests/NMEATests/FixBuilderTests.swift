@@ -390,19 +390,27 @@ struct FixBuilderTests {
     #expect(fix.verticalAccuracy == 2.2)
   }
 
-  @Test("altitude above the ellipsoid is MSL plus the geoid separation, or PUBX's own")
+  @Test(
+    "altitude above the ellipsoid is MSL plus the geoid separation (gpsd's model without one), or PUBX's own"
+  )
   func altitudes() throws {
     let fix = feed(["GPGGA,120000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,"])[0].epoch.fix
     #expect(fix.altitudeMSL == 545.4 && fix.geoidSeparation == 46.9)
     #expect(try #require(fix.altitudeHAE) == 545.4 + 46.9)
     let noSeparation = feed(["GPGGA,120000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,,M,,"])[0].epoch
       .fix
-    #expect(noSeparation.altitudeHAE == nil)
+    // gpsd 3.22's wgs84_separation at 48.1173° N 11.516667° E: 44.762679880666667 m.
+    let modelled = try #require(noSeparation.geoidSeparation)
+    #expect(abs(modelled - 44.762679880666667) < 1e-9)
+    #expect(noSeparation.altitudeHAE == 545.4 + modelled)
     let pubx = feed([
       "PUBX,00,120000.00,4807.038000,N,01131.000000,E,592.3,G3,2.1,2.0,0.007,77.52,-0.5,,0.92,1.19,0.77,9,0,0"
     ])[0].epoch.fix
     #expect(
       pubx.altitudeHAE == 592.3 && pubx.horizontalAccuracy == 2.1 && pubx.verticalAccuracy == 2.0)
+    // Above sea level from the same model: PUBX,00 gives the ellipsoid's height alone.
+    #expect(pubx.geoidSeparation.map { abs($0 - 44.762679880666667) < 1e-9 } == true)
+    #expect(pubx.altitudeMSL.map { abs($0 - (592.3 - 44.762679880666667)) < 1e-9 } == true)
     #expect(pubx.mode == .threeD && pubx.climb == 0.5 && pubx.satellitesUsed == 9)
   }
 
@@ -429,12 +437,18 @@ struct FixBuilderTests {
   // MARK: Mode and validity
 
   static let modeCases: [([String], FixMode)] = [
-    // The receiver's own GSA fix type wins.
+    // gpsd's rule: a GSA raises the mode, never lowers it; the receiver's 2D stays visible.
     (
       [
         "GPGGA,120000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,",
         "GPGSA,A,2,1,2,3,4,5,6,7,8,,,,,1.4,1.1,0.8",
-      ], .twoD
+      ], .threeD
+    ),
+    (
+      [
+        "GPGGA,120000,4807.038,N,01131.000,E,1,03,0.9,,M,,M,,",
+        "GPGSA,A,3,1,2,3,,,,,,,,,,1.4,1.1,0.8",
+      ], .threeD
     ),
     (
       [
@@ -449,11 +463,34 @@ struct FixBuilderTests {
         "GNGSA,A,3,1,2,3,,,,,,,,,,1.4,1.1,0.8,1", "GNGSA,A,1,,,,,,,,,,,,,1.4,1.1,0.8,3",
       ], .threeD
     ),
-    // No GSA: altitude and four satellites or more is 3D; three can only be 2D.
+    // No GSA: altitude and four satellites or more is 3D; three is 2D; fewer, or an empty
+    // count, no fix (gpsd's GGA rule, whatever the quality says).
     (["GPGGA,120000,4807.038,N,01131.000,E,1,04,0.9,545.4,M,46.9,M,,"], .threeD),
     (["GPGGA,120000,4807.038,N,01131.000,E,1,03,0.9,545.4,M,46.9,M,,"], .twoD),
     (["GPGGA,120000,4807.038,N,01131.000,E,1,08,0.9,,M,,M,,"], .twoD),
-    (["GPGGA,120000,4807.038,N,01131.000,E,1,00,3.3,10.8,M,-33.3,M,,"], .threeD),  // does not count
+    (["GPGGA,120000,4807.038,N,01131.000,E,1,00,3.3,10.8,M,-33.3,M,,"], .noFix),
+    (["GPGGA,120000,4807.038,N,01131.000,E,1,02,3.3,10.8,M,-33.3,M,,"], .noFix),
+    (["GPGGA,120000,4807.038,N,01131.000,E,1,,3.3,10.8,M,-33.3,M,,"], .noFix),
+    // RMC after GGA: promoted to 3D by the altitude GGA gave; after a GSA of four or more
+    // satellites used, 3D too.
+    (
+      [
+        "GPGGA,120000,4807.038,N,01131.000,E,1,03,0.9,545.4,M,46.9,M,,",
+        "GPRMC,120000,A,4807.038,N,01131.000,E,0,0,230394,,,A",
+      ], .threeD
+    ),
+    (
+      [
+        "GPGSA,A,2,1,2,3,4,,,,,,,,,1.4,1.1,0.8",
+        "GPRMC,120000,A,4807.038,N,01131.000,E,0,0,230394,,,A",
+      ], .threeD
+    ),
+    (
+      [
+        "GPGSA,A,2,1,2,3,,,,,,,,,,1.4,1.1,0.8",
+        "GPRMC,120000,A,4807.038,N,01131.000,E,0,0,230394,,,A",
+      ], .twoD
+    ),
     (["GPRMC,120000,A,4807.038,N,01131.000,E,0,0,230394,,,A"], .twoD),
     (["GPGLL,4807.038,N,01131.000,E,120000,A,A"], .twoD),
     // No valid position, no fix, whatever GSA says.
@@ -464,6 +501,8 @@ struct FixBuilderTests {
     (["GNGNS,120000,4807.038,N,01131.000,E,NN,08,0.9,545.4,46.9,,,V"], .noFix),
     (["GPGGA,120000,,,,,0,,,,,,,,", "GPGSA,A,3,1,2,3,4,,,,,,,,,1.4,1.1,0.8"], .noFix),
     (["GPGSA,A,3,1,2,3,4,,,,,,,,,1.4,1.1,0.8", "GPZDA,120000,23,03,1994,,"], .noFix),
+    // GNS: gpsd's GNS handler has no three-satellite test.
+    (["GNGNS,120000,4807.038,N,01131.000,E,AN,02,0.9,545.4,46.9,,,S"], .twoD),
     // GNS: a fix if any system has one.
     (["GNGNS,120000,4807.038,N,01131.000,E,NA,08,0.9,545.4,46.9,,,S"], .threeD),
     // GSA says no fix but GGA has a valid position: the position sentences decide.
@@ -475,7 +514,7 @@ struct FixBuilderTests {
   ]
 
   @Test(
-    "mode: the receiver's GSA fix type, else what the position sentences imply",
+    "mode: gpsd's rules for GGA, RMC, GLL, GNS and GSA, in the order the sentences come",
     arguments: modeCases)
   func mode(bodies: [String], mode: FixMode) throws {
     let epoch = try #require(feed(bodies).first?.epoch)
@@ -515,25 +554,36 @@ struct FixBuilderTests {
     #expect(emitted.map { $0.epoch.fix.altitudeMSL != nil } == (0..<9).map { $0 % 3 == 0 })
   }
 
-  @Test("a dimension stated as 2D is kept too, and a GSA that says 2D wins over a kept 3D")
-  func twoDKeptAndWinning() {
+  @Test("a 3D fix stays 3D past a GSA of 2D and a GGA of three satellites, as gpsd keeps it")
+  func threeDKept() {
     let bodies = [
       Self.rmc(0), Self.gga(0), Self.rmc(1),
-      // GSA 2D in an RMC epoch after 3D ones: 2D, then kept.
       Self.rmc(2), "GPGSA,A,2,04,05,09,,,,,,,,,,2.5,1.3,2.1", Self.rmc(3),
-      // GGA with three satellites states 2D: kept as well.
-      Self.rmc(4), Self.gga(4), Self.rmc(5), Self.gga(6, satellites: "03"), Self.rmc(7),
+      Self.rmc(4), Self.gga(4, satellites: "03"), Self.rmc(5),
     ]
-    let modes = feed(bodies).map(\.epoch.fix.mode)
-    #expect(modes == [.threeD, .threeD, .twoD, .twoD, .threeD, .threeD, .twoD, .twoD])
+    let emitted = feed(bodies)
+    #expect(emitted.map(\.epoch.fix.mode) == Array(repeating: .threeD, count: 6))
+    // The receiver's own fix type stays visible beside gpsd's reading.
+    #expect(emitted.map(\.epoch.fix.receiverFixMode) == [nil, nil, .twoD, nil, nil, nil])
   }
 
-  @Test("a lost fix, a gap of more than 10 s or an epoch without time ends the dimension kept")
+  @Test("after no fix, GGA of three satellites is 2D, and the RMC after it 3D (GGA's altitude)")
+  func twoDAfterNoFix() {
+    let bodies = [
+      Self.rmc(0, valid: false), Self.gga(1, satellites: "03"),
+      "GPGSA,A,2,04,05,09,,,,,,,,,,2.5,1.3,2.1",
+      Self.gga(2, satellites: "03"), Self.rmc(2),
+    ]
+    #expect(feed(bodies).map(\.epoch.fix.mode) == [.noFix, .twoD, .threeD])
+  }
+
+  @Test("a lost fix or an epoch without time ends the dimension kept; a gap does not")
   func dimensionKeptWhileTheFixLasts() {
     let lost = feed([Self.rmc(0), Self.gga(0), Self.rmc(1, valid: false), Self.rmc(2)])
     #expect(lost.map(\.epoch.fix.mode) == [.threeD, .noFix, .twoD])
+    // gpsd keeps a 3D across any gap while no epoch says otherwise.
     let gap = feed([Self.rmc(0), Self.gga(0), Self.rmc(10), Self.rmc(21)])
-    #expect(gap.map(\.epoch.fix.mode) == [.threeD, .threeD, .twoD])
+    #expect(gap.map(\.epoch.fix.mode) == [.threeD, .threeD, .threeD])
     // An RMC with an empty time between: nothing says the fix lasted.
     let untimed = feed([
       Self.rmc(0), Self.gga(0), "GPRMC,,A,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W,A",

@@ -155,12 +155,6 @@ struct UBXConformanceTests {
       "gpsd's first TPV is stamped with its built-in 18 leap seconds before the receiver "
         + "states them (15 in 2009): 3 s early; we have that epoch untimed, no fix"
     ),
-    "ublox-neo-m8l.log": (
-      17,
-      "the dead-reckoning NEO-M8L sends UBX-HNR-PVT at 10 Hz, which we do not decode: 171 of "
-        + "gpsd's epochs are HNR-PVT's alone, and its last TPV of 15:31:59.999 is HNR-PVT's, "
-        + "40 cm from NAV-PVT"
-    ),
     "ublox-zed-f9r.log": (
       0,
       "the log mixes NMEA with UBX and gpsd's TPV holds the position of the epoch's last "
@@ -172,6 +166,17 @@ struct UBXConformanceTests {
   /// Logs where fewer of gpsd's SKYs than all agree with ours in satellites listed and used:
   /// how many agree, and why the others do not (docs/conformance.md).
   static let skyAgreement: [String: (agreeing: Int, reason: String)] = [:]
+
+  /// The logs of receivers that give only the ellipsoidal height (NAV-SOL's ECEF): gpsd's
+  /// `altMSL` there is from its geoid model, and so is ours.
+  @Test(
+    "heights above sea level from gpsd's geoid model where the receiver gives none",
+    arguments: ["ublox-8-time.log", "ublox-neo-m8t.log", "ublox-aek-4t.log", "ublox-lea-4t.log"])
+  func geoidHeights(log: String) throws {
+    let result = try UBXLogConformance.run(log: log, directory: try GPSDCorpus.requireUBX())
+    let (agreeing, compared) = result.agreement("altMSL")
+    #expect(compared > 0 && agreeing == compared, "\(log): altMSL \(agreeing) of \(compared)")
+  }
 
   @Test("each u-blox log's epochs agree with gpsd's TPVs", arguments: UBXCorpusTests.logs)
   func agreesWithGPSD(log: String) throws {

@@ -10,8 +10,8 @@ import Testing
 /// 10 m, so a fix builder that ignored hAcc would fail both.
 @Suite struct BinaryAccuracyRequestTests {
   /// gpsd's ublox-zed-f9p-hp.log NAV-PVT, 2019-04-22 21:19:20 UTC; its hAcc (payload offset
-  /// 40, millimetres) replaced by `hAcc`.
-  static func navPVT(hAccMillimetres hAcc: UInt32) throws -> [UInt8] {
+  /// 40, millimetres) replaced by `hAcc`, its `gnssFixOK` flag cleared unless `fixOK`.
+  static func navPVT(hAccMillimetres hAcc: UInt32, fixOK: Bool = true) throws -> [UInt8] {
     var payload: [UInt8] = [
       0x10, 0xE6, 0xB9, 0x09, 0xE3, 0x07, 0x04, 0x16, 0x15, 0x13, 0x14, 0x37, 0x1A, 0x00, 0x00,
       0x00, 0xF1, 0x0C, 0xFE, 0xFF, 0x03, 0x01, 0xEB, 0x10, 0x5A, 0x41, 0xA0, 0x65, 0x0A, 0xA5,
@@ -22,6 +22,7 @@ import Testing
       0x00, 0x00,
     ]
     for index in 0..<4 { payload[40 + index] = UInt8(truncatingIfNeeded: hAcc >> (8 * index)) }
+    if !fixOK { payload[21] = 0x00 }  // flags: gnssFixOK clear
     return try UBX.frame(UBXMessageID(0x01, 0x07), payload: payload)
   }
 
@@ -93,5 +94,19 @@ import Testing
     #expect(try Self.fix(Self.nmea(gstError: 3)).horizontalAccuracy.map { $0 < 10 } == true)
     let ggaOnly = Self.wire("GNGGA,211920.00,4552.65172,S,17030.00784,E,1,12,0.77,27.4,M,2.0,M,,")
     #expect(try Self.fix(ggaOnly).horizontalAccuracy == nil)
+  }
+
+  @Test("gnssFixOK clear: judged by hAcc when an accuracy is asked, never taken as any fix")
+  func fixOutsideReceiverLimits() throws {
+    let near = try Self.fix(try Self.navPVT(hAccMillimetres: 4_000, fixOK: false) + Self.endOfEpoch)
+    #expect(near.mode == .threeD && near.gnssFixOK == false && near.horizontalAccuracy == 4)
+    #expect(LocationRequest(accuracy: 10).accepts(near))
+    #expect(!LocationRequest().accepts(near))
+    let far = try Self.fix(try Self.navPVT(hAccMillimetres: 14_481, fixOK: false) + Self.endOfEpoch)
+    #expect(!LocationRequest(accuracy: 10).accepts(far))
+    #expect(LocationRequest(accuracy: 20).accepts(far))
+    // The flag set, or no flag at all (NMEA): any fix.
+    let ok = try Self.fix(try Self.navPVT(hAccMillimetres: 14_481) + Self.endOfEpoch)
+    #expect(ok.gnssFixOK == true && LocationRequest().accepts(ok))
   }
 }

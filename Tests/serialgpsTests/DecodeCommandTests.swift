@@ -114,6 +114,33 @@ struct DecodeCommandTests {
     #expect(session.statisticsReport(name: "noise").contains("garbage bytes"))
   }
 
+  @Test("a UBX header whose length lies near the end swallows nothing, and is counted")
+  func unfinishedFrameAtTheEnd() {
+    // NAV-PVT's header announcing 1 000 bytes, then two more epochs (under 1 000 bytes): the
+    // frame never completes, and what it took in is read again at the end of the input.
+    let first =
+      sentence("GNRMC,120000.00,A,4722.61420,N,00832.50210,E,10.000,90.00,300326,,,A,V")
+      + sentence("GNGGA,120000.00,4722.61420,N,00832.50210,E,1,08,0.90,408.3,M,47.4,M,,")
+    let rest =
+      sentence("GNRMC,120001.00,A,4722.61500,N,00832.50300,E,10.000,90.00,300326,,,A,V")
+      + sentence("GNGGA,120001.00,4722.61500,N,00832.50300,E,1,08,0.90,408.5,M,47.4,M,,")
+      + sentence("GNRMC,120002.00,A,4722.61580,N,00832.50390,E,10.000,90.00,300326,,,A,V")
+      + sentence("GNGGA,120002.00,4722.61580,N,00832.50390,E,1,08,0.90,408.7,M,47.4,M,,")
+    let input = Array(first.utf8) + [0xB5, 0x62, 0x01, 0x07, 0xE8, 0x03] + Array(rest.utf8)
+    for chunk in [1, 7, 4096] {
+      let (output, session) = decode(input, json: false, chunk: chunk)
+      let times = output.split(separator: "\n").map { $0.prefix(24) }
+      #expect(
+        times == [
+          "2026-03-30T12:00:00.000Z", "2026-03-30T12:00:01.000Z", "2026-03-30T12:00:02.000Z",
+        ], "chunks of \(chunk)")
+      let framer = session.decoder.statistics.framer
+      #expect(framer.unfinishedBinaryFrames == 1 && framer.sentences == 6)
+      #expect(
+        session.statisticsReport(name: "lying").contains("unfinished at the end 1"))
+    }
+  }
+
   @Test("--stats counts impossible values by reason, apart from the sentences refused")
   func impossibleValuesCounted() {
     // Valid checksums, impossible contents: 31 February, a negative speed, GSV message 99 of 9.
