@@ -216,7 +216,7 @@ struct DecodeSession {
       missing checksum \(framer.missingChecksum), too long \(framer.tooLong), \
       malformed \(framer.malformed))
         binary frames          UBX \(framer.ubxFrames), SiRF \(framer.sirfFrames), \
-      bad \(framer.badBinaryFrames)
+      RTCM 3 \(framer.rtcm3Frames), bad \(framer.badBinaryFrames)
         garbage bytes          \(framer.garbageBytes)
         parse errors           \(statistics.parseErrors)
         impossible values      \(impossible), each field dropped alone (an impossible time \
