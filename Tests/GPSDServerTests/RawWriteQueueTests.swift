@@ -110,6 +110,7 @@ import Testing
     // A header announcing 1023 bytes of message, and 100 of them.
     let half = [0xD3, 0x03, 0xFF] + Array(repeating: UInt8(0x55), count: 100)
     #expect(input(&queue, half).isEmpty)
+    #expect(queue.counters.bytesDropped == 0, "held for the rest of its frame")
     queue.left(1)
     #expect(queue.counters.bytesDropped == half.count)
     #expect(queue.counters.bytesForwarded == 0)
