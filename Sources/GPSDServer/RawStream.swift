@@ -82,11 +82,12 @@ struct RawWriterSlot {
 
 /// What the raw port's writer sends, on its way to the receiver, as a state machine with no
 /// I/O: who may write (``RawWriterSlot``), and its bytes framed by the reader's own framer
-/// (``NMEAFramer``: NMEA sentences with a valid checksum, UBX and SiRF binary frames), so that
-/// only whole sentences and frames reach the receiver. A frame is handed on whole or not at
-/// all, so the driver's own commands, written between two of the writer's batches, never land
-/// inside one. What is not a whole frame (noise, a bad checksum, an RTCM 3 frame, the start
-/// of a frame when the writer leaves) is dropped and counted.
+/// (``NMEAFramer``: NMEA sentences with a valid checksum, UBX and SiRF binary frames, RTCM 3
+/// corrections with a valid CRC-24Q), so that only whole sentences and frames reach the
+/// receiver. A frame is handed on whole or not at all, so the driver's own commands, written
+/// between two of the writer's batches, never land inside one. What is not a whole frame
+/// (noise, a bad checksum or CRC, the start of a frame when the writer leaves) is dropped and
+/// counted.
 ///
 /// The bound: the whole frames waiting for the receiver are at most ``limit`` bytes, after
 /// which the loop stops reading the writer's socket (``reads(_:)``) until the receiver has

@@ -223,6 +223,10 @@ extension NMEADecoder.Stages: ParsedSentenceConsumer {
       try decode(frame, body)
     case .sirf(let frame):
       try body(.sirf(frame))
+    case .rtcm3:
+      // Corrections echoed or sent by an RTK receiver: known (the framer counts them), and
+      // nothing to decode into a fix.
+      break
     }
   }
 

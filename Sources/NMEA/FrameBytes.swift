@@ -3,7 +3,8 @@
 /// can take the bytes written after it for its own.
 extension Frame {
   /// The frame as it goes on the wire: a sentence as it arrived (its checksum included) with
-  /// CR LF, a UBX or SiRF frame with its sync bytes, length, checksum (and SiRF's trailer).
+  /// CR LF, a UBX, SiRF or RTCM 3 frame with its sync bytes, length, checksum (and SiRF's
+  /// trailer).
   /// A framer fed these bytes finds this frame again, whole, and nothing else.
   public var bytes: [UInt8] {
     switch self {
@@ -35,6 +36,8 @@ extension Frame {
       out.append(contentsOf: view.payload)
       out += [UInt8(sum >> 8), UInt8(sum & 0xFF), 0xB0, 0xB3]
       return out
+    case .rtcm3(let view):
+      return RTCM3.frame(message: view.message)
     }
   }
 }
@@ -46,8 +49,8 @@ extension NMEAFramer {
     switch state {
     case .hunting, .discarding: return 0
     case .sentence: return length
-    case .ubxSync, .sirfSync: return 1
-    case .ubx, .sirf: return binary.count
+    case .ubxSync, .sirfSync, .rtcm3Sync: return 1
+    case .ubx, .sirf, .rtcm3: return binary.count
     }
   }
 }

@@ -14,7 +14,7 @@ public struct FramerConfiguration: Sendable, Hashable {
   public var maximumSentenceLength: Int
   /// What to do with a sentence that has no checksum.
   public var checksumPolicy: ChecksumPolicy
-  /// The longest binary frame (UBX or SiRF, framing included) that is delivered. Longer ones
+  /// The longest binary frame (UBX, SiRF or RTCM 3, framing included) that is delivered. Longer ones
   /// are skipped as garbage. Bounds the framer's memory together with the sentence limit. The
   /// default, 4096, holds the longest navigation message a u-blox sends (UBX-NAV-SIG with 255
   /// signals: 8 + 255 · 16 bytes of payload and 8 of framing).
@@ -48,7 +48,9 @@ public struct FramerStatistics: Sendable, Hashable {
   public var ubxFrames = 0
   /// SiRF binary frames with a valid checksum, delivered.
   public var sirfFrames = 0
-  /// Binary frames whose checksum or trailer did not match (their bytes are rescanned).
+  /// RTCM 3 frames with a valid CRC-24Q, delivered.
+  public var rtcm3Frames = 0
+  /// Binary frames whose checksum, CRC or trailer did not match (their bytes are rescanned).
   public var badBinaryFrames = 0
   /// Bytes outside any sentence or frame.
   public var garbageBytes = 0
@@ -116,17 +118,18 @@ public enum Frame {
   case sentence(RawSentence)
   case ubx(UBXFrameView)
   case sirf(SiRFFrameView)
+  case rtcm3(RTCM3FrameView)
 }
 
 /// Splits a receiver's byte stream into NMEA sentences and binary frames.
 ///
 /// Feed it chunks of any size; the frames found are the same however the stream is split.
 /// Whole sentences inside a chunk are handed out in place, without copying; only a sentence
-/// cut by a chunk boundary is copied, into a buffer of fixed size. Binary UBX and SiRF frames
-/// are recognised by their framing and checksum and reported separately, so that NMEA around
+/// cut by a chunk boundary is copied, into a buffer of fixed size. Binary UBX, SiRF and RTCM 3
+/// frames are recognised by their framing and checksum and reported separately, so that NMEA around
 /// them is never lost; anything else is garbage, counted and skipped, and the framer
 /// resynchronises on the next `$`.
-public struct NMEAFramer {
+public struct NMEAFramer: Sendable {
   public let configuration: FramerConfiguration
   /// What has been accepted and rejected so far.
   public private(set) var statistics = FramerStatistics()
@@ -136,7 +139,7 @@ public struct NMEAFramer {
   public private(set) var streamOffset: UInt64 = 0
 
   @usableFromInline
-  enum State: UInt8 {
+  enum State: UInt8, Sendable {
     case hunting
     case sentence
     case discarding  // a sentence over the length limit: skip to its end
@@ -144,6 +147,8 @@ public struct NMEAFramer {
     case ubx  // in a UBX frame; binaryBuffer holds it
     case sirfSync  // saw A0
     case sirf
+    case rtcm3Sync  // saw D3
+    case rtcm3
   }
 
   @usableFromInline var state = State.hunting
@@ -201,7 +206,7 @@ public struct NMEAFramer {
   /// it as malformed, and starts hunting for the next one.
   public mutating func reset() {
     if state == .sentence || state == .discarding { statistics.malformed += 1 }
-    if state == .ubx || state == .sirf || state == .ubxSync || state == .sirfSync {
+    if state != .hunting && state != .sentence && state != .discarding {
       statistics.garbageBytes += max(binary.count, 1)
     }
     state = .hunting
@@ -247,6 +252,10 @@ public struct NMEAFramer {
             if i == n { partial.append(byte) }
           } else if byte == 0xB5 {
             state = .ubxSync
+            binaryOffset = base &+ UInt64(i)
+            i += 1
+          } else if byte == RTCM3.preamble {
+            state = .rtcm3Sync
             binaryOffset = base &+ UInt64(i)
             i += 1
           } else if byte == 0xA0 {
@@ -391,7 +400,18 @@ public struct NMEAFramer {
             state = .hunting
           }
 
-        case .ubx, .sirf:
+        case .rtcm3Sync:
+          // The six bits after the preamble are reserved and zero in RTCM 3.
+          if p[i] & 0xFC == 0 {
+            beginBinaryFrame(RTCM3.preamble, p[i], headerLength: 3)
+            state = .rtcm3
+            i += 1
+          } else {
+            statistics.garbageBytes += 1
+            state = .hunting
+          }
+
+        case .ubx, .sirf, .rtcm3:
           let take = min(binaryExpected - binary.count, n - i)
           binary.append(contentsOf: UnsafeBufferPointer(start: p + i, count: take))
           i += take
@@ -401,6 +421,8 @@ public struct NMEAFramer {
             binaryHeaderParsed = true
             if state == .ubx {
               binaryExpected = 6 + (Int(binary[4]) | Int(binary[5]) << 8) + 2
+            } else if state == .rtcm3 {
+              binaryExpected = 3 + (Int(binary[1] & 0x03) << 8 | Int(binary[2])) + 3
             } else {
               binaryExpected = 4 + (Int(binary[2]) << 8 | Int(binary[3])) + 4
             }
@@ -544,7 +566,12 @@ public struct NMEAFramer {
   mutating func finishBinaryFrame(_ body: (Frame) throws -> Void) rethrows {
     let valid: Bool
     let isUBX = state == .ubx
-    if isUBX {
+    if state == .rtcm3 {
+      let end = binary.count - 3
+      let stated =
+        UInt32(binary[end]) << 16 | UInt32(binary[end + 1]) << 8 | UInt32(binary[end + 2])
+      valid = RTCM3.crc24q(binary[0..<end]) == stated
+    } else if isUBX {
       var a: UInt8 = 0
       var b: UInt8 = 0
       for index in 2..<(binary.count - 2) {
@@ -564,8 +591,16 @@ public struct NMEAFramer {
       try rejectBinaryFrame(body)
       return
     }
+    let kind = state
     state = .hunting
-    if isUBX {
+    if kind == .rtcm3 {
+      statistics.rtcm3Frames += 1
+      try binary.withUnsafeBufferPointer { frame in
+        try body(
+          .rtcm3(
+            RTCM3FrameView(message: UnsafeBufferPointer(rebasing: frame[3..<(frame.count - 3)]))))
+      }
+    } else if isUBX {
       statistics.ubxFrames += 1
       try binary.withUnsafeBufferPointer { frame in
         let view = UBXFrameView(
@@ -622,7 +657,7 @@ extension NMEAFramer {
       switch frame {
       case .sentence(let sentence): if sentence.hadChecksum { found += 1 }
       case .ubx: found += 1
-      case .sirf: break
+      case .sirf, .rtcm3: break
       }
     }
     return found >= count

@@ -136,7 +136,11 @@ public struct NTRIPSession: Sendable {
   public let configuration: Configuration
   public private(set) var statistics = NTRIPStatistics()
   private var state = State.off
-  private var framer = RTCM3Framer()
+  /// The package's framer, which checks RTCM 3 frames (preamble, reserved bits, length,
+  /// CRC-24Q); only those are passed on, whatever else the caster sends is skipped. It holds
+  /// at most one RTCM 3 frame's worth of bytes.
+  private var framer = NMEAFramer(
+    configuration: FramerConfiguration(maximumBinaryFrameLength: RTCM3.maximumFrameLength))
   /// Consecutive failures, for the backoff; back to zero at the first valid frame.
   private var failures = 0
 
@@ -225,13 +229,20 @@ public struct NTRIPSession: Sendable {
         actions.append(
           .report(.streaming(configuration.caster, version: version, chunked: chunked)))
       case .data(let data):
-        let before = framer.counts
-        framer.append(data) { frame in actions.append(.forward(frame)) }
-        let after = framer.counts
-        statistics.framesReceived += after.frames - before.frames
-        statistics.framesRefused += after.crcErrors - before.crcErrors
-        statistics.bytesSkipped += after.bytesSkipped - before.bytesSkipped
-        if after.frames > before.frames { failures = 0 }
+        let before = framer.statistics
+        let pendingBefore = framer.bytesInProgress
+        var framed = 0
+        framer.feed(data) { frame in
+          guard case .rtcm3 = frame else { return }
+          let whole = frame.bytes
+          framed += whole.count
+          actions.append(.forward(whole))
+        }
+        let after = framer.statistics
+        statistics.framesReceived += after.rtcm3Frames - before.rtcm3Frames
+        statistics.framesRefused += after.badBinaryFrames - before.badBinaryFrames
+        statistics.bytesSkipped += data.count + pendingBefore - framer.bytesInProgress - framed
+        if after.rtcm3Frames > before.rtcm3Frames { failures = 0 }
       case .failure(let reason):
         failure = reason
       }

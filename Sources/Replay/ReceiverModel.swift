@@ -251,6 +251,8 @@ public struct ReceiverModel {
           [0xA0, 0xA2, UInt8(count >> 8), UInt8(count & 0xFF)] + view.payload
           + [UInt8(sum >> 8), UInt8(sum & 0xFF), 0xB0, 0xB3]
         frames.append((wire, false, nil))
+      case .rtcm3(let view):
+        frames.append((RTCM3.frame(message: view.message), false, nil))
       case .sentence(let raw):
         let command: ReceiverCommand
         if let sentence = try? Sentence(parsing: raw) {

@@ -216,7 +216,8 @@ struct DecodeSession {
       missing checksum \(framer.missingChecksum), too long \(framer.tooLong), \
       malformed \(framer.malformed))
         binary frames          UBX \(framer.ubxFrames), SiRF \(framer.sirfFrames), \
-      bad \(framer.badBinaryFrames), unfinished at the end \(framer.unfinishedBinaryFrames)
+      RTCM 3 \(framer.rtcm3Frames), bad \(framer.badBinaryFrames), \
+      unfinished at the end \(framer.unfinishedBinaryFrames)
         garbage bytes          \(framer.garbageBytes)
         parse errors           \(statistics.parseErrors)
         impossible values      \(impossible), each field dropped alone (an impossible time \

@@ -103,8 +103,8 @@ struct ServeOptions: Equatable, CommandArguments {
                           any is connected
       --raw-write         let one raw connection at a time write to the receiver (the first
                           that sends, until it leaves); others are told it is taken. Whole
-                          NMEA sentences and UBX/SiRF frames only, never inside serve's own
-                          wake-up and standby exchanges
+                          NMEA sentences and UBX/SiRF/RTCM 3 frames only, never inside
+                          serve's own wake-up and standby exchanges
       --nmea-socket PATH  also serve the first receiver's NMEA sentences on a Unix socket at
                           PATH to each connection, for GeoClue's network-nmea source
                           (docs/geoclue.md): the receiver is powered while any is connected

@@ -75,6 +75,48 @@ import Testing
     #expect(input(&queue, sentence, from: 2) == [.write(sentence, batch: 1)])
   }
 
+  /// An RTCM 3 frame whose message is `count` bytes counting up from `seed`.
+  func rtcm3(_ count: Int, seed: UInt8) -> [UInt8] {
+    RTCM3.frame(message: (0..<count).map { UInt8(truncatingIfNeeded: Int(seed) + $0) })
+  }
+
+  @Test func rtcm3CorrectionsGoOnAsWholeFrames() {
+    // What str2str sends into the raw port: RTCM 3 frames, cut anywhere by the reads.
+    var queue = RawWriteQueue(writable: true, batchLimit: 4096)
+    let first = rtcm3(100, seed: 1)
+    let second = rtcm3(1023, seed: 2)
+    #expect(input(&queue, Array(first[..<40])).isEmpty)
+    #expect(
+      input(&queue, Array(first[40...]) + second + sentence) == [
+        .write(first + second + sentence, batch: 1)
+      ])
+    #expect(queue.counters.bytesForwarded == first.count + second.count + sentence.count)
+    #expect(queue.counters.bytesDropped == 0)
+    #expect(queue.framing.rtcm3Frames == 2)
+  }
+
+  @Test func aCorruptRTCM3FrameIsDropped() {
+    var queue = RawWriteQueue(writable: true, batchLimit: 4096)
+    let good = rtcm3(50, seed: 3)
+    var corrupt = rtcm3(60, seed: 4)
+    corrupt[30] ^= 0x01
+    #expect(input(&queue, good + corrupt + good) == [.write(good + good, batch: 1)])
+    #expect(queue.counters.bytesDropped == corrupt.count)
+    #expect(queue.framing.badBinaryFrames == 1)
+  }
+
+  @Test func halfAnRTCM3FrameIsDroppedWhenItsWriterLeaves() {
+    var queue = RawWriteQueue(writable: true)
+    // A header announcing 1023 bytes of message, and 100 of them.
+    let half = [0xD3, 0x03, 0xFF] + Array(repeating: UInt8(0x55), count: 100)
+    #expect(input(&queue, half).isEmpty)
+    #expect(queue.counters.bytesDropped == 0, "held for the rest of its frame")
+    queue.left(1)
+    #expect(queue.counters.bytesDropped == half.count)
+    #expect(queue.counters.bytesForwarded == 0)
+    #expect(input(&queue, sentence, from: 2) == [.write(sentence, batch: 1)])
+  }
+
   @Test func aSentenceWithoutItsLineEndNeverGoes() {
     var queue = RawWriteQueue(writable: true)
     let dangling = Array("$PMTK220,1000".utf8)

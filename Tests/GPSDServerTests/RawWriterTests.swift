@@ -1,4 +1,5 @@
 import Chipsets
+import NMEA
 import Replay
 import SerialGPS
 import Testing
@@ -83,6 +84,35 @@ import Testing
     #expect(server.statistics.rawBytesWritten == statistics.rawBytesWritten)
     #expect(
       simulator.received.count { $0.bytes == poll } * poll.count <= statistics.rawBytesWritten)
+    #expect(await simulator.waitForPowerState(.backup, timeout: .seconds(30)))
+    await server.shutdown()
+  }
+
+  @Test func rtcm3CorrectionsReachTheReceiverAsWholeFrames() async throws {
+    let (simulator, server) = try rawServer()
+    defer { simulator.stop() }
+    let port = try #require(server.rawListenAddress?.port)
+    let writer = try TestClient(port: port)
+    #expect(await simulator.waitForPowerState(.running, timeout: .seconds(30)))
+    // Two frames as str2str pushes them, cut anywhere, with a corrupt one between them.
+    let first = RTCM3.frame(message: (0..<120).map { UInt8(truncatingIfNeeded: $0 * 7) })
+    let second = RTCM3.frame(message: (0..<300).map { UInt8(truncatingIfNeeded: $0 * 3) })
+    var corrupt = RTCM3.frame(message: Array(repeating: 0x42, count: 50))
+    corrupt[20] ^= 0x01
+    let bytes = first + corrupt + second
+    writer.send(bytes: Array(bytes[..<50]))
+    try await Task.sleep(for: .milliseconds(50))
+    writer.send(bytes: Array(bytes[50..<200]))
+    try await Task.sleep(for: .milliseconds(50))
+    writer.send(bytes: Array(bytes[200...]))
+    #expect(
+      await eventually { simulator.received.contains { $0.bytes == second } },
+      "\(simulator.received)")
+    #expect(simulator.received.contains { $0.bytes == first })
+    #expect(!simulator.received.contains { $0.bytes.contains(0x42) && $0.bytes.count <= 60 })
+    #expect(server.statistics.rawBytesWritten == first.count + second.count)
+    #expect(server.statistics.rawWriteBytesDropped == corrupt.count)
+    writer.close()
     #expect(await simulator.waitForPowerState(.backup, timeout: .seconds(30)))
     await server.shutdown()
   }

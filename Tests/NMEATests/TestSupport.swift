@@ -45,12 +45,14 @@ enum FoundFrame: Equatable, CustomStringConvertible {
   case sentence(String, hadChecksum: Bool)
   case ubx(UInt8, UInt8, [UInt8])
   case sirf([UInt8])
+  case rtcm3([UInt8])
 
   init(_ frame: Frame) {
     switch frame {
     case .sentence(let raw): self = .sentence(raw.text, hadChecksum: raw.hadChecksum)
     case .ubx(let view): self = .ubx(view.messageClass, view.messageID, Array(view.payload))
     case .sirf(let view): self = .sirf(Array(view.payload))
+    case .rtcm3(let view): self = .rtcm3(Array(view.message))
     }
   }
 
@@ -59,6 +61,7 @@ enum FoundFrame: Equatable, CustomStringConvertible {
     case .sentence(let text, let checked): return checked ? text : text + " (no checksum)"
     case .ubx(let c, let i, let p): return "UBX \(c)/\(i) \(p.count) bytes"
     case .sirf(let p): return "SiRF \(p.count) bytes"
+    case .rtcm3(let m): return "RTCM 3 \(m.count) bytes"
     }
   }
 }

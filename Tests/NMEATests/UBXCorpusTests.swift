@@ -189,6 +189,18 @@ struct UBXCorpusTests {
     #expect(found == Self.logs)
   }
 
+  @Test("ublox-f9p-rtcm.log's RTCM 3 corrections are frames, neither garbage nor sentences")
+  func rtcm3Frames() throws {
+    let directory = try GPSDCorpus.requireUBX()
+    let result = try UBXLogDecoding.run(log: "ublox-f9p-rtcm.log", directory: directory)
+    let framer = result.statistics.framer
+    // 15 RTCM 3 frames among 16 UBX ones; unframed, their bytes were garbage (1 758 bytes by
+    // `serialgps decode --stats`) and the `$` inside some began 15 malformed sentences.
+    #expect(framer.rtcm3Frames == 15 && framer.ubxFrames == 16)
+    #expect(framer.malformed == 0 && framer.badBinaryFrames == 0)
+    #expect(framer.garbageBytes <= 1)
+  }
+
   @Test("every frame of a known message decodes, but the refusals explained", arguments: logs)
   func decodes(log: String) throws {
     let directory = try GPSDCorpus.requireUBX()

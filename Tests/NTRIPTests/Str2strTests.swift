@@ -17,9 +17,11 @@ struct Str2strTests {
       .deletingLastPathComponent().deletingLastPathComponent()
       .appendingPathComponent("fixtures/rtcm3-stream.rtcm3")
     let bytes = (try? [UInt8](Data(contentsOf: url))) ?? []
-    var framer = RTCM3Framer()
+    var framer = NMEAFramer()
     var frames: [[UInt8]] = []
-    framer.append(bytes) { frames.append($0) }
+    framer.feed(bytes) { frame in
+      if case .rtcm3 = frame { frames.append(frame.bytes) }
+    }
     return frames
   }()
 

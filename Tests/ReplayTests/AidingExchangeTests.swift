@@ -27,7 +27,7 @@ import Testing
         if let sentence = try? Sentence(parsing: raw), let ack = ReceiverAcknowledgement(sentence) {
           found.append(ack)
         }
-      case .sirf: break
+      case .sirf, .rtcm3: break
       }
     }
     return found

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import NMEA
 import NTRIP
 import Replay
 import Testing
@@ -65,7 +66,7 @@ struct ServeNTRIPTests {
     // The base: valid frames into str2str's input, one every 10 ms, until the test ends.
     let feed = try loopbackConnection(port: input)
     let frames = (0..<5).map {
-      RTCM3Framer.frame(message: Array(repeating: UInt8($0), count: 100 + $0))
+      RTCM3.frame(message: Array(repeating: UInt8($0), count: 100 + $0))
     }
     let feeding = FeedSwitch()
     let feeder = Thread {
@@ -116,12 +117,14 @@ struct ServeNTRIPTests {
     #expect(await serve.exitStatus() == 0, "\(serve.standardError)")
     await caster.stop()
     // What the receiver got, in order, is whole frames of the base's, and nothing else.
-    var framer = RTCM3Framer()
+    var framer = NMEAFramer()
     var received: [[UInt8]] = []
-    framer.append(correctionBytes()) { received.append($0) }
+    framer.feed(correctionBytes()) { frame in
+      if case .rtcm3 = frame { received.append(frame.bytes) }
+    }
     #expect(received.count >= 15)
     #expect(received.allSatisfy { frames.contains($0) })
-    #expect(framer.counts.crcErrors == 0)
+    #expect(framer.statistics.badBinaryFrames == 0)
     let log = serve.standardError
     #expect(log.contains("NTRIP: receiving corrections from ntrip://user:***@127.0.0.1:"))
     #expect(log.contains("NTRIP: disconnected: the receiver sleeps"))

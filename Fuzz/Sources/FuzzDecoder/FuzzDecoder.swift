@@ -44,6 +44,7 @@ enum Observed: Equatable {
   case sentence(bytes: [UInt8], hadChecksum: Bool)
   case ubx(messageClass: UInt8, messageID: UInt8, payload: [UInt8])
   case sirf(payload: [UInt8])
+  case rtcm3(message: [UInt8])
   case parsed(Sentence)
   case parseError(NMEAParseError, bytes: [UInt8])
   case epoch(Epoch)
@@ -249,6 +250,7 @@ func observed(_ frame: Frame) -> Observed {
     return .ubx(
       messageClass: view.messageClass, messageID: view.messageID, payload: Array(view.payload))
   case .sirf(let view): return .sirf(payload: Array(view.payload))
+  case .rtcm3(let view): return .rtcm3(message: Array(view.message))
   }
 }
 
@@ -260,6 +262,7 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
   var sentences = 0
   var ubx = 0
   var sirf = 0
+  var rtcm3 = 0
   var parseErrors = 0
   var impossibleValues = 0
   var epochs = 0
@@ -298,6 +301,10 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
     case .sirf(let view):
       sirf += 1
       result.frames.append(.sirf(payload: Array(view.payload)))
+    case .rtcm3(let view):
+      rtcm3 += 1
+      check(view.message.count <= RTCM3.maximumMessageLength, "RTCM 3 message over 1023 bytes")
+      result.frames.append(.rtcm3(message: Array(view.message)))
     }
   }
 
@@ -371,6 +378,9 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
   check(
     statistics.sirfFrames == sirf, "SiRF frames counted \(statistics.sirfFrames), delivered \(sirf)"
   )
+  check(
+    statistics.rtcm3Frames == rtcm3,
+    "RTCM 3 frames counted \(statistics.rtcm3Frames), delivered \(rtcm3)")
   check(statistics.garbageBytes <= payload.count, "more garbage than input")
   check(
     statistics.sentences + statistics.rejectedSentences <= payload.count,
