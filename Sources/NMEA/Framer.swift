@@ -672,7 +672,7 @@ extension NMEAFramer {
   /// that rescan. A sentence without its line end stays as it is. Call it once no more bytes
   /// will come (the end of a recording); ``feed(_:_:)`` may go on afterwards.
   public mutating func finish(_ body: (Frame) throws -> Void) rethrows {
-    while state == .ubx || state == .sirf {
+    while state == .ubx || state == .sirf || state == .rtcm3 {
       statistics.unfinishedBinaryFrames += 1
       statistics.garbageBytes += 1
       state = .hunting
@@ -683,7 +683,7 @@ extension NMEAFramer {
         try scan(buffer.baseAddress!, count: buffer.count, at: binaryOffset &+ 1, body)
       }
     }
-    if state == .ubxSync || state == .sirfSync {
+    if state == .ubxSync || state == .sirfSync || state == .rtcm3Sync {
       statistics.garbageBytes += 1
       state = .hunting
     }

@@ -147,20 +147,20 @@ final class ServeNTRIP: Sendable {
       // The server's thread calls this one change at a time: the check and the store
       // cannot race, and the client's thread starts outside the lock.
       guard current.withLock({ $0 == nil }) else { return }
-      guard
-        let client = try? NTRIPClient(
+      let client: NTRIPClient
+      do {
+        client = try NTRIPClient(
           receiver: served.receiver, configuration: configuration, options: options)
-      else {
-        Output.error.line("serialgps serve: \(served.path): cannot start the NTRIP client")
+      } catch {
+        Output.error.line(
+          "serialgps serve: \(served.path): cannot start the NTRIP client (\(error)); "
+            + "serving without corrections")
         return
       }
       current.withLock { $0 = Current(path: served.path, client: client) }
-      let started = true
-      if started {
-        Output.error.line(
-          "serialgps serve: \(served.path) gets corrections from \(configuration.caster) while powered"
-        )
-      }
+      Output.error.line(
+        "serialgps serve: \(served.path) gets corrections from \(configuration.caster) while powered"
+      )
     case .removed(let served):
       let client = current.withLock { current -> NTRIPClient? in
         guard let now = current, now.path == served.path else { return nil }

@@ -97,6 +97,27 @@ struct RTCM3FramerTests {
     #expect(statistics.badBinaryFrames == 1 && statistics.rtcm3Frames == 2)
   }
 
+  @Test("a frame still unfinished at the end of the input is counted and what it swallowed found")
+  func unfinishedAtTheEnd() {
+    // A header announcing 1 000 bytes, then a sentence and a frame it would swallow.
+    let sentence = wire("GPZDA,201530.00,04,07,2002,00,00")
+    let good = RTCM3.frame(message: message(30, seed: 9))
+    var framer = NMEAFramer()
+    var found: [String] = []
+    let input = [0xD3, 0x03, 0xE8] + sentence + good
+    framer.feed(input) { _ in Issue.record("a frame delivered before the end") }
+    framer.finish { frame in
+      switch frame {
+      case .sentence(let raw): found.append(String(decoding: raw.bytes, as: UTF8.self))
+      case .rtcm3(let view): found.append("RTCM 3 \(view.message.count)")
+      default: found.append("other")
+      }
+    }
+    #expect(found == ["$GPZDA,201530.00,04,07,2002,00,00", "RTCM 3 30"])
+    #expect(framer.statistics.unfinishedBinaryFrames == 1)
+    #expect(framer.bytesInProgress == 0)
+  }
+
   @Test("garbage before a frame is counted, byte by byte")
   func garbageBefore() {
     let garbage: [UInt8] = [0x00, 0xFF, 0xD3, 0xD3, 0x41, 0xB5, 0x00, 0xA0, 0x01, 0x0A]

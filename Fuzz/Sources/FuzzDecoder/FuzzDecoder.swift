@@ -358,6 +358,9 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
         "\(framer.bytesInProgress) bytes held unfinished, over the limits")
     }
   }
+  // Both reach the end of the input: the decoder's framer counts and rescans an unfinished
+  // frame there, so the framer alone does too.
+  framer.finish(onFrame)
   decoder.finish(onEvent)
 
   // The writer's whole frames, then the driver's standby: nothing of the writer's swallows
