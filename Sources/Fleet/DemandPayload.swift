@@ -79,7 +79,7 @@ enum DemandPayload: Sendable, Hashable {
   }
 
   static let badInterval =
-    "'interval' must be a number of seconds above 0, up to a week"
+    "'interval' must be a number of seconds from 0.001 up to a week"
 
   private static func isSpace(_ byte: UInt8) -> Bool {
     byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D

@@ -1,3 +1,5 @@
+import NMEA
+
 /// Why a caster gave no corrections, in the user's words.
 public enum NTRIPFailure: Error, Sendable, Hashable, CustomStringConvertible {
   /// HTTP 401: the user name or password is wrong (or the account may not use the mountpoint).
@@ -191,7 +193,7 @@ struct NTRIPResponseDecoder: Sendable {
       let name = text[..<colon].lowercased()
       let value = text[text.index(after: colon)...].trimmingSpaces
       switch name {
-      case "transfer-encoding": chunked = value.lowercased().contains("chunked")
+      case "transfer-encoding": chunked = value.lowercased().contains(substring: "chunked")
       case "content-type":
         if value.lowercased().hasPrefix("gnss/sourcetable") { isSourceTable = true }
       case "location": location = String(value.prefix(200))

@@ -62,7 +62,7 @@ struct FollowOptions: Equatable, CommandArguments {
         options.count = try reader.fixCount()
       case "--interval":
         let interval = try reader.seconds(
-          in: 0...604_800, "--interval needs a number of seconds above 0, such as 60")
+          in: 0...604_800, "--interval needs a number of seconds from 0.001, such as 60")
         options.request = LocationRequest(
           interval: interval, accuracy: options.request?.accuracy)
       case "--accuracy":

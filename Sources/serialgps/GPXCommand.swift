@@ -59,7 +59,7 @@ struct GPXOptions: Equatable, CommandArguments {
         options.output = try reader.value("-o needs a file name")
       case "--gap":
         options.gap = try reader.seconds(
-          in: 0...1_000_000_000, "--gap needs a number of seconds above 0, such as 10")
+          in: 0...1_000_000_000, "--gap needs a number of seconds from 0.001, such as 10")
       case "--name":
         options.name = try reader.value("--name needs a name", allowingEmpty: true)
       default:

@@ -70,7 +70,7 @@ enum Locate: CommandArguments {
           in: 0.01...1_000_000, "--accuracy needs a number of metres above 0, such as 10")
       case "--timeout":
         options.timeout = try reader.seconds(
-          in: 0...86_400, "--timeout needs a number of seconds above 0, such as 60")
+          in: 0...86_400, "--timeout needs a number of seconds from 0.001, such as 60")
       case "--max-age":
         options.maxAge = try reader.seconds(
           in: 0...86_400, allowingZero: true,

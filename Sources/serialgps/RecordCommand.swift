@@ -79,7 +79,7 @@ struct RecordOptions: Equatable, CommandArguments {
         output = try reader.value("-o needs a file name")
       case "--duration":
         duration = try reader.seconds(
-          in: 0...1_000_000_000, "--duration needs a number of seconds above 0, such as 60")
+          in: 0...1_000_000_000, "--duration needs a number of seconds from 0.001, such as 60")
       case "--baud":
         baud = try reader.baud()
       case "--chipset":

@@ -219,7 +219,7 @@ struct ServeOptions: Equatable, CommandArguments {
       case "--ephemeris-refresh":
         options.ephemerisRefresh = try reader.seconds(
           in: 0...604_800,
-          "--ephemeris-refresh needs a number of seconds above 0, up to a week, such as 7200")
+          "--ephemeris-refresh needs a number of seconds from 0.001 up to a week, such as 7200")
       case "--max-clients":
         options.maximumClients = try reader.number(
           in: 1...65_536, "--max-clients needs a number from 1 to 65536")

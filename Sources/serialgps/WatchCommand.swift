@@ -131,14 +131,14 @@ enum Watch: CommandArguments {
         options.linger = try reader.linger()
       case "--interval":
         options.interval = try reader.seconds(
-          in: 0...86_400, "--interval needs a number of seconds above 0, such as 30")
+          in: 0...86_400, "--interval needs a number of seconds from 0.001, such as 30")
       case "--accuracy":
         options.accuracy = try reader.number(
           in: 0.01...1_000_000, "--accuracy needs a number of metres above 0, such as 10")
       case "--ephemeris-refresh":
         options.ephemerisRefresh = try reader.seconds(
           in: 0...604_800,
-          "--ephemeris-refresh needs a number of seconds above 0, up to a week, such as 7200")
+          "--ephemeris-refresh needs a number of seconds from 0.001 up to a week, such as 7200")
       case "--wake-pin":
         options.wakePin = try reader.value(
           "--wake-pin needs CHIP:LINE (the GPIO line wired to FORCE_ON, such as gpiochip0:17)")

@@ -191,20 +191,20 @@ struct DemandGateTests {
       ("{\"accuracy\":5}", .request(LocationRequest(accuracy: 5))),
       (
         "{\"interval\":0}",
-        .invalid(.badRequest("'interval' must be a number of seconds above 0, up to a week"))
+        .invalid(.badRequest("'interval' must be a number of seconds from 0.001 up to a week"))
       ),
       // Below the millisecond the driver counts: refused as 0 is, never rounded to nothing.
       (
         "{\"interval\":0.0001}",
-        .invalid(.badRequest("'interval' must be a number of seconds above 0, up to a week"))
+        .invalid(.badRequest("'interval' must be a number of seconds from 0.001 up to a week"))
       ),
       (
         "{\"interval\":1e-9}",
-        .invalid(.badRequest("'interval' must be a number of seconds above 0, up to a week"))
+        .invalid(.badRequest("'interval' must be a number of seconds from 0.001 up to a week"))
       ),
       (
         "{\"interval\":\"60\"}",
-        .invalid(.badRequest("'interval' must be a number of seconds above 0, up to a week"))
+        .invalid(.badRequest("'interval' must be a number of seconds from 0.001 up to a week"))
       ),
       ("{\"accuracy\":-2}", .invalid(.badRequest("'accuracy' must be a number of metres above 0"))),
       (
@@ -253,7 +253,7 @@ struct DemandGateTests {
       gate.handle(demand("bob", "{\"interval\":-1}"), now: .seconds(3)) == [
         .log(
           "demand of bob withdrawn: not a request this bridge serves: 'interval' must be a "
-            + "number of seconds above 0, up to a week"),
+            + "number of seconds from 0.001 up to a week"),
         .endRequest(fine),
       ])
     #expect(gate.handle(demand("alice", ""), now: .seconds(4)) == [], "carol's stands")

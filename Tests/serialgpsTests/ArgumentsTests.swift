@@ -76,12 +76,12 @@ struct ArgumentsTests {
         Issue.record("watch --interval \(tiny) accepted")
         continue
       }
-      #expect(watch.contains("--interval needs a number of seconds above 0"), "\(watch)")
+      #expect(watch.contains("--interval needs a number of seconds from 0.001"), "\(watch)")
       guard case .invalid(let locate) = Locate.parse(["--timeout", tiny]) else {
         Issue.record("locate --timeout \(tiny) accepted")
         continue
       }
-      #expect(locate.contains("--timeout needs a number of seconds above 0"), "\(locate)")
+      #expect(locate.contains("--timeout needs a number of seconds from 0.001"), "\(locate)")
       guard
         case .invalid(let follow) = FollowOptions.parse(
           ["--mqtt", "mqtt://127.0.0.1", "truck-17", "--interval", tiny])

@@ -51,10 +51,10 @@ struct GPXCommandTests {
         == .invalid("converts one recording at a time, not both 'a' and 'b'"))
     #expect(
       GPXOptions.parse(["a", "--gap", "0"])
-        == .invalid("--gap needs a number of seconds above 0, such as 10"))
+        == .invalid("--gap needs a number of seconds from 0.001, such as 10"))
     // Too large for a Duration in milliseconds: refused, not a crash.
     #expect(
       GPXOptions.parse(["a", "--gap", "1e300"])
-        == .invalid("--gap needs a number of seconds above 0, such as 10"))
+        == .invalid("--gap needs a number of seconds from 0.001, such as 10"))
   }
 }

@@ -439,14 +439,14 @@ struct ReplayCommandTests {
     for text in ["1e300", "nan", "inf", "-1", "", "soon"] {
       #expect(
         RecordOptions.parse(["/dev/ttyACM0", "-o", "x", "--duration", text])
-          == .invalid("--duration needs a number of seconds above 0, such as 60"))
+          == .invalid("--duration needs a number of seconds from 0.001, such as 60"))
       #expect(
         ReplayOptions.parse(["f", "--speed", text])
           == .invalid("--speed needs a factor above 0, such as 5 or 0.5"))
     }
     #expect(
       RecordOptions.parse(["/dev/ttyACM0", "-o", "x", "--duration"])
-        == .invalid("--duration needs a number of seconds above 0, such as 60"))
+        == .invalid("--duration needs a number of seconds from 0.001, such as 60"))
     #expect(
       RecordOptions.parse(["/dev/ttyACM0", "-o", "x", "--baud", "1234"])
         == .invalid(
