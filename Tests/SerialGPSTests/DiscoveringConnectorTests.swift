@@ -223,7 +223,10 @@ import Testing
     connector.interruptConnect()
     await #expect(throws: (any Error).self) { _ = try await opening.value }
     let took = ContinuousClock.now - interrupted
-    #expect(took < .seconds(1), "\(took)")
+    // Not interrupted, the search would take 20 s. Under ThreadSanitizer (make test-tsan sets
+    // TSAN_OPTIONS) instrumented code on two shared cores was seen to take 1.08 s.
+    let bound: Duration = getenv("TSAN_OPTIONS") == nil ? .seconds(1) : .seconds(5)
+    #expect(took < bound, "\(took)")
     connector.stopWatching()
   }
 
