@@ -1,8 +1,9 @@
 import POSIX
 
 /// Who may connect and who must go, as a pure state machine: the client limit, the eviction of
-/// an idle client when every slot is taken, the idle timeout, the pause in accepting when the
-/// process is out of descriptors, and how often that is logged.
+/// an idle client when every slot is taken, the idle timeout, the backlog past which a client
+/// that does not read is dropped, the pause in accepting when the process is out of
+/// descriptors, and how often that is logged.
 ///
 /// It takes events in the order they happened (a connection was accepted, `accept` failed, a
 /// client sent a request, a client left, time passed), each with the time, and returns the
@@ -22,6 +23,9 @@ struct ClientAdmission {
     var evictionIdleTime: Duration? = .seconds(5)
     /// A client that neither watches nor asks anything for this long is closed; `nil`: never.
     var idleTimeout: Duration? = .seconds(15 * 60)
+    /// Bytes waiting for a client past which it is dropped: it stopped reading
+    /// (``GPSDServer/Configuration/maximumBacklog``).
+    var maximumBacklog = 256 * 1024
     /// How long the listener is left alone after `accept` failed, unless a client leaves
     /// first: the pending connection stays queued and the listener readable, so polling it
     /// again at once would spin until a descriptor is free.
@@ -37,6 +41,8 @@ struct ClientAdmission {
     case acceptFailed(reason: String)
     /// The client sent something, and after it watches (or not).
     case request(ClientID, watching: Bool)
+    /// Bytes wait for the client: its socket did not take them all, and `waiting` are queued.
+    case backlog(ClientID, waiting: Int)
     /// The loop closed the client for a reason of its own (the peer closed, stopped reading,
     /// an error on its socket).
     case left(ClientID)
@@ -51,7 +57,7 @@ struct ClientAdmission {
     case refuse
     /// Tell the client it was closed to make room for a newcomer, and close it.
     case evict(ClientID)
-    /// Close the client: it was idle too long.
+    /// Close the client: it was idle too long, or stopped reading.
     case close(ClientID)
     /// Stop polling the listener, until ``resumeAccepting``.
     case pauseAccepting
@@ -64,6 +70,8 @@ struct ClientAdmission {
     var accepted = 0
     var refused = 0
     var evicted = 0
+    /// Dropped for not reading (``Settings/maximumBacklog``).
+    var dropped = 0
   }
 
   private struct Client {
@@ -182,6 +190,15 @@ struct ClientAdmission {
       clients[id]!.watching = watching
       return []
 
+    case .backlog(let id, let waiting):
+      guard waiting > settings.maximumBacklog else { return [] }
+      guard let client = clients.removeValue(forKey: id) else { return unexpected(event) }
+      counters.dropped += 1
+      let said = Action.log(
+        "dropped client \(client.peer): it stopped reading "
+          + "(\(waiting) bytes waiting, limit \(settings.maximumBacklog))")
+      return [said, .close(id)] + resume()
+
     case .left(let id):
       guard clients.removeValue(forKey: id) != nil else { return unexpected(event) }
       return resume()  // a descriptor is free again: a waiting connection can be taken
@@ -219,6 +236,18 @@ struct ClientAdmission {
       best = (id, client.lastRequest)
     }
     return best?.id
+  }
+
+  /// What a client closed by ``Action/evict(_:)`` is told, when nothing of its own is queued
+  /// ahead of it (it would be cut short).
+  static let eviction =
+    "Too many clients: this connection was idle and not watching, so it was closed to serve "
+    + "a new one; reconnect when needed"
+
+  /// What a connection refused by ``Action/refuse`` is told.
+  func refusal() -> String {
+    "Too many clients: this server serves at most \(settings.maximumClients) at once; try again "
+      + "later"
   }
 
   private mutating func resume() -> [Action] {

@@ -209,6 +209,33 @@ import Testing
     #expect(idle.handle(.timer, now: Self.at(2.5)) == [])
   }
 
+  /// A client with more than the backlog waiting stopped reading: it is dropped, watcher or
+  /// not, counted and said, and its descriptor lets a paused listener go on.
+  @Test func aClientThatStopsReadingIsDropped() {
+    var admission = ClientAdmission(
+      settings: ClientAdmission.Settings(
+        maximumClients: 3, idleTimeout: nil, maximumBacklog: 1000, acceptPause: .seconds(1)))
+    _ = admission.handle(.arrived(peer: "a"), now: Self.at(0))
+    _ = admission.handle(.arrived(peer: "b"), now: Self.at(0))
+    _ = admission.handle(.request(1, watching: true), now: Self.at(1))
+    #expect(admission.handle(.backlog(1, waiting: 1000), now: Self.at(2)) == [])
+    #expect(
+      admission.handle(.acceptFailed(reason: Self.emfile), now: Self.at(2))
+        == [.pauseAccepting, Self.outage()])
+    #expect(
+      admission.handle(.backlog(1, waiting: 1001), now: Self.at(2.5)) == [
+        .log("dropped client a: it stopped reading (1001 bytes waiting, limit 1000)"), .close(1),
+        .resumeAccepting,
+      ])
+    #expect(admission.counters == .init(accepted: 2, refused: 0, evicted: 0, dropped: 1))
+    #expect(admission.clientCount == 1)
+    #expect(
+      admission.handle(.backlog(2, waiting: 5000), now: Self.at(3)) == [
+        .log("dropped client b: it stopped reading (5000 bytes waiting, limit 1000)"), .close(2),
+      ])
+    #expect(admission.clientCount == 0)
+  }
+
   /// A request from, or the leaving of, a client it does not know is a bug in the loop:
   /// counted and ignored (a debug build stops at it).
   @Test mutating func unexpectedEventsAreCountedAndIgnored() {
@@ -216,11 +243,12 @@ import Testing
     _ = arrive("a", at: 0)
     #expect(admission.handle(.request(7, watching: true), now: Self.at(1)) == [])
     #expect(admission.handle(.left(7), now: Self.at(1)) == [])
-    #expect(admission.unexpectedEvents == 2)
+    #expect(admission.handle(.backlog(7, waiting: 1 << 30), now: Self.at(1)) == [])
+    #expect(admission.unexpectedEvents == 3)
     #expect(admission.clientCount == 1)
     #expect(admission.handle(.left(1), now: Self.at(1)) == [])
     #expect(admission.handle(.left(1), now: Self.at(1)) == [])
-    #expect(admission.unexpectedEvents == 3)
+    #expect(admission.unexpectedEvents == 4)
   }
 
   @Test func theThrottleSaysTheFirstAndCountsTheRest() {
