@@ -107,20 +107,27 @@ import Testing
 
   /// A receiver that sends no NMEA: the NMEA socket gets GGA and RMC made from each fix (and
   /// the watchers their TPV, as ``ServerState`` decides); one that sends NMEA gets none made.
-  @Test func theNMEASocketGetsPseudoNMEAOfABinaryReceiver() throws {
+  @Test func theNMEASocketGetsPseudoNMEAOfABinaryReceiver() {
     var doors = Self.doors()
     doors.deviceAdded(1)
     _ = doors.asked(1, .reports)
     let fix = Self.binaryFix()
-    // Nobody on the socket: nothing made.
+    let sky = SatelliteView(time: fix.time, satellites: [], hdop: 0.9)
+    let view = ReceiverEventOrRawData.event(.satellites(sky))
+    // Nobody on the socket: nothing made, and the epoch is not one for the socket either.
     #expect(doors.receiverItem(1, Self.live(fix)) == [.report(1, Self.live(fix))])
     let (nmea, _) = doors.opened(.nmea, peer: "")
+    #expect(doors.receiverItem(1, view) == [.report(1, view)])
     var expected: [UInt8] = []
     NMEAEncoder.appendGGA(fix, to: &expected)
     NMEAEncoder.appendRMC(fix, to: &expected)
     #expect(
       doors.receiverItem(1, Self.live(fix)) == [.send(nmea, expected), .report(1, Self.live(fix))]
     )
+    var satellites: [UInt8] = []
+    NMEAEncoder.appendGSA(fix, satellites: sky, to: &satellites)
+    NMEAEncoder.appendGSV(sky, to: &satellites)
+    #expect(doors.receiverItem(1, view) == [.send(nmea, satellites), .report(1, view)])
     let nmeaFix = ServerStateTests.fix(second: 2)
     #expect(doors.receiverItem(1, Self.live(nmeaFix)) == [.report(1, Self.live(nmeaFix))])
     // The raw port gets no sentences made.
