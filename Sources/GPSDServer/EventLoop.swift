@@ -73,6 +73,8 @@ final class EventLoop {
   var state: ServerState
   var admission: ClientAdmission
   var doors: StreamDoors
+  /// What ``ServerStatistics`` last had of the doors' counters.
+  var streamCounters = StreamDoors.Counters()
   var connections: [ClientID: Connection] = [:]
   var receivers: [DeviceID: ReceiverSlot] = [:]
   var nextDeviceID = 1

@@ -87,6 +87,22 @@ struct StreamDoors {
   /// Connections of this kind now.
   func count(_ kind: StreamKind) -> Int { doors.values.count { $0.kind == kind } }
 
+  /// What ``ServerStatistics`` shows of the stream ports.
+  struct Counters: Equatable {
+    var rawClients = 0
+    var nmeaClients = 0
+    /// Receiver bytes dropped for connections that did not read.
+    var bytesDropped = 0
+    /// The writer's bytes, handed to the receiver and dropped (``RawWriteQueue/Counters``).
+    var written = RawWriteQueue.Counters()
+  }
+
+  var counters: Counters {
+    Counters(
+      rawClients: count(.raw), nmeaClients: count(.nmea), bytesDropped: bytesDropped,
+      written: writer.counters)
+  }
+
   var isEmpty: Bool { doors.isEmpty }
 
   /// Whether the loop should read connection `id` now: every one but a writer whose frames

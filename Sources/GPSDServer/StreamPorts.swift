@@ -90,14 +90,16 @@ extension EventLoop {
         log(message)
       }
     }
-    let (raw, nmea) = (doors.count(.raw), doors.count(.nmea))
-    let (written, dropped) = (doors.writer.counters, doors.bytesDropped)
+    // Most receiver items change none of them: no lock taken for those.
+    let now = doors.counters
+    guard now != streamCounters else { return }
+    streamCounters = now
     counters.withLock {
-      $0.rawClients = raw
-      $0.nmeaClients = nmea
-      $0.rawBytesDropped = dropped
-      $0.rawBytesWritten = written.bytesForwarded
-      $0.rawWriteBytesDropped = written.bytesDropped
+      $0.rawClients = now.rawClients
+      $0.nmeaClients = now.nmeaClients
+      $0.rawBytesDropped = now.bytesDropped
+      $0.rawBytesWritten = now.written.bytesForwarded
+      $0.rawWriteBytesDropped = now.written.bytesDropped
     }
   }
 
