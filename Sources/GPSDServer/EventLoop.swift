@@ -73,6 +73,7 @@ final class EventLoop {
   var state: ServerState
   var admission: ClientAdmission
   var doors: StreamDoors
+  var discovered = DiscoveredDevices()
   /// What ``ServerStatistics`` last had of the doors' counters.
   var streamCounters = StreamDoors.Counters()
   var connections: [ClientID: Connection] = [:]

@@ -49,85 +49,50 @@ extension EventLoop {
     }
   }
 
+  /// Runs ``DiscoveredDevices``' answer to what discovery reported.
   func handleHotplug(_ event: HotplugEvent) {
-    switch event {
-    case .added(let device):
-      addDiscovered(device)
-    case .removed(let device):
-      // Not passed to its receiver: the server shuts it down, and the shutdown sends the
-      // standby commands first in case the device is still there, which a connector that
-      // ended the connection on hearing of the unplug would skip.
-      removeDiscovered(sysPath: device.sysPath, reason: "unplugged")
-    case .changed(let device):
-      guard let (id, slot) = discovered(device.sysPath) else {
-        addDiscovered(device)
-        return
+    for action in discovered.handle(event, newID: nextDeviceID) {
+      switch action {
+      case .serve(let id, let device):
+        serveDiscovered(device, as: id)
+      case .changed(let id, let event, let device):
+        receivers[id]?.hotplug?.send(event)
+        receivers[id]?.device = device
+      case .rename(let id, let description):
+        perform(state.deviceRenamed(id, description))
+      case .stop(let id):
+        perform(state.deviceRemoved(id))
+      case .log(let message):
+        log(message)
       }
-      // Its receiver learns what changed (a udev rule declaring its chipset, say) as a
-      // receiver following discovery does.
-      slot.hotplug?.send(event)
-      receivers[id]?.device = device
-      if device.isReceiverCandidate {
-        perform(state.deviceRenamed(id, Self.description(of: device)))
-      } else {
-        removeDiscovered(sysPath: device.sysPath, reason: "no longer classified as a receiver")
-      }
-    case .enumerationComplete:
-      let count = receivers.count
-      log(
-        count == 0
-          ? "no receiver attached; waiting for one to be plugged in"
-          : "serving \(count) receiver\(count == 1 ? "" : "s")")
     }
-  }
-
-  func discovered(_ sysPath: String) -> (id: DeviceID, slot: ReceiverSlot)? {
-    guard let (id, slot) = receivers.first(where: { $0.value.device?.sysPath == sysPath }) else {
-      return nil
-    }
-    return (id, slot)
   }
 
   /// Serves a receiver candidate discovery found. Its receiver's connector follows the device
   /// as `DiscoveringConnector` does for a receiver the user chose (the first one found): it
   /// writes to a known receiver, and only listens to a possible one (a generic USB-serial
   /// bridge) until it has heard NMEA on it.
-  func addDiscovered(_ device: SerialDevice) {
-    guard device.isReceiverCandidate, discovered(device.sysPath) == nil else { return }
+  private func serveDiscovered(_ device: SerialDevice, as id: DeviceID) {
     let hotplug = HotplugFeed(device)
     let connector = DiscoveringConnector(
       selector: .first, baud: configuration.baud, events: { hotplug.events() })
     let receiver = GPSReceiver(
       connector: connector, options: configuration.receiverOptions, clock: clock)
-    let id = nextDeviceID
-    nextDeviceID += 1
+    nextDeviceID = max(nextDeviceID, id + 1)
     var slot = ReceiverSlot(receiver: receiver, path: device.path)
     slot.device = device
     slot.hotplug = hotplug
     receivers[id] = slot
     doors.deviceAdded(id)
-    log("\(device.path) appeared (\(device.classification.kind) receiver)")
     // Told before the watchers subscribe it: a time service must reach the reader before the
     // port opens.
     configuration.receiverChanges?(
       .added(ServedReceiver(path: device.path, device: device, receiver: receiver)))
-    perform(state.deviceAdded(id, Self.description(of: device), wallClock: wallClockNow()))
+    perform(
+      state.deviceAdded(id, DiscoveredDevices.description(of: device), wallClock: wallClockNow()))
     // The first receiver served now: the stream ports' connections get its output.
     perform(doors.reconcile(id))
   }
-
-  func removeDiscovered(sysPath: String, reason: String) {
-    guard let (id, _) = discovered(sysPath) else { return }
-    log("stopped serving \(sysPath): \(reason)")
-    perform(state.deviceRemoved(id))
-  }
-
-  static func description(of device: SerialDevice) -> DeviceDescription {
-    var aliases = device.links
-    if let stable = device.stablePath, !aliases.contains(stable) { aliases.append(stable) }
-    return DeviceDescription(path: device.path, aliases: aliases.filter { $0 != device.path })
-  }
-
 }
 
 /// The latest fixes as the receivers' hubs, their one owner, have them.
