@@ -10,10 +10,10 @@ import SerialGPS
 /// and the inbox's eventfd, every socket non-blocking. It holds no policy: what clients asked
 /// is ``ServerState``'s to decide, who may connect and who must go (a client that stops
 /// reading among them) ``ClientAdmission``'s, what the stream ports get and what each
-/// device's subscription delivers ``StreamDoors``'; this runs their actions (writes and
-/// queues bytes, closes sockets, subscribes receivers) in the order they come. The gpsd port
-/// is ClientPort.swift, the stream ports StreamPorts.swift, the receivers
-/// ServedReceivers.swift.
+/// device's subscription delivers ``StreamDoors``', which discovered devices are served
+/// ``DiscoveredDevices``'; this runs their actions (writes and queues bytes, closes sockets,
+/// subscribes receivers) in the order they come. The gpsd port is ClientPort.swift, the
+/// stream ports StreamPorts.swift, the receivers ServedReceivers.swift.
 ///
 /// No thread ever waits for a client: a write takes what the socket accepts now and queues
 /// the rest, or drops it as the machines decide. Receivers' readers never wait for the
