@@ -109,13 +109,11 @@ struct StreamDoors {
   /// fill the queue.
   func reads(_ id: Int) -> Bool { writer.reads(id) }
 
-  /// What the device's subscription delivers now.
-  func subscription(of device: DeviceID) -> ReceiverNeed? { devices[device]?.subscribed }
-
   // MARK: - Devices
 
-  /// A device to serve, before ``ServerState`` hears of it: the subscription its watchers ask
-  /// for then includes the stream ports' need. ``reconcile(_:)`` follows what it asked.
+  /// A device to serve, told before ``ServerState`` hears of it, so that the subscription its
+  /// watchers ask for includes the stream ports' need; the loop then asks ``reconcile(_:)``,
+  /// for the stream ports' need when nobody watches it.
   mutating func deviceAdded(_ id: DeviceID) {
     devices[id] = devices[id] ?? Device()
   }
