@@ -56,7 +56,7 @@ struct SleepSequence {
     let line = choice.needsWakePin && wakeLine
     let checked =
       choice.state != quick.state && choice.steps.count == 1 && (line || !choice.needsWakePin)
-    var sequence = SleepSequence(
+    let sequence = SleepSequence(
       choice: choice, quick: quick, wakeLine: line,
       stage: checked ? (line ? .releasingLine : .deep) : .plain)
     if !checked { return (sequence, [.sendSteps(choice.steps)]) }
