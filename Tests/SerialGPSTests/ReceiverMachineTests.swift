@@ -222,4 +222,24 @@ extension DriverInstant {
       #expect(fresh.wakes.keptBackup == (told ? nil : true))
     }
   }
+
+  @Test mutating func aSubscriberGoneBeforeThePowerOnStartsOpensNothing() {
+    // Both events come in one batch, before the controller asks for the next operation.
+    #expect(machine.handle(.power(.attach), now: .ms(0)) == [.publish(.poweringOn)])
+    #expect(machine.handle(.power(.detach), now: .ms(1)) == [])
+    #expect(machine.nextOperation(now: .ms(2)) == [.publish(.poweredOff)])
+    #expect(machine.nextOperation(now: .ms(2)) == nil)
+    #expect(machine.policy.state == .off)
+  }
+
+  @Test mutating func aReceiverLeftAwakeIsPutToStandbyAndItsSleepTimedFromThere() {
+    #expect(machine.handle(.power(.leftAwake), now: .ms(0)) == [])
+    #expect(machine.nextOperation(now: .ms(0)) == [.putToStandby])
+    _ = machine.handle(.portOpened, now: .ms(10))
+    #expect(machine.handle(.closed, now: .ms(100)) == [.keepPosition, .publish(.poweredOff)])
+    #expect(machine.handle(.power(.attach), now: .ms(1000)) == [.publish(.poweringOn)])
+    #expect(
+      machine.nextOperation(now: .ms(1000))
+        == [.powerOn(slept: .milliseconds(900), keptBackup: nil)])
+  }
 }
