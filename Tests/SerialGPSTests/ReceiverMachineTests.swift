@@ -24,17 +24,9 @@ extension DriverInstant {
   static let refused = FailureReason(.rejected, "$PMTK225,4 backup: refused")
   static let lineStuck = FailureReason(.other, "wake line: EIO")
 
-  /// A 3D fix at `arrival`, with a horizontal error of `error` metres when given.
-  func update(at arrival: DriverInstant, error: Double? = nil) -> FixUpdate {
-    var fix = Fix()
-    fix.mode = .threeD
-    fix.position = Position(
-      latitude: Coordinate(
-        degrees: 47, scaledMinutes: 17_113, fractionDigits: 3, isNegative: false),
-      longitude: Coordinate(degrees: 8, scaledMinutes: 33_915, fractionDigits: 3, isNegative: false)
-    )
-    fix.horizontalAccuracy = error
-    return FixUpdate(fix: fix, age: .zero, isReplay: false, arrival: arrival)
+  /// A 3D fix at `arrival` (the sleep tests' own).
+  func update(at arrival: DriverInstant) -> FixUpdate {
+    ExpectedSleepTests().update(at: arrival)
   }
 
   /// Powers the receiver on for a subscriber at `at` and reports the wake done.
