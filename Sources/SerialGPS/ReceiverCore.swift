@@ -8,7 +8,9 @@ import TimeService
 /// receiver), and the requests themselves.
 ///
 /// The receiver's work is split by job, one type each:
-/// - ``ReceiverController``: the one task that runs the power policy's actions;
+/// - ``ReceiverMachine``: the whole decision, pure (demand, schedule, power, sleep);
+/// - ``ReceiverController``: the one task that runs the machine's effects, with
+///   ``PortOperations`` its hands on the port;
 /// - ``CommandStepRunner``: the controller's command loop (write, acknowledgement, retry);
 /// - ``ConnectionReader``: one connection's reading thread (bytes → decoder → hub);
 /// - ``ReceiverKnowledge``: what the receiver has said about itself, and the commands that
