@@ -39,12 +39,19 @@ struct ReceiverMachine {
   }
 
   enum Event: Equatable {
-    /// Demand and news from outside: a subscriber attached or detached, a hold, a device
-    /// that appeared, a receiver left awake, a shutdown (not a timer or an outcome of the
-    /// power operations: those are events of their own here).
-    case power(PowerPolicy.Event)
-    /// A location request made, or ended by its owner.
-    case request(RequestScheduler.Event)
+    /// A subscriber came, or left.
+    case attach, detach
+    /// Keep the receiver powered until `until` with or without subscribers.
+    case hold(until: DriverInstant)
+    /// The device (re)appeared: a reconnection is tried now rather than after its backoff.
+    case deviceAppeared
+    /// A process that died left the receiver awake: it is put to standby unless wanted.
+    case leftAwake
+    case shutdown
+    /// A location request made; `cached`: the latest fix (what a `maxAge` may answer with).
+    case request(RequestScheduler.RequestID, LocationRequest, cached: FixUpdate?)
+    /// A location request ended by its owner.
+    case requestEnded(RequestScheduler.RequestID)
     case timerFired(TimerName)
     /// The power operation in hand opened the port (a new connection, `generation`).
     case portOpened
@@ -125,10 +132,16 @@ struct ReceiverMachine {
 
   mutating func handle(_ event: Event, now: DriverInstant, utc: UTCTimestamp? = nil) -> [Effect] {
     switch event {
-    case .power(let event):
-      return decide(event, now: now)
-    case .request(let event):
-      return schedule(event, now: now)
+    case .attach: return decide(.attach, now: now)
+    case .detach: return decide(.detach, now: now)
+    case .hold(let until): return decide(.hold(until: until), now: now)
+    case .deviceAppeared: return decide(.deviceAppeared, now: now)
+    case .leftAwake: return decide(.leftAwake, now: now)
+    case .shutdown: return decide(.shutdown, now: now)
+    case .request(let id, let request, let cached):
+      return schedule(.add(id, request, cached: cached), now: now)
+    case .requestEnded(let id):
+      return schedule(.remove(id), now: now)
     case .timerFired(.power(let id)):
       return decide(.timerFired(id), now: now)
     case .timerFired(.requests(let id)):

@@ -31,7 +31,7 @@ extension DriverInstant {
 
   /// Powers the receiver on for a subscriber at `at` and reports the wake done.
   mutating func powerOnForSubscriber(at now: DriverInstant) {
-    #expect(machine.handle(.power(.attach), now: now) == [.publish(.poweringOn)])
+    #expect(machine.handle(.attach, now: now) == [.publish(.poweringOn)])
     #expect(machine.nextOperation(now: now) == [.powerOn(slept: nil, keptBackup: nil)])
     _ = machine.handle(.portOpened, now: now)
     #expect(machine.handle(.poweredOn(toldTheTime: false), now: now) == [])
@@ -41,7 +41,7 @@ extension DriverInstant {
     let request = LocationRequest(interval: .seconds(600))
     // Due now: the scheduler's demand reaches the power policy inside the machine.
     #expect(
-      machine.handle(.request(.add(1, request, cached: nil)), now: .ms(0))
+      machine.handle(.request(1, request, cached: nil), now: .ms(0))
         == [.publish(.poweringOn)])
     #expect(machine.nextOperation(now: .ms(0)) == [.powerOn(slept: nil, keptBackup: nil)])
     #expect(machine.nextOperation(now: .ms(0)) == nil)
@@ -147,7 +147,7 @@ extension DriverInstant {
 
   @Test mutating func aShutdownWakesAReceiverLeftOnTheWakeLine() {
     powerOnForSubscriber(at: .ms(0))
-    _ = machine.handle(.power(.detach), now: .ms(1000))
+    _ = machine.handle(.detach, now: .ms(1000))
     #expect(machine.handle(.timerFired(.power(1)), now: .ms(6000)) == [])
     #expect(machine.nextOperation(now: .ms(6000)) == [.powerOff])
     let backup = SleepChoice(state: .backup, steps: [MediaTekCommandSet.backup], needsWakePin: true)
@@ -156,7 +156,7 @@ extension DriverInstant {
     _ = machine.handle(.slept(.lineDriven(failure: nil)), now: .ms(6000))
     _ = machine.handle(.slept(.ran(succeeded: true, failure: nil)), now: .ms(6100))
     _ = machine.handle(.closed, now: .ms(6200))
-    #expect(machine.handle(.power(.shutdown), now: .ms(7000)) == [])
+    #expect(machine.handle(.shutdown, now: .ms(7000)) == [])
     #expect(machine.nextOperation(now: .ms(7000)) == [.putToStandby])
     #expect(machine.handle(.closed, now: .ms(7500)) == [.keepPosition])
     #expect(machine.isStopped)
@@ -185,11 +185,11 @@ extension DriverInstant {
     powerOnForSubscriber(at: .ms(0))
     // The linger and a passive request's end timer are both number 1 in their own machines.
     #expect(
-      machine.handle(.power(.detach), now: .ms(1000)) == [.armTimer(.power(1), deadline: .ms(6000))]
+      machine.handle(.detach, now: .ms(1000)) == [.armTimer(.power(1), deadline: .ms(6000))]
     )
     let request = LocationRequest(passive: true, duration: .seconds(3))
     #expect(
-      machine.handle(.request(.add(7, request, cached: nil)), now: .ms(1000))
+      machine.handle(.request(7, request, cached: nil), now: .ms(1000))
         == [.armTimer(.requests(1), deadline: .ms(4000))])
     // The request's timer ends the request, not the linger.
     #expect(machine.handle(.timerFired(.requests(1)), now: .ms(4000)) == [.finish(7, best: nil)])
@@ -206,7 +206,7 @@ extension DriverInstant {
     let timeOnly = FixUpdate(fix: epoch, age: .zero, isReplay: false, arrival: .ms(1000))
     for told in [false, true] {
       var fresh = ReceiverMachine(configuration: machine.configuration)
-      _ = fresh.handle(.power(.attach), now: .ms(0))
+      _ = fresh.handle(.attach, now: .ms(0))
       _ = fresh.nextOperation(now: .ms(0))
       _ = fresh.handle(.portOpened, now: .ms(0))
       _ = fresh.handle(.poweredOn(toldTheTime: told), now: .ms(500))
@@ -217,19 +217,19 @@ extension DriverInstant {
 
   @Test mutating func aSubscriberGoneBeforeThePowerOnStartsOpensNothing() {
     // Both events come in one batch, before the controller asks for the next operation.
-    #expect(machine.handle(.power(.attach), now: .ms(0)) == [.publish(.poweringOn)])
-    #expect(machine.handle(.power(.detach), now: .ms(1)) == [])
+    #expect(machine.handle(.attach, now: .ms(0)) == [.publish(.poweringOn)])
+    #expect(machine.handle(.detach, now: .ms(1)) == [])
     #expect(machine.nextOperation(now: .ms(2)) == [.publish(.poweredOff)])
     #expect(machine.nextOperation(now: .ms(2)) == nil)
     #expect(machine.policy.state == .off)
   }
 
   @Test mutating func aReceiverLeftAwakeIsPutToStandbyAndItsSleepTimedFromThere() {
-    #expect(machine.handle(.power(.leftAwake), now: .ms(0)) == [])
+    #expect(machine.handle(.leftAwake, now: .ms(0)) == [])
     #expect(machine.nextOperation(now: .ms(0)) == [.putToStandby])
     _ = machine.handle(.portOpened, now: .ms(10))
     #expect(machine.handle(.closed, now: .ms(100)) == [.keepPosition, .publish(.poweredOff)])
-    #expect(machine.handle(.power(.attach), now: .ms(1000)) == [.publish(.poweringOn)])
+    #expect(machine.handle(.attach, now: .ms(1000)) == [.publish(.poweringOn)])
     #expect(
       machine.nextOperation(now: .ms(1000))
         == [.powerOn(slept: .milliseconds(900), keptBackup: nil)])

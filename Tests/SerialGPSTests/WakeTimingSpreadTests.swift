@@ -89,7 +89,7 @@ import Testing
       }
     }
     let request = LocationRequest(interval: .seconds(Int64(interval)), accuracy: 10)
-    apply(machine.handle(.request(.add(1, request, cached: nil)), now: instant(0)))
+    apply(machine.handle(.request(1, request, cached: nil), now: instant(0)))
     while now < window {
       if let operations = machine.nextOperation(now: instant(now)) {
         for operation in operations {
