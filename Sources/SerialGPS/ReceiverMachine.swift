@@ -53,7 +53,8 @@ struct ReceiverMachine {
     /// A location request ended by its owner.
     case requestEnded(RequestScheduler.RequestID)
     case timerFired(TimerName)
-    /// The power operation in hand opened the port (a new connection, `generation`).
+    /// The power operation in hand opened the port: a new connection, numbered
+    /// ``generation`` from now.
     case portOpened
     /// The power-on in hand failed to open the port.
     case openFailed(reason: FailureReason)
