@@ -13,17 +13,8 @@ import TimeService
 /// it hands on goes through types safe from any thread (the hub, the mailbox, the locked
 /// counters and knowledge); a read error reaches the controller as an event in its inbox.
 ///
-/// **Late epochs.** A reader that fell behind (a stopped process, a loaded board) finds the
-/// receiver's epochs queued in the kernel, and would hand out seconds-old fixes as live ones
-/// in a burst. So on a connection whose bytes queue behind the reader
-/// (``ReceiverConnection/queuesBehindReader``), an epoch is held until the reader has looked at
-/// what was already waiting behind it: a read that returns at once (after a large read, one
-/// that waits up to ``catchUpGrace``, since the kernel refills the tty's buffer from its own
-/// queue a moment later). If that completes a newer epoch, or a newer one came in the same
-/// read, the held one was queued behind a newer epoch, so older than the receiver's period:
-/// it goes out as late (to the subscriptions that asked, ``SubscriptionHub/publish(lateFix:age:)``)
-/// and is counted; the newest goes out live once nothing newer waits. A reader that keeps up
-/// pays one read that returns at once per epoch.
+/// Late epochs are held and judged by ``LateEpochGate``; how long the identifier is fed, by
+/// ``IdentificationBudget``.
 ///
 /// `@unchecked Sendable`: its state belongs to its reader thread (see above), started and joined by
 /// the controller; the compiler cannot know that.
@@ -36,12 +27,7 @@ final class ConnectionReader: @unchecked Sendable {
   var decoder: NMEADecoder
   var status: ReceiverStatus?
   var identifier = ChipsetIdentifier()
-  /// Identification stops after this many sentences and frames, or a little after it is sure
-  /// (``detailsBudget``, for the rest of a banner): banners come early.
-  var identificationBudget = 2000
-  /// What is left of the budget once the family is sure: the model and firmware lines of a
-  /// banner follow the line that names the maker.
-  static let detailsBudget = 64
+  var identification = IdentificationBudget()
   /// The family the identification names with confidence enough for commands, handed to a
   /// probe waiting for it (``AcknowledgementMailbox``) after each read.
   var identified: ChipsetFamily?
@@ -49,22 +35,8 @@ final class ConnectionReader: @unchecked Sendable {
   var timekeeping: ReaderTimekeeping?
   /// The framed sentences for subscribers that asked for them.
   var passThrough = SentencePassThrough()
-  /// Whether epochs are held until what waits behind them is known (the connection queues).
-  let judgesLateness: Bool
-  /// The newest epoch read, held until the reader knows whether a newer one waits behind it.
-  var held: Epoch?
-  /// Whether a newer epoch in the read that completed `held` shows it queued. Not when the
-  /// decoder, not knowing the cycle's last sentence yet, completed it at the next epoch's first
-  /// sentence, at the start of the read: its own bytes came in earlier reads.
-  var heldQueuedWithRead = true
-  /// Epochs completed in the current read so far.
-  var epochsThisRead = 0
-
-  /// A read of at least this many bytes came from a queue (the tty's is 4 KiB): the reader is
-  /// behind, and what follows is looked for a little longer.
-  static let largeRead = 2048
-  /// How long the look behind a large read waits for the kernel to hand over more of its queue.
-  static let catchUpGrace = Duration.milliseconds(20)
+  /// Whether an epoch goes out live or late.
+  var gate: LateEpochGate
 
   init(
     connection: any ReceiverConnection, generation: Int, stop: Locked<Bool>, core: ReceiverCore,
@@ -82,7 +54,7 @@ final class ConnectionReader: @unchecked Sendable {
     timekeeping = core.timeService.withLock { $0 }.map {
       ReaderTimekeeping(service: $0, connection: connection)
     }
-    judgesLateness = connection.queuesBehindReader
+    gate = LateEpochGate(judgesLateness: connection.queuesBehindReader)
   }
 
   /// The cycle knowledge last shared with the core.
@@ -92,15 +64,12 @@ final class ConnectionReader: @unchecked Sendable {
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
     defer { buffer.deallocate() }
     var fixes = 0
-    var lastReadWasLarge = false
     while !stop.withLock({ $0 }) {
       let count: Int
       do {
-        if held != nil {
-          // Looks behind the held epoch: only what is waiting already (or, behind a large
-          // read, comes within the grace).
-          count = try connection.read(
-            into: buffer, waitingAtMost: lastReadWasLarge ? Self.catchUpGrace : .zero)
+        if let wait = gate.nextReadWait {
+          // Looks behind the held epoch.
+          count = try connection.read(into: buffer, waitingAtMost: wait)
         } else {
           count = try connection.read(into: buffer)
         }
@@ -114,18 +83,14 @@ final class ConnectionReader: @unchecked Sendable {
         releaseHeld()
         if !stop.withLock({ $0 }) {
           core.inbox.post(
-            .readerFailed(generation: generation, reason: FailureReason(error)))
+            .machine(.portLost(generation: generation, reason: FailureReason(error))))
         }
         break
       }
-      if count == 0 {
-        // Nothing newer waited behind the held epoch: it is live. Or interrupted: check
-        // whether to stop.
-        releaseHeld()
-        continue
-      }
-      lastReadWasLarge = count >= Self.largeRead
-      epochsThisRead = 0
+      // Nothing newer waited behind the held epoch: it is live.
+      release(gate.read(count: count))
+      // Or interrupted: check whether to stop.
+      if count == 0 { continue }
       core.acknowledgements.heard()
       let wants = core.hub.wants
       // Before decoding, so that a chunk reaches subscribers ahead of the fixes it completes.
@@ -134,13 +99,13 @@ final class ConnectionReader: @unchecked Sendable {
       }
       fixes = 0
       let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-      if wants.sentences || identificationBudget > 0 {
+      if wants.sentences || identification.isOpen {
         // What the receiver says about itself is read from the frames as they arrived.
         decoder.decode(
           chunk,
           observingFrames: { frame in
             if wants.sentences { passThrough.observe(frame) }
-            if identificationBudget > 0 { observe { $0.observe(frame) } }
+            if identification.isOpen { observe { $0.observe(frame) } }
           }
         ) { event in
           handle(event, fixes: &fixes)
@@ -170,45 +135,25 @@ final class ConnectionReader: @unchecked Sendable {
     publish(epoch.fix.mode == .noFix ? .noFix : .streaming)
     passThrough.flush(to: core.hub)  // the epoch's sentences ahead of its fix
     let update = core.hub.publish(fix: epoch.fix)
-    core.inbox.post(.requests(.fix(update)))
+    core.inbox.post(.machine(.fix(update)))
     if let satellites = epoch.satellites { core.hub.publish(satellites: satellites) }
   }
 
   /// The held epoch, if any, goes out live: nothing newer waited behind it.
   private func releaseHeld() {
-    guard let epoch = held else { return }
-    held = nil
-    publishLive(epoch)
+    release(gate.nothingBehind())
   }
 
-  /// The held epoch has a newer one behind it, `newer`: it goes out late, at least as old as
-  /// the receiver's time between the two. One the decoder completed late itself, at the start
-  /// of this read, goes out live.
-  private func supersedeHeld(by newer: Epoch) {
-    guard let epoch = held else { return }
-    guard heldQueuedWithRead || epochsThisRead == 0 else { return releaseHeld() }
-    held = nil
-    core.counters.withLock { $0.lateFixes += 1 }
-    core.hub.publish(
-      lateFix: epoch.fix, age: Self.receiverTime(from: epoch.fix, to: newer.fix) ?? .zero)
-  }
-
-  /// How much later `later` was taken than `earlier`, by the receiver's own clock: the date
-  /// and time when both have them, else the time of day (across midnight too); `nil` without
-  /// times, or when the times go backwards.
-  static func receiverTime(from earlier: Fix, to later: Fix) -> Duration? {
-    guard let start = earlier.time, let end = later.time else { return nil }
-    func nanoseconds(_ time: UTCTime) -> Int64 {
-      (Int64(time.hour) * 3600 + Int64(time.minute) * 60 + Int64(time.second)) * 1_000_000_000
-        + Int64(time.nanoseconds)
+  /// Publishes what the gate lets out: live, or late (to the subscriptions that asked,
+  /// ``SubscriptionHub/publish(lateFix:age:)``) and counted.
+  private func release(_ released: LateEpochGate.Release?) {
+    switch released {
+    case .live(let epoch): publishLive(epoch)
+    case .late(let epoch, let age):
+      core.counters.withLock { $0.lateFixes += 1 }
+      core.hub.publish(lateFix: epoch.fix, age: age)
+    case nil: break
     }
-    var span = nanoseconds(end) - nanoseconds(start)
-    if let from = earlier.date, let to = later.date {
-      span += Int64(to.daysSinceUnixEpoch - from.daysSinceUnixEpoch) * 86_400 * 1_000_000_000
-    } else if span < 0 {
-      span += 86_400 * 1_000_000_000
-    }
-    return span >= 0 ? .nanoseconds(span) : nil
   }
 
   private func handle(_ event: DecoderEvent, fixes: inout Int) {
@@ -221,14 +166,7 @@ final class ConnectionReader: @unchecked Sendable {
       }
     case .epoch(let epoch):
       fixes += 1
-      guard judgesLateness else {
-        publishLive(epoch)
-        return
-      }
-      supersedeHeld(by: epoch)
-      held = epoch
-      heldQueuedWithRead = epochsThisRead > 0 || knownCycle?.isLearned == true
-      epochsThisRead += 1
+      release(gate.completed(epoch, cycleLearned: knownCycle?.isLearned == true))
     case .ubx(let frame):
       if let acknowledgement = ReceiverAcknowledgement(frame) {
         core.acknowledgements.deliver(acknowledgement)
@@ -240,7 +178,7 @@ final class ConnectionReader: @unchecked Sendable {
 
   /// Feeds the chipset identifier until its budget is spent, and shares what it learns.
   private func observe(_ body: (inout ChipsetIdentifier) -> Void) {
-    identificationBudget -= 1
+    identification.spend()
     let before = identifier.revision
     body(&identifier)
     guard identifier.revision != before else { return }
@@ -256,7 +194,7 @@ final class ConnectionReader: @unchecked Sendable {
     let family = after.familyForCommands()
     if family.hasCommands, identified == nil {
       identified = family
-      identificationBudget = min(identificationBudget, Self.detailsBudget)
+      identification.familyKnown()
     }
   }
 

@@ -5,7 +5,7 @@ import POSIX
 ///
 /// Taking everything that is queued (rather than one event at a time, as an `AsyncStream`
 /// hands them out) is what lets the controller converge: it hands the whole batch to the
-/// power policy before it starts the next power-on or power-off, so that action is computed
+/// receiver machine before it starts the next power-on or power-off, so that action is computed
 /// from the demand as it is now, not as it was when a long-gone subscriber attached.
 final class ControllerInbox<Event: Sendable>: Sendable {
   private struct State {

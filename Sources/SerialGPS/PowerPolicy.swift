@@ -113,10 +113,10 @@ struct PowerPolicy {
   /// The location requests' demand, part of the demand as the subscribers are.
   private(set) var scheduled = false
   /// What a power-off decided now expects of the sleep (``Action/powerOff``'s sleep, read by
-  /// the controller as it runs one): set by the demand that left last.
+  /// ``ReceiverMachine/sleepContext(now:)``): set by the demand that left last.
   private(set) var expectedSleep = ExpectedSleep.unknown
-  /// The receiver sleeps where only the wake line wakes it (set by the controller after each
-  /// power-off): a shutdown while it is off wakes it and leaves it in standby, which a later
+  /// The receiver sleeps where only the wake line wakes it (set by ``ReceiverMachine`` at each
+  /// power-off's sleep): a shutdown while it is off wakes it and leaves it in standby, which a later
   /// process can leave without the line.
   var asleepOnWakeLine = false
   private var nextTimer: TimerID = 0

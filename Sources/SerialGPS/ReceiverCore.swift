@@ -8,7 +8,9 @@ import TimeService
 /// receiver), and the requests themselves.
 ///
 /// The receiver's work is split by job, one type each:
-/// - ``ReceiverController``: the one task that runs the power policy's actions;
+/// - ``ReceiverMachine``: the whole decision, pure (demand, schedule, power, sleep);
+/// - ``ReceiverController``: the one task that runs the machine's effects, with
+///   ``PortOperations`` its hands on the port;
 /// - ``CommandStepRunner``: the controller's command loop (write, acknowledgement, retry);
 /// - ``ConnectionReader``: one connection's reading thread (bytes → decoder → hub);
 /// - ``ReceiverKnowledge``: what the receiver has said about itself, and the commands that
@@ -60,7 +62,7 @@ final class ReceiverCore: Sendable {
     if let markers = options.awakeMarkers, let identity = connector.markerIdentity,
       markers.wasLeftAwake(identity, deviceOwner: { connector.deviceOwner })
     {
-      inbox.post(.policy(.leftAwake))
+      inbox.post(.machine(.leftAwake))
       startControllerIfNeeded()
     }
   }
@@ -105,13 +107,13 @@ final class ReceiverCore: Sendable {
     }
     // The attach goes into the ordered stream before `subscribe()` returns, so a dispose
     // that follows can never overtake it.
-    inbox.post(.policy(.attach))
+    inbox.post(.machine(.attach))
     startControllerIfNeeded()
     return SubscriptionCore(queue: queue) { [weak self] in
       _ = lifetime  // the receiver lives while a subscription does
       guard let self else { return }
       self.hub.remove(id)
-      self.inbox.post(.policy(.detach))
+      self.inbox.post(.machine(.detach))
     }
   }
 
@@ -137,7 +139,7 @@ final class ReceiverCore: Sendable {
     let record = RequestRegistry.Record(queue: queue)
     let id = requests.add(record)
     // Posted before this returns, so that the dispose that follows never overtakes it.
-    guard inbox.post(.requests(.add(id, request, cached: hub.latestFix))) else {
+    guard inbox.post(.machine(.request(id, request, cached: hub.latestFix))) else {
       requests.remove(id)
       queue.finish()
       return (SubscriptionCore(queue: queue) {}, record)
@@ -147,13 +149,13 @@ final class ReceiverCore: Sendable {
       _ = lifetime  // the receiver lives while a request does
       guard let self else { return }
       self.requests.remove(id)
-      self.inbox.post(.requests(.remove(id)))
+      self.inbox.post(.machine(.requestEnded(id)))
     }
     return (core, record)
   }
 
   func hold(for duration: Duration) {
-    inbox.post(.policy(.hold(until: clock.now + duration)))
+    inbox.post(.machine(.hold(until: clock.now + duration)))
     startControllerIfNeeded()
   }
 
@@ -177,7 +179,7 @@ final class ReceiverCore: Sendable {
     acknowledgements.abandonWakeUp()
     // A baud search under way ends now rather than after its rates.
     connector.interruptConnect()
-    inbox.post(.policy(.shutdown))
+    inbox.post(.machine(.shutdown))
     startControllerIfNeeded()
   }
 
@@ -203,7 +205,7 @@ final class ReceiverCore: Sendable {
 
   /// Tells the controller the device appeared (hotplug), so it retries at once.
   func deviceAppeared() {
-    inbox.post(.policy(.deviceAppeared))
+    inbox.post(.machine(.deviceAppeared))
   }
 
   /// Called by the controller once it has stopped: every ``shutdown()`` waiting returns.

@@ -19,7 +19,7 @@ import POSIX
 /// the receiver ignores or refuses, a wrong "kept" a cold start it would have made anyway. A
 /// lost connection (unplugged, supply cut) leaves it unknown, as on a first start.
 ///
-/// Owned by the controller's task (a value inside ``ReceiverController``).
+/// A value inside ``ReceiverMachine``.
 struct WakeRecord {
   /// The longest first fix of a hot start: 1–2 s in the data sheets (u-blox M8, M9, F9;
   /// MediaTek MT3339), where warm and cold starts take 25 s and more (docs/simulator.md,
