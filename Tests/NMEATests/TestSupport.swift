@@ -46,6 +46,7 @@ enum FoundFrame: Equatable, CustomStringConvertible {
   case ubx(UInt8, UInt8, [UInt8])
   case sirf([UInt8])
   case rtcm3([UInt8])
+  case casic(UInt8, UInt8, [UInt8])
 
   init(_ frame: Frame) {
     switch frame {
@@ -53,6 +54,7 @@ enum FoundFrame: Equatable, CustomStringConvertible {
     case .ubx(let view): self = .ubx(view.messageClass, view.messageID, Array(view.payload))
     case .sirf(let view): self = .sirf(Array(view.payload))
     case .rtcm3(let view): self = .rtcm3(Array(view.message))
+    case .casic(let view): self = .casic(view.messageClass, view.messageID, Array(view.payload))
     }
   }
 
@@ -62,6 +64,7 @@ enum FoundFrame: Equatable, CustomStringConvertible {
     case .ubx(let c, let i, let p): return "UBX \(c)/\(i) \(p.count) bytes"
     case .sirf(let p): return "SiRF \(p.count) bytes"
     case .rtcm3(let m): return "RTCM 3 \(m.count) bytes"
+    case .casic(let c, let i, let p): return "CASIC \(c)/\(i) \(p.count) bytes"
     }
   }
 }

@@ -45,6 +45,7 @@ enum Observed: Equatable {
   case ubx(messageClass: UInt8, messageID: UInt8, payload: [UInt8])
   case sirf(payload: [UInt8])
   case rtcm3(message: [UInt8])
+  case casic(messageClass: UInt8, messageID: UInt8, payload: [UInt8])
   case parsed(Sentence)
   case parseError(NMEAParseError, bytes: [UInt8])
   case epoch(Epoch)
@@ -52,6 +53,7 @@ enum Observed: Equatable {
   case ubxMessage(String)
   case ubxRejected(UBXRejection)
   case sirfEvent(length: Int)
+  case casicEvent(messageClass: UInt8, messageID: UInt8, length: Int)
 }
 
 /// Everything observable from one decoding run.
@@ -251,6 +253,9 @@ func observed(_ frame: Frame) -> Observed {
       messageClass: view.messageClass, messageID: view.messageID, payload: Array(view.payload))
   case .sirf(let view): return .sirf(payload: Array(view.payload))
   case .rtcm3(let view): return .rtcm3(message: Array(view.message))
+  case .casic(let view):
+    return .casic(
+      messageClass: view.messageClass, messageID: view.messageID, payload: Array(view.payload))
   }
 }
 
@@ -305,6 +310,10 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
       rtcm3 += 1
       check(view.message.count <= RTCM3.maximumMessageLength, "RTCM 3 message over 1023 bytes")
       result.frames.append(.rtcm3(message: Array(view.message)))
+    case .casic(let view):
+      check(
+        view.payload.count <= CASICFraming.maximumPayloadLength, "CASIC payload over 2 KiB")
+      result.frames.append(observed(frame))
     }
   }
 
@@ -343,6 +352,10 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
       result.events.append(.ubxRejected(reason))
     case .sirf(let view):
       result.events.append(.sirfEvent(length: view.payload.count))
+    case .casic(let view):
+      result.events.append(
+        .casicEvent(
+          messageClass: view.messageClass, messageID: view.messageID, length: view.payload.count))
     }
   }
 
