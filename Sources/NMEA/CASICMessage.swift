@@ -2,8 +2,8 @@
 /// from a frame's payload.
 ///
 /// Layouts from the CASIC Multimode Satellite Navigation Receiver Protocol Specification
-/// V4.2.0.3 (2020-01-06), section 2.7 (NAV-DOP 2.7.2, NAV-PV 2.7.4, NAV-TIMEUTC 2.7.5,
-/// NAV-GPSINFO/BDSINFO/GLNINFO 2.7.7–2.7.9) and 2.6 (ACK-ACK, ACK-NAK); every message type has
+/// V4.2.0.3 (2020-01-06), its binary messages (NAV-PV section 2.7.4, NAV-TIMEUTC 2.7.5,
+/// NAV-GPSINFO/BDSINFO/GLNINFO 2.7.7–2.7.9; NAV-DOP, ACK-ACK, ACK-NAK); every message type has
 /// the sample frame it was written against above it (corpus/gpsd-casic/quectel-l76k-binary.log).
 /// Nothing is allocated: a message's fixed part is read into a value, the satellites of
 /// NAV-*INFO in place through a view of the payload, valid only while the payload is.
@@ -83,7 +83,7 @@ public struct CASICStatistics: Sendable, Hashable {
   public init() {}
 }
 
-/// The receiver's answer to a CASIC command (ACK-ACK, ACK-NAK; spec section 2.6): the class
+/// The receiver's answer to a CASIC command (ACK-ACK, ACK-NAK, class 05): the class
 /// and ID of the message it answers, and whether it accepted it. What a command exchange
 /// waits for after sending a CFG message.
 public struct CASICAcknowledgement: Sendable, Hashable, CustomStringConvertible {

@@ -17,8 +17,8 @@ enum DecodeCommand: CommandArguments {
   static let help = """
     usage: serialgps decode [FILE|-] [--json [--device NAME]] [--stats]
 
-    Decodes a recording of what a GPS receiver sent (NMEA, with UBX or SiRF binary frames
-    mixed in) and prints one line per fix, as `serialgps watch` does: time, fix mode,
+    Decodes a recording of what a GPS receiver sent (NMEA, with UBX, SiRF or CASIC binary
+    frames mixed in) and prints one line per fix, as `serialgps watch` does: time, fix mode,
     latitude and longitude in degrees, altitude above mean sea level, speed, satellites used
     and horizontal accuracy, "-" for what the receiver did not say. Without FILE, or with -,
     it reads standard input.
