@@ -108,9 +108,11 @@ public struct CASICAcknowledgement: Sendable, Hashable, CustomStringConvertible 
   }
 
   public var description: String {
-    let hex = { (byte: UInt8) in (byte < 0x10 ? "0" : "") + String(byte, radix: 16, uppercase: true)
-    }
-    return "CASIC ACK-\(accepted ? "ACK" : "NAK") \(hex(messageClass))-\(hex(messageID))"
+    "CASIC ACK-\(accepted ? "ACK" : "NAK") \(Self.hex(messageClass))-\(Self.hex(messageID))"
+  }
+
+  private static func hex(_ byte: UInt8) -> String {
+    (byte < 0x10 ? "0" : "") + String(byte, radix: 16, uppercase: true)
   }
 }
 
@@ -151,6 +153,17 @@ extension UBXBytes {
 @inline(__always)
 func casicFinite(_ value: Double, _ dropped: inout UInt8) -> Double? {
   if value.isFinite { return value }
+  dropped &+= 1
+  return nil
+}
+
+/// A CASIC dilution of precision the receiver can mean: finite and not negative (a float, unlike
+/// UBX's unsigned integers); `nil` and counted otherwise. 99 and more is kept here and left
+/// out as "no value" where it joins a fix, as UBX's 99.99.
+@inline(__always)
+func casicDOP(_ value: Double, _ dropped: inout UInt8) -> Double? {
+  guard let value = casicFinite(value, &dropped) else { return nil }
+  if value >= 0 { return value }
   dropped &+= 1
   return nil
 }
@@ -229,7 +242,7 @@ public struct CASICNavPV: Sendable, Hashable {
     positionValidity = CASICValidity(rawValue: p.u1(4))
     velocityValidity = CASICValidity(rawValue: p.u1(5))
     satellitesUsed = Int(p.u1(7))
-    pdop = casicFinite(p.r4(12), &dropped)
+    pdop = casicDOP(p.r4(12), &dropped)
     let positionMode = positionValidity?.mode ?? .noFix
     if positionMode != .noFix {
       let longitude = casicFinite(p.r8(16), &dropped)
@@ -338,12 +351,12 @@ public struct CASICNavDOP: Sendable, Hashable {
     let p = UBXBytes(payload)
     try p.require(28)
     runTime = p.u4(0)
-    pdop = casicFinite(p.r4(4), &dropped)
-    hdop = casicFinite(p.r4(8), &dropped)
-    vdop = casicFinite(p.r4(12), &dropped)
-    ndop = casicFinite(p.r4(16), &dropped)
-    edop = casicFinite(p.r4(20), &dropped)
-    tdop = casicFinite(p.r4(24), &dropped)
+    pdop = casicDOP(p.r4(4), &dropped)
+    hdop = casicDOP(p.r4(8), &dropped)
+    vdop = casicDOP(p.r4(12), &dropped)
+    ndop = casicDOP(p.r4(16), &dropped)
+    edop = casicDOP(p.r4(20), &dropped)
+    tdop = casicDOP(p.r4(24), &dropped)
   }
 }
 

@@ -330,6 +330,25 @@ struct CASICMessageTests {
     #expect(untracked.channel == 0xFF && untracked.svID == 12 && !untracked.used)
   }
 
+  @Test("a negative or non-finite DOP is dropped and counted; 99 and more is no value in the fix")
+  func impossibleDOPs() throws {
+    // The fuzzer's find: a DOP of -1.2e-17 reached the fix.
+    let bytes =
+      navDOP(runTime: 1000, dop: -1.2e-17) + navPV(runTime: 1000)
+      + navTimeUTC(runTime: 1000, second: 1) + navDOP(runTime: 2000, dop: .nan)
+      + navPV(runTime: 2000) + navTimeUTC(runTime: 2000, second: 2)
+      + navDOP(runTime: 3000, dop: 99.5) + navPV(runTime: 3000)
+      + navTimeUTC(runTime: 3000, second: 3)
+    let (epochs, _, statistics) = decodeCASIC(bytes)
+    #expect(epochs.count == 3)
+    for epoch in epochs {
+      #expect(epoch.fix.hdop == nil && epoch.fix.vdop == nil && epoch.fix.tdop == nil)
+      // NAV-PV's own pDOP, 1.5, stands where NAV-DOP gave none.
+      #expect(epoch.fix.pdop == 1.5)
+    }
+    #expect(statistics.casic.droppedFields == 12, "six DOPs in each of the first two")
+  }
+
   @Test("a payload shorter than its message, or than its satellites, is refused and counted")
   func shortPayloads() throws {
     let short = [
