@@ -50,6 +50,12 @@ extension CASICNavPV: CASICDecodable {
       horizontalAccuracy: horizontalAccuracy, verticalAccuracy: verticalAccuracy,
       speed: groundSpeed, course: UBXPlausible.course(heading), speedAccuracy: speedAccuracy,
       courseAccuracy: headingAccuracy)
+    if let horizontalAccuracy, let verticalAccuracy {
+      // Standard deviations on orthogonal axes of one solution: gpsd's `sep` for NAV-PV.
+      builder.epoch.takeSphericalAccuracy(
+        (horizontalAccuracy * horizontalAccuracy + verticalAccuracy * verticalAccuracy)
+          .squareRoot(), from: .binarySolution)
+    }
     if let velocityUp {
       builder.epoch.fix.climb = velocityUp
       if let velocityNorth, let velocityEast {

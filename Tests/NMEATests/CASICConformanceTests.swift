@@ -32,11 +32,56 @@ struct CASICConformanceTests {
     #expect(
       Double(agreeing) >= 0.99 * Double(result.gpsdPositions),
       "\(log): \(agreeing) of gpsd's \(result.gpsdPositions) positions equal")
-    // The mode and the heights come from NAV-PV alone: every epoch.
+    // The mode, the heights and the receiver's spherical error come from NAV-PV alone: every
+    // epoch.
+    let sep = try Self.sphericalErrors(log: log, directory: try GPSDCorpus.requireCASIC())
+    #expect(
+      sep.compared >= 129 && sep.agreeing == sep.compared,
+      "\(log): sep \(sep.agreeing) of \(sep.compared); \(sep.differing)")
     for field in ["mode", "altHAE", "altMSL"] {
       let (same, compared) = result.agreement(field)
       #expect(compared > 0 && same == compared, "\(log): \(field) \(same) of \(compared)")
     }
+  }
+
+  /// gpsd's `sep` of its last TPV of each time against our spherical accuracy, to its three
+  /// printed decimals: epochs compared, agreeing.
+  static func sphericalErrors(log: String, directory: URL) throws -> (
+    compared: Int, agreeing: Int, differing: [String]
+  ) {
+    let bytes = try GPSDCorpus.recording(directory.appendingPathComponent(log))
+    var ours: [Int64: Double] = [:]
+    var decoder = NMEADecoder()
+    let take: (DecoderEvent) -> Void = { event in
+      guard case .epoch(let epoch) = event, let time = epoch.fix.time else { return }
+      ours[time.nanosecondsOfDay / 1_000_000] = epoch.fix.sphericalAccuracy
+    }
+    decoder.decode(bytes, take)
+    decoder.finish(take)
+    // gpsd's last TPV of each time, an untimed one at the time of the sentence echoed before
+    // it (`ReferenceLog`'s reading: the dual log's first CASIC TPV has no time).
+    var gpsd: [Int64: Double] = [:]
+    var current: Int64?
+    let chk = try Data(contentsOf: directory.appendingPathComponent(log + ".chk"))
+    for rawLine in chk.split(separator: 0x0A) {
+      let line = String(decoding: rawLine, as: UTF8.self)
+      if line.first == "$", let time = ReferenceLog.sentenceTime(line), let time { current = time }
+      guard line.hasPrefix("{\"class\":\"TPV\""),
+        let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+        let key = (object["time"] as? String).flatMap(ReferenceLog.isoTimeOfDay) ?? current
+      else { continue }
+      gpsd[key] = object["sep"] as? Double
+    }
+    var result = (compared: 0, agreeing: 0, differing: [String]())
+    for (key, sep) in gpsd.sorted(by: { $0.key < $1.key }) {
+      result.compared += 1
+      if let mine = ours[key], abs(mine - sep) <= 0.6e-3 {
+        result.agreeing += 1
+      } else if result.differing.count < 3 {
+        result.differing.append("at \(key) ms ours \(ours[key] as Any) gpsd \(sep)")
+      }
+    }
+    return result
   }
 
   @Test("both logs: one epoch a second, all 130, every CASIC frame decoded or known")
