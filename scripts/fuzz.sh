@@ -10,10 +10,10 @@
 # Fuzz/PositionSeeds.
 #
 # The nested package builds into Fuzz/.build, never the main package's .build. Seeds come
-# from Fuzz/Seeds (built in), the project's fixtures/ and gpsd's captures in corpus/gpsd and
-# corpus/gpsd-ubx (corpus/README.md); each is cut into pieces of at most 2 KiB
-# behind a header byte of 0 (no extra split points, strict checksums; 0x80 for the u-blox
-# logs: UBX checksums fixed), which the fuzzer then mutates;
+# from Fuzz/Seeds (built in), the project's fixtures/ and gpsd's captures in corpus/gpsd,
+# corpus/gpsd-ubx and corpus/gpsd-casic (corpus/README.md); each is cut into pieces of at most 2 KiB
+# behind a header byte of 0 (no extra split points, strict checksums; 0x80 for the u-blox and
+# CASIC logs: binary checksums fixed), which the fuzzer then mutates;
 # Fuzz/nmea.dict gives it the values on both sides of every limit the parser enforces.
 set -euo pipefail
 
@@ -93,8 +93,9 @@ if [ ! -f "$corpus_dir/bu353s4.log" ] || [ ! -f "$corpus_dir-ubx/ublox-neo-m8t.l
   exit 1
 fi
 for file in "$corpus_dir"/*.log; do add_recording "$file"; done
-# gpsd's u-blox binary logs, with UBX checksums fixed by the target (header bit 7).
-for file in "$corpus_dir"-ubx/*.log; do add_recording "$file" '\x80'; done
+# gpsd's u-blox binary logs, with UBX checksums fixed by the target (header bit 7), and its
+# CASIC logs (corpus/gpsd-casic), whose CASIC checksums the same bit fixes.
+for file in "$corpus_dir"-ubx/*.log "$corpus_dir"-casic/*.log; do add_recording "$file" '\x80'; done
 echo "fuzz: $(ls "$seeds" | wc -l) seeds, sanitizers $sanitizers, $seconds s" >&2
 
 "$binary" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \

@@ -125,7 +125,7 @@ public struct ChipsetIdentifier: Sendable {
     case .sentence(let raw): observe(raw)
     case .ubx(let ubx): observe(ubx)
     case .sirf(let sirf): observe(sirf)
-    case .rtcm3: break
+    case .rtcm3, .casic: break
     }
   }
 

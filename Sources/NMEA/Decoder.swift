@@ -13,6 +13,8 @@ public struct DecoderStatistics: Sendable, Hashable {
   public var unknownSentences = 0
   /// UBX frames decoded, not decoded, and refused by reason.
   public var ubx = UBXStatistics()
+  /// CASIC frames decoded, not decoded, and refused.
+  public var casic = CASICStatistics()
 
   public init() {}
 }
@@ -118,6 +120,9 @@ public enum DecoderEvent {
   case ubxRejected(UBXFrameView, UBXRejection)
   /// A binary SiRF frame.
   case sirf(SiRFFrameView)
+  /// A CASIC binary frame, every one (acknowledgements too: ``CASICAcknowledgement``), before
+  /// the message decoded from it joins its epoch.
+  case casic(CASICFrameView)
 }
 
 /// Bytes in, epochs out: the framer, parser and fix builder in one value.
@@ -141,6 +146,7 @@ public struct NMEADecoder {
     var impossibleValues = ImpossibleValueStatistics()
     var unknownSentences = 0
     var ubx = UBXStatistics()
+    var casic = CASICStatistics()
   }
 
   /// The fix builder (its statistics, whether it has learned the cycle end).
@@ -164,6 +170,7 @@ public struct NMEADecoder {
     statistics.impossibleValues = stages.impossibleValues
     statistics.unknownSentences = stages.unknownSentences
     statistics.ubx = stages.ubx
+    statistics.casic = stages.casic
     return statistics
   }
 
@@ -223,6 +230,10 @@ extension NMEADecoder.Stages: ParsedSentenceConsumer {
       try decode(frame, body)
     case .sirf(let frame):
       try body(.sirf(frame))
+    case .casic(let frame):
+      builder.sentenceOffset = nil
+      try body(.casic(frame))
+      try decode(frame, body)
     case .rtcm3:
       // Corrections echoed or sent by an RTK receiver: known (the framer counts them), and
       // nothing to decode into a fix.
@@ -247,6 +258,24 @@ extension NMEADecoder.Stages: ParsedSentenceConsumer {
     ubx.decoded += 1
     ubx.droppedFields += message.droppedFields
     try body(.ubxMessage(message))
+    try message.add(to: &builder) { try body(.epoch($0)) }
+  }
+
+  /// Decodes a CASIC frame into its message and adds it to its epoch, or counts why not.
+  mutating func decode(_ frame: CASICFrameView, _ body: (DecoderEvent) throws -> Void) rethrows {
+    let message: CASICMessage?
+    do {
+      message = try CASICMessage(frame)
+    } catch {
+      casic.rejected += 1
+      return
+    }
+    guard let message else {
+      casic.notDecoded += 1
+      return
+    }
+    casic.decoded += 1
+    casic.droppedFields += message.droppedFields
     try message.add(to: &builder) { try body(.epoch($0)) }
   }
 

@@ -42,6 +42,8 @@ struct EpochInProgress {
   var sawGSA = false
   /// `$PGRMZ`, metres: used when GGA gives none.
   var garminAltitude: Double?
+  /// The receiver run time of the epoch's CASIC messages (``CASICMessage/add(to:emit:)``).
+  var casicRunTime: UInt32?
 
   // Satellites.
   var satellites: [Satellite] = []
@@ -87,6 +89,7 @@ struct EpochInProgress {
     usedFromGSA = 0
     sawGSA = false
     garminAltitude = nil
+    casicRunTime = nil
     satelliteSource = .none
     viewHDOP = nil
     viewVDOP = nil

@@ -3,7 +3,7 @@
 /// can take the bytes written after it for its own.
 extension Frame {
   /// The frame as it goes on the wire: a sentence as it arrived (its checksum included) with
-  /// CR LF, a UBX, SiRF or RTCM 3 frame with its sync bytes, length, checksum (and SiRF's
+  /// CR LF, a UBX, SiRF, RTCM 3 or CASIC frame with its sync bytes, length, checksum (and SiRF's
   /// trailer).
   /// A framer fed these bytes finds this frame again, whole, and nothing else.
   public var bytes: [UInt8] {
@@ -38,6 +38,9 @@ extension Frame {
       return out
     case .rtcm3(let view):
       return RTCM3.frame(message: view.message)
+    case .casic(let view):
+      return CASICFraming.frame(
+        messageClass: view.messageClass, messageID: view.messageID, payload: Array(view.payload))
     }
   }
 }
@@ -49,8 +52,8 @@ extension NMEAFramer {
     switch state {
     case .hunting, .discarding: return 0
     case .sentence: return length
-    case .ubxSync, .sirfSync, .rtcm3Sync: return 1
-    case .ubx, .sirf, .rtcm3: return binary.count
+    case .ubxSync, .sirfSync, .rtcm3Sync, .casicSync: return 1
+    case .ubx, .sirf, .rtcm3, .casic: return binary.count
     }
   }
 }

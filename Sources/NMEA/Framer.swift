@@ -50,6 +50,8 @@ public struct FramerStatistics: Sendable, Hashable {
   public var sirfFrames = 0
   /// RTCM 3 frames with a valid CRC-24Q, delivered.
   public var rtcm3Frames = 0
+  /// CASIC binary frames with a valid checksum, delivered (CASICFraming.swift).
+  public var casicFrames = 0
   /// Binary frames whose checksum, CRC or trailer did not match (their bytes are rescanned).
   public var badBinaryFrames = 0
   /// Bytes outside any sentence or frame.
@@ -119,16 +121,17 @@ public enum Frame {
   case ubx(UBXFrameView)
   case sirf(SiRFFrameView)
   case rtcm3(RTCM3FrameView)
+  case casic(CASICFrameView)
 }
 
 /// Splits a receiver's byte stream into NMEA sentences and binary frames.
 ///
 /// Feed it chunks of any size; the frames found are the same however the stream is split.
 /// Whole sentences inside a chunk are handed out in place, without copying; only a sentence
-/// cut by a chunk boundary is copied, into a buffer of fixed size. Binary UBX, SiRF and RTCM 3
-/// frames are recognised by their framing and checksum and reported separately, so that NMEA around
-/// them is never lost; anything else is garbage, counted and skipped, and the framer
-/// resynchronises on the next `$`.
+/// cut by a chunk boundary is copied, into a buffer of fixed size. Binary UBX, SiRF, RTCM 3 and
+/// CASIC frames are recognised by their framing and checksum and reported separately, so that
+/// NMEA around them is never lost; anything else is garbage, counted and skipped, and the
+/// framer resynchronises on the next `$`.
 public struct NMEAFramer: Sendable {
   public let configuration: FramerConfiguration
   /// What has been accepted and rejected so far.
@@ -149,6 +152,8 @@ public struct NMEAFramer: Sendable {
     case sirf
     case rtcm3Sync  // saw D3
     case rtcm3
+    case casicSync  // saw BA
+    case casic
   }
 
   @usableFromInline var state = State.hunting
@@ -260,6 +265,10 @@ public struct NMEAFramer: Sendable {
             i += 1
           } else if byte == 0xA0 {
             state = .sirfSync
+            binaryOffset = base &+ UInt64(i)
+            i += 1
+          } else if byte == CASICFraming.sync.0 {
+            state = .casicSync
             binaryOffset = base &+ UInt64(i)
             i += 1
           } else {
@@ -400,6 +409,16 @@ public struct NMEAFramer: Sendable {
             state = .hunting
           }
 
+        case .casicSync:
+          if p[i] == CASICFraming.sync.1 {
+            beginBinaryFrame(CASICFraming.sync.0, p[i], headerLength: 6)
+            state = .casic
+            i += 1
+          } else {
+            statistics.garbageBytes += 1
+            state = .hunting
+          }
+
         case .rtcm3Sync:
           // The six bits after the preamble are reserved and zero in RTCM 3.
           if p[i] & 0xFC == 0 {
@@ -411,7 +430,7 @@ public struct NMEAFramer: Sendable {
             state = .hunting
           }
 
-        case .ubx, .sirf, .rtcm3:
+        case .ubx, .sirf, .rtcm3, .casic:
           let take = min(binaryExpected - binary.count, n - i)
           binary.append(contentsOf: UnsafeBufferPointer(start: p + i, count: take))
           i += take
@@ -423,6 +442,8 @@ public struct NMEAFramer: Sendable {
               binaryExpected = 6 + (Int(binary[4]) | Int(binary[5]) << 8) + 2
             } else if state == .rtcm3 {
               binaryExpected = 3 + (Int(binary[1] & 0x03) << 8 | Int(binary[2])) + 3
+            } else if state == .casic {
+              binaryExpected = casicFrameLength()
             } else {
               binaryExpected = 4 + (Int(binary[2]) << 8 | Int(binary[3])) + 4
             }
@@ -564,6 +585,11 @@ public struct NMEAFramer: Sendable {
 
   @usableFromInline
   mutating func finishBinaryFrame(_ body: (Frame) throws -> Void) rethrows {
+    if state == .casic {
+      guard casicChecksumMatches() else { return try rejectBinaryFrame(body) }
+      statistics.casicFrames += 1
+      return try deliverCASICFrame(body)
+    }
     let valid: Bool
     let isUBX = state == .ubx
     if state == .rtcm3 {
@@ -648,15 +674,15 @@ extension NMEAFramer {
   }
 
   /// Whether `bytes` hold at least `count` frames that prove the rate: sentences that
-  /// carried a valid checksum, or UBX frames (sync, length and Fletcher checksum), so that a
-  /// receiver configured for UBX output only is found at its rate as an NMEA one is.
+  /// carried a valid checksum, or UBX or CASIC frames (sync, length and checksum), so that a
+  /// receiver configured for binary output only is found at its rate as an NMEA one is.
   public static func holdsChecksummedFrames(_ bytes: [UInt8], atLeast count: Int = 2) -> Bool {
     var framer = NMEAFramer()
     var found = 0
     framer.feed(bytes) { frame in
       switch frame {
       case .sentence(let sentence): if sentence.hadChecksum { found += 1 }
-      case .ubx: found += 1
+      case .ubx, .casic: found += 1
       case .sirf, .rtcm3: break
       }
     }
@@ -672,7 +698,7 @@ extension NMEAFramer {
   /// that rescan. A sentence without its line end stays as it is. Call it once no more bytes
   /// will come (the end of a recording); ``feed(_:_:)`` may go on afterwards.
   public mutating func finish(_ body: (Frame) throws -> Void) rethrows {
-    while state == .ubx || state == .sirf || state == .rtcm3 {
+    while state == .ubx || state == .sirf || state == .rtcm3 || state == .casic {
       statistics.unfinishedBinaryFrames += 1
       statistics.garbageBytes += 1
       state = .hunting
@@ -683,7 +709,7 @@ extension NMEAFramer {
         try scan(buffer.baseAddress!, count: buffer.count, at: binaryOffset &+ 1, body)
       }
     }
-    if state == .ubxSync || state == .sirfSync || state == .rtcm3Sync {
+    if state == .ubxSync || state == .sirfSync || state == .rtcm3Sync || state == .casicSync {
       statistics.garbageBytes += 1
       state = .hunting
     }

@@ -253,6 +253,8 @@ public struct ReceiverModel {
         frames.append((wire, false, nil))
       case .rtcm3(let view):
         frames.append((RTCM3.frame(message: view.message), false, nil))
+      case .casic:
+        frames.append((frame.bytes, false, nil))
       case .sentence(let raw):
         let command: ReceiverCommand
         if let sentence = try? Sentence(parsing: raw) {

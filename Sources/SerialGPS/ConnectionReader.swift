@@ -171,7 +171,7 @@ final class ConnectionReader: @unchecked Sendable {
       if let acknowledgement = ReceiverAcknowledgement(frame) {
         core.acknowledgements.deliver(acknowledgement)
       }
-    case .sirf, .parseError, .ubxMessage, .ubxRejected:
+    case .sirf, .parseError, .ubxMessage, .ubxRejected, .casic:
       break
     }
   }

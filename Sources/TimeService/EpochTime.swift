@@ -84,7 +84,7 @@ public struct EpochTimeCollector: Sendable {
       return nil
     case .epoch(let epoch):
       return time(of: epoch)
-    case .parseError, .ubx, .ubxMessage, .ubxRejected, .sirf:
+    case .parseError, .ubx, .ubxMessage, .ubxRejected, .sirf, .casic:
       return nil
     }
   }

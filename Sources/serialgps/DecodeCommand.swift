@@ -17,8 +17,8 @@ enum DecodeCommand: CommandArguments {
   static let help = """
     usage: serialgps decode [FILE|-] [--json [--device NAME]] [--stats]
 
-    Decodes a recording of what a GPS receiver sent (NMEA, with UBX or SiRF binary frames
-    mixed in) and prints one line per fix, as `serialgps watch` does: time, fix mode,
+    Decodes a recording of what a GPS receiver sent (NMEA, with UBX, SiRF or CASIC binary
+    frames mixed in) and prints one line per fix, as `serialgps watch` does: time, fix mode,
     latitude and longitude in degrees, altitude above mean sea level, speed, satellites used
     and horizontal accuracy, "-" for what the receiver did not say. Without FILE, or with -,
     it reads standard input.
@@ -216,13 +216,16 @@ struct DecodeSession {
       missing checksum \(framer.missingChecksum), too long \(framer.tooLong), \
       malformed \(framer.malformed))
         binary frames          UBX \(framer.ubxFrames), SiRF \(framer.sirfFrames), \
-      RTCM 3 \(framer.rtcm3Frames), bad \(framer.badBinaryFrames), \
+      RTCM 3 \(framer.rtcm3Frames), CASIC \(framer.casicFrames), bad \(framer.badBinaryFrames), \
       unfinished at the end \(framer.unfinishedBinaryFrames)
         garbage bytes          \(framer.garbageBytes)
         parse errors           \(statistics.parseErrors)
         impossible values      \(impossible), each field dropped alone (an impossible time \
       or message number refuses its sentence, a parse error)
         unknown sentences      \(statistics.unknownSentences)
+        CASIC messages         decoded \(statistics.casic.decoded), not decoded \
+      \(statistics.casic.notDecoded), refused \(statistics.casic.rejected), fields dropped \
+      \(statistics.casic.droppedFields)
         epochs                 \(builder.epochs) (closed at the learned cycle end \
       \(builder.epochsClosedAtCycleEnd), late sentences \(builder.lateSentences), \
       cycle ends forgotten \(builder.cycleEndsForgotten), dated by the next epoch \

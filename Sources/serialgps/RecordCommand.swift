@@ -378,7 +378,7 @@ struct Capture {
         if let answer = ReceiverAcknowledgement(sentence) { answers.append(answer) }
       case .ubx(let frame):
         if let answer = ReceiverAcknowledgement(frame) { answers.append(answer) }
-      case .sirf, .parseError, .ubxMessage, .ubxRejected:
+      case .sirf, .parseError, .ubxMessage, .ubxRejected, .casic:
         break
       }
     }

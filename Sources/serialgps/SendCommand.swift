@@ -383,7 +383,7 @@ struct AnswerPort: CommandPort {
         if let answer = ReceiverAcknowledgement(frame) { acknowledgements.append(answer) }
       case .sirf(let frame):
         identifier.observe(frame)
-      case .epoch, .parseError, .ubxMessage, .ubxRejected:
+      case .epoch, .parseError, .ubxMessage, .ubxRejected, .casic:
         break
       }
     }

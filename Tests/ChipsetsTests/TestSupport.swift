@@ -61,7 +61,7 @@ struct Framed {
         ubx.append(UBXMessageID(view))
         commands.append(ReceiverCommand(view))
         if let ack = ReceiverAcknowledgement(view) { acknowledgements.append(ack) }
-      case .sirf, .rtcm3:
+      case .sirf, .rtcm3, .casic:
         break
       }
     }

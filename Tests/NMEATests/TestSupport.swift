@@ -33,6 +33,21 @@ func ubxFrame(class messageClass: UInt8, id: UInt8, payload: [UInt8]) -> [UInt8]
   return frame + [a, b]
 }
 
+/// A CASIC frame (`BA CE`, length, class, ID, payload, checksum), the checksum summed here as
+/// the CASIC spec V4.2.0.3 gives it: the payload's little-endian 32-bit words added to
+/// `(id << 24) + (class << 16) + length`.
+func casicFrame(class messageClass: UInt8, id: UInt8, payload: [UInt8]) -> [UInt8] {
+  var sum = UInt32(id) << 24 &+ UInt32(messageClass) << 16 &+ UInt32(payload.count)
+  for start in stride(from: 0, to: payload.count, by: 4) {
+    for (shift, byte) in payload[start..<min(start + 4, payload.count)].enumerated() {
+      sum = sum &+ UInt32(byte) << (8 * UInt32(shift))
+    }
+  }
+  let length = [UInt8(payload.count & 0xFF), UInt8(payload.count >> 8)]
+  let checksum = (0..<4).map { UInt8(truncatingIfNeeded: sum >> (8 * UInt32($0))) }
+  return [0xBA, 0xCE] + length + [messageClass, id] + payload + checksum
+}
+
 /// A SiRF binary frame with a correct checksum and trailer.
 func sirfFrame(payload: [UInt8]) -> [UInt8] {
   let sum = payload.reduce(0) { $0 + Int($1) } & 0x7FFF
@@ -46,6 +61,7 @@ enum FoundFrame: Equatable, CustomStringConvertible {
   case ubx(UInt8, UInt8, [UInt8])
   case sirf([UInt8])
   case rtcm3([UInt8])
+  case casic(UInt8, UInt8, [UInt8])
 
   init(_ frame: Frame) {
     switch frame {
@@ -53,6 +69,7 @@ enum FoundFrame: Equatable, CustomStringConvertible {
     case .ubx(let view): self = .ubx(view.messageClass, view.messageID, Array(view.payload))
     case .sirf(let view): self = .sirf(Array(view.payload))
     case .rtcm3(let view): self = .rtcm3(Array(view.message))
+    case .casic(let view): self = .casic(view.messageClass, view.messageID, Array(view.payload))
     }
   }
 
@@ -62,6 +79,7 @@ enum FoundFrame: Equatable, CustomStringConvertible {
     case .ubx(let c, let i, let p): return "UBX \(c)/\(i) \(p.count) bytes"
     case .sirf(let p): return "SiRF \(p.count) bytes"
     case .rtcm3(let m): return "RTCM 3 \(m.count) bytes"
+    case .casic(let c, let i, let p): return "CASIC \(c)/\(i) \(p.count) bytes"
     }
   }
 }

@@ -27,7 +27,7 @@ import Testing
         if let sentence = try? Sentence(parsing: raw), let ack = ReceiverAcknowledgement(sentence) {
           found.append(ack)
         }
-      case .sirf, .rtcm3: break
+      case .sirf, .rtcm3, .casic: break
       }
     }
     return found

@@ -5,8 +5,9 @@
 //   byte 0      bits 0-3: number of split points n (0...15)
 //               bit 4: lenient checksum policy; bit 5: 82-byte sentence limit (else 128)
 //               bit 6: also feed the bytes one at a time
-//               bit 7: give every UBX frame in the payload its right checksum first, so that
-//               mutated payloads reach the UBX decoders instead of failing the checksum
+//               bit 7: give every UBX and CASIC frame in the payload its right checksum first,
+//               so that mutated payloads reach the binary decoders instead of failing the
+//               checksum
 //   2n bytes    split points, little-endian UInt16, each taken modulo (payload length + 1)
 //   the rest    the payload: what a receiver sent
 //
@@ -45,6 +46,7 @@ enum Observed: Equatable {
   case ubx(messageClass: UInt8, messageID: UInt8, payload: [UInt8])
   case sirf(payload: [UInt8])
   case rtcm3(message: [UInt8])
+  case casic(messageClass: UInt8, messageID: UInt8, payload: [UInt8])
   case parsed(Sentence)
   case parseError(NMEAParseError, bytes: [UInt8])
   case epoch(Epoch)
@@ -52,6 +54,7 @@ enum Observed: Equatable {
   case ubxMessage(String)
   case ubxRejected(UBXRejection)
   case sirfEvent(length: Int)
+  case casicEvent(messageClass: UInt8, messageID: UInt8, length: Int)
 }
 
 /// Everything observable from one decoding run.
@@ -218,6 +221,31 @@ func fixingUBXChecksums(_ bytes: [UInt8]) -> [UInt8] {
   return out
 }
 
+/// The payload with every CASIC frame in it (`BA CE`, a length of whole words under 2 KiB)
+/// given its right checksum.
+func fixingCASICChecksums(_ bytes: [UInt8]) -> [UInt8] {
+  var out = bytes
+  var index = 0
+  while index + 10 <= out.count {
+    let length = Int(out[index + 2]) | Int(out[index + 3]) << 8
+    let end = index + 6 + length
+    if out[index] == 0xBA && out[index + 1] == 0xCE && length % 4 == 0
+      && length <= CASICFraming.maximumPayloadLength && end + 4 <= out.count
+    {
+      let sum = out.withUnsafeBufferPointer {
+        CASICFraming.checksum(
+          messageClass: out[index + 4], messageID: out[index + 5],
+          payload: UnsafeBufferPointer(rebasing: $0[(index + 6)..<end]))
+      }
+      for byte in 0..<4 { out[end + byte] = UInt8(truncatingIfNeeded: sum >> (8 * UInt32(byte))) }
+      index = end + 4
+      continue
+    }
+    index += 1
+  }
+  return out
+}
+
 func parse(_ raw: RawSentence) -> Observed {
   do {
     return .parsed(try Sentence(parsing: raw))
@@ -251,6 +279,9 @@ func observed(_ frame: Frame) -> Observed {
       messageClass: view.messageClass, messageID: view.messageID, payload: Array(view.payload))
   case .sirf(let view): return .sirf(payload: Array(view.payload))
   case .rtcm3(let view): return .rtcm3(message: Array(view.message))
+  case .casic(let view):
+    return .casic(
+      messageClass: view.messageClass, messageID: view.messageID, payload: Array(view.payload))
   }
 }
 
@@ -263,6 +294,7 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
   var ubx = 0
   var sirf = 0
   var rtcm3 = 0
+  var casic = 0
   var parseErrors = 0
   var impossibleValues = 0
   var epochs = 0
@@ -305,6 +337,11 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
       rtcm3 += 1
       check(view.message.count <= RTCM3.maximumMessageLength, "RTCM 3 message over 1023 bytes")
       result.frames.append(.rtcm3(message: Array(view.message)))
+    case .casic(let view):
+      casic += 1
+      check(
+        view.payload.count <= CASICFraming.maximumPayloadLength, "CASIC payload over 2 KiB")
+      result.frames.append(observed(frame))
     }
   }
 
@@ -343,6 +380,10 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
       result.events.append(.ubxRejected(reason))
     case .sirf(let view):
       result.events.append(.sirfEvent(length: view.payload.count))
+    case .casic(let view):
+      result.events.append(
+        .casicEvent(
+          messageClass: view.messageClass, messageID: view.messageID, length: view.payload.count))
     }
   }
 
@@ -384,6 +425,9 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
   check(
     statistics.rtcm3Frames == rtcm3,
     "RTCM 3 frames counted \(statistics.rtcm3Frames), delivered \(rtcm3)")
+  check(
+    statistics.casicFrames == casic,
+    "CASIC frames counted \(statistics.casicFrames), delivered \(casic)")
   check(statistics.garbageBytes <= payload.count, "more garbage than input")
   check(
     statistics.sentences + statistics.rejectedSentences <= payload.count,
@@ -405,6 +449,10 @@ func run(_ payload: [UInt8], pieces: [Range<Int>], configuration: FramerConfigur
   check(
     ubxStatistics.decoded + ubxStatistics.notDecoded + ubxStatistics.rejected
       == statistics.ubxFrames, "UBX frames neither decoded, passed on nor refused")
+  let casicStatistics = decoderStatistics.casic
+  check(
+    casicStatistics.decoded + casicStatistics.notDecoded + casicStatistics.rejected
+      == statistics.casicFrames, "CASIC frames neither decoded, passed on nor refused")
   result.framerStatistics = statistics
   result.decoderStatistics = decoderStatistics
   return result
@@ -419,7 +467,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
   let headerLength = 1 + 2 * splitCount
   guard input.count >= headerLength else { return 0 }
   let given = Array(input[headerLength...])
-  let payload = control & 0x80 != 0 ? fixingUBXChecksums(given) : given
+  let payload = control & 0x80 != 0 ? fixingCASICChecksums(fixingUBXChecksums(given)) : given
   let configuration = FramerConfiguration(
     maximumSentenceLength: control & 0x20 != 0 ? 82 : 128,
     checksumPolicy: control & 0x10 != 0 ? .lenient : .strict)
