@@ -16,10 +16,14 @@ public protocol ChipsetDriver: Sendable {
   var family: ChipsetFamily { get }
   /// The name on the command line (`--chipset mtk`), lower case, unique in the registry.
   var cliName: String { get }
-  /// Other spellings accepted on the command line, lower case (`mediatek`, `u-blox`). A name
-  /// several drivers list (`quectel`) names none of them alone
-  /// (``ChipsetRegistry/candidates(cliName:)``).
+  /// Other spellings accepted on the command line, lower case (`mediatek`, `u-blox`), each
+  /// naming this family only.
   var aliases: [String] { get }
+  /// Makers, lower case, whose modules are built on this family among others (`quectel`:
+  /// MediaTek L70/L76/L80, CASIC L76K, Airoha LC76G). A maker names no family: the driver
+  /// waits to identify the receiver as one of the maker's families
+  /// (``ChipsetRegistry/drivers(maker:)``). Default none.
+  var makers: [String] { get }
   /// A name for people (`MediaTek/Quectel`).
   var displayName: String { get }
   /// The maker identification names when nothing more specific was seen (`u-blox`).
@@ -92,6 +96,7 @@ public protocol ChipsetDriver: Sendable {
 
 extension ChipsetDriver {
   public var hasCommands: Bool { true }
+  public var makers: [String] { [] }
   public var acknowledgesCommands: Bool { hasCommands }
   public var pulseOrder: PulseOrder { .sentencesFollowPulse }
   public var takesAiding: Bool { false }
@@ -210,33 +215,33 @@ public enum ChipsetRegistry {
     all.first { $0.family == family } ?? GenericNMEADriver()
   }
 
-  /// The drivers that answer to `name` (their ``ChipsetDriver/cliName``, their
-  /// family's identifier such as `mediatek`, or an alias), ignoring case.
-  public static func candidates(cliName name: String) -> [any ChipsetDriver] {
-    let lower = name.lowercased()
-    let exact = all.filter { $0.cliName == lower || $0.family.rawValue.lowercased() == lower }
-    if !exact.isEmpty { return exact }
-    return all.filter { $0.aliases.contains(lower) }
-  }
-
-  /// The one driver that answers to `name`; `nil` for none, or for a name several share.
+  /// The one driver that answers to `name`: its command-line name, its family's identifier
+  /// (`mediatek`) or an alias, ignoring case; `nil` for none.
   public static func driver(cliName name: String) -> (any ChipsetDriver)? {
-    let found = candidates(cliName: name)
-    return found.count == 1 ? found[0] : nil
+    let lower = name.lowercased()
+    return all.first { $0.cliName == lower || $0.family.rawValue.lowercased() == lower }
+      ?? all.first { $0.aliases.contains(lower) }
   }
 
-  /// Names more than one driver answers to (`quectel`), each with the drivers' command-line
-  /// names.
-  public static var ambiguousNames: [(name: String, families: [ChipsetFamily])] {
-    var seen: [String] = []
-    var result: [(name: String, families: [ChipsetFamily])] = []
-    for driver in all {
-      for alias in driver.aliases where !seen.contains(alias) {
-        seen.append(alias)
-        let families = candidates(cliName: alias).map(\.family)
-        if families.count > 1 { result.append((alias, families)) }
-      }
-    }
-    return result
+  /// The drivers of the families `maker` builds modules on (``ChipsetDriver/makers``), in the
+  /// registry's order; empty when `maker` is no maker's name.
+  public static func drivers(maker: String) -> [any ChipsetDriver] {
+    let lower = maker.lowercased()
+    return all.filter { $0.makers.contains(lower) }
   }
+
+  /// The families with commands, as the command line names them: `ublox|mtk|sirf`.
+  public static var commandableNames: String {
+    all.filter(\.hasCommands).map(\.cliName).joined(separator: "|")
+  }
+
+  /// How to name each of `families` on the command line, for a message:
+  /// `--chipset mtk (MediaTek/Quectel), casic (…) or airoha (…)`.
+  public static func choices(_ families: [ChipsetFamily]) -> String {
+    let names = families.map { "\($0.cliName) (\($0.displayName))" }
+    guard let last = names.last else { return "" }
+    let list = names.count == 1 ? last : names.dropLast().joined(separator: ", ") + " or " + last
+    return "--chipset " + list
+  }
+
 }

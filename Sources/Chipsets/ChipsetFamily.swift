@@ -26,8 +26,8 @@ public struct ChipsetFamily: RawRepresentable, Sendable, Hashable, CaseIterable,
 
   /// Parses the name used on the command line or one of its aliases (`ublox`, `u-blox`,
   /// `mtk`, `mediatek` …: ``ChipsetDriver/cliName`` and ``ChipsetDriver/aliases``), ignoring
-  /// case; `nil` for a name no driver has, and for an ambiguous one
-  /// (``ChipsetRegistry/ambiguousNames``).
+  /// case; `nil` for a name no driver has, and for a maker's (`quectel`,
+  /// ``ChipsetRegistry/drivers(maker:)``), which names no one family.
   public init?(cliName: String) {
     guard let driver = ChipsetRegistry.driver(cliName: cliName) else { return nil }
     self = driver.family

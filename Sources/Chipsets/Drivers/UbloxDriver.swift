@@ -81,5 +81,5 @@ public struct UbloxDriver: ChipsetDriver {
   /// `B5 62 0A 04 00 00 0E 34`: the `UBX-MON-VER` poll, answered by `UBX-MON-VER` (software,
   /// hardware, `PROTVER`, `MOD`).
   public var probe: [UInt8]? { UbloxCommandSet.versionQuery.bytes }
-  public var probeSummary: String { "UBX-MON-VER poll" }
+  public var probeSummary: String { "UBX-MON-VER" }
 }
