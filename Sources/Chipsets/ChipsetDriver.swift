@@ -42,6 +42,18 @@ public protocol ChipsetDriver: Sendable {
   /// Whether the sentences naming a second follow the pulse that starts it (the time
   /// service). Default ``PulseOrder/sentencesFollowPulse``.
   var pulseOrder: PulseOrder { get }
+  /// The protocol name the Linux kernel's GNSS subsystem gives receivers of this family (the
+  /// `type` attribute, drivers/gnss/core.c `gnss_type_names`: `UBX`, `MTK`, `SiRF`); `nil`
+  /// when it has none. Default `nil`.
+  var kernelGNSSType: String? { get }
+  /// Why a receiver of this family may keep talking after a sleep that expects silence, for
+  /// the error that says it is awake; `nil` when the family has no known reason. Default
+  /// `nil`.
+  var keptTalkingReason: String? { get }
+  /// For a family whose command set never sleeps (nothing the serial line can undo): the raw
+  /// command (`PSRF117,16`) that sleeps it anyway until its wake pin, for advice; `nil` when
+  /// none. Default `nil`.
+  var pinOnlySleepCommand: String? { get }
 
   // MARK: Commands
 
@@ -97,6 +109,9 @@ public protocol ChipsetDriver: Sendable {
 extension ChipsetDriver {
   public var hasCommands: Bool { true }
   public var makers: [String] { [] }
+  public var kernelGNSSType: String? { nil }
+  public var keptTalkingReason: String? { nil }
+  public var pinOnlySleepCommand: String? { nil }
   public var acknowledgesCommands: Bool { hasCommands }
   public var pulseOrder: PulseOrder { .sentencesFollowPulse }
   public var takesAiding: Bool { false }
@@ -233,6 +248,22 @@ public enum ChipsetRegistry {
   /// The families with commands, as the command line names them: `ublox|mtk|sirf`.
   public static var commandableNames: String {
     all.filter(\.hasCommands).map(\.cliName).joined(separator: "|")
+  }
+
+  /// Every command-line name, the families with commands first: `ublox|mtk|sirf|nmea`.
+  public static var allNames: String {
+    (all.filter(\.hasCommands) + all.filter { !$0.hasCommands }).map(\.cliName)
+      .joined(separator: "|")
+  }
+
+  /// The command-line names in prose, for help texts: `ublox, mtk, sirf or nmea`; the
+  /// families with commands only (`ublox, mtk or sirf`) without `generic`.
+  public static func namesInProse(generic: Bool = true) -> String {
+    let names =
+      all.filter(\.hasCommands).map(\.cliName)
+      + (generic ? all.filter { !$0.hasCommands }.map(\.cliName) : [])
+    guard let last = names.last else { return "" }
+    return names.count == 1 ? last : names.dropLast().joined(separator: ", ") + " or " + last
   }
 
   /// How to name each of `families` on the command line, for a message:

@@ -56,12 +56,12 @@ final class ReceiverKnowledge: @unchecked Sendable {
     else {
       return false
     }
-    return commandSet().family == .nmea
+    return !commandSet().family.hasCommands
   }
 
   /// The probe went unanswered (no identification came of it). Controller task only.
   func noteProbeUnanswered() {
-    let unanswered = commandSet().family == .nmea
+    let unanswered = !commandSet().family.hasCommands
     probeUnanswered.withLock { $0 = unanswered }
   }
 

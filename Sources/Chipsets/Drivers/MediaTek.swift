@@ -123,6 +123,7 @@ public struct MediaTekDriver: ChipsetDriver {
   public var gpsdDriverName: String { "MTK-3301" }
   public var factoryBaudRate: Int { 9600 }
   public var takesAiding: Bool { true }
+  public var kernelGNSSType: String? { "MTK" }
 
   public func commandSet(_ options: CommandSetOptions) -> any ReceiverCommandSet {
     MediaTekCommandSet(sentences: options.sentences)
