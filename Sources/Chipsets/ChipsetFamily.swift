@@ -6,7 +6,7 @@
 /// not known to hold a commandable GPS receiver is never written to. Gating such a receiver is
 /// opening and closing its port.
 ///
-/// The families are static members (`.ublox`, `.mediatek` …) declared beside their drivers;
+/// The families are static members (one per driver file) declared beside their drivers;
 /// code outside the Chipsets module asks ``driver`` rather than testing which family it has.
 public struct ChipsetFamily: RawRepresentable, Sendable, Hashable, CaseIterable,
   CustomStringConvertible

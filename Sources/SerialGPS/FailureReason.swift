@@ -52,7 +52,7 @@ public struct FailureReason: Sendable, Hashable, CustomStringConvertible {
   private var commandLineMessage: String?
 
   /// A reason; `commandLine` is the message in serialgps's words (`--chipset ublox`) when
-  /// `message` names the Swift API (`chipset: .family(.ublox)`).
+  /// `message` names the Swift API (`chipset: .family(…)`).
   public init(_ kind: Kind, _ message: String, commandLine: String? = nil) {
     self.kind = kind
     self.message = message
@@ -80,7 +80,7 @@ public struct FailureReason: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Whose words a message uses where it says what to set: an app developer's, who sets
-/// ``GPSReceiver/Options`` (`chipset: .family(.ublox)`), or a person's at a terminal, who gives
+/// ``GPSReceiver/Options`` (`chipset: .family(…)`), or a person's at a terminal, who gives
 /// serialgps its options (`--chipset ublox`).
 public enum MessageVocabulary: Sendable, Hashable {
   /// The Swift API's names: the default of every `description`.
@@ -175,11 +175,11 @@ public struct CommandsWithheld: Sendable, Hashable, CustomStringConvertible {
     return identification.family
   }
 
-  /// What to set, in an app developer's words: `chipset: .family(.mediatek)` when a hint
+  /// What to set, in an app developer's words: `chipset: .family(…)` when a hint
   /// names the family, else any family or `.probe`.
   public var advice: String { advice(in: .swiftAPI) }
 
-  /// What to set, in the words of whoever reads it: `chipset: .family(.mediatek)` for an app
+  /// What to set, in the words of whoever reads it: `chipset: .family(…)` for an app
   /// developer, `--chipset mtk` at the terminal.
   public func advice(in vocabulary: MessageVocabulary) -> String {
     let swift = vocabulary == .swiftAPI
