@@ -262,17 +262,20 @@ public enum ChipsetRegistry {
     let names =
       all.filter(\.hasCommands).map(\.cliName)
       + (generic ? all.filter { !$0.hasCommands }.map(\.cliName) : [])
-    guard let last = names.last else { return "" }
-    return names.count == 1 ? last : names.dropLast().joined(separator: ", ") + " or " + last
+    return prose(names, "or")
   }
 
   /// How to name each of `families` on the command line, for a message:
   /// `--chipset mtk (MediaTek/Quectel), casic (…) or airoha (…)`.
   public static func choices(_ families: [ChipsetFamily]) -> String {
-    let names = families.map { "\($0.cliName) (\($0.displayName))" }
-    guard let last = names.last else { return "" }
-    let list = names.count == 1 ? last : names.dropLast().joined(separator: ", ") + " or " + last
-    return "--chipset " + list
+    "--chipset " + prose(families.map { "\($0.cliName) (\($0.displayName))" }, "or")
+  }
+
+  /// `a, b or c` (with `conjunction` "or"), for the lists in messages; empty for none.
+  public static func prose(_ items: [String], _ conjunction: String) -> String {
+    guard let last = items.last else { return "" }
+    return items.count == 1
+      ? last : items.dropLast().joined(separator: ", ") + " \(conjunction) " + last
   }
 
 }

@@ -33,8 +33,6 @@ public enum ChipsetProbe {
   /// The polls ``step`` writes, for people: `UBX-MON-VER and $PMTK605`.
   public static var polls: String {
     let summaries = ChipsetRegistry.all.filter { $0.probe != nil }.map(\.probeSummary)
-    guard let last = summaries.last else { return "none" }
-    return summaries.count == 1
-      ? last : summaries.dropLast().joined(separator: ", ") + " and " + last
+    return summaries.isEmpty ? "none" : ChipsetRegistry.prose(summaries, "and")
   }
 }

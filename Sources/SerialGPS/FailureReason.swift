@@ -186,9 +186,10 @@ public struct CommandsWithheld: Sendable, Hashable, CustomStringConvertible {
     let commandable = ChipsetRegistry.all.filter(\.hasCommands).map(\.family)
     if !choices.isEmpty {
       return "what it sent has not said which of "
-        + Self.list(choices.map(\.displayName), "and") + " it is; name it: "
+        + ChipsetRegistry.prose(choices.map(\.displayName), "and") + " it is; name it: "
         + (swift
-          ? "set chipset: " + Self.list(choices.map { ".family(.\($0.rawValue))" }, "or")
+          ? "set chipset: "
+            + ChipsetRegistry.prose(choices.map { ".family(.\($0.rawValue))" }, "or")
           : "give " + ChipsetRegistry.choices(choices))
     }
     if probed {
@@ -196,11 +197,12 @@ public struct CommandsWithheld: Sendable, Hashable, CustomStringConvertible {
       let polls = probing.map(\.probeSummary)
       return "it answered "
         + (polls.count == 2
-          ? "neither \(polls[0]) nor \(polls[1])" : "none of " + Self.list(polls, "or"))
-        + ", so it is no " + Self.list(probing.map(\.displayName), "or")
+          ? "neither \(polls[0]) nor \(polls[1])" : "none of " + ChipsetRegistry.prose(polls, "or"))
+        + ", so it is no " + ChipsetRegistry.prose(probing.map(\.displayName), "or")
         + " receiver (or one that did not wake); if you know its family, "
         + (swift
-          ? "set chipset: " + Self.list(commandable.map { ".family(.\($0.rawValue))" }, "or")
+          ? "set chipset: "
+            + ChipsetRegistry.prose(commandable.map { ".family(.\($0.rawValue))" }, "or")
             + ", or .family(.\(ChipsetFamily.nmea.rawValue)) to say it has none"
           : "give --chipset \(ChipsetRegistry.commandableNames), or --chipset "
             + "\(ChipsetFamily.nmea.cliName) to say it has none")
@@ -214,18 +216,12 @@ public struct CommandsWithheld: Sendable, Hashable, CustomStringConvertible {
     let queries = ChipsetRegistry.all.filter { $0.probe != nil }.count
     return
       (swift
-      ? "set chipset: " + Self.list(commandable.map { ".family(.\($0.rawValue))" }, "or")
+      ? "set chipset: "
+        + ChipsetRegistry.prose(commandable.map { ".family(.\($0.rawValue))" }, "or")
         + " to name its family, or chipset: .probe to ask it"
       : "give --chipset \(ChipsetRegistry.commandableNames) to name its family, or --chipset "
         + "probe to ask it")
       + " (writes \(Self.count(queries)) queries to the device)"
-  }
-
-  /// `a, b or c`.
-  static func list(_ items: [String], _ conjunction: String) -> String {
-    guard let last = items.last else { return "" }
-    return items.count == 1
-      ? last : items.dropLast().joined(separator: ", ") + " \(conjunction) " + last
   }
 
   static func count(_ number: Int) -> String {
