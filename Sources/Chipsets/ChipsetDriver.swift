@@ -98,6 +98,10 @@ public protocol ChipsetDriver: Sendable {
   /// What `sentence` (a proprietary or `TXT` sentence, parsed) says of this family, without
   /// anything having been written: `nil` when nothing. Default `nil`.
   func evidence(in sentence: Sentence) -> ChipsetEvidence?
+  /// What a binary frame of a kind the identifier has no rule of its own for says of this
+  /// family (a CASIC frame of a CASIC receiver); UBX and SiRF frames are the identifier's.
+  /// Default `nil`.
+  func evidence(in frame: Frame) -> ChipsetEvidence?
   /// The poll, opt-in (`--chipset probe`), that only this family answers and every other
   /// receiver ignores, and changes no setting; its answer is recognised by ``evidence(in:)``
   /// (or the identifier's binary rules). `nil` when the family has none. Default `nil`.
@@ -131,6 +135,7 @@ extension ChipsetDriver {
     "\(displayName) acknowledgement of \(command)"
   }
   public func evidence(in sentence: Sentence) -> ChipsetEvidence? { nil }
+  public func evidence(in frame: Frame) -> ChipsetEvidence? { nil }
   public var probe: [UInt8]? { nil }
   public var probeSummary: String { "" }
 }
