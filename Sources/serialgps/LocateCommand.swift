@@ -9,7 +9,7 @@ import SerialPort
 let locateCommand = Command(
   name: "locate",
   usage:
-    "locate [DEVICE] [--chipset auto|probe|\(ChipsetFamily.cliNames)] [--baud N|auto] "
+    "locate [DEVICE] [--chipset auto|probe|\(ChipsetFamily.cliNames)|\(ChipsetRegistry.makerNames.joined(separator: "|"))] [--baud N|auto] "
     + "[--accuracy M] [--timeout S] [--max-age S] [--json]",
   summary: "Wake a receiver for one fix (of an accuracy), print it, put it back to standby.",
   arguments: Locate.self
@@ -40,7 +40,7 @@ enum Locate: CommandArguments {
     PGRME) cannot be judged: its first fix is taken, and locate says so.
 
     options:
-      --chipset NAME     auto (default), probe, ublox, mtk, sirf or nmea (as for watch)
+      --chipset NAME     auto (default), probe, \(ChipsetRegistry.namesInProse()) (as for watch)
       --baud N|auto      the serial rate, or auto (default), as for watch
       --accuracy M       the horizontal error, in metres, the fix must reach (default: any)
       --timeout S        how long to wait for it, in seconds (default 60; a cold start takes
