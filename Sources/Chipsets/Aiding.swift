@@ -51,20 +51,11 @@ public struct AidingPosition: Sendable, Hashable {
   }
 }
 
-/// The aiding each family takes, time first and then position, as the integration manuals
-/// order them (a position is placed in time by the receiver's clock, which the time sets).
+/// The aiding encoders: u-blox's and MediaTek's. Which a family uses is its driver's
+/// (``ChipsetDriver/aiding(_:at:acknowledged:)``), time first and then position, as the
+/// integration manuals order them (a position is placed in time by the receiver's clock, which
+/// the time sets).
 public enum Aiding {
-  /// The commands that give `data` to a receiver of `family`, in order; `nil` for a family
-  /// that takes none (SiRF and plain NMEA receivers, and a receiver whose family is unknown:
-  /// nothing is written to a device the driver cannot name).
-  public static func commands(for family: ChipsetFamily, _ data: AidingData) -> [[UInt8]]? {
-    switch family {
-    case .ublox: return ublox(data)
-    case .mediatek: return mediatek(data)
-    case .nmea, .sirf: return nil
-    }
-  }
-
   // MARK: u-blox
 
   /// `UBX-MGA-INI-TIME_UTC` then, with a position, `UBX-MGA-INI-POS_LLH` (u-blox 8 and later;
@@ -216,18 +207,7 @@ public struct TimedCommand: Sendable, Hashable {
   /// The bytes to write at `now`; `nil` for a family that takes no aiding, or a position
   /// measured after `now` (or, for MediaTek, grown too vague by then).
   public func bytes(at now: UTCTimestamp) -> [UInt8]? {
-    switch (family, content) {
-    case (.ublox, .time(let accuracy)):
-      return Aiding.ubloxTime(now, accuracy: accuracy)
-    case (.mediatek, .time):
-      return Aiding.mediatekTime(now)
-    case (.ublox, .position(let known)):
-      return known.aiding(at: now).flatMap(Aiding.ubloxPosition)
-    case (.mediatek, .position(let known)):
-      return known.aiding(at: now).flatMap { Aiding.mediatekPosition($0, at: now) }
-    case (.nmea, _), (.sirf, _):
-      return nil
-    }
+    family.driver.aiding(content, at: now, acknowledged: false)?.bytes
   }
 
   /// The step that writes this command, planned at `now` (its ``CommandStep/bytes`` are made
@@ -235,29 +215,16 @@ public struct TimedCommand: Sendable, Hashable {
   /// `acknowledged`: whether a u-blox receiver was asked to answer aiding
   /// (`UBX-MGA-ACK-DATA0`); MediaTek always answers with `$PMTK001`.
   public func step(at now: UTCTimestamp, acknowledged: Bool) -> CommandStep? {
-    guard let bytes = bytes(at: now) else { return nil }
-    let summary: String
-    let expectation: AcknowledgementExpectation
-    switch (family, content) {
-    case (.ublox, .time):
-      summary = "UBX-MGA-INI-TIME_UTC (aiding: UTC)"
-      expectation = acknowledged ? .mga(.mgaIni, messageType: 0x10) : .none
-    case (.ublox, .position(let known)):
-      summary = "UBX-MGA-INI-POS_LLH (aiding: the last position\(Self.within(known, now)))"
-      expectation = acknowledged ? .mga(.mgaIni, messageType: 0x01) : .none
-    case (.mediatek, .time):
-      summary = "$PMTK740 (aiding: UTC)"
-      expectation = .mtk(command: 740)
-    case (.mediatek, .position(let known)):
-      summary = "$PMTK741 (aiding: the last position\(Self.within(known, now)))"
-      expectation = .mtk(command: 741)
-    case (.nmea, _), (.sirf, _):
+    guard let command = family.driver.aiding(content, at: now, acknowledged: acknowledged) else {
       return nil
     }
-    return CommandStep(bytes: bytes, summary: summary, acknowledgement: expectation, timed: self)
+    return CommandStep(
+      bytes: command.bytes, summary: command.summary, acknowledgement: command.acknowledgement,
+      timed: self)
   }
 
-  static func within(_ known: KnownPosition, _ now: UTCTimestamp) -> String {
+  /// `, within N m` for a summary: the position's accuracy at `now`.
+  public static func within(_ known: KnownPosition, _ now: UTCTimestamp) -> String {
     guard let position = known.aiding(at: now), position.isPlausible else { return "" }
     let accuracy = position.accuracy
     return ", within \(Int(accuracy.rounded())) m"

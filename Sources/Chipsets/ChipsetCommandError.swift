@@ -41,7 +41,9 @@ public enum ChipsetCommandError: Error, Sendable, Hashable, CustomStringConverti
     case .noCommands(let family):
       return
         "the \(family.displayName) family has no commands: the driver never writes to a "
-        + "receiver whose chipset is not known; pass --chipset ublox|mtk|sirf if you know it"
+        + "receiver whose chipset is not known; pass --chipset "
+        + ChipsetRegistry.all.filter(\.hasCommands).map(\.cliName).joined(separator: "|")
+        + " if you know it"
     }
   }
 }

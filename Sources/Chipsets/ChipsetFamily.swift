@@ -1,70 +1,53 @@
-/// A family of GPS receiver chipsets that share one command language.
+/// A family of GPS receiver chipsets that share one command language: an identifier, whose
+/// driver (``driver``, one of ``ChipsetRegistry/all``) knows everything about the family.
 ///
 /// The family decides which bytes the driver may ever write to a receiver. ``nmea`` stands for
 /// every receiver whose chipset is not known: it has no commands at all, so a port that is
 /// not known to hold a commandable GPS receiver is never written to. Gating such a receiver is
 /// opening and closing its port.
-public enum ChipsetFamily: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-  /// A generic NMEA 0183 receiver, or one whose chipset is not known: no commands.
-  case nmea
-  /// u-blox (UBX binary protocol, `$PUBX`).
-  case ublox
-  /// MediaTek and the modules built on it (Quectel L70/L76/L80, GlobalTop, Fastrax …):
-  /// `$PMTK` commands.
-  case mediatek
-  /// SiRF (SiRFstar II–V): `$PSRF` commands and SiRF binary.
-  case sirf
+///
+/// The families are static members (`.ublox`, `.mediatek` …) declared beside their drivers;
+/// code outside the Chipsets module asks ``driver`` rather than testing which family it has.
+public struct ChipsetFamily: RawRepresentable, Sendable, Hashable, CaseIterable,
+  CustomStringConvertible
+{
+  /// The identifier as Swift code spells it (`ublox`, `mediatek`), unique in the registry.
+  public let rawValue: String
 
-  /// Parses the name used on the command line (`nmea`, `ublox`, `mtk`, `sirf`) and a few
-  /// spellings people write (`u-blox`, `mediatek`, `quectel`, `generic`), ignoring case.
+  /// A family named `rawValue`; its driver must be in ``ChipsetRegistry/all``.
+  public init(rawValue: String) { self.rawValue = rawValue }
+
+  /// The driver of this family; the generic NMEA driver (no commands) for an identifier no
+  /// registered driver has, so that an unknown family is never written to.
+  public var driver: any ChipsetDriver { ChipsetRegistry.driver(for: self) }
+
+  /// Every family of the registry, in its order.
+  public static var allCases: [ChipsetFamily] { ChipsetRegistry.all.map(\.family) }
+
+  /// Parses the name used on the command line or one of its aliases (`ublox`, `u-blox`,
+  /// `mtk`, `mediatek` …: ``ChipsetDriver/cliName`` and ``ChipsetDriver/aliases``), ignoring
+  /// case; `nil` for a name no driver has, and for an ambiguous one
+  /// (``ChipsetRegistry/ambiguousNames``).
   public init?(cliName: String) {
-    switch cliName.lowercased() {
-    case "nmea", "generic": self = .nmea
-    case "ublox", "u-blox", "ubx": self = .ublox
-    case "mtk", "mediatek", "quectel": self = .mediatek
-    case "sirf": self = .sirf
-    default: return nil
-    }
+    guard let driver = ChipsetRegistry.driver(cliName: cliName) else { return nil }
+    self = driver.family
   }
 
-  /// The name used on the command line: `nmea`, `ublox`, `mtk` or `sirf`.
-  public var cliName: String {
-    switch self {
-    case .nmea: return "nmea"
-    case .ublox: return "ublox"
-    case .mediatek: return "mtk"
-    case .sirf: return "sirf"
-    }
-  }
+  /// The name used on the command line: `nmea`, `ublox`, `mtk`, `sirf` …
+  public var cliName: String { driver.cliName }
 
-  /// The names ``init(cliName:)`` documents, for help texts: `nmea|ublox|mtk|sirf`.
+  /// The names ``init(cliName:)`` documents, for help texts: `nmea|ublox|mtk|sirf…`.
   public static var cliNames: String { allCases.map(\.cliName).joined(separator: "|") }
 
-  /// A name for people: `generic NMEA`, `u-blox`, `MediaTek/Quectel`, `SiRF`.
-  public var displayName: String {
-    switch self {
-    case .nmea: return "generic NMEA"
-    case .ublox: return "u-blox"
-    case .mediatek: return "MediaTek/Quectel"
-    case .sirf: return "SiRF"
-    }
-  }
+  /// A name for people: `generic NMEA`, `u-blox`, `MediaTek/Quectel`, `SiRF` …
+  public var displayName: String { driver.displayName }
 
   public var description: String { displayName }
 
   /// The name gpsd gives the driver it uses for this family, which gpsd clients show (the
-  /// `driver` of a DEVICE report): the `type_name` of gpsd's drivers (drivers/driver_ubx.c
-  /// "u-blox", driver_sirf.c "SiRF", drivers.c "MTK-3301" for MediaTek's NMEA with `$PMTK`,
-  /// "NMEA0183" for the generic NMEA driver).
-  public var gpsdDriverName: String {
-    switch self {
-    case .nmea: return "NMEA0183"
-    case .ublox: return "u-blox"
-    case .mediatek: return "MTK-3301"
-    case .sirf: return "SiRF"
-    }
-  }
+  /// `driver` of a DEVICE report).
+  public var gpsdDriverName: String { driver.gpsdDriverName }
 
   /// Whether the driver has any command for this family. `false` only for ``nmea``.
-  public var hasCommands: Bool { self != .nmea }
+  public var hasCommands: Bool { driver.hasCommands }
 }

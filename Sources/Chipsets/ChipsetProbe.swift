@@ -17,16 +17,24 @@ import NMEA
 /// does, with silence.
 public enum ChipsetProbe {
   /// `B5 62 0A 04 00 00 0E 34`: the `UBX-MON-VER` poll (a MON-VER frame with no payload).
-  public static let ubloxPoll = UbloxCommandSet.versionQuery.bytes
+  public static let ubloxPoll = UbloxDriver().probe ?? []
   /// `$PMTK605*31`: PMTK_Q_RELEASE.
-  public static let mediatekPoll = NMEAChecksum.frame("PMTK605")
+  public static let mediatekPoll = MediaTekDriver().probe ?? []
 
-  /// Both polls in one write, answered by an identification. A receiver asleep may lose the
+  /// Every registered driver's poll (``ChipsetDriver/probe``), in the registry's order, in
+  /// one write, answered by an identification. A receiver asleep may lose the
   /// first attempt to its wake-up (a MediaTek in standby wakes on any byte, a u-blox in
   /// backup on an edge on RX, and neither reads what woke it); the exchange's retries are
   /// what it answers.
-  public static let step = CommandStep(
-    bytes: ubloxPoll + mediatekPoll,
-    summary: "probe: UBX-MON-VER poll and $PMTK605 (firmware queries)",
-    acknowledgement: .identification)
+  public static let step: CommandStep = {
+    let drivers = ChipsetRegistry.all.filter { $0.probe != nil }
+    let summaries = drivers.map(\.probeSummary)
+    let list =
+      summaries.count <= 1
+      ? summaries.joined()
+      : summaries.dropLast().joined(separator: ", ") + " and " + summaries.last!
+    return CommandStep(
+      bytes: drivers.flatMap { $0.probe ?? [] }, summary: "probe: \(list) (firmware queries)",
+      acknowledgement: .identification)
+  }()
 }

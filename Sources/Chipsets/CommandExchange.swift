@@ -82,7 +82,7 @@ where Instant.Duration == Duration {
     case .silence(let grace, let quiet):
       let from = now.advanced(by: .milliseconds(grace))
       return .listen(from: from, until: from.advanced(by: .milliseconds(quiet)))
-    case .ubx, .mtk, .mga, .identification:
+    case .ubx, .reply, .mga, .identification:
       return .wait(until: now.advanced(by: timeout))
     }
   }

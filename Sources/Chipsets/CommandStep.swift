@@ -6,8 +6,9 @@ public enum AcknowledgementExpectation: Sendable, Hashable, CustomStringConverti
   case none
   /// `UBX-ACK-ACK` (or `UBX-ACK-NAK`) naming this message class and ID.
   case ubx(UBXMessageID)
-  /// `$PMTK001,<command>,<flag>`.
-  case mtk(command: Int)
+  /// A family's acknowledgement of `command` (``CommandReply``): `$PMTK001,314,<flag>` is
+  /// MediaTek's of `314`. The family's driver reads it from the sentence or frame.
+  case reply(ChipsetFamily, command: String)
   /// `UBX-MGA-ACK-DATA0` naming this MGA message and its type (the payload's first byte:
   /// `0x10` TIME_UTC, `0x01` POS_LLH for `UBX-MGA-INI`), which a receiver sends instead of
   /// `UBX-ACK-ACK` for aiding when its `ackAiding` is on.
@@ -28,7 +29,7 @@ public enum AcknowledgementExpectation: Sendable, Hashable, CustomStringConverti
   public var expectsAnswer: Bool {
     switch self {
     case .none, .silence: return false
-    case .ubx, .mtk, .mga, .identification: return true
+    case .ubx, .reply, .mga, .identification: return true
     }
   }
 
@@ -36,7 +37,8 @@ public enum AcknowledgementExpectation: Sendable, Hashable, CustomStringConverti
     switch self {
     case .none: return "no acknowledgement"
     case .ubx(let id): return "UBX-ACK-ACK/NAK for \(id)"
-    case .mtk(let command): return "$PMTK001,\(command),<flag>"
+    case .reply(let family, let command):
+      return family.driver.acknowledgementDescription(command: command)
     case .mga(let id, let type): return "UBX-MGA-ACK-DATA0 for \(id) type \(hex2(type))"
     case .identification: return "an answer that names the chipset"
     case .silence(let grace, let quiet):
@@ -49,9 +51,9 @@ public enum AcknowledgementExpectation: Sendable, Hashable, CustomStringConverti
 public enum ReceiverAcknowledgement: Sendable, Hashable, CustomStringConvertible {
   /// `UBX-ACK-ACK` (accepted) or `UBX-ACK-NAK` (rejected) for a message class and ID.
   case ubx(UBXMessageID, accepted: Bool)
-  /// `$PMTK001,<command>,<flag>`: flag 3 is success; 0 invalid command, 1 unsupported
-  /// command, 2 valid but failed.
-  case mtk(command: Int, result: MTKAckResult)
+  /// A family's acknowledgement of one of its commands, read by its driver
+  /// (``ChipsetDriver/acknowledgement(in:)-(Sentence)``): `$PMTK001,314,3`, `$PAIR001,062,0`.
+  case reply(CommandReply)
   /// `UBX-MGA-ACK-DATA0` for an MGA message (`id`) of `messageType` (the first byte of its
   /// payload): accepted (type 1) or not (type 0), with u-blox's information code saying why
   /// not.
@@ -83,17 +85,35 @@ public enum ReceiverAcknowledgement: Sendable, Hashable, CustomStringConvertible
     self = .ubx(acknowledged, accepted: frame.messageID == 0x01)
   }
 
-  /// Recognises `$PMTK001`; `nil` for any other sentence.
+  /// Recognises a family's acknowledgement sentence (`$PMTK001` …): the first driver of
+  /// ``ChipsetRegistry/all`` that reads `sentence` as one; `nil` for any other sentence.
   public init?(_ sentence: Sentence) {
-    guard case .mtkAcknowledgement(let ack) = sentence else { return nil }
-    self = .mtk(command: ack.command, result: ack.result)
+    for driver in ChipsetRegistry.all {
+      if let found = driver.acknowledgement(in: sentence) {
+        self = found
+        return
+      }
+    }
+    return nil
+  }
+
+  /// Recognises an acknowledgement in any frame: a sentence's or a binary frame's, as the
+  /// drivers read them (`UBX-ACK-ACK`, `$PMTK001` …); `nil` for anything else.
+  public init?(frame: Frame) {
+    for driver in ChipsetRegistry.all {
+      if let found = driver.acknowledgement(in: frame) {
+        self = found
+        return
+      }
+    }
+    return nil
   }
 
   /// Whether the receiver accepted the command.
   public var isPositive: Bool {
     switch self {
     case .ubx(_, let accepted): return accepted
-    case .mtk(_, let result): return result == .succeeded
+    case .reply(let reply): return reply.accepted
     case .mga(_, _, let accepted, _): return accepted
     case .identified: return true
     }
@@ -104,14 +124,8 @@ public enum ReceiverAcknowledgement: Sendable, Hashable, CustomStringConvertible
     switch self {
     case .ubx(let id, let accepted):
       return accepted ? nil : "the receiver rejected \(id) (UBX-ACK-NAK)"
-    case .mtk(let command, let result):
-      switch result {
-      case .succeeded: return nil
-      case .invalidCommand: return "the receiver called $PMTK\(pad3(command)) an invalid command"
-      case .unsupported:
-        return "the receiver does not support $PMTK\(pad3(command)) (unsupported command)"
-      case .failed: return "the receiver accepted $PMTK\(pad3(command)) but could not carry it out"
-      }
+    case .reply(let reply):
+      return reply.accepted ? nil : reply.failureReason
     case .mga(let id, let type, let accepted, let infoCode):
       guard !accepted else { return nil }
       return "the receiver did not use \(id) type \(hex2(type)) (UBX-MGA-ACK-DATA0: "
@@ -124,7 +138,7 @@ public enum ReceiverAcknowledgement: Sendable, Hashable, CustomStringConvertible
   public var description: String {
     switch self {
     case .ubx(let id, let accepted): return "\(accepted ? "UBX-ACK-ACK" : "UBX-ACK-NAK") \(id)"
-    case .mtk(let command, let result): return "$PMTK001,\(command),\(result.rawValue)"
+    case .reply(let reply): return reply.text
     case .mga(let id, let type, let accepted, let infoCode):
       return "UBX-MGA-ACK-DATA0 \(id) type \(hex2(type)) "
         + (accepted ? "accepted" : "not used, info code \(infoCode)")
@@ -156,6 +170,35 @@ func hex2(_ value: UInt8) -> String {
 func pad3(_ value: Int) -> String {
   let digits = String(value)
   return digits.count >= 3 ? digits : String(repeating: "0", count: 3 - digits.count) + digits
+}
+
+/// A family's answer to one of its commands, as its driver read it from a sentence or a
+/// frame: data, so that a family's acknowledgement needs no type of its own.
+public struct CommandReply: Sendable, Hashable, CustomStringConvertible {
+  /// The family whose driver read it.
+  public var family: ChipsetFamily
+  /// The command it answers, as the family names its commands (`314` for `$PMTK314`), and
+  /// as ``AcknowledgementExpectation/reply(_:command:)`` names it.
+  public var command: String
+  /// Whether the receiver accepted and carried out the command.
+  public var accepted: Bool
+  /// The answer as the receiver sent it (`$PMTK001,314,3`), for logs.
+  public var text: String
+  /// Why the receiver refused, in the user's words; `nil` when it accepted.
+  public var failureReason: String?
+
+  public init(
+    family: ChipsetFamily, command: String, accepted: Bool, text: String,
+    failureReason: String? = nil
+  ) {
+    self.family = family
+    self.command = command
+    self.accepted = accepted
+    self.text = text
+    self.failureReason = accepted ? nil : failureReason
+  }
+
+  public var description: String { text }
 }
 
 /// One command in a power-on or power-off sequence: the bytes to write, what acknowledges
@@ -208,8 +251,9 @@ public struct CommandStep: Sendable, Hashable, CustomStringConvertible {
     switch (self.acknowledgement, acknowledgement) {
     case (.ubx(let expected), .ubx(let id, let accepted)) where expected == id:
       return accepted
-    case (.mtk(let expected), .mtk(let command, let result)) where expected == command:
-      return result == .succeeded
+    case (.reply(let family, let expected), .reply(let reply))
+    where family == reply.family && expected == reply.command:
+      return reply.accepted
     case (.mga(let expected, let type), .mga(let id, let answeredType, let accepted, _))
     where expected == id && type == answeredType:
       return accepted

@@ -151,17 +151,15 @@ public struct ChipsetIdentifier: Sendable {
     switch sentence {
     case .txt(let txt):
       observeText(txt.text)
-    case .pubxPosition, .pubxSatellites, .pubxTime:
-      raise(.ublox, .high, "$PUBX sentence")
-    case .mtkAcknowledgement:
-      raise(.mediatek, .high, "$PMTK001 acknowledgement")
-    case .mtkSystemMessage(let message):
-      switch message.kind {
-      case .system(let code): raise(.mediatek, .high, "$PMTK010 system message \(pad3(code))")
-      case .text(let text): raise(.mediatek, .high, "$PMTK011 \(text)")
-      }
+      observeByDrivers(sentence)
     case .unknown(let unknown) where unknown.talker == .proprietary:
-      observeProprietary(unknown.address, unknown.fields)
+      if !observeByDrivers(sentence),
+        let vendor = Self.vendorPrefixes.first(where: { unknown.address.hasPrefix($0.0) })?.1
+      {
+        otherVendor = vendor
+      }
+    case .pubxPosition, .pubxSatellites, .pubxTime, .mtkAcknowledgement, .mtkSystemMessage:
+      observeByDrivers(sentence)
     case .garminErrorEstimates, .garminAltitude, .garminDatum:
       // The parser types `$PGRME`, `$PGRMZ` and `$PGRMM`; they still name the maker.
       otherVendor = "Garmin"
@@ -242,12 +240,7 @@ public struct ChipsetIdentifier: Sendable {
   }
 
   func defaultVendor(_ family: ChipsetFamily) -> String? {
-    switch family {
-    case .nmea: return otherVendor
-    case .ublox: return "u-blox"
-    case .mediatek: return "MediaTek"
-    case .sirf: return "SiRF"
-    }
+    family.driver.vendor ?? otherVendor
   }
 
   // MARK: - Rules
@@ -286,39 +279,41 @@ public struct ChipsetIdentifier: Sendable {
     }
   }
 
-  mutating func observeProprietary(_ address: String, _ fields: [String]) {
-    if address.hasPrefix("PMTK") {
-      raise(.mediatek, .high, "$\(address) sentence")
-      guard address == "PMTK705" else { return }
-      // $PMTK705,<release>,<build>,<product model>,<SDK version> (PMTK_DT_RELEASE).
-      update(.mediatek) { details in
-        if let release = fields.first, !release.isEmpty {
-          details.firmware =
-            fields.count > 1 && !fields[1].isEmpty
-            ? "\(release) build \(fields[1])" : release
-        }
-        if fields.count > 2, !fields[2].isEmpty {
-          details.model = fields[2]
-          if fields[2].uppercased().hasPrefix("QUECTEL") { details.vendor = "Quectel" }
-        }
+  /// Asks every driver what `sentence` says of its family (``ChipsetDriver/evidence(in:)``)
+  /// and takes what they say; whether any said something.
+  @discardableResult
+  mutating func observeByDrivers(_ sentence: Sentence) -> Bool {
+    var found = false
+    for driver in ChipsetRegistry.all {
+      guard let evidence = driver.evidence(in: sentence) else { continue }
+      found = true
+      take(evidence, for: driver.family)
+    }
+    return found
+  }
+
+  mutating func take(_ evidence: ChipsetEvidence, for family: ChipsetFamily) {
+    if let level = evidence.confidence {
+      raise(family, level, evidence.what)
+    } else {
+      note(family, evidence.what)
+    }
+    let fillsOnly = evidence.fillsOnly
+    guard
+      evidence.vendor != nil || evidence.model != nil || evidence.firmware != nil
+        || evidence.hardware != nil
+    else { return }
+    update(family) { details in
+      if let vendor = evidence.vendor { details.vendor = vendor }
+      if let model = evidence.model, !(fillsOnly && details.model != nil) {
+        details.model = model
       }
-    } else if address == "PUBX" {
-      raise(.ublox, .high, "$PUBX sentence")
-    } else if address.hasPrefix("PSRF") {
-      raise(.sirf, .high, "$\(address) sentence")
-    } else if address == "PQVERNO" || address.hasPrefix("PQTM") {
-      // Quectel's own sentences. The MediaTek-based L70/L76/L80 send them, but so do newer
-      // Quectel modules on other chips, so they are a hint only.
-      raise(.mediatek, .low, "Quectel $\(address) sentence")
-      update(.mediatek) { details in
-        details.vendor = "Quectel"
-        if address == "PQVERNO", fields.count > 1, !fields[1].isEmpty {
-          details.firmware = details.firmware ?? fields[1]
-          details.model = details.model ?? Self.quectelModel(fields[1])
-        }
+      if let firmware = evidence.firmware, !(fillsOnly && details.firmware != nil) {
+        details.firmware = firmware
       }
-    } else if let vendor = Self.vendorPrefixes.first(where: { address.hasPrefix($0.0) })?.1 {
-      otherVendor = vendor
+      if let hardware = evidence.hardware, !(fillsOnly && details.hardware != nil) {
+        details.hardware = hardware
+      }
     }
   }
 

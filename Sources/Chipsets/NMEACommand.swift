@@ -65,7 +65,8 @@ public enum NMEACommand {
 /// A command typed by a person (`serialgps send DEVICE RAW`), turned into a step for a
 /// chipset family: framed, checksummed, and with the acknowledgement the receiver gives.
 public enum RawCommand {
-  /// Builds the step for `text` sent to a receiver of `family`.
+  /// Builds the step for `text` sent to a receiver of `family`: its driver's
+  /// ``ChipsetDriver/rawStep(_:)``.
   ///
   /// - u-blox: UBX as hex bytes, class and ID first (`06 04 00 00 08 00`, `0x06,0x04,…`), a
   ///   message name and payload bytes (`CFG-RST 00 00 08 00`), or a whole frame starting
@@ -79,32 +80,27 @@ public enum RawCommand {
   public static func step(_ text: String, family: ChipsetFamily) throws(ChipsetCommandError)
     -> CommandStep
   {
-    switch family {
-    case .nmea:
-      throw .noCommands(family)
-    case .ublox:
-      if let step = try ubxStep(text) { return step }
-      return try nmeaStep(text)
-    case .mediatek, .sirf:
-      return try nmeaStep(text)
-    }
+    try family.driver.rawStep(text)
   }
 
-  static func nmeaStep(_ text: String) throws(ChipsetCommandError) -> CommandStep {
+  /// An NMEA command sentence for `text`, expecting the acknowledgement the family whose
+  /// address it carries gives (``ChipsetDriver/expectedAcknowledgement(forAddress:)``).
+  public static func nmeaStep(_ text: String) throws(ChipsetCommandError) -> CommandStep {
     let body = try NMEACommand.body(of: text)
     let bytes = try NMEACommand.frame(body)
     var expectation = AcknowledgementExpectation.none
     let address = body.prefix { $0 != "," }
-    if address.hasPrefix("PMTK"), let number = Int(address.dropFirst(4)),
-      !(400..<500).contains(number), !(600..<700).contains(number)
-    {
-      expectation = .mtk(command: number)
+    for driver in ChipsetRegistry.all {
+      if let expected = driver.expectedAcknowledgement(forAddress: address) {
+        expectation = expected
+        break
+      }
     }
     return CommandStep(bytes: bytes, summary: "$" + body, acknowledgement: expectation)
   }
 
-  /// `nil` when the text is not UBX at all (so it is tried as NMEA).
-  static func ubxStep(_ text: String) throws(ChipsetCommandError) -> CommandStep? {
+  /// A UBX command for `text`; `nil` when the text is not UBX at all (so it is tried as NMEA).
+  public static func ubxStep(_ text: String) throws(ChipsetCommandError) -> CommandStep? {
     let trimmed = text.trimmingSpaces()
     if trimmed.hasPrefix("$") { return nil }
     var tokens = trimmed.split { $0 == " " || $0 == "," || $0 == ":" || $0 == "\t" }.map(

@@ -41,12 +41,7 @@ public struct NMEASelection: Sendable, Hashable, CustomStringConvertible {
 
   /// The selected sentences `family` has no way to switch on.
   public func unsupported(by family: ChipsetFamily) -> [NMEASentenceType] {
-    switch family {
-    case .nmea: return sentences
-    case .ublox: return []
-    case .mediatek: return sentences.filter { MediaTekCommandSet.pmtk314Field[$0] == nil }
-    case .sirf: return sentences.filter { SiRFCommandSet.psrf103Message[$0] == nil }
-    }
+    family.driver.unsupported(self)
   }
 
   public var description: String { sentences.map(\.rawValue).joined(separator: ",") }

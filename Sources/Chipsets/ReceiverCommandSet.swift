@@ -80,41 +80,20 @@ public enum HostInterface: String, Sendable, Hashable {
   case uart
 }
 
-/// A receiver with no known chipset: no commands at all. Gating it is opening and closing
-/// its port; it keeps running in between.
-public struct GenericNMEACommandSet: ReceiverCommandSet {
-  public init() {}
-  public var family: ChipsetFamily { .nmea }
-  public var powerOnSteps: [CommandStep] { [] }
-  public var powerOffSteps: [CommandStep] { [] }
-  public var powerProfile: PowerProfile {
-    PowerProfile(offState: .running, wakesOverSerial: true, hotStartMilliseconds: nil)
-  }
-}
-
 extension ChipsetFamily {
-  /// The command set for a receiver of this family, with options chosen from how it is
-  /// connected and, for u-blox, from what identification learned (M8 and older or M9 and
-  /// later). ``nmea`` gives ``GenericNMEACommandSet``, which writes nothing. `binaryMessages`
-  /// are the UBX messages a u-blox receiver is told to send beside its NMEA
-  /// (``UbloxOptions/binaryMessages``); other families have none.
+  /// The command set for a receiver of this family, from its driver
+  /// (``ChipsetDriver/commandSet(_:)``), with options chosen from how it is connected and, for
+  /// u-blox, from what identification learned (M8 and older or M9 and later). ``nmea`` gives
+  /// ``GenericNMEACommandSet``, which writes nothing. `binaryMessages` are the UBX messages a
+  /// u-blox receiver is told to send beside its NMEA (``UbloxOptions/binaryMessages``); other
+  /// families have none.
   public func commandSet(
     interface: HostInterface, identification: ChipsetIdentification? = nil,
     sentences: NMEASelection = .standard, binaryMessages: UBXMessageSelection = .none
   ) -> any ReceiverCommandSet {
-    switch self {
-    case .nmea:
-      return GenericNMEACommandSet()
-    case .ublox:
-      let generation = identification?.ubloxGeneration ?? .m8AndOlder
-      return UbloxCommandSet(
-        UbloxOptions(
-          generation: generation, port: interface == .usb ? .usb : .uart1,
-          sentences: sentences, binaryMessages: binaryMessages))
-    case .mediatek:
-      return MediaTekCommandSet(sentences: sentences)
-    case .sirf:
-      return SiRFCommandSet(sentences: sentences)
-    }
+    driver.commandSet(
+      CommandSetOptions(
+        interface: interface, identification: identification, sentences: sentences,
+        binaryMessages: binaryMessages))
   }
 }

@@ -51,9 +51,7 @@ public enum WakePlan {
   /// clock that is set. The last position goes with it when it has one, its accuracy widened
   /// by its age.
   public static func aiding(for context: WakeContext) -> AidingData? {
-    guard let family = context.family, family == .ublox || family == .mediatek else {
-      return nil
-    }
+    guard let family = context.family, family.driver.takesAiding else { return nil }
     guard let now = context.now, now.date.year >= earliestPlausibleYear else { return nil }
     let startsWarmOrCold: Bool
     if context.keptBackup == false {

@@ -143,7 +143,7 @@ extension ReceiverProfile {
       return .mediatek
     case .sirf:
       return .sirf
-    case .nmea:
+    default:
       break
     }
     let header = (recording.headerValue("Chipset") ?? "").lowercased()

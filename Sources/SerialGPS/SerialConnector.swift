@@ -232,10 +232,7 @@ public struct SerialConnector: ReceiverConnector {
 
   /// The rate a family's receivers ship with on their UART.
   static func factoryRate(_ family: ChipsetFamily) -> BaudRate {
-    switch family {
-    case .sirf: return .b4800
-    case .ublox, .mediatek, .nmea: return .b9600
-    }
+    BaudRate(rawValue: family.driver.factoryBaudRate)
   }
 
 }

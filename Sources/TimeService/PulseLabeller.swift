@@ -91,26 +91,6 @@ public struct PulseQuantisation: Sendable, Hashable {
   }
 }
 
-/// Whether a receiver sends the sentences naming a second after the pulse that starts it, or
-/// before.
-public enum PulseOrder: Sendable, Hashable {
-  /// The pulse marks the start of second S and the epoch stamped S follows it, some
-  /// milliseconds to most of a second later. Every receiver of the families SerialGPS speaks
-  /// does this with NMEA (docs/time.md); it is also what gpsd assumes.
-  case sentencesFollowPulse
-  /// The epoch stamped S arrives before the pulse that starts S: the receiver announces the
-  /// coming second (as some timing receivers' binary messages do, u-blox's `UBX-TIM-TP`
-  /// among them).
-  case sentencesPrecedePulse
-
-  /// The order of a chipset family's NMEA output.
-  public static func of(_ family: ChipsetFamily) -> PulseOrder {
-    switch family {
-    case .ublox, .mediatek, .sirf, .nmea: return .sentencesFollowPulse
-    }
-  }
-}
-
 /// Why a pulse was not used.
 public enum PulseDrop: Sendable, Hashable, CaseIterable, CustomStringConvertible {
   /// No trusted serial time to name the pulse's second: before the first trusted epoch, or

@@ -467,7 +467,7 @@ extension ReceiverProfile {
       return .ublox(.m8)
     case .mediatek?: return .mediatek
     case .sirf?: return .sirf
-    case .nmea?: return .generic
+    default: return .generic
     }
   }
 }

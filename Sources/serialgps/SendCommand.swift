@@ -293,12 +293,12 @@ struct SendSession {
       return "acknowledged (\(answer)), \(milliseconds) ms after the \(request.timeout) "
         + "timeout\(sent); warning: a slower answer would have been missed, raise --timeout"
     case .sent:
-      return family == .nmea || family == .sirf
+      return !family.driver.acknowledgesCommands
         ? "sent; \(family.displayName) receivers acknowledge nothing"
         : "sent; \(family.displayName) receivers do not acknowledge this command"
     case .rejected(let answer, _, _):
-      // u-blox's reason already names the NAK; MediaTek's is worth its flag.
-      if case .mtk = answer { return "rejected: \(answer.failureReason ?? "") (\(answer))" }
+      // u-blox's reason already names the NAK; a sentence's answer is worth its fields.
+      if case .reply = answer { return "rejected: \(answer.failureReason ?? "") (\(answer))" }
       return "rejected: \(answer.failureReason ?? "\(answer)")"
     case .unanswered(let written, let quiet):
       if quiet {

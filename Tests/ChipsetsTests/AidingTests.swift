@@ -87,10 +87,12 @@ import Testing
 
   @Test func onlyFamiliesThatTakeAiding() {
     let data = AidingData(time: Self.now, timeAccuracy: .seconds(1), position: Self.zurich)
-    #expect(Aiding.commands(for: .ublox, data) == Aiding.ublox(data))
-    #expect(Aiding.commands(for: .mediatek, data) == Aiding.mediatek(data))
-    #expect(Aiding.commands(for: .sirf, data) == nil)
-    #expect(Aiding.commands(for: .nmea, data) == nil)
+    let ublox = TimedCommand(family: .ublox, content: .time(accuracy: data.timeAccuracy))
+    let mediatek = TimedCommand(family: .mediatek, content: .time(accuracy: data.timeAccuracy))
+    #expect(ublox.bytes(at: Self.now) == Aiding.ublox(data).first)
+    #expect(mediatek.bytes(at: Self.now) == Aiding.mediatek(data).first)
+    #expect(ChipsetFamily.ublox.driver.takesAiding && ChipsetFamily.mediatek.driver.takesAiding)
+    #expect(!ChipsetFamily.sirf.driver.takesAiding && !ChipsetFamily.nmea.driver.takesAiding)
     for family in [ChipsetFamily.sirf, .nmea] {
       let time = TimedCommand(family: family, content: .time(accuracy: .seconds(1)))
       #expect(time.bytes(at: Self.now) == nil)

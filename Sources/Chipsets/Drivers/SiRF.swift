@@ -69,3 +69,41 @@ public struct SiRFCommandSet: ReceiverCommandSet {
 }
 
 func two(_ value: Int) -> String { value < 10 ? "0\(value)" : String(value) }
+
+extension ChipsetFamily {
+  /// SiRF (SiRFstar II–V): `$PSRF` commands and SiRF binary.
+  public static let sirf = ChipsetFamily(rawValue: "sirf")
+}
+
+/// The SiRF driver: `$PSRF103` rates and, where the ON_OFF pin is the host's, `$PSRF117,16`
+/// hibernate (``SiRFCommandSet``); never acknowledged. Identified by `$PSRF` sentences and
+/// SiRF binary frames; no probe (its version query is SiRF binary).
+public struct SiRFDriver: ChipsetDriver {
+  public init() {}
+  public var family: ChipsetFamily { .sirf }
+  public var cliName: String { "sirf" }
+  public var aliases: [String] { [] }
+  public var displayName: String { "SiRF" }
+  public var vendor: String? { "SiRF" }
+  /// gpsd's drivers/driver_sirf.c.
+  public var gpsdDriverName: String { "SiRF" }
+  /// SiRF receivers ship at 4800 bit/s (SiRF NMEA Reference Manual; BU-353S4).
+  public var factoryBaudRate: Int { 4800 }
+  /// SiRF never acknowledges NMEA input messages.
+  public var acknowledgesCommands: Bool { false }
+
+  public func commandSet(_ options: CommandSetOptions) -> any ReceiverCommandSet {
+    SiRFCommandSet(sentences: options.sentences)
+  }
+
+  public func unsupported(_ selection: NMEASelection) -> [NMEASentenceType] {
+    selection.sentences.filter { SiRFCommandSet.psrf103Message[$0] == nil }
+  }
+
+  public func evidence(in sentence: Sentence) -> ChipsetEvidence? {
+    guard case .unknown(let unknown) = sentence, unknown.talker == .proprietary,
+      unknown.address.hasPrefix("PSRF")
+    else { return nil }
+    return ChipsetEvidence(confidence: .high, what: "$\(unknown.address) sentence")
+  }
+}
