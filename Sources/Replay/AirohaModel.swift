@@ -97,6 +97,8 @@ struct AirohaModel: Sendable, Hashable {
       // $PAIR650,<seconds>: backup, acknowledged before the chip sleeps. A timed wake
       // (seconds > 0) is not modelled: the chip sleeps until its wake line.
       guard numbers.count <= 1, !numbers.contains(nil) else { return answer(4) }
+      // A request lost on the line: no answer, and the chip goes on running.
+      if responses == .ignoringBackupRequest { return FamilyCommandEffect(outcome: .ignored) }
       var effect = answer(0)
       effect.power = .hibernate
       return effect

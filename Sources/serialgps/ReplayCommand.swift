@@ -467,6 +467,8 @@ extension ReceiverProfile {
       return .ublox(.m8)
     case .mediatek?: return .mediatek
     case .sirf?: return .sirf
+    case .casic?: return .casic
+    case .airoha?: return .airoha
     default: return .generic
     }
   }
