@@ -33,6 +33,15 @@ public enum ReceiverProfile: Sendable, Hashable, CustomStringConvertible {
     }
   }
 
+  /// The profile of a family that has one model (not u-blox, whose generations differ);
+  /// `nil` for a family this simulator does not imitate.
+  public init?(family: ChipsetFamily) {
+    let simple: [ReceiverProfile] = [.mediatek, .sirf, .casic, .airoha]
+    guard let found = simple.first(where: { $0.family == family })
+    else { return nil }
+    self = found
+  }
+
   public var description: String {
     switch self {
     case .ublox(let model): return "u-blox \(model.rawValue)"

@@ -467,9 +467,7 @@ extension ReceiverProfile {
       return .ublox(.m8)
     case .mediatek?: return .mediatek
     case .sirf?: return .sirf
-    case .casic?: return .casic
-    case .airoha?: return .airoha
-    default: return .generic
+    default: return family.flatMap(ReceiverProfile.init(family:)) ?? .generic
     }
   }
 }
