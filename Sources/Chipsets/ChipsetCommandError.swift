@@ -42,8 +42,7 @@ public enum ChipsetCommandError: Error, Sendable, Hashable, CustomStringConverti
       return
         "the \(family.displayName) family has no commands: the driver never writes to a "
         + "receiver whose chipset is not known; pass --chipset "
-        + ChipsetRegistry.all.filter(\.hasCommands).map(\.cliName).joined(separator: "|")
-        + " if you know it"
+        + ChipsetRegistry.commandableNames + " if you know it"
     }
   }
 }

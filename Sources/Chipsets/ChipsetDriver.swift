@@ -16,10 +16,14 @@ public protocol ChipsetDriver: Sendable {
   var family: ChipsetFamily { get }
   /// The name on the command line (`--chipset mtk`), lower case, unique in the registry.
   var cliName: String { get }
-  /// Other spellings accepted on the command line, lower case (`mediatek`, `u-blox`). A name
-  /// several drivers list (`quectel`) names none of them alone
-  /// (``ChipsetRegistry/candidates(cliName:)``).
+  /// Other spellings accepted on the command line, lower case (`mediatek`, `u-blox`), each
+  /// naming this family only.
   var aliases: [String] { get }
+  /// Makers, lower case, whose modules are built on this family among others (`quectel`:
+  /// MediaTek L70/L76/L80, CASIC L76K, Airoha LC76G). A maker names no family: the driver
+  /// waits to identify the receiver as one of the maker's families
+  /// (``ChipsetRegistry/drivers(maker:)``). Default none.
+  var makers: [String] { get }
   /// A name for people (`MediaTek/Quectel`).
   var displayName: String { get }
   /// The maker identification names when nothing more specific was seen (`u-blox`).
@@ -38,6 +42,18 @@ public protocol ChipsetDriver: Sendable {
   /// Whether the sentences naming a second follow the pulse that starts it (the time
   /// service). Default ``PulseOrder/sentencesFollowPulse``.
   var pulseOrder: PulseOrder { get }
+  /// The protocol name the Linux kernel's GNSS subsystem gives receivers of this family (the
+  /// `type` attribute, drivers/gnss/core.c `gnss_type_names`: `UBX`, `MTK`, `SiRF`); `nil`
+  /// when it has none. Default `nil`.
+  var kernelGNSSType: String? { get }
+  /// Why a receiver of this family may keep talking after a sleep that expects silence, for
+  /// the error that says it is awake; `nil` when the family has no known reason. Default
+  /// `nil`.
+  var keptTalkingReason: String? { get }
+  /// For a family whose command set never sleeps (nothing the serial line can undo): the raw
+  /// command (`PSRF117,16`) that sleeps it anyway until its wake pin, for advice; `nil` when
+  /// none. Default `nil`.
+  var pinOnlySleepCommand: String? { get }
 
   // MARK: Commands
 
@@ -82,6 +98,10 @@ public protocol ChipsetDriver: Sendable {
   /// What `sentence` (a proprietary or `TXT` sentence, parsed) says of this family, without
   /// anything having been written: `nil` when nothing. Default `nil`.
   func evidence(in sentence: Sentence) -> ChipsetEvidence?
+  /// What a binary frame of a kind the identifier has no rule of its own for says of this
+  /// family (a CASIC frame of a CASIC receiver); UBX and SiRF frames are the identifier's.
+  /// Default `nil`.
+  func evidence(in frame: Frame) -> ChipsetEvidence?
   /// The poll, opt-in (`--chipset probe`), that only this family answers and every other
   /// receiver ignores, and changes no setting; its answer is recognised by ``evidence(in:)``
   /// (or the identifier's binary rules). `nil` when the family has none. Default `nil`.
@@ -92,6 +112,10 @@ public protocol ChipsetDriver: Sendable {
 
 extension ChipsetDriver {
   public var hasCommands: Bool { true }
+  public var makers: [String] { [] }
+  public var kernelGNSSType: String? { nil }
+  public var keptTalkingReason: String? { nil }
+  public var pinOnlySleepCommand: String? { nil }
   public var acknowledgesCommands: Bool { hasCommands }
   public var pulseOrder: PulseOrder { .sentencesFollowPulse }
   public var takesAiding: Bool { false }
@@ -111,6 +135,7 @@ extension ChipsetDriver {
     "\(displayName) acknowledgement of \(command)"
   }
   public func evidence(in sentence: Sentence) -> ChipsetEvidence? { nil }
+  public func evidence(in frame: Frame) -> ChipsetEvidence? { nil }
   public var probe: [UInt8]? { nil }
   public var probeSummary: String { "" }
 }
@@ -212,33 +237,52 @@ public enum ChipsetRegistry {
     all.first { $0.family == family } ?? GenericNMEADriver()
   }
 
-  /// The drivers that answer to `name` (their ``ChipsetDriver/cliName``, their
-  /// family's identifier such as `mediatek`, or an alias), ignoring case.
-  public static func candidates(cliName name: String) -> [any ChipsetDriver] {
-    let lower = name.lowercased()
-    let exact = all.filter { $0.cliName == lower || $0.family.rawValue.lowercased() == lower }
-    if !exact.isEmpty { return exact }
-    return all.filter { $0.aliases.contains(lower) }
-  }
-
-  /// The one driver that answers to `name`; `nil` for none, or for a name several share.
+  /// The one driver that answers to `name`: its command-line name, its family's identifier
+  /// (`mediatek`) or an alias, ignoring case; `nil` for none.
   public static func driver(cliName name: String) -> (any ChipsetDriver)? {
-    let found = candidates(cliName: name)
-    return found.count == 1 ? found[0] : nil
+    let lower = name.lowercased()
+    return all.first { $0.cliName == lower || $0.family.rawValue.lowercased() == lower }
+      ?? all.first { $0.aliases.contains(lower) }
   }
 
-  /// Names more than one driver answers to (`quectel`), each with the drivers' command-line
-  /// names.
-  public static var ambiguousNames: [(name: String, families: [ChipsetFamily])] {
-    var seen: [String] = []
-    var result: [(name: String, families: [ChipsetFamily])] = []
-    for driver in all {
-      for alias in driver.aliases where !seen.contains(alias) {
-        seen.append(alias)
-        let families = candidates(cliName: alias).map(\.family)
-        if families.count > 1 { result.append((alias, families)) }
-      }
-    }
-    return result
+  /// The drivers of the families `maker` builds modules on (``ChipsetDriver/makers``), in the
+  /// registry's order; empty when `maker` is no maker's name.
+  public static func drivers(maker: String) -> [any ChipsetDriver] {
+    let lower = maker.lowercased()
+    return all.filter { $0.makers.contains(lower) }
   }
+
+  /// The families with commands, as the command line names them: `ublox|mtk|sirf`.
+  public static var commandableNames: String {
+    all.filter(\.hasCommands).map(\.cliName).joined(separator: "|")
+  }
+
+  /// Every command-line name, the families with commands first: `ublox|mtk|sirf|nmea`.
+  public static var allNames: String {
+    (all.filter(\.hasCommands) + all.filter { !$0.hasCommands }).map(\.cliName)
+      .joined(separator: "|")
+  }
+
+  /// The command-line names in prose, for help texts: `ublox, mtk, sirf or nmea`; the
+  /// families with commands only (`ublox, mtk or sirf`) without `generic`.
+  public static func namesInProse(generic: Bool = true) -> String {
+    let names =
+      all.filter(\.hasCommands).map(\.cliName)
+      + (generic ? all.filter { !$0.hasCommands }.map(\.cliName) : [])
+    return prose(names, "or")
+  }
+
+  /// How to name each of `families` on the command line, for a message:
+  /// `--chipset mtk (MediaTek/Quectel), casic (…) or airoha (…)`.
+  public static func choices(_ families: [ChipsetFamily]) -> String {
+    "--chipset " + prose(families.map { "\($0.cliName) (\($0.displayName))" }, "or")
+  }
+
+  /// `a, b or c` (with `conjunction` "or"), for the lists in messages; empty for none.
+  public static func prose(_ items: [String], _ conjunction: String) -> String {
+    guard let last = items.last else { return "" }
+    return items.count == 1
+      ? last : items.dropLast().joined(separator: ", ") + " \(conjunction) " + last
+  }
+
 }

@@ -6,7 +6,7 @@
 /// not known to hold a commandable GPS receiver is never written to. Gating such a receiver is
 /// opening and closing its port.
 ///
-/// The families are static members (`.ublox`, `.mediatek` …) declared beside their drivers;
+/// The families are static members (one per driver file) declared beside their drivers;
 /// code outside the Chipsets module asks ``driver`` rather than testing which family it has.
 public struct ChipsetFamily: RawRepresentable, Sendable, Hashable, CaseIterable,
   CustomStringConvertible
@@ -26,8 +26,8 @@ public struct ChipsetFamily: RawRepresentable, Sendable, Hashable, CaseIterable,
 
   /// Parses the name used on the command line or one of its aliases (`ublox`, `u-blox`,
   /// `mtk`, `mediatek` …: ``ChipsetDriver/cliName`` and ``ChipsetDriver/aliases``), ignoring
-  /// case; `nil` for a name no driver has, and for an ambiguous one
-  /// (``ChipsetRegistry/ambiguousNames``).
+  /// case; `nil` for a name no driver has, and for a maker's (`quectel`,
+  /// ``ChipsetRegistry/drivers(maker:)``), which names no one family.
   public init?(cliName: String) {
     guard let driver = ChipsetRegistry.driver(cliName: cliName) else { return nil }
     self = driver.family

@@ -26,15 +26,13 @@ public enum ChipsetProbe {
   /// first attempt to its wake-up (a MediaTek in standby wakes on any byte, a u-blox in
   /// backup on an edge on RX, and neither reads what woke it); the exchange's retries are
   /// what it answers.
-  public static let step: CommandStep = {
-    let drivers = ChipsetRegistry.all.filter { $0.probe != nil }
-    let summaries = drivers.map(\.probeSummary)
-    let list =
-      summaries.count <= 1
-      ? summaries.joined()
-      : summaries.dropLast().joined(separator: ", ") + " and " + summaries.last!
-    return CommandStep(
-      bytes: drivers.flatMap { $0.probe ?? [] }, summary: "probe: \(list) (firmware queries)",
-      acknowledgement: .identification)
-  }()
+  public static let step = CommandStep(
+    bytes: ChipsetRegistry.all.flatMap { $0.probe ?? [] },
+    summary: "probe: \(polls) (firmware queries)", acknowledgement: .identification)
+
+  /// The polls ``step`` writes, for people: `UBX-MON-VER and $PMTK605`.
+  public static var polls: String {
+    let summaries = ChipsetRegistry.all.filter { $0.probe != nil }.map(\.probeSummary)
+    return summaries.isEmpty ? "none" : ChipsetRegistry.prose(summaries, "and")
+  }
 }

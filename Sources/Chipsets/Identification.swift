@@ -119,13 +119,18 @@ public struct ChipsetIdentifier: Sendable {
 
   // MARK: - Observing
 
-  /// Observes whatever the framer found.
+  /// Observes whatever the framer found. A binary frame of a kind the identifier has no rule
+  /// of its own for (any but UBX and SiRF, RTCM 3 included) goes to the drivers
+  /// (``ChipsetDriver/evidence(in:)-(Frame)``).
   public mutating func observe(_ frame: Frame) {
     switch frame {
     case .sentence(let raw): observe(raw)
     case .ubx(let ubx): observe(ubx)
     case .sirf(let sirf): observe(sirf)
-    case .rtcm3: break
+    default:
+      for driver in ChipsetRegistry.all {
+        if let evidence = driver.evidence(in: frame) { take(evidence, for: driver.family) }
+      }
     }
   }
 

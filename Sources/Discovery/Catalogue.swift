@@ -115,12 +115,7 @@ public enum ReceiverCatalogue {
   /// not which family it is: `nil`, identified by listening, as is a name this table does not
   /// know.
   public static func chipset(forGNSSType type: String) -> ChipsetFamily? {
-    switch type {
-    case "UBX": return .ublox
-    case "MTK": return .mediatek
-    case "SiRF": return .sirf
-    default: return nil
-    }
+    ChipsetRegistry.all.first { $0.kernelGNSSType == type }?.family
   }
 
   private static func isTrue(_ value: String) -> Bool {

@@ -21,6 +21,20 @@ public enum ReceiverProfile: Sendable, Hashable, CustomStringConvertible {
   /// A receiver without commands: streams whenever it has power.
   case generic
 
+  /// The simulator's model of `family`: the one place that maps a chipset family to what the
+  /// simulator imitates. A u-blox receiver is `ublox` (M8 unless given); a family the
+  /// simulator has no model of streams as a generic receiver.
+  public init(family: ChipsetFamily, ublox: UbloxModel = .m8) {
+    switch family {
+    case .ublox: self = .ublox(ublox)
+    case .mediatek: self = .mediatek
+    case .sirf: self = .sirf
+    case .casic: self = .casic
+    case .airoha: self = .airoha
+    default: self = .generic
+    }
+  }
+
   /// The chipset family whose commands the profile understands.
   public var family: ChipsetFamily {
     switch self {
@@ -31,15 +45,6 @@ public enum ReceiverProfile: Sendable, Hashable, CustomStringConvertible {
     case .airoha: return .airoha
     case .generic: return .nmea
     }
-  }
-
-  /// The profile of a family that has one model (not u-blox, whose generations differ);
-  /// `nil` for a family this simulator does not imitate.
-  public init?(family: ChipsetFamily) {
-    let simple: [ReceiverProfile] = [.mediatek, .sirf, .casic, .airoha]
-    guard let found = simple.first(where: { $0.family == family })
-    else { return nil }
-    self = found
   }
 
   public var description: String {
@@ -156,19 +161,10 @@ extension ReceiverProfile {
       offset = chunkEnd
     }
     let identification = identifier.identification
-    switch identification.familyForCommands() {
-    case .ublox:
-      return .ublox(identification.ubloxGeneration == .m9AndLater ? .m9 : .m8)
-    case .mediatek:
-      return .mediatek
-    case .sirf:
-      return .sirf
-    case .casic:
-      return .casic
-    case .airoha:
-      return .airoha
-    default:
-      break
+    let family = identification.familyForCommands()
+    if family.hasCommands {
+      return ReceiverProfile(
+        family: family, ublox: identification.ubloxGeneration == .m9AndLater ? .m9 : .m8)
     }
     let header = (recording.headerValue("Chipset") ?? "").lowercased()
     if header.contains(substring: "u-blox") || header.contains(substring: "ublox") {
@@ -198,4 +194,16 @@ public enum ReceiverPin: String, Sendable, Hashable, CaseIterable, CustomStringC
   case extint
 
   public var description: String { rawValue }
+}
+
+extension ReceiverProfile {
+  /// The profile for a family the user named (`nil`: the chip the recording came from,
+  /// ``inferred(from:)``). A u-blox profile keeps the recording's generation when it is a
+  /// u-blox recording.
+  public static func chosen(_ family: ChipsetFamily?, for recording: Recording) -> ReceiverProfile {
+    let inferred = ReceiverProfile.inferred(from: recording)
+    guard let family else { return inferred }
+    if inferred.family == family { return inferred }
+    return ReceiverProfile(family: family)
+  }
 }

@@ -16,10 +16,16 @@ public enum ChipsetChoice: Sendable {
   case probe
   /// The user named the chipset family.
   case family(ChipsetFamily)
+  /// The user named a maker whose modules are built on several families (`quectel`:
+  /// MediaTek L70/L76/L80, CASIC L76K, Airoha LC76G). As ``automatic``, except that only
+  /// these families' commands are ever sent: nothing is written until what the receiver says
+  /// unasked identifies it as one of them, and subscribers are told which to name meanwhile.
+  case oneOf(maker: String, families: [ChipsetFamily])
   /// A command set of the caller's own.
   case custom(any ReceiverCommandSet)
 
-  /// Parses the CLI spelling: `auto`, `probe`, `nmea`, `ublox`, `mtk`, `sirf`.
+  /// Parses the CLI spelling: `auto`, `probe`, a family's name (`nmea`, `ublox`, `mtk` …) or
+  /// a maker's (`quectel`, ``ChipsetRegistry/drivers(maker:)``).
   public init?(cliName: String) {
     if cliName == "auto" || cliName == "automatic" {
       self = .automatic
@@ -27,6 +33,8 @@ public enum ChipsetChoice: Sendable {
       self = .probe
     } else if let family = ChipsetFamily(cliName: cliName) {
       self = .family(family)
+    } else if case let drivers = ChipsetRegistry.drivers(maker: cliName), !drivers.isEmpty {
+      self = .oneOf(maker: cliName.lowercased(), families: drivers.map(\.family))
     } else {
       return nil
     }

@@ -94,9 +94,7 @@ struct CommandStepRunner: Sendable {
         .rejected,
         "\(step.summary): the receiver kept sending after each of \(written) attempt"
           + "\(written == 1 ? "" : "s"), so it did not enter that sleep and is awake"
-          + (family == .ublox
-            ? " (a u-blox receiver ignores UBX-RXM-PMREQ while its USB port is connected)"
-            : ""))
+          + (family.driver.keptTalkingReason.map { " (\($0))" } ?? ""))
     case .rejected(let answer, let attempt, _):
       let why = answer.failureReason ?? "\(answer)"
       return FailureReason(
@@ -125,7 +123,8 @@ struct CommandStepRunner: Sendable {
         .wrongChipset,
         said + "Name its chipset (chipset: .family(…)), or leave it to be identified "
           + "(chipset: .automatic or .probe)",
-        commandLine: said + "Name its chipset (--chipset ublox|mtk|sirf|nmea), or leave it to "
+        commandLine: said
+          + "Name its chipset (--chipset \(ChipsetRegistry.allNames)), or leave it to "
           + "be identified (--chipset auto or --chipset probe)")
     }
   }

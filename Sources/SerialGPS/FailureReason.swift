@@ -52,7 +52,7 @@ public struct FailureReason: Sendable, Hashable, CustomStringConvertible {
   private var commandLineMessage: String?
 
   /// A reason; `commandLine` is the message in serialgps's words (`--chipset ublox`) when
-  /// `message` names the Swift API (`chipset: .family(.ublox)`).
+  /// `message` names the Swift API (`chipset: .family(…)`).
   public init(_ kind: Kind, _ message: String, commandLine: String? = nil) {
     self.kind = kind
     self.message = message
@@ -80,7 +80,7 @@ public struct FailureReason: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Whose words a message uses where it says what to set: an app developer's, who sets
-/// ``GPSReceiver/Options`` (`chipset: .family(.ublox)`), or a person's at a terminal, who gives
+/// ``GPSReceiver/Options`` (`chipset: .family(…)`), or a person's at a terminal, who gives
 /// serialgps its options (`--chipset ublox`).
 public enum MessageVocabulary: Sendable, Hashable {
   /// The Swift API's names: the default of every `description`.
@@ -152,11 +152,18 @@ public struct CommandsWithheld: Sendable, Hashable, CustomStringConvertible {
   public var identification: ChipsetIdentification?
   /// Whether the receiver was asked (``ChipsetChoice/probe``) and answered neither poll.
   public var probed: Bool
+  /// The families the user allowed (``ChipsetChoice/oneOf(maker:families:)``), none of which
+  /// what the receiver said has named yet; empty when the user named none.
+  public var choices: [ChipsetFamily]
 
-  public init(moment: Moment, identification: ChipsetIdentification?, probed: Bool = false) {
+  public init(
+    moment: Moment, identification: ChipsetIdentification?, probed: Bool = false,
+    choices: [ChipsetFamily] = []
+  ) {
     self.moment = moment
     self.identification = identification
     self.probed = probed
+    self.choices = choices
   }
 
   /// The family the hints point at, when they point at one with commands: what to set if it
@@ -168,21 +175,37 @@ public struct CommandsWithheld: Sendable, Hashable, CustomStringConvertible {
     return identification.family
   }
 
-  /// What to set, in an app developer's words: `chipset: .family(.mediatek)` when a hint
+  /// What to set, in an app developer's words: `chipset: .family(…)` when a hint
   /// names the family, else any family or `.probe`.
   public var advice: String { advice(in: .swiftAPI) }
 
-  /// What to set, in the words of whoever reads it: `chipset: .family(.mediatek)` for an app
+  /// What to set, in the words of whoever reads it: `chipset: .family(…)` for an app
   /// developer, `--chipset mtk` at the terminal.
   public func advice(in vocabulary: MessageVocabulary) -> String {
     let swift = vocabulary == .swiftAPI
-    if probed {
-      return "it answered neither UBX-MON-VER nor $PMTK605, so it is no u-blox or MediaTek "
-        + "receiver (or one that did not wake); if you know its family, "
+    let commandable = ChipsetRegistry.all.filter(\.hasCommands).map(\.family)
+    if !choices.isEmpty {
+      return "what it sent has not said which of "
+        + ChipsetRegistry.prose(choices.map(\.displayName), "and") + " it is; name it: "
         + (swift
-          ? "set chipset: .family(.ublox), .family(.mediatek) or .family(.sirf), or "
-            + ".family(.nmea) to say it has none"
-          : "give --chipset ublox|mtk|sirf, or --chipset nmea to say it has none")
+          ? "set chipset: "
+            + ChipsetRegistry.prose(choices.map { ".family(.\($0.rawValue))" }, "or")
+          : "give " + ChipsetRegistry.choices(choices))
+    }
+    if probed {
+      let probing = ChipsetRegistry.all.filter { $0.probe != nil }
+      let polls = probing.map(\.probeSummary)
+      return "it answered "
+        + (polls.count == 2
+          ? "neither \(polls[0]) nor \(polls[1])" : "none of " + ChipsetRegistry.prose(polls, "or"))
+        + ", so it is no " + ChipsetRegistry.prose(probing.map(\.displayName), "or")
+        + " receiver (or one that did not wake); if you know its family, "
+        + (swift
+          ? "set chipset: "
+            + ChipsetRegistry.prose(commandable.map { ".family(.\($0.rawValue))" }, "or")
+            + ", or .family(.\(ChipsetFamily.nmea.rawValue)) to say it has none"
+          : "give --chipset \(ChipsetRegistry.commandableNames), or --chipset "
+            + "\(ChipsetFamily.nmea.cliName) to say it has none")
     }
     if let family = likelyFamily {
       return "if it is a \(family.displayName) receiver, as \(hintSource) suggests, "
@@ -190,12 +213,20 @@ public struct CommandsWithheld: Sendable, Hashable, CustomStringConvertible {
           ? "set chipset: .family(.\(family.rawValue)); or chipset: .probe to ask it"
           : "give --chipset \(family.cliName); or --chipset probe to ask it")
     }
+    let queries = ChipsetRegistry.all.filter { $0.probe != nil }.count
     return
       (swift
-      ? "set chipset: .family(.ublox), .family(.mediatek) or .family(.sirf) to name its "
-        + "family, or chipset: .probe to ask it"
-      : "give --chipset ublox|mtk|sirf to name its family, or --chipset probe to ask it")
-      + " (writes two queries to the device)"
+      ? "set chipset: "
+        + ChipsetRegistry.prose(commandable.map { ".family(.\($0.rawValue))" }, "or")
+        + " to name its family, or chipset: .probe to ask it"
+      : "give --chipset \(ChipsetRegistry.commandableNames) to name its family, or --chipset "
+        + "probe to ask it")
+      + " (writes \(Self.count(queries)) queries to the device)"
+  }
+
+  static func count(_ number: Int) -> String {
+    let words = ["no", "one", "two", "three", "four", "five", "six"]
+    return number < words.count ? words[number] : String(number)
   }
 
   private var hintSource: String {

@@ -56,12 +56,12 @@ final class ReceiverKnowledge: @unchecked Sendable {
     else {
       return false
     }
-    return commandSet().family == .nmea
+    return !commandSet().family.hasCommands
   }
 
   /// The probe went unanswered (no identification came of it). Controller task only.
   func noteProbeUnanswered() {
-    let unanswered = commandSet().family == .nmea
+    let unanswered = !commandSet().family.hasCommands
     probeUnanswered.withLock { $0 = unanswered }
   }
 
@@ -69,14 +69,16 @@ final class ReceiverKnowledge: @unchecked Sendable {
   /// its chipset; `nil` when it has commands, or when the user chose to send none
   /// (``ChipsetChoice/family(_:)`` with ``ChipsetFamily/nmea``, a command set of their own).
   func withheld(_ moment: CommandsWithheld.Moment) -> CommandsWithheld? {
+    var choices: [ChipsetFamily] = []
     switch chipset {
     case .family, .custom: return nil
     case .automatic, .probe: break
+    case .oneOf(_, let families): choices = families
     }
-    guard commandSet().family == .nmea else { return nil }
+    guard !commandSet().family.hasCommands else { return nil }
     return CommandsWithheld(
       moment: moment, identification: identification.withLock { $0 },
-      probed: probeUnanswered.withLock { $0 })
+      probed: probeUnanswered.withLock { $0 }, choices: choices)
   }
 
   /// The commands for this receiver: the user's choice, else what the connector knows, else
@@ -98,6 +100,13 @@ final class ReceiverKnowledge: @unchecked Sendable {
           interface: interface, identification: identified, binaryMessages: ubxMessages)
       }
       let family = identified?.familyForCommands() ?? .nmea
+      return family.commandSet(
+        interface: interface, identification: identified, binaryMessages: ubxMessages)
+    case .oneOf(_, let families):
+      // Only a family the user's maker builds on, named by the connector or by what the
+      // receiver said; anything else (nothing yet, another maker's chip) gets no commands.
+      let named = [hint?.family, identified?.familyForCommands()].compactMap { $0 }
+      let family = named.first { families.contains($0) } ?? .nmea
       return family.commandSet(
         interface: interface, identification: identified, binaryMessages: ubxMessages)
     }

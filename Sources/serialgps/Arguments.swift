@@ -113,6 +113,12 @@ struct ArgumentReader {
     let name = try value("--chipset needs a name", allowingEmpty: true)
     if allowingAuto && name == "auto" { return nil }
     guard let family = ChipsetFamily(cliName: name) else {
+      let makers = ChipsetRegistry.drivers(maker: name).map(\.family)
+      if !makers.isEmpty {
+        throw UsageMessage(
+          "'\(name)' makes receivers of more than one chipset family; name the family: "
+            + ChipsetRegistry.choices(makers))
+      }
       throw UsageMessage(
         "unknown chipset '\(name)'; use \(ChipsetFamily.cliNames)\(allowingAuto ? " or auto" : "")")
     }

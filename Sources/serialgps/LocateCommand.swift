@@ -40,7 +40,7 @@ enum Locate: CommandArguments {
     PGRME) cannot be judged: its first fix is taken, and locate says so.
 
     options:
-      --chipset NAME     auto (default), probe, ublox, mtk, sirf or nmea (as for watch)
+      --chipset NAME     auto (default), probe, \(ChipsetRegistry.namesInProse()) (as for watch)
       --baud N|auto      the serial rate, or auto (default), as for watch
       --accuracy M       the horizontal error, in metres, the fix must reach (default: any)
       --timeout S        how long to wait for it, in seconds (default 60; a cold start takes

@@ -13,7 +13,7 @@ import SerialPort
 let recordCommand = Command(
   name: "record",
   usage:
-    "record DEVICE -o FILE [--duration S] [--baud N|auto] [--chipset ublox|mtk|sirf|nmea] "
+    "record DEVICE -o FILE [--duration S] [--baud N|auto] [--chipset \(ChipsetRegistry.allNames)] "
     + "[--name NAME]",
   summary: "Record every byte a receiver sends, with a header, for replay and decode.",
   arguments: RecordOptions.self
@@ -50,7 +50,7 @@ struct RecordOptions: Equatable, CommandArguments {
       --duration S        stop after S seconds (default: until Ctrl-C)
       --baud N|auto       the line speed (4800 … 921600), or auto (default) to find it by
                           listening first; USB receivers (ttyACM) ignore it
-      --chipset NAME      ublox, mtk or sirf: wake the receiver with its chipset's commands
+      --chipset NAME      \(ChipsetRegistry.namesInProse(generic: false)): wake the receiver with its chipset's commands
                           before recording (their answers are recorded too) and put it back
                           to standby at the end; a sleeping receiver is silent, so unless
                           --baud names a rate it is opened at the chipset's factory rate and
@@ -156,7 +156,8 @@ struct RecordSession {
     if opened.unrecognisedRates != nil {
       let wake =
         options.chipset == nil
-        ? ", or --chipset ublox|mtk|sirf to wake it" : " (--chipset nmea sends no wake commands)"
+        ? ", or --chipset \(ChipsetRegistry.commandableNames) to wake it"
+        : " (--chipset nmea sends no wake commands)"
       Output.error.line(
         "serialgps record: heard no NMEA from \(device) at any rate (asleep, or not a GPS "
           + "receiver); recording at \(rate) baud. Pass --baud if you know the rate\(wake).")

@@ -11,7 +11,7 @@ import Replay
 let replayCommand = Command(
   name: "replay",
   usage:
-    "replay FILE [--speed X | --fast] [--chipset ublox|mtk|sirf|nmea] [--loop] [--link PATH] "
+    "replay FILE [--speed X | --fast] [--chipset \(ChipsetRegistry.allNames)] [--loop] [--link PATH] "
     + "[--physics [--start hot|warm|cold] [--no-backup] [--time-scale X] "
     + "[--ephemeris-validity S] [--seed N] [--energy-file PATH] [--control FIFO]]",
   summary: "Present a recording as a virtual receiver on a pty (prints the device to open).",
@@ -59,7 +59,7 @@ struct ReplayOptions: Equatable, CommandArguments {
     options:
       --speed X        play X times as fast as recorded (default 1)
       --fast           play each epoch as soon as the reader has taken the previous one
-      --chipset NAME   ublox, mtk, sirf or nmea (no commands); default: the chipset the
+      --chipset NAME   \(ChipsetRegistry.namesInProse()) (no commands); default: the chipset the
                        recording came from (its banner or binary frames, else its header)
       --loop           start again after the last epoch; otherwise replay ends there
       --link PATH      make the device appear at PATH (a symbolic link, kept for the whole
@@ -451,23 +451,6 @@ struct ReplayProgress {
       return "at \(text)× speed"
     case .fixedInterval(let interval): return "one epoch every \(interval)"
     case .asFastAsPossible: return "as fast as the reader takes it"
-    }
-  }
-}
-
-extension ReceiverProfile {
-  /// The profile for `--chipset` (`nil`: the chip the recording came from). u-blox keeps the
-  /// recording's generation when it is a u-blox recording.
-  static func chosen(_ family: ChipsetFamily?, for recording: Recording) -> ReceiverProfile {
-    let inferred = ReceiverProfile.inferred(from: recording)
-    switch family {
-    case nil: return inferred
-    case .ublox?:
-      if case .ublox = inferred { return inferred }
-      return .ublox(.m8)
-    case .mediatek?: return .mediatek
-    case .sirf?: return .sirf
-    default: return family.flatMap(ReceiverProfile.init(family:)) ?? .generic
     }
   }
 }

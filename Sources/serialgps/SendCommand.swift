@@ -11,7 +11,7 @@ import SerialPort
 // 1 rejected or unanswered, 2 usage or device errors. See docs/chipsets.md ("serialgps send").
 let sendCommand = Command(
   name: "send",
-  usage: "send DEVICE (standby|wake|RAW) [--chipset ublox|mtk|sirf|nmea] [--baud N|auto] "
+  usage: "send DEVICE (standby|wake|RAW) [--chipset \(ChipsetRegistry.allNames)] [--baud N|auto] "
     + "[--timeout S]",
   summary: "Send a receiver its standby or wake commands, or a raw command, and report its answer.",
   arguments: SendRequest.self
@@ -40,7 +40,7 @@ private let sendHelp = """
                      bytes (06 04 00 00 08 00), a message name and payload (CFG-RST 00 00 08
                      00) or a whole frame (B5 62 …)
 
-    --chipset NAME   ublox, mtk, sirf or nmea. Without it the receiver is identified by
+    --chipset NAME   \(ChipsetRegistry.namesInProse()). Without it the receiver is identified by
                      listening (never by writing); a silent or unidentified receiver needs it.
                      With nmea only RAW is possible: it is sent as an NMEA sentence and no
                      answer is awaited.
@@ -168,7 +168,7 @@ struct SendSession {
       }
       identification = heard
       family = heard.familyForCommands()
-      guard family != .nmea else {
+      guard family.hasCommands else {
         let what =
           reader.sentences == 0
           ? "it sent nothing (asleep, or the wrong --baud)"
@@ -176,7 +176,7 @@ struct SendSession {
         Output.error.line(
           "serialgps send: could not tell the chipset of \(device) by listening for "
             + "\(identificationTime) (\(what)). serialgps writes only to receivers it knows: "
-            + "pass --chipset ublox|mtk|sirf, or --chipset nmea to send a raw NMEA sentence "
+            + "pass --chipset \(ChipsetRegistry.commandableNames), or --chipset nmea to send a raw NMEA sentence "
             + "as it is.")
         return 2
       }
@@ -237,25 +237,29 @@ struct SendSession {
     let set = family.commandSet(interface: interface, identification: identification)
     switch request.action {
     case .standby, .wake:
-      if family == .nmea {
+      if !family.hasCommands {
         return .failure(
           SendUsageError(
             "a generic NMEA receiver has no \(request.action.name) command: there is nothing "
               + "to send. serialgps gates such receivers by opening and closing the port; if "
-              + "you know the chipset, name it with --chipset ublox|mtk|sirf."))
+              + "you know the chipset, name it with --chipset \(ChipsetRegistry.commandableNames).")
+        )
       }
       let steps = request.action == .standby ? set.powerOffSteps : set.powerOnSteps
       if steps.isEmpty {
         return .failure(
           SendUsageError(
             "\(family.displayName) has no standby that the serial line can undo, so serialgps "
-              + "leaves it running. To hibernate it anyway (only its ON_OFF pin wakes it), send "
-              + "the raw command: serialgps send \(request.device) PSRF117,16 --chipset sirf"))
+              + "leaves it running."
+              + (family.driver.pinOnlySleepCommand.map {
+                " To sleep it anyway (only its wake pin ends that), send the raw command: "
+                  + "serialgps send \(request.device) \($0) --chipset \(family.cliName)"
+              } ?? "")))
       }
       return .success(steps)
     case .raw(let text):
       do throws(ChipsetCommandError) {
-        if family == .nmea {
+        if !family.hasCommands {
           // The user named the device and the chipset: sending is allowed, as a plain
           // sentence; a generic receiver acknowledges nothing.
           let body = try NMEACommand.body(of: text)
@@ -313,8 +317,7 @@ struct SendSession {
     case .keptTalking(let written):
       return "the receiver kept sending after \(written) attempt\(written == 1 ? "" : "s"), "
         + "so the command did not take and the receiver is awake"
-        + (family == .ublox
-          ? " (a u-blox receiver ignores UBX-RXM-PMREQ while its USB port is connected)" : "")
+        + (family.driver.keptTalkingReason.map { " (\($0))" } ?? "")
     }
   }
 }

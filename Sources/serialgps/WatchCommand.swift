@@ -64,12 +64,14 @@ enum Watch: CommandArguments {
     say). Status changes (powering on, streaming, no fix, disconnected …) go to standard error.
 
     options:
-      --chipset NAME     auto (default), probe, ublox, mtk, sirf or nmea: which commands wake
-                         the receiver and put it to standby. auto decides from the USB IDs or
+      --chipset NAME     auto (default), probe, a family (\(ChipsetRegistry.namesInProse()))
+                         or a maker (quectel: identified among its families, never written
+                         to before): which commands wake the receiver and put it to
+                         standby. auto decides from the USB IDs or
                          from what the receiver says, and sends nothing until one of them names
                          the chipset; probe does the same, and when nothing names it asks the
-                         receiver (writes a u-blox UBX-MON-VER poll and a MediaTek $PMTK605
-                         query to DEVICE); nmea sends nothing.
+                         receiver (writes the families' firmware queries to DEVICE:
+                         \(ChipsetProbe.polls)); nmea sends nothing.
       --ubx SET          navigation, legacy or off (default): UBX messages a u-blox
                          receiver sends beside its NMEA once per epoch (RAM only; the fix
                          takes its position and accuracies from them). navigation for u-blox

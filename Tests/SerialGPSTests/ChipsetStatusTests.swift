@@ -56,7 +56,7 @@ import Testing
     #expect(withheld.description.contains("or chipset: .probe to ask it"))
     #expect(!withheld.description.contains("--chipset"))
     let terminal = withheld.description(in: .commandLine)
-    #expect(terminal.contains("give --chipset ublox|mtk|sirf to name its family"))
+    #expect(terminal.contains("give --chipset ublox|mtk|sirf|casic|airoha to name its family"))
     #expect(terminal.contains("or --chipset probe to ask it"))
     #expect(!terminal.contains("chipset: ."), "\(terminal)")
     #expect(receiver.commandFamily == .nmea)
@@ -137,6 +137,66 @@ import Testing
     #expect(connector.latest!.writes.isEmpty)
     _ = log
     subscription.cancel()
+  }
+
+  /// `--chipset quectel` names a maker whose modules are on several families: nothing is
+  /// written while what the receiver says names none of them, and the status says which names
+  /// to give; a Quectel hint (`$PQTM…`, sent by its modules on other chips too) is not enough.
+  @Test func aMakerWritesNothingUntilIdentifiedAndSaysWhichToName() async throws {
+    let choice = try #require(ChipsetChoice(cliName: "quectel"))
+    guard case .oneOf(let maker, let families) = choice else {
+      Issue.record("quectel parsed as \(choice)")
+      return
+    }
+    #expect(maker == "quectel")
+    #expect(families.contains(.mediatek))
+    let (receiver, connector) = makeReceiver(chipset: choice)
+    let log = EventLog(receiver.subscribe())
+    #expect(await eventually { connector.opens == 1 })
+    connector.latest!.feed(
+      sentence("PQTMVERNO,L76KNR01A01S,2023/01/01,12:00:00") + cycle(second: 1)
+        + cycle(second: 2))
+    #expect(await eventually { log.fixes.count >= 1 })
+    #expect(receiver.commandFamily == .nmea)
+    let withheld = try #require(receiver.commandsWithheld())
+    #expect(withheld.choices == families)
+    let terminal = withheld.description(in: .commandLine)
+    #expect(terminal.contains("give " + ChipsetRegistry.choices(families)), "\(terminal)")
+    #expect(terminal.contains("--chipset mtk (MediaTek/Quectel)"), "\(terminal)")
+    #expect(withheld.description.contains("set chipset: .family(.mediatek)"))
+    await receiver.shutdown()
+    #expect(connector.latest!.writes.isEmpty)
+  }
+
+  /// Once the receiver names itself as one of the maker's families (`$PMTK011`), that
+  /// family's commands go out: the MediaTek standby at power-off.
+  @Test func aMakerIdentifiedAsOneOfItsFamiliesGetsItsCommands() async throws {
+    let choice = try #require(ChipsetChoice(cliName: "Quectel"))
+    let (receiver, connector) = makeReceiver(chipset: choice)
+    _ = EventLog(receiver.subscribe())
+    #expect(await eventually { connector.opens == 1 })
+    connector.latest!.feed(sentence("PMTK011,MTKGPS") + cycle(second: 1) + cycle(second: 2))
+    #expect(await eventually { receiver.identification?.family == .mediatek })
+    #expect(receiver.commandFamily == .mediatek)
+    #expect(receiver.commandsWithheld() == nil)
+    await receiver.shutdown()
+    #expect(connector.latest!.writes.first == MediaTekCommandSet.standby.bytes)
+  }
+
+  /// A receiver that names another maker's chip (u-blox) is not one of the user's: it gets
+  /// no commands, and the status still names the choices.
+  @Test func aMakerIdentifiedAsAnotherFamilyGetsNothing() async throws {
+    let choice = try #require(ChipsetChoice(cliName: "quectel"))
+    let (receiver, connector) = makeReceiver(chipset: choice)
+    _ = EventLog(receiver.subscribe())
+    #expect(await eventually { connector.opens == 1 })
+    connector.latest!.feed(
+      sentence("GPTXT,01,01,02,u-blox ag - www.u-blox.com") + cycle(second: 1) + cycle(second: 2))
+    #expect(await eventually { receiver.identification?.family == .ublox })
+    #expect(receiver.commandFamily == .nmea)
+    #expect(receiver.commandsWithheld()?.choices.isEmpty == false)
+    await receiver.shutdown()
+    #expect(connector.latest!.writes.isEmpty)
   }
 
   /// Every way a serial port fails to open arrives as a kind an app can act on, with the

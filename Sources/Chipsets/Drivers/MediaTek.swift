@@ -114,13 +114,16 @@ public struct MediaTekDriver: ChipsetDriver {
   public init() {}
   public var family: ChipsetFamily { .mediatek }
   public var cliName: String { "mtk" }
-  public var aliases: [String] { ["mediatek", "quectel"] }
+  public var aliases: [String] { ["mediatek"] }
+  /// Quectel's L70, L76 and L80 are MediaTek; its L76K is CASIC and its LC76G Airoha.
+  public var makers: [String] { ["quectel"] }
   public var displayName: String { "MediaTek/Quectel" }
   public var vendor: String? { "MediaTek" }
   /// gpsd's drivers.c names MediaTek's NMEA with `$PMTK` "MTK-3301".
   public var gpsdDriverName: String { "MTK-3301" }
   public var factoryBaudRate: Int { 9600 }
   public var takesAiding: Bool { true }
+  public var kernelGNSSType: String? { "MTK" }
 
   public func commandSet(_ options: CommandSetOptions) -> any ReceiverCommandSet {
     MediaTekCommandSet(sentences: options.sentences)

@@ -91,6 +91,9 @@ public struct SiRFDriver: ChipsetDriver {
   public var factoryBaudRate: Int { 4800 }
   /// SiRF never acknowledges NMEA input messages.
   public var acknowledgesCommands: Bool { false }
+  public var kernelGNSSType: String? { "SiRF" }
+  /// Hibernate: only the ON_OFF pin wakes it.
+  public var pinOnlySleepCommand: String? { "PSRF117,16" }
 
   public func commandSet(_ options: CommandSetOptions) -> any ReceiverCommandSet {
     SiRFCommandSet(sentences: options.sentences)

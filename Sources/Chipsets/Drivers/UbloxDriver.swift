@@ -21,6 +21,10 @@ public struct UbloxDriver: ChipsetDriver {
   public var gpsdDriverName: String { "u-blox" }
   public var factoryBaudRate: Int { 9600 }
   public var takesAiding: Bool { true }
+  public var kernelGNSSType: String? { "UBX" }
+  public var keptTalkingReason: String? {
+    "a u-blox receiver ignores UBX-RXM-PMREQ while its USB port is connected"
+  }
 
   /// M8 and older unless identification says otherwise; GNSS stop on USB, backup on a UART.
   public func commandSet(_ options: CommandSetOptions) -> any ReceiverCommandSet {
@@ -81,5 +85,5 @@ public struct UbloxDriver: ChipsetDriver {
   /// `B5 62 0A 04 00 00 0E 34`: the `UBX-MON-VER` poll, answered by `UBX-MON-VER` (software,
   /// hardware, `PROTVER`, `MOD`).
   public var probe: [UInt8]? { UbloxCommandSet.versionQuery.bytes }
-  public var probeSummary: String { "UBX-MON-VER poll" }
+  public var probeSummary: String { "UBX-MON-VER" }
 }
