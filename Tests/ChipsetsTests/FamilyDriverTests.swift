@@ -122,7 +122,7 @@ import Testing
     #expect(ChipsetRegistry.driver(cliName: "lc76g")?.family == .airoha)
     // `quectel` is the MediaTek L70/L76/L80, the CASIC L76K and the Airoha LC76G: none alone.
     #expect(ChipsetRegistry.driver(cliName: "quectel") == nil)
-    let quectel = ChipsetRegistry.candidates(cliName: "quectel").map(\.family)
+    let quectel = ChipsetRegistry.drivers(maker: "quectel").map(\.family)
     #expect(Set(quectel) == [.mediatek, .casic, .airoha])
     #expect(CASICDriver().factoryBaudRate == 9600)
     #expect(AirohaDriver().factoryBaudRate == 115200)

@@ -99,7 +99,9 @@ public struct AirohaDriver: ChipsetDriver {
   public init() {}
   public var family: ChipsetFamily { .airoha }
   public var cliName: String { "airoha" }
-  public var aliases: [String] { ["quectel", "lc76g", "lc26g", "lc86g", "lc29h", "ag3335"] }
+  public var aliases: [String] { ["lc76g", "lc26g", "lc86g", "lc29h", "ag3335"] }
+  /// Quectel builds the LC26G/LC76G/LC86G and LC29H on it.
+  public var makers: [String] { ["quectel"] }
   public var displayName: String { "Airoha (Quectel LC76G, LC29H)" }
   public var vendor: String? { "Airoha" }
   /// gpsd has no Airoha driver: its generic NMEA driver reads these receivers.

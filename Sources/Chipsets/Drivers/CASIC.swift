@@ -83,7 +83,9 @@ public struct CASICDriver: ChipsetDriver {
   public init() {}
   public var family: ChipsetFamily { .casic }
   public var cliName: String { "casic" }
-  public var aliases: [String] { ["quectel", "l76k", "atgm336h", "at6558"] }
+  public var aliases: [String] { ["l76k", "atgm336h", "at6558"] }
+  /// Quectel builds the L76K on it (beside MediaTek and Airoha modules).
+  public var makers: [String] { ["quectel"] }
   public var displayName: String { "CASIC (Quectel L76K, ATGM336H)" }
   public var vendor: String? { "Zhongke (CASIC)" }
   /// gpsd 3.26's drivers/driver_casic.c, `type_name`.
