@@ -263,6 +263,13 @@ public enum ChipsetRegistry {
       .joined(separator: "|")
   }
 
+  /// Every maker's name (``ChipsetDriver/makers``) once, in the registry's order: `quectel`.
+  public static var makerNames: [String] {
+    var names: [String] = []
+    for maker in all.flatMap(\.makers) where !names.contains(maker) { names.append(maker) }
+    return names
+  }
+
   /// The command-line names in prose, for help texts: `ublox, mtk, sirf or nmea`; the
   /// families with commands only (`ublox, mtk or sirf`) without `generic`.
   public static func namesInProse(generic: Bool = true) -> String {

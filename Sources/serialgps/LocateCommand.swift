@@ -9,7 +9,7 @@ import SerialPort
 let locateCommand = Command(
   name: "locate",
   usage:
-    "locate [DEVICE] [--chipset auto|probe|\(ChipsetFamily.cliNames)] [--baud N|auto] "
+    "locate [DEVICE] [--chipset auto|probe|\(ChipsetFamily.cliNames)|\(ChipsetRegistry.makerNames.joined(separator: "|"))] [--baud N|auto] "
     + "[--accuracy M] [--timeout S] [--max-age S] [--json]",
   summary: "Wake a receiver for one fix (of an accuracy), print it, put it back to standby.",
   arguments: Locate.self

@@ -13,7 +13,7 @@ import SerialPort
 let watchCommand = Command(
   name: "watch",
   usage:
-    "watch [DEVICE] [--chipset auto|probe|\(ChipsetFamily.cliNames)] [--baud N|auto] [--count N] "
+    "watch [DEVICE] [--chipset auto|probe|\(ChipsetFamily.cliNames)|\(ChipsetRegistry.makerNames.joined(separator: "|"))] [--baud N|auto] [--count N] "
     + "[--json] [--linger SECONDS] [--interval S] [--accuracy M] [--ephemeris-refresh S] "
     + "[--ubx \(UBXMessageSelection.cliNames)]",
   summary: "Power a receiver on, print its fixes as they come, power it off on exit.",

@@ -424,6 +424,15 @@ struct ReplayCommandTests {
     #expect(
       ReplayOptions.parse(["f", "--chipset", "garmin"])
         == .invalid("unknown chipset 'garmin'; use nmea|ublox|mtk|sirf|casic|airoha"))
+    // A maker names no family: the user is told which names to give.
+    #expect(
+      ReplayOptions.parse(["f", "--chipset", "quectel"])
+        == .invalid(
+          "'quectel' makes receivers of more than one chipset family; name the family: "
+            + ChipsetRegistry.choices(ChipsetRegistry.drivers(maker: "quectel").map(\.family))))
+    #expect(
+      ChipsetRegistry.choices(ChipsetRegistry.drivers(maker: "quectel").map(\.family))
+        .contains("mtk (MediaTek/Quectel)"))
     #expect(
       RecordOptions.parse(["/dev/ttyACM0", "-o", "x.nmea", "--duration", "1.5", "--baud", "auto"])
         == .options(
