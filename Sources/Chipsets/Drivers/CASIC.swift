@@ -94,6 +94,10 @@ public struct CASICDriver: ChipsetDriver {
   public var factoryBaudRate: Int { 9600 }
   /// CASIC answers no NMEA command (protocol specification §2.5).
   public var acknowledgesCommands: Bool { false }
+  /// Its only sleep is the wake line held low on the standby input.
+  public var keptTalkingReason: String? {
+    "a CASIC receiver goes quiet only when the wake line reaches its standby input: check the wiring"
+  }
 
   public func commandSet(_ options: CommandSetOptions) -> any ReceiverCommandSet {
     CASICCommandSet(sentences: options.sentences)
