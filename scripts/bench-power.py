@@ -583,6 +583,8 @@ def main():
     parser.add_argument("--logs", help="keep every process's standard error in this directory")
     parser.add_argument("--sleep-scale", type=float, default=4,
                         help="(g) only: the simulator's time scale (1: a real hour; default 4)")
+    parser.add_argument("--sleep-receivers", metavar="PREFIX",
+                        help="(g) only: the receivers whose name starts so (CASIC, Airoha …)")
     args = parser.parse_args()
     binary = args.serialgps
     if not binary:
@@ -594,7 +596,7 @@ def main():
     if not binary:
         sys.exit("build serialgps first: swift build -c release --product serialgps")
     if args.cases == "g":
-        return sleep_depth(binary, args.json, args.sleep_scale)
+        return sleep_depth(binary, args.json, args.sleep_scale, args.sleep_receivers)
     for tool in ("gpsd", "mosquitto", "mosquitto_pub", "mosquitto_sub"):
         if subprocess.call(["which", tool], stdout=subprocess.DEVNULL) != 0:
             sys.exit("%s is not installed (make test-deps)" % tool)
@@ -671,19 +673,28 @@ SLEEP_RECEIVERS = [
     ("MediaTek, standby only", ["mtk-cold-start", "mtk"], ["--sleep", "standby"]),
     ("MediaTek, chosen, no pin", ["mtk-cold-start", "mtk"], []),
     ("MediaTek, chosen, FORCE_ON", ["mtk-cold-start", "mtk"], ["--wake-pin"]),
+    # The families added by issue 35, on a generic recording re-rendered by their physics
+    # (docs/chipsets.md, "CASIC" and "Airoha"). CASIC has no sleep over the UART: without the
+    # line it keeps running; with it, its standby input held low.
+    ("CASIC L76K, standby only", ["midnight-rollover", "casic"], ["--sleep", "standby"]),
+    ("CASIC L76K, chosen, STANDBY pin", ["midnight-rollover", "casic"], ["--wake-pin"]),
+    ("Airoha LC76G, standby only", ["midnight-rollover", "airoha"], ["--sleep", "standby"]),
+    ("Airoha LC76G, chosen, no pin", ["midnight-rollover", "airoha"], []),
+    ("Airoha LC76G, chosen, wake pin", ["midnight-rollover", "airoha"], ["--wake-pin"]),
 ]
 
 
-def sleep_depth(binary, as_json, scale):
+def sleep_depth(binary, as_json, scale, only=None):
+    receivers = [r for r in SLEEP_RECEIVERS if not only or r[0].startswith(only)]
     scratch = tempfile.mkdtemp(prefix="serialgps-bench-sleep-")
     window = 3600.0 / scale
     interval = 600.0 / scale
     load_before = os.getloadavg()
     began = time.monotonic()
-    results = [None] * len(SLEEP_RECEIVERS)
+    results = [None] * len(receivers)
 
     def run(index):
-        name, (fixture, chipset), extra = SLEEP_RECEIVERS[index]
+        name, (fixture, chipset), extra = receivers[index]
         energy_path = os.path.join(scratch, "g%d.energy.json" % index)
         control = os.path.join(scratch, "g%d.control" % index)
         log = open(os.path.join(scratch, "g%d.log" % index), "w")
@@ -723,7 +734,7 @@ def sleep_depth(binary, as_json, scale):
             stop(replay)
             log.close()
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(SLEEP_RECEIVERS))]
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(receivers))]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -746,7 +757,7 @@ def sleep_depth(binary, as_json, scale):
           "every %.0f s); %s, load %s -> %s, %.0f s wall" % (
               scale, window, interval, report["machine"], report["load_1min"][0],
               report["load_1min"][1], report["wall_s"]))
-    print("  %-28s %9s %9s %7s %6s  %s" % ("", "mAh", "of stdby", "on s", "fixes",
+    print("  %-32s %9s %9s %7s %6s  %s" % ("", "mAh", "of stdby", "on s", "fixes",
                                             "sleeping s (state: s, mAh)"))
     for r in results:
         if not r:
@@ -756,7 +767,7 @@ def sleep_depth(binary, as_json, scale):
                              for state in sorted(r["time_by_state_s"])
                              if state not in ("acquisition", "tracking")
                              and r["time_by_state_s"][state] > 0)
-        print("  %-28s %9.4f %9s %7.1f %6d  %s" % (
+        print("  %-32s %9.4f %9s %7.1f %6d  %s" % (
             r["name"], r["charge_mAh"], fmt(r["of_standby_only"], 2), r["on_s"], r["fixes"],
             sleeping))
 

@@ -228,6 +228,8 @@ public enum ChipsetRegistry {
     UbloxDriver(),
     MediaTekDriver(),
     SiRFDriver(),
+    CASICDriver(),
+    AirohaDriver(),
   ]
 
   /// The driver of `family`; the generic NMEA driver (no commands) for an unregistered one.

@@ -15,7 +15,7 @@ public enum EpochStyle: Sendable, Hashable {
     switch profile {
     case .ublox: self = .ublox
     case .mediatek: self = .mediatek
-    case .sirf, .generic: self = .generic
+    default: self = .generic
     }
   }
 }

@@ -173,6 +173,8 @@ extension ReceiverProfile {
     case .ublox(.m9): return .ubloxM9
     case .ublox(.m10): return .ubloxM10
     case .mediatek: return .mediatekMT3339
+    case .casic: return .casicL76K
+    case .airoha: return .airohaLC76G
     case .sirf, .generic: return nil
     }
   }

@@ -57,6 +57,9 @@ public struct ReceiverModel {
   private var messageRates: [UBXMessageID: [UInt8]] = [:]
   /// MediaTek `$PMTK314` intervals, for `$PMTK414`.
   private var mtkIntervals = [0, 1, 1, 1, 1, 1] + [Int](repeating: 0, count: 13)
+  /// The `$PCAS` and `$PAIR` command models (their own files).
+  private var casic = CASICModel()
+  private var airoha = AirohaModel()
 
   /// The physics (starts, errors, ephemeris, currents, aiding); `nil`: the recording plays
   /// as it is, as before physics existed.
@@ -138,7 +141,7 @@ public struct ReceiverModel {
   /// Whether a byte on RX wakes the chip from its current sleep.
   public var wakesOnBytes: Bool {
     switch power {
-    case .standby: return true
+    case .standby: return profile != .casic  // the L76K's standby is left by its pin only
     case .backup: return backupWakeSources.uart
     default: return false
     }
@@ -184,10 +187,16 @@ public struct ReceiverModel {
     pinLevels[pin] = high
     guard was != high, responses != .unresponsive else { return }
     switch (pin, profile) {
-    case (.forceOn, .mediatek) where high && power == .hibernate:
+    case (.forceOn, .mediatek) where high && power == .hibernate,
+      (.forceOn, .airoha) where high && power == .hibernate,
+      (.forceOn, .casic) where high && power == .standby:
       flushNoise(at: now, final: true)
       framer.reset()
       enterBooting(at: now)
+    case (.forceOn, .casic) where !high && power == .running:
+      flushNoise(at: now, final: true)
+      setPower(.standby, at: now)
+      nextDeadline = nil
     case (.extint, .ublox) where power == .backup && backupWakeSources.pin:
       flushNoise(at: now, final: true)
       framer.reset()
@@ -203,6 +212,7 @@ public struct ReceiverModel {
     switch profile {
     case .mediatek: return mtkIntervals[7] > 0
     case .ublox: return gstSwitchedOn
+    case .casic: return casic.errorEstimateSwitchedOn
     default: return false
     }
   }
@@ -473,8 +483,33 @@ public struct ReceiverModel {
     case .ublox(let model): return handleUblox(command, model: model, at: now)
     case .mediatek: return handleMediaTek(command, at: now)
     case .sirf: return handleSiRF(command, at: now)
+    case .casic: return apply(casic.handle(command, responses: responses), at: now)
+    case .airoha:
+      return apply(airoha.handle(command, power: power, responses: responses), at: now)
     case .generic: return .ignored
     }
+  }
+
+  /// Carries out what a family model in its own file decided: its answers, then its restart
+  /// or power change, then the aiding it took.
+  private mutating func apply(_ effect: FamilyCommandEffect, at now: Duration) -> InputOutcome {
+    replies += effect.replies
+    if effect.countsAsAcknowledgement { acknowledgements += 1 }
+    if effect.countsAsRejection { rejections += 1 }
+    if let restart = effect.restart {
+      if restart != .hot {
+        physics?.clear(
+          ephemeris: true, almanacAndPosition: restart != .warm, time: restart != .warm)
+      }
+      framer.reset()
+      periodic = nil
+      enterBooting(at: now)
+    } else if let state = effect.power {
+      setPower(state, at: now)
+      nextDeadline = nil
+    }
+    if let aiding = effect.aiding { physics?.receive(aiding, at: now) }
+    return effect.outcome
   }
 
   // MARK: u-blox

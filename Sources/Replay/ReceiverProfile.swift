@@ -12,6 +12,12 @@ public enum ReceiverProfile: Sendable, Hashable, CustomStringConvertible {
   /// SiRFstar: `$PSRF103` taken without an answer (SiRF never acknowledges NMEA input);
   /// `$PSRF117,16` hibernates until ``ReceiverSimulator/powerCycle()``.
   case sirf
+  /// CASIC (Quectel L76K): `$PCAS` commands taken without an answer; standby only through
+  /// its standby input (``ReceiverPin/forceOn`` driven low) (``CASICModel``).
+  case casic
+  /// Airoha (Quectel LC76G): `$PAIR` commands answered by `$PAIR001`; GNSS off by command,
+  /// backup left only by the wake pin (``AirohaModel``).
+  case airoha
   /// A receiver without commands: streams whenever it has power.
   case generic
 
@@ -23,6 +29,8 @@ public enum ReceiverProfile: Sendable, Hashable, CustomStringConvertible {
     case .ublox: self = .ublox(ublox)
     case .mediatek: self = .mediatek
     case .sirf: self = .sirf
+    case .casic: self = .casic
+    case .airoha: self = .airoha
     default: self = .generic
     }
   }
@@ -33,6 +41,8 @@ public enum ReceiverProfile: Sendable, Hashable, CustomStringConvertible {
     case .ublox: return .ublox
     case .mediatek: return .mediatek
     case .sirf: return .sirf
+    case .casic: return .casic
+    case .airoha: return .airoha
     case .generic: return .nmea
     }
   }
@@ -42,6 +52,8 @@ public enum ReceiverProfile: Sendable, Hashable, CustomStringConvertible {
     case .ublox(let model): return "u-blox \(model.rawValue)"
     case .mediatek: return "MediaTek"
     case .sirf: return "SiRF"
+    case .casic: return "CASIC (L76K)"
+    case .airoha: return "Airoha (LC76G)"
     case .generic: return "generic NMEA"
     }
   }
@@ -98,7 +110,8 @@ public enum ResponseMode: Sendable, Hashable {
   /// As ``normal``, except that `UBX-RXM-PMREQ` is ignored and the receiver goes on
   /// streaming: what a u-blox receiver does while its USB port is connected (u-blox 8 / M8
   /// Receiver Description UBX-13003221, UBX-RXM-PMREQ; the M9 and later unless `force`), or
-  /// with a request damaged on the line.
+  /// with a request damaged on the line. An Airoha receiver likewise neither answers nor
+  /// carries out `$PAIR650`.
   case ignoringBackupRequest
 }
 
@@ -164,13 +177,17 @@ extension ReceiverProfile {
       return .mediatek
     }
     if header.contains(substring: "sirf") { return .sirf }
+    if header.contains(substring: "casic") { return .casic }
+    if header.contains(substring: "airoha") { return .airoha }
     return .generic
   }
 }
 
 /// A pin of the receiver that the host can drive (docs/simulator.md, "Pins").
 public enum ReceiverPin: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-  /// MediaTek FORCE_ON: driven high, it wakes the chip from backup (`$PMTK225,4`).
+  /// The wake line: MediaTek FORCE_ON and the Airoha wake pin, driven high, wake the chip
+  /// from backup (`$PMTK225,4`, `$PAIR650`); the L76K's standby input is held low for
+  /// standby and driven high to leave it.
   case forceOn = "force-on"
   /// u-blox EXTINT0/1: an edge wakes the chip from backup when the wake-up sources of its
   /// `UBX-RXM-PMREQ` include it.

@@ -251,7 +251,7 @@ struct FamilyTests {
     #expect(ChipsetFamily(cliName: "MTK") == .mediatek)
     #expect(ChipsetFamily(cliName: "u-blox") == .ublox)
     #expect(ChipsetFamily(cliName: "garmin") == nil)
-    #expect(ChipsetFamily.cliNames == "nmea|ublox|mtk|sirf")
+    #expect(ChipsetFamily.cliNames == "nmea|ublox|mtk|sirf|casic|airoha")
   }
 
   @Test("generic NMEA writes nothing, whatever it is asked")

@@ -100,6 +100,13 @@ struct CorpusIdentificationTests {
       family: .ublox, confidence: .high, bytesToCommands: 1448, bytesToHint: 1448),
     "ublox-zoe-m8b-logbatch.log": Expected(
       family: .ublox, confidence: .high, bytesToCommands: 20, bytesToHint: 20),
+    // The two L76K captures (corpus/gpsd-casic): the `$GPTXT,01,01,01,ANTENNA OK` line the
+    // firmware writes unasked, first in the binary capture and after the first epoch's NMEA
+    // in the dual one.
+    "quectel-l76k-binary.log": Expected(
+      family: .casic, confidence: .medium, bytesToCommands: 31, bytesToHint: 31),
+    "quectel-l76k-dual.log": Expected(
+      family: .casic, confidence: .medium, bytesToCommands: 914, bytesToHint: 914),
 
   ]
 
@@ -139,7 +146,10 @@ struct CorpusIdentificationTests {
 
   static func captures() throws -> [(corpus: String, name: String, bytes: [UInt8])] {
     var all: [(String, String, [UInt8])] = []
-    for (corpus, directory) in [("gpsd", Corpus.directory), ("gpsd-ubx", Corpus.ubxDirectory)] {
+    for (corpus, directory) in [
+      ("gpsd", Corpus.directory), ("gpsd-ubx", Corpus.ubxDirectory),
+      ("gpsd-casic", Corpus.casicDirectory),
+    ] {
       for name in try Corpus.logs(in: directory) {
         all.append((corpus, name, try Corpus.bytes(name, in: directory)))
       }
@@ -152,12 +162,15 @@ struct CorpusIdentificationTests {
     let captures = try Self.captures()
     #expect(captures.filter { $0.corpus == "gpsd" }.count == 48)
     #expect(captures.filter { $0.corpus == "gpsd-ubx" }.count == 14)
+    #expect(captures.filter { $0.corpus == "gpsd-casic" }.count == 2)
     var report: [String] = []
     for capture in captures {
       let measured = Self.measure(capture.bytes)
       let id = measured.identification
       let truth =
-        capture.corpus == "gpsd-ubx" ? ChipsetFamily.ublox : Self.truth[capture.name] ?? .nmea
+        capture.corpus == "gpsd-ubx"
+        ? ChipsetFamily.ublox
+        : capture.corpus == "gpsd-casic" ? ChipsetFamily.casic : Self.truth[capture.name] ?? .nmea
       report.append(
         "\(capture.corpus)/\(capture.name) truth=\(truth.cliName) id=\(id.family.cliName) "
           + "\(id.confidence) commands=\(measured.bytesToCommands.map(String.init) ?? "-") "

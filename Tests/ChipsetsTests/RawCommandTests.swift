@@ -106,7 +106,8 @@ struct RawCommandTests {
   @Test("error messages say what to write instead")
   func messages() {
     #expect("\(ChipsetCommandError.invalidUBX("x"))".contains("CFG-RST 00 00 08 00"))
-    #expect("\(ChipsetCommandError.noCommands(.nmea))".contains("--chipset ublox|mtk|sirf"))
+    #expect(
+      "\(ChipsetCommandError.noCommands(.nmea))".contains("--chipset ublox|mtk|sirf|casic|airoha"))
     #expect("\(ChipsetCommandError.checksumMismatch(stated: "29", computed: "28"))".contains("*28"))
   }
 }

@@ -79,6 +79,7 @@ enum Corpus {
 
   static var directory: String { package.appendingPathComponent("corpus/gpsd").path }
   static var ubxDirectory: String { package.appendingPathComponent("corpus/gpsd-ubx").path }
+  static var casicDirectory: String { package.appendingPathComponent("corpus/gpsd-casic").path }
 
   /// What a test says when a capture it needs is not there: which, and how to get it back.
   static func missingMessage(_ path: String) -> Comment {

@@ -56,7 +56,7 @@ import Testing
     #expect(withheld.description.contains("or chipset: .probe to ask it"))
     #expect(!withheld.description.contains("--chipset"))
     let terminal = withheld.description(in: .commandLine)
-    #expect(terminal.contains("give --chipset ublox|mtk|sirf to name its family"))
+    #expect(terminal.contains("give --chipset ublox|mtk|sirf|casic|airoha to name its family"))
     #expect(terminal.contains("or --chipset probe to ask it"))
     #expect(!terminal.contains("chipset: ."), "\(terminal)")
     #expect(receiver.commandFamily == .nmea)

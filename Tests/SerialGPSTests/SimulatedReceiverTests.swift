@@ -189,7 +189,9 @@ import Testing
     // An app developer reads the option to set, a person at a terminal serialgps's.
     #expect(reason?.message.contains("chipset: .family(…)") == true)
     #expect(reason?.message.contains("--chipset") == false)
-    #expect(reason?.message(in: .commandLine).contains("--chipset ublox|mtk|sirf|nmea") == true)
+    #expect(
+      reason?.message(in: .commandLine).contains("--chipset ublox|mtk|sirf|casic|airoha|nmea")
+        == true)
     #expect(reason?.message(in: .commandLine).contains("chipset: .") == false)
     #expect(await eventually(timeout: .seconds(20)) { log.fixes.count >= 2 })
 

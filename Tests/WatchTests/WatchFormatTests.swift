@@ -124,7 +124,7 @@ struct WatchArgumentTests {
     }
     #expect(
       complaint(["d", "--chipset", "garmin"])
-        == "unknown chipset 'garmin'; use nmea|ublox|mtk|sirf, auto or probe")
+        == "unknown chipset 'garmin'; use nmea|ublox|mtk|sirf|casic|airoha, auto or probe")
     guard case .options(let options) = Watch.parse(["d", "--chipset", "probe"]),
       case .probe = options.chipset
     else {

@@ -26,7 +26,7 @@ struct NoFixCanComeTests {
     let watch = try CLIProcess(["watch", simulator.devicePath, "--baud", "9600", "--count", "2"])
     #expect(await watch.exitStatus() == 0, "\(watch.standardError)")
     #expect(
-      watch.standardError.contains("give --chipset ublox|mtk|sirf to name its family"),
+      watch.standardError.contains("give --chipset ublox|mtk|sirf|casic|airoha to name its family"),
       "\(watch.standardError)")
     #expect(watch.standardError.contains("or --chipset probe to ask it"))
     #expect(!watch.standardError.contains("chipset: ."), "\(watch.standardError)")

@@ -423,7 +423,7 @@ struct ReplayCommandTests {
         == .invalid("--speed needs a factor above 0, such as 5 or 0.5"))
     #expect(
       ReplayOptions.parse(["f", "--chipset", "garmin"])
-        == .invalid("unknown chipset 'garmin'; use nmea|ublox|mtk|sirf"))
+        == .invalid("unknown chipset 'garmin'; use nmea|ublox|mtk|sirf|casic|airoha"))
     // A maker names no family: the user is told which names to give.
     #expect(
       ReplayOptions.parse(["f", "--chipset", "quectel"])
