@@ -196,13 +196,43 @@ struct FieldReader {
     return position
   }
 
-  /// A decimal number, optionally signed, with or without a fraction.
+  /// A decimal number, optionally signed, with or without a fraction. The usual form (see
+  /// ``shortDecimal(_:from:)``) is read inline, anything else by ``decimal(from:)``.
   @inline(__always)
   mutating func decimal() throws(NMEAParseError) -> Double? {
     guard begin() else { return nil }
-    guard let (value, end) = Self.decimal(base, from: offset) else { throw fail() }
+    if let (value, end) = Self.shortDecimal(base, from: offset) {
+      offset = end &+ 1
+      return value
+    }
+    return try decimal(from: offset)
+  }
+
+  /// ``decimal()`` for the field at `offset` (begun) that is not of the usual form.
+  @inline(never)
+  mutating func decimal(from start: Int) throws(NMEAParseError) -> Double? {
+    guard let (value, end) = Self.decimal(base, from: start) else { throw fail() }
     offset = end &+ 1
     return value
+  }
+
+  /// What a receiver writes nearly every decimal field as: one to nine digits, a point and
+  /// up to nine more, then the comma (`1.23`, `547.3`): its value, with the arithmetic of
+  /// ``decimal(_:from:)`` (the same to the bit), and where the comma is; `nil` for any other
+  /// form (a sign, no point, longer runs, not a number), which ``decimal(_:from:)`` reads.
+  @inline(__always)
+  static func shortDecimal(_ base: UnsafePointer<UInt8>, from start: Int) -> (Double, Int)? {
+    var mantissa: UInt64 = 0
+    var position = accumulateDigits(base, from: start, into: &mantissa)
+    let wholeDigits = position &- start
+    guard UInt(bitPattern: wholeDigits &- 1) < 9, base[position] == ASCII.dot else { return nil }
+    let fractionStart = position &+ 1
+    position = accumulateDigits(base, from: fractionStart, into: &mantissa)
+    let fractionDigits = position &- fractionStart
+    guard fractionDigits < 10, base[position] == ASCII.comma else { return nil }
+    var value = Double(mantissa)
+    if fractionDigits > 0 { value /= Powers.tenAsDouble(fractionDigits) }
+    return (value, position)
   }
 
   /// A decimal number that cannot be negative (an error estimate); a negative one is
@@ -219,10 +249,28 @@ struct FieldReader {
 
   /// A dilution of precision: never negative (dropped as an impossible accuracy); 99 or more
   /// is how receivers write "unknown" (`99.0`, `99.99`), left out without being counted.
+  /// The usual form is read inline (``shortDecimal(_:from:)``), anything else by
+  /// ``dop(from:)``.
   @inline(__always)
   mutating func dop() throws(NMEAParseError) -> Double? {
-    guard let value = try nonNegativeDecimal(.accuracy), value < 99 else { return nil }
-    return value
+    guard begin() else { return nil }
+    if let (value, end) = Self.shortDecimal(base, from: offset) {
+      offset = end &+ 1
+      return value < 99 ? value : nil
+    }
+    return try dop(from: offset)
+  }
+
+  /// ``dop()`` for the field at `start` (begun) that is not of the usual form.
+  @inline(never)
+  mutating func dop(from start: Int) throws(NMEAParseError) -> Double? {
+    guard let (value, end) = Self.decimal(base, from: start) else { throw fail() }
+    offset = end &+ 1
+    guard value >= 0 else {
+      dropped.add(.accuracy)
+      return nil
+    }
+    return value < 99 ? value : nil
   }
 
   /// A speed over ground in knots: 0 ..< 999 (`999.99` is "unknown").
@@ -420,8 +468,49 @@ struct FieldReader {
   ///
   /// Both fields are consumed. An empty angle or hemisphere is `nil`. A bad hemisphere is
   /// reported before a bad angle.
+  ///
+  /// The usual form (`4717.11399,N`: three to six digits, a point, at most twelve digits,
+  /// a one-letter hemisphere) is read inline in one pass; anything else (an empty field, a
+  /// bad one) by ``coordinate(from:isLongitude:)``, which reports the errors.
   @inline(__always)
   mutating func coordinate(isLongitude: Bool) throws(NMEAParseError) -> Coordinate? {
+    let start = offset
+    if start <= count {
+      var whole: UInt64 = 0
+      var position = Self.accumulateDigits(base, from: start, into: &whole)
+      if UInt(bitPattern: position &- start &- 3) < 4, base[position] == ASCII.dot {
+        let fractionStart = position &+ 1
+        var fraction: UInt64 = 0
+        position = Self.accumulateDigits(base, from: fractionStart, into: &fraction)
+        let fractionDigits = position &- fractionStart
+        let negativeLetter: UInt8 = isLongitude ? 0x57 : 0x53  // W or S
+        let positiveLetter: UInt8 = isLongitude ? 0x45 : 0x4E  // E or N
+        // The hemisphere's comma is at most the one after the sentence (`base[count]`).
+        if fractionDigits <= 12, base[position] == ASCII.comma, position &+ 2 <= count,
+          base[position &+ 2] == ASCII.comma,
+          case let letter = base[position &+ 1],
+          letter == negativeLetter || letter == positiveLetter
+        {
+          index &+= 2
+          offset = position &+ 3
+          guard
+            var value = angle(
+              whole: whole, fraction: fraction, fractionDigits: fractionDigits,
+              isLongitude: isLongitude)
+          else { return nil }
+          value.isNegative = letter == negativeLetter
+          return value
+        }
+      }
+    }
+    return try coordinate(from: start, isLongitude: isLongitude)
+  }
+
+  /// ``coordinate(isLongitude:)`` for the fields at `start` that are not of the usual form.
+  @inline(never)
+  mutating func coordinate(from start: Int, isLongitude: Bool) throws(NMEAParseError)
+    -> Coordinate?
+  {
     let angle = next()
     let angleIndex = index
     let hemisphere = next()
@@ -463,6 +552,16 @@ struct FieldReader {
     guard base[position] == ASCII.comma, fractionDigits <= 12 else {
       throw .badField(index: index)
     }
+    return angle(
+      whole: whole, fraction: fraction, fractionDigits: fractionDigits, isLongitude: isLongitude)
+  }
+
+  /// The angle of `whole` (`[d]ddmm`) and `fractionDigits` digits of minutes `fraction`;
+  /// `nil` (dropped) beyond the pole or the antimeridian or with 60 minutes or more.
+  @inline(__always)
+  mutating func angle(whole: UInt64, fraction: UInt64, fractionDigits: Int, isLongitude: Bool)
+    -> Coordinate?
+  {
     var degrees = whole / 100
     var minutes = whole % 100
     // MediaTek receivers without a fix write latitude `8960.000000` (89°60′, the pole): take
