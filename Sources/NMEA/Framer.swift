@@ -213,8 +213,8 @@ public struct NMEAFramer: Sendable {
             let kind = classes[Int(byte)]
             if kind == 0 {
               sum ^= byte
-              len += 1
-              i += 1
+              len &+= 1  // both bounded: by the limit and by the chunk
+              i &+= 1
               if len > limit { break }
               continue
             }
@@ -225,8 +225,8 @@ public struct NMEAFramer: Sendable {
             } else if kind == 2 {  // '*'
               if starAt < 0 { starAt = len }
               sum ^= byte
-              len += 1
-              i += 1
+              len &+= 1
+              i &+= 1
               // Usually two checksum digits and the line end follow, in this chunk and within
               // the limit: take them in one step, exactly as the cases here would one by one.
               if i &+ 3 <= n, len &+ 3 <= limit, classes[Int(p[i])] == 0,
@@ -377,7 +377,8 @@ public struct NMEAFramer: Sendable {
   mutating func beginSentence(at offset: UInt64) {
     sentenceOffset = offset
     state = .sentence
-    partial.removeAll(keepingCapacity: true)
+    // Usually empty already: emptying it anyway costs two uniqueness checks per sentence.
+    if !partial.isEmpty { partial.removeAll(keepingCapacity: true) }
     length = 1  // the start character
     xor = 0
     starAt = -1
