@@ -199,7 +199,14 @@ public struct NMEAFramer: Sendable {
           var words: UInt64 = 0
           while position &+ 8 <= wordsEnd {
             let word = UnsafeRawPointer(p + position).loadUnaligned(as: UInt64.self)
-            if Self.hasSpecialByte(word) { break }
+            let special = Self.specialBytes(word)
+            if special != 0 {
+              // The bytes before the first one flagged are ordinary: take them too.
+              let ordinary = Self.ordinaryBytes(before: special)
+              words ^= word & ((1 as UInt64) &<< UInt64(ordinary &* 8) &- 1)
+              position &+= ordinary
+              break
+            }
             words ^= word
             position &+= 8
           }
