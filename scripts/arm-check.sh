@@ -2,7 +2,8 @@
 # The NMEA module built with Embedded Swift (no Foundation, no Glibc module; what a board's
 # firmware links) for x86-64, aarch64 and armv7 hard-float, each with the driver
 # Embedded/nmea-print.swift, linked with Debian's cross gcc and libc and run under qemu-user.
-# Every capture of the corpus and the crafted 32-bit edge cases (Embedded/edge-cases.nmea) go
+# Every capture of the corpus and the crafted edge cases (Embedded/edge-cases.nmea, and the UBX
+# frames of Embedded/edge-cases.ubx from scripts/make-ubx-edge-cases.py) go
 # through each; the output of aarch64 and armv7 must be byte for byte that of x86-64, and no
 # run may trap. docs/fuzzing.md ("32-bit boards") says why.
 #
@@ -84,7 +85,7 @@ inputs=$(find "$corpus" -type f -name '*.log' | sort)
 [ -n "$inputs" ] || { echo "arm-check: no .log captures under $corpus" >&2; exit 2; }
 count=0
 differ=0
-for input in Embedded/edge-cases.nmea $inputs; do
+for input in Embedded/edge-cases.nmea Embedded/edge-cases.ubx $inputs; do
   count=$((count + 1))
   name=$(echo "$input" | tr '/' '_')
   for triple in x86_64-unknown-linux-gnu aarch64-none-none-elf armv7-none-none-eabi; do

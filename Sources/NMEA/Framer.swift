@@ -1,36 +1,3 @@
-/// What the framer does with a sentence that has no `*hh` checksum.
-public enum ChecksumPolicy: Sendable, Hashable {
-  /// Reject it and count it as `missingChecksum` (the default).
-  case strict
-  /// Accept it. Sentences that do carry a checksum are still validated.
-  case lenient
-}
-
-/// Limits and policies of an ``NMEAFramer``.
-public struct FramerConfiguration: Sendable, Hashable {
-  /// The longest sentence accepted, in bytes from the start character through the checksum,
-  /// line ending excluded. NMEA 0183 allows 82 with the line ending; high-precision and RTK
-  /// receivers write longer sentences, hence the default of 128.
-  public var maximumSentenceLength: Int
-  /// What to do with a sentence that has no checksum.
-  public var checksumPolicy: ChecksumPolicy
-  /// The longest binary frame (UBX, SiRF or RTCM 3, framing included) that is delivered. Longer ones
-  /// are skipped as garbage. Bounds the framer's memory together with the sentence limit. The
-  /// default, 4096, holds the longest navigation message a u-blox sends (UBX-NAV-SIG with 255
-  /// signals: 8 + 255 · 16 bytes of payload and 8 of framing).
-  public var maximumBinaryFrameLength: Int
-
-  public init(
-    maximumSentenceLength: Int = 128,
-    checksumPolicy: ChecksumPolicy = .strict,
-    maximumBinaryFrameLength: Int = 4096
-  ) {
-    self.maximumSentenceLength = max(8, maximumSentenceLength)
-    self.checksumPolicy = checksumPolicy
-    self.maximumBinaryFrameLength = max(16, maximumBinaryFrameLength)
-  }
-}
-
 /// Counters of what the framer accepted and why it rejected the rest.
 public struct FramerStatistics: Sendable, Hashable {
   /// Sentences delivered.
@@ -65,54 +32,6 @@ public struct FramerStatistics: Sendable, Hashable {
 
   /// All sentences rejected, whatever the reason.
   public var rejectedSentences: Int { badChecksum + missingChecksum + tooLong + malformed }
-}
-
-/// One NMEA sentence as it arrived: the bytes from the start character (`$` or `!`) up to,
-/// not including, the `*` before the checksum.
-///
-/// The bytes belong to the framer or to the buffer being fed: a `RawSentence` is valid only
-/// inside the closure it was passed to. Parse it (``Sentence/init(parsing:)``) or copy it
-/// (``text``) to keep it.
-public struct RawSentence {
-  /// `$GPGGA,...` without `*hh` and line ending.
-  public let bytes: UnsafeBufferPointer<UInt8>
-  /// Whether the sentence carried a (valid) checksum.
-  public let hadChecksum: Bool
-  /// The stream offset of the start character: how many bytes the framer had been fed before
-  /// it (``NMEAFramer/streamOffset``). The time service dates an epoch by the arrival of this
-  /// byte of its first sentence.
-  public let offset: UInt64
-  /// The sentence exactly as it arrived, `*hh` included, without the line ending: what a
-  /// pass-through (gpsd's `nmea` watchers) hands on, checked once, by this framer.
-  public let line: UnsafeBufferPointer<UInt8>
-
-  @inlinable
-  public init(
-    bytes: UnsafeBufferPointer<UInt8>, hadChecksum: Bool, offset: UInt64 = 0,
-    line: UnsafeBufferPointer<UInt8>? = nil
-  ) {
-    self.bytes = bytes
-    self.hadChecksum = hadChecksum
-    self.offset = offset
-    self.line = line ?? bytes
-  }
-
-  /// The sentence as text, without checksum (allocates).
-  public var text: String { String(decoding: bytes, as: UTF8.self) }
-}
-
-/// A UBX frame (`B5 62`, class, id, little-endian length, payload, Fletcher checksum).
-public struct UBXFrameView {
-  public let messageClass: UInt8
-  public let messageID: UInt8
-  /// The payload; valid only inside the closure it was passed to.
-  public let payload: UnsafeBufferPointer<UInt8>
-}
-
-/// A SiRF binary frame (`A0 A2`, big-endian length, payload, checksum, `B0 B3`).
-public struct SiRFFrameView {
-  /// The payload; its first byte is the message ID. Valid only inside the closure.
-  public let payload: UnsafeBufferPointer<UInt8>
 }
 
 /// What the framer found in the byte stream.
@@ -289,7 +208,14 @@ public struct NMEAFramer: Sendable {
           var words: UInt64 = 0
           while position &+ 8 <= wordsEnd {
             let word = UnsafeRawPointer(p + position).loadUnaligned(as: UInt64.self)
-            if Self.hasSpecialByte(word) { break }
+            let special = Self.specialBytes(word)
+            if special != 0 {
+              // The bytes before the first one flagged are ordinary: take them too.
+              let ordinary = Self.ordinaryBytes(before: special)
+              words ^= word & ((1 as UInt64) &<< UInt64(ordinary &* 8) &- 1)
+              position &+= ordinary
+              break
+            }
             words ^= word
             position &+= 8
           }
@@ -303,8 +229,8 @@ public struct NMEAFramer: Sendable {
             let kind = classes[Int(byte)]
             if kind == 0 {
               sum ^= byte
-              len += 1
-              i += 1
+              len &+= 1  // both bounded: by the limit and by the chunk
+              i &+= 1
               if len > limit { break }
               continue
             }
@@ -315,8 +241,8 @@ public struct NMEAFramer: Sendable {
             } else if kind == 2 {  // '*'
               if starAt < 0 { starAt = len }
               sum ^= byte
-              len += 1
-              i += 1
+              len &+= 1
+              i &+= 1
               // Usually two checksum digits and the line end follow, in this chunk and within
               // the limit: take them in one step, exactly as the cases here would one by one.
               if i &+ 3 <= n, len &+ 3 <= limit, classes[Int(p[i])] == 0,
@@ -466,30 +392,6 @@ public struct NMEAFramer: Sendable {
     }
   }
 
-  /// Whether any of the eight bytes of `word` may need a look: a byte below `+` (control
-  /// bytes, CR and LF, space, `!`, `$`, `*` and a few punctuation marks NMEA rarely uses) or
-  /// above `~`. Never false for a word that holds a byte the sentence loop must see; true
-  /// for a few ordinary ones too (a space in a TXT sentence), which then take the
-  /// byte-by-byte path. Two carry-free range tests from "Bit Twiddling Hacks" (hasless,
-  /// hasmore), where an exact test for each special byte took three more.
-  @inlinable @inline(__always)
-  static func hasSpecialByte(_ word: UInt64) -> Bool {
-    let ones: UInt64 = 0x0101_0101_0101_0101
-    let highs: UInt64 = 0x8080_8080_8080_8080
-    let below2B = (word &- ones &* 0x2B) & ~word
-    let above7E = (word &+ ones &* (127 - 0x7E)) | word
-    return (below2B | above7E) & highs != 0
-  }
-
-  /// The exclusive-or of the eight bytes of `word`.
-  @inlinable @inline(__always)
-  static func foldXOR(_ word: UInt64) -> UInt8 {
-    var folded = word ^ (word >> 32)
-    folded ^= folded >> 16
-    folded ^= folded >> 8
-    return UInt8(truncatingIfNeeded: folded)
-  }
-
   @usableFromInline
   mutating func beginBinaryFrame(_ first: UInt8, _ second: UInt8, headerLength: Int) {
     binary.removeAll(keepingCapacity: true)
@@ -503,7 +405,8 @@ public struct NMEAFramer: Sendable {
   mutating func beginSentence(at offset: UInt64) {
     sentenceOffset = offset
     state = .sentence
-    partial.removeAll(keepingCapacity: true)
+    // Usually empty already: emptying it anyway costs two uniqueness checks per sentence.
+    if !partial.isEmpty { partial.removeAll(keepingCapacity: true) }
     length = 1  // the start character
     xor = 0
     starAt = -1

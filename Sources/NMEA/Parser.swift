@@ -10,20 +10,13 @@ extension Sentence {
   /// message number, which the sentence is about, throws
   /// ``NMEAParseError/impossibleValue(_:index:)``. Parsing a typed sentence allocates nothing.
   public init(parsing raw: RawSentence) throws(NMEAParseError) {
-    // The sentence is written in place over a placeholder and never returned through a
-    // closure (the standard library passes a closure's result through a `Result`, a generic
-    // copy of a `Sentence`, which holds references).
-    // It is written straight into `self`, which holds a placeholder that owns no references
-    // until then (``ParsedSentence`` overwrites it without destroying it): no copy of the
-    // sentence out of a local, no destruction of the placeholder.
-    self = .mtkAcknowledgement(MTKAcknowledgement(command: 0, result: .failed))
-    var failure: NMEAParseError?
-    withUnsafeMutablePointer(to: &self) { destination in
-      var consumer = ParsedSentence(destination: destination)
-      SentenceRegistry.parse(raw, into: &consumer) { _ in }
-      failure = consumer.failure
-    }
-    if let failure { throw failure }
+    // The registry hands the sentence back as its result, which goes straight to the
+    // caller: no placeholder written first, no local `Sentence` copied out. (Never returned
+    // through a closure: the standard library passes a closure's result through a `Result`,
+    // a generic copy of a `Sentence`, which holds references.)
+    var consumer = ParsedSentence()
+    self = SentenceRegistry.parse(raw, into: &consumer) { _ in }
+    if let failure = consumer.failure { throw failure }
   }
 
   /// Parses the fields of `raw` into a sentence of type `S` and `talker` in place and hands
@@ -34,11 +27,11 @@ extension Sentence {
   static func parse<S: NMEASentenceDescriptor, Consumer: ParsedSentenceConsumer>(
     _ raw: RawSentence, as type: S.Type, talker: Talker, skipping: Int = 0,
     into consumer: inout Consumer, emit: (DecoderEvent) throws -> Void
-  ) rethrows {
+  ) rethrows -> Consumer.Result {
     // Made here, in the variable the parse fills: passed in, a sentence as large as a GSV is
     // copied whole into that variable first.
     var sentence = S(talker: talker)
-    try parse(raw, filling: &sentence, skipping: skipping, into: &consumer, emit: emit)
+    return try parse(raw, filling: &sentence, skipping: skipping, into: &consumer, emit: emit)
   }
 
   /// Parses the fields of `raw` into `empty` (a value holding only its talker, or what an
@@ -47,9 +40,9 @@ extension Sentence {
   static func parse<S: NMEASentenceDescriptor, Consumer: ParsedSentenceConsumer>(
     _ raw: RawSentence, as empty: S, skipping: Int = 0, into consumer: inout Consumer,
     emit: (DecoderEvent) throws -> Void
-  ) rethrows {
+  ) rethrows -> Consumer.Result {
     var sentence = empty
-    try parse(raw, filling: &sentence, skipping: skipping, into: &consumer, emit: emit)
+    return try parse(raw, filling: &sentence, skipping: skipping, into: &consumer, emit: emit)
   }
 
   /// Fills `sentence` from the fields of `raw` and hands it on, or hands on the error.
@@ -57,7 +50,7 @@ extension Sentence {
   static func parse<S: NMEASentenceDescriptor, Consumer: ParsedSentenceConsumer>(
     _ raw: RawSentence, filling sentence: inout S, skipping: Int, into consumer: inout Consumer,
     emit: (DecoderEvent) throws -> Void
-  ) rethrows {
+  ) rethrows -> Consumer.Result {
     let dropped: DroppedFields
     do {
       // Only the drops returned through `withFields` (one word): the standard library passes
@@ -71,7 +64,7 @@ extension Sentence {
     } catch {
       return try consumer.reject(raw, error, emit: emit)
     }
-    try consumer.take(sentence, dropped: dropped, emit: emit)
+    return try consumer.take(sentence, dropped: dropped, emit: emit)
   }
 
   /// ``parse(_:as:talker:skipping:into:emit:)`` out of line, for the types a receiver sends
@@ -80,7 +73,7 @@ extension Sentence {
   static func parseOutOfLine<S: NMEASentenceDescriptor, Consumer: ParsedSentenceConsumer>(
     _ raw: RawSentence, as type: S.Type, talker: Talker, into consumer: inout Consumer,
     emit: (DecoderEvent) throws -> Void
-  ) rethrows {
+  ) rethrows -> Consumer.Result {
     try parse(raw, as: type, talker: talker, into: &consumer, emit: emit)
   }
 
@@ -181,45 +174,49 @@ extension Sentence {
 // MARK: - What receives a parsed sentence
 
 /// What ``SentenceRegistry/parse(_:into:emit:)`` hands the outcome of parsing a sentence to.
+/// What the consumer returns is the registry's result: `Void` for a consumer that hands the
+/// sentence on (``NMEADecoder``), the ``Sentence`` itself for ``Sentence/init(parsing:)``.
 protocol ParsedSentenceConsumer {
+  associatedtype Result
   /// A sentence of a known type, without the ``Sentence`` around it (a `Sentence` is as large
   /// as its largest case, and every copy of one costs), with the impossible values dropped
   /// from it.
   mutating func take<S: NMEASentenceDescriptor>(
-    _ sentence: borrowing S, dropped: DroppedFields, emit: (DecoderEvent) throws -> Void) rethrows
+    _ sentence: borrowing S, dropped: DroppedFields, emit: (DecoderEvent) throws -> Void
+  ) rethrows -> Result
   /// A sentence of a type the registry has no row for.
   mutating func takeUnknown(_ sentence: UnknownSentence, emit: (DecoderEvent) throws -> Void)
-    rethrows
+    rethrows -> Result
   /// A sentence that failed to parse.
   mutating func reject(
-    _ raw: RawSentence, _ error: NMEAParseError, emit: (DecoderEvent) throws -> Void) rethrows
+    _ raw: RawSentence, _ error: NMEAParseError, emit: (DecoderEvent) throws -> Void
+  ) rethrows -> Result
 }
 
-/// The consumer behind ``Sentence/init(parsing:)``: it writes the sentence to `destination`,
-/// or keeps the failure. `destination` holds a sentence that owns no references (the
-/// placeholder), so a typed sentence is written over it without destroying it first.
+/// The consumer behind ``Sentence/init(parsing:)``: it returns the sentence, or keeps the
+/// failure (and returns a placeholder that owns no references, never seen by a caller).
 struct ParsedSentence: ParsedSentenceConsumer {
-  let destination: UnsafeMutablePointer<Sentence>
   var failure: NMEAParseError?
-
-  init(destination: UnsafeMutablePointer<Sentence>) { self.destination = destination }
 
   @inline(__always)
   mutating func take<S: NMEASentenceDescriptor>(
     _ sentence: borrowing S, dropped: DroppedFields, emit: (DecoderEvent) throws -> Void
-  ) {
-    destination.initialize(to: sentence.sentence)
+  ) -> Sentence {
+    sentence.sentence
   }
 
-  mutating func takeUnknown(_ sentence: UnknownSentence, emit: (DecoderEvent) throws -> Void) {
-    destination.pointee = .unknown(sentence)
+  mutating func takeUnknown(_ sentence: UnknownSentence, emit: (DecoderEvent) throws -> Void)
+    -> Sentence
+  {
+    .unknown(sentence)
   }
 
   @inline(__always)
   mutating func reject(
     _ raw: RawSentence, _ error: NMEAParseError, emit: (DecoderEvent) throws -> Void
-  ) {
+  ) -> Sentence {
     failure = error
+    return .mtkAcknowledgement(MTKAcknowledgement(command: 0, result: .failed))
   }
 }
 

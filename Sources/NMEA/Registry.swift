@@ -12,7 +12,7 @@ enum SentenceRegistry {
   @inline(__always)
   static func parse<Consumer: ParsedSentenceConsumer>(
     _ raw: RawSentence, into consumer: inout Consumer, emit: (DecoderEvent) throws -> Void
-  ) rethrows {
+  ) rethrows -> Consumer.Result {
     let bytes = raw.bytes
     // `$TTXXX` followed by a comma or the end: a five-character address of letters and
     // digits, not proprietary. (A row's three letters are letters: a match needs no check.)
@@ -61,14 +61,14 @@ enum SentenceRegistry {
       default: break
       }
     }
-    try parseOther(raw, into: &consumer, emit: emit)
+    return try parseOther(raw, into: &consumer, emit: emit)
   }
 
   /// Proprietary sentences, standard ones without a row, and malformed addresses.
   @inline(never)
   static func parseOther<Consumer: ParsedSentenceConsumer>(
     _ raw: RawSentence, into consumer: inout Consumer, emit: (DecoderEvent) throws -> Void
-  ) rethrows {
+  ) rethrows -> Consumer.Result {
     let bytes = raw.bytes
     var addressEnd = 1
     while addressEnd < bytes.count && bytes[addressEnd] != ASCII.comma {
@@ -96,37 +96,38 @@ enum SentenceRegistry {
     }
     switch SentenceAddress(UnsafeBufferPointer(rebasing: bytes[1..<end])) {
     case PUBXPosition.address:
-      try Sentence.parse(
+      return try Sentence.parse(
         raw, as: PUBXPosition(talker: .proprietary), skipping: skipping, into: &consumer,
         emit: emit)
     case PUBXSatellites.address:
-      try Sentence.parse(
+      return try Sentence.parse(
         raw, as: PUBXSatellites(talker: .proprietary), skipping: skipping, into: &consumer,
         emit: emit)
     case PUBXTime.address:
-      try Sentence.parse(
+      return try Sentence.parse(
         raw, as: PUBXTime(talker: .proprietary), skipping: skipping, into: &consumer,
         emit: emit)
-    case "PQGSV": try Sentence.parse(raw, as: GSV(talker: .pq), into: &consumer, emit: emit)
-    case "PQGSA": try Sentence.parse(raw, as: GSA(talker: .pq), into: &consumer, emit: emit)
+    case "PQGSV": return try Sentence.parse(raw, as: GSV(talker: .pq), into: &consumer, emit: emit)
+    case "PQGSA": return try Sentence.parse(raw, as: GSA(talker: .pq), into: &consumer, emit: emit)
     case MTKAcknowledgement.address:
-      try Sentence.parse(
+      return try Sentence.parse(
         raw, as: MTKAcknowledgement(talker: .proprietary), into: &consumer, emit: emit)
     case MTKSystemMessage.address:
-      try Sentence.parse(
+      return try Sentence.parse(
         raw, as: MTKSystemMessage(talker: .proprietary), into: &consumer, emit: emit)
     case MTKSystemMessage.textAddress:
-      try Sentence.parse(raw, as: MTKSystemMessage.text, into: &consumer, emit: emit)
+      return try Sentence.parse(raw, as: MTKSystemMessage.text, into: &consumer, emit: emit)
     case GarminErrorEstimates.address:
-      try Sentence.parse(
+      return try Sentence.parse(
         raw, as: GarminErrorEstimates(talker: .proprietary), into: &consumer, emit: emit)
     case GarminAltitude.address:
-      try Sentence.parse(
+      return try Sentence.parse(
         raw, as: GarminAltitude(talker: .proprietary), into: &consumer, emit: emit)
     case GarminDatum.address:
-      try Sentence.parse(raw, as: GarminDatum(talker: .proprietary), into: &consumer, emit: emit)
+      return try Sentence.parse(
+        raw, as: GarminDatum(talker: .proprietary), into: &consumer, emit: emit)
     default:
-      try consumer.takeUnknown(Sentence.unknown(raw, talker: .proprietary), emit: emit)
+      return try consumer.takeUnknown(Sentence.unknown(raw, talker: .proprietary), emit: emit)
     }
   }
 

@@ -85,6 +85,9 @@ public struct GSV: Sendable, Hashable, RandomAccessCollection {
   /// An empty satellite field.
   static let absent = Int.min
 
+  // Always inlined: out of line, the parse made the empty value in a temporary and copied it
+  // whole into the variable it fills.
+  @inline(__always)
   init(talker: Talker, messageCount: Int = 0, messageNumber: Int = 0) {
     self.talker = talker
     self.messageCount = messageCount
@@ -244,6 +247,7 @@ extension GSA: NMEASentenceDescriptor {
 extension GSV: NMEASentenceDescriptor {
   static var address: SentenceAddress { "GSV" }
   static var role: CycleRole { .untimed }
+  @inline(__always)
   init(talker: Talker) { self.init(talker: talker, messageCount: 0, messageNumber: 0) }
   var sentence: Sentence { .gsv(self) }
   /// The last part of a GSV group and the others are told apart.

@@ -463,4 +463,28 @@ struct FramerTests {
     framer.feed(Array("$PMTK220,1000".utf8)) { _ in Issue.record("a sentence delivered") }
     #expect(framer.bytesInProgress == 13)
   }
+
+  @Test(
+    "a byte to look at in any of a word's eight places: the ordinary bytes before it counted once")
+  func specialByteAtEveryOffset() {
+    // The sentence starts at every offset of a word and its `*`, a space (flagged, yet
+    // ordinary) and a new start character fall at every place within one.
+    var bytes: [UInt8] = []
+    var expected: [String] = []
+    for pad in 0..<16 {
+      let body =
+        "GPTXT,01,01,02," + String(repeating: "A", count: pad) + " B"
+        + String(repeating: "C", count: pad % 8)
+      bytes += wire(body)
+      expected.append("$" + body)
+      // Cut short by a new sentence after `pad` bytes: counted as malformed, the next found.
+      bytes += Array(("$GPGSV," + String(repeating: "9", count: pad)).utf8)
+    }
+    bytes += wire("GPGSA,A,3")
+    expected.append("$GPGSA,A,3")
+    let (found, statistics) = frames(bytes)
+    #expect(sentenceTexts(found) == expected)
+    #expect(statistics.badChecksum == 0)
+    #expect(statistics.malformed == 16)
+  }
 }
