@@ -14,6 +14,7 @@ let package = Package(
     .library(name: "Discovery", targets: ["Discovery"]),
     .library(name: "SerialGPS", targets: ["SerialGPS"]),
     .library(name: "Replay", targets: ["Replay"]),
+    .library(name: "Simulator", targets: ["Simulator"]),
     .library(name: "GPSDProtocol", targets: ["GPSDProtocol"]),
     .library(name: "GPX", targets: ["GPX"]),
     .library(name: "TimeService", targets: ["TimeService"]),
@@ -65,10 +66,14 @@ let package = Package(
       dependencies: ["NMEA", "SerialPort", "Chipsets", "Discovery", "TimeService", "POSIX"]
     ),
 
-    // Recordings as virtual receivers and in-process sources; the receiver simulator.
-    // It implements SerialGPS's connector for in-process replay, so it comes after SerialGPS.
+    // Recordings: reading, writing and pacing their bursts.
+    .target(name: "Replay", dependencies: ["NMEA", "Chipsets", "SerialPort", "POSIX"]),
+    // Simulated receivers: the receiver models, their physics and energy meter, and
+    // recordings played as in-process receivers. It implements SerialGPS's connector, so it
+    // comes after SerialGPS; the CLI, tests and benchmarks use it, a library app need not.
     .target(
-      name: "Replay", dependencies: ["NMEA", "Chipsets", "SerialPort", "SerialGPS", "POSIX"]),
+      name: "Simulator",
+      dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort", "SerialGPS", "POSIX"]),
 
     // gpsd JSON reports (TPV, SKY, DEVICE …) and client command parsing.
     .target(name: "GPSDProtocol", dependencies: ["NMEA"]),
@@ -100,7 +105,7 @@ let package = Package(
     .executableTarget(
       name: "serialgps",
       dependencies: [
-        "NMEA", "SerialPort", "Chipsets", "Discovery", "SerialGPS", "Replay",
+        "NMEA", "SerialPort", "Chipsets", "Discovery", "SerialGPS", "Replay", "Simulator",
         "GPSDProtocol", "GPX", "GPSDServer", "Fleet", "NTRIP", "TimeService", "POSIX",
       ]
     ),
@@ -120,7 +125,7 @@ let package = Package(
     // scripts/bench-fleet.py beside serve on ptys and gpsd with gpspipe | mosquitto_pub.
     .executableTarget(
       name: "fleet-bench",
-      dependencies: ["Fleet", "SerialGPS", "Replay", "NMEA", "Chipsets", "POSIX"]),
+      dependencies: ["Fleet", "SerialGPS", "Replay", "Simulator", "NMEA", "Chipsets", "POSIX"]),
 
     .testTarget(name: "POSIXTests", dependencies: ["POSIX"]),
     .testTarget(name: "NMEATests", dependencies: ["NMEA"]),
@@ -134,18 +139,19 @@ let package = Package(
     // so building needs nothing extra. Mock receivers answer with Replay's ReceiverModel.
     .executableTarget(
       name: "discovery-testbed",
-      dependencies: ["Discovery", "SerialGPS", "Replay", "Chipsets", "NMEA", "POSIX"],
+      dependencies: ["Discovery", "SerialGPS", "Replay", "Simulator", "Chipsets", "NMEA", "POSIX"],
       path: "Tests/DiscoveryTestbed"),
     .testTarget(
       name: "SerialGPSTests",
       dependencies: [
-        "SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort", "Discovery", "TimeService",
+        "SerialGPS", "Replay", "Simulator", "NMEA", "Chipsets", "SerialPort", "Discovery",
+        "TimeService",
         "POSIX",
       ]
     ),
     .testTarget(
       name: "ReplayTests",
-      dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort", "SerialGPS", "POSIX"]),
+      dependencies: ["Replay", "Simulator", "NMEA", "Chipsets", "SerialPort", "SerialGPS", "POSIX"]),
     .testTarget(name: "GPSDProtocolTests", dependencies: ["GPSDProtocol", "NMEA"]),
     // The NTRIP client's pure parts as exact outputs and action lists, and the client against
     // a test caster and RTKLIB's str2str on loopback ports.
@@ -163,7 +169,7 @@ let package = Package(
     .testTarget(
       name: "serialgpsTests",
       dependencies: [
-        "serialgps", "GPSDProtocol", "GPX", "NMEA", "Replay", "SerialPort", "Chipsets",
+        "serialgps", "GPSDProtocol", "GPX", "NMEA", "Replay", "Simulator", "SerialPort", "Chipsets",
         "GPSDServer", "SerialGPS", "NTRIP",
       ]),
     // `serialgps watch`: its formatting, and the built executable against a pty.
@@ -175,7 +181,8 @@ let package = Package(
     .testTarget(
       name: "FleetTests",
       dependencies: [
-        "Fleet", "CMosquitto", "SerialGPS", "Replay", "GPSDProtocol", "NMEA", "Chipsets",
+        "Fleet", "CMosquitto", "SerialGPS", "Replay", "Simulator", "GPSDProtocol", "NMEA",
+        "Chipsets",
         "GPSDServer",
         "POSIX", "serialgps",
       ]
@@ -183,7 +190,8 @@ let package = Package(
     .testTarget(
       name: "GPSDServerTests",
       dependencies: [
-        "GPSDServer", "GPSDProtocol", "SerialGPS", "Replay", "NMEA", "SerialPort", "Discovery",
+        "GPSDServer", "GPSDProtocol", "SerialGPS", "Replay", "Simulator", "NMEA", "SerialPort",
+        "Discovery",
         "Chipsets", "POSIX", "TimeService",
       ]
     ),

@@ -3,6 +3,7 @@ import Glibc
 import NMEA
 import POSIX
 import Replay
+import Simulator
 
 // `serialgps replay FILE [--speed X | --fast] [--chipset …] [--loop] [--link PATH]`: a
 // recording presented as a virtual receiver on a pty. The path to open goes to standard

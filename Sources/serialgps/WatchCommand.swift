@@ -4,6 +4,7 @@ import NMEA
 import Replay
 import SerialGPS
 import SerialPort
+import Simulator
 
 // `serialgps watch DEVICE`: subscribes to one receiver and prints its fixes, one line each on
 // standard output (or gpsd TPV JSON), and its status changes on standard error. It ends its

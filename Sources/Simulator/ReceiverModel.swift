@@ -1,5 +1,6 @@
 import Chipsets
 import NMEA
+import Replay
 
 /// The behaviour of a simulated receiver as a state machine: bytes from the host go in with
 /// the time they arrived, the answers come out, and the power state follows the chip's rules.

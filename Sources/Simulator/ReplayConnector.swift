@@ -1,6 +1,7 @@
 import Chipsets
 import NMEA
 import POSIX
+import Replay
 import SerialGPS
 
 /// A recording as a receiver in the same process, for tests of code built on ``GPSReceiver``:

@@ -2,6 +2,7 @@ import Chipsets
 import Glibc
 import NMEA
 import POSIX
+import Replay
 import SerialPort
 
 /// A virtual GPS receiver on a pseudo-terminal, for tests and tools: the driver opens
