@@ -21,10 +21,6 @@ let package = Package(
     .library(name: "Fleet", targets: ["Fleet"]),
     .library(name: "NTRIP", targets: ["NTRIP"]),
     .executable(name: "serialgps", targets: ["serialgps"]),
-    .executable(name: "nmea-bench", targets: ["nmea-bench"]),
-    .executable(name: "serial-bench", targets: ["serial-bench"]),
-    .executable(name: "receiver-bench", targets: ["receiver-bench"]),
-    .executable(name: "fleet-bench", targets: ["fleet-bench"]),
   ],
   targets: [
     // Bytes → sentences → fixes. No Foundation, no I/O, no clocks.
@@ -110,23 +106,6 @@ let package = Package(
       ]
     ),
 
-    // Benchmarks. The malloc-counting shim is linked into the benchmark only.
-    .target(name: "CMallocCounter"),
-    .executableTarget(
-      name: "nmea-bench", dependencies: ["NMEA", "GPSDProtocol", "CMallocCounter", "POSIX"]),
-    // What an idle SerialPort reader costs and how fast a blocked reader wakes.
-    .executableTarget(name: "serial-bench", dependencies: ["SerialPort", "POSIX"]),
-    // The gated receiver's fix latency, power-on time, wake-ups and memory (no Foundation,
-    // whose threads and pages would be counted).
-    .executableTarget(
-      name: "receiver-bench",
-      dependencies: ["SerialGPS", "SerialPort", "Chipsets", "NMEA", "GPSDProtocol", "POSIX"]),
-    // Many in-process replays published through an MQTT broker; driven by
-    // scripts/bench-fleet.py beside serve on ptys and gpsd with gpspipe | mosquitto_pub.
-    .executableTarget(
-      name: "fleet-bench",
-      dependencies: ["Fleet", "SerialGPS", "Replay", "Simulator", "NMEA", "Chipsets", "POSIX"]),
-
     .testTarget(name: "POSIXTests", dependencies: ["POSIX"]),
     .testTarget(name: "NMEATests", dependencies: ["NMEA"]),
     .testTarget(name: "SerialPortTests", dependencies: ["SerialPort", "CSerialShims", "POSIX"]),
@@ -198,3 +177,39 @@ let package = Package(
   ],
   swiftLanguageModes: [.v6]
 )
+
+// The benchmarks (Benchmarks/, BENCHMARKS.md) exist only when SERIALGPS_BENCHMARKS is set in
+// the environment (`make bench` and the scripts that build them set it): `swift build` of this
+// package, and of an app that depends on it, builds none of them. They stay in this package
+// rather than one of their own because they use its modules' package-level API (POSIX's
+// clocks, descriptors and threads).
+if Context.environment["SERIALGPS_BENCHMARKS"] != nil {
+  package.products += [
+    .executable(name: "nmea-bench", targets: ["nmea-bench"]),
+    .executable(name: "serial-bench", targets: ["serial-bench"]),
+    .executable(name: "receiver-bench", targets: ["receiver-bench"]),
+    .executable(name: "fleet-bench", targets: ["fleet-bench"]),
+  ]
+  package.targets += [
+    // The malloc-counting shim, linked into nmea-bench only.
+    .target(name: "CMallocCounter", path: "Benchmarks/CMallocCounter"),
+    .executableTarget(
+      name: "nmea-bench", dependencies: ["NMEA", "GPSDProtocol", "CMallocCounter", "POSIX"],
+      path: "Benchmarks/nmea-bench"),
+    // What an idle SerialPort reader costs and how fast a blocked reader wakes.
+    .executableTarget(
+      name: "serial-bench", dependencies: ["SerialPort", "POSIX"], path: "Benchmarks/serial-bench"),
+    // The gated receiver's fix latency, power-on time, wake-ups and memory (no Foundation,
+    // whose threads and pages would be counted).
+    .executableTarget(
+      name: "receiver-bench",
+      dependencies: ["SerialGPS", "SerialPort", "Chipsets", "NMEA", "GPSDProtocol", "POSIX"],
+      path: "Benchmarks/receiver-bench"),
+    // Many in-process replays published through an MQTT broker; driven by
+    // scripts/bench-fleet.py beside serve on ptys and gpsd with gpspipe | mosquitto_pub.
+    .executableTarget(
+      name: "fleet-bench",
+      dependencies: ["Fleet", "SerialGPS", "Replay", "Simulator", "NMEA", "Chipsets", "POSIX"],
+      path: "Benchmarks/fleet-bench"),
+  ]
+}
