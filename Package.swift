@@ -115,7 +115,7 @@ let package = Package(
       exclude: ["Fixtures", "Support"]),
     // Drives Discovery, and the gated receiver following a receiver, through umockdev's
     // testbed for DiscoveryTests (run under umockdev-wrapper); loads libumockdev at run time,
-    // so building needs nothing extra. Mock receivers answer with Replay's ReceiverModel.
+    // so building needs nothing extra. Mock receivers answer with Simulator's ReceiverModel.
     .executableTarget(
       name: "discovery-testbed",
       dependencies: ["Discovery", "SerialGPS", "Replay", "Simulator", "Chipsets", "NMEA", "POSIX"],
