@@ -132,9 +132,10 @@ SECONDS ?= 600
 fuzz: deps
 	scripts/fuzz.sh $(SECONDS)
 
-# Framer, parser and pipeline throughput and allocations (see BENCHMARKS.md).
+# Framer, parser and pipeline throughput and allocations (see BENCHMARKS.md). The benchmarks
+# (Benchmarks/) are targets of the package only with SERIALGPS_BENCHMARKS set (Package.swift).
 bench: deps
-	$(SWIFT) run -c release nmea-bench
+	SERIALGPS_BENCHMARKS=1 $(SWIFT) run -c release nmea-bench
 
 # Location requests' charge beside gpsd 3.22 on the simulated u-blox M8, cases (a)-(e) of
 # issue 23, about 12.5 minutes (BENCHMARKS.md, "Location requests").
@@ -143,10 +144,10 @@ bench-power: test-deps
 	python3 scripts/bench-power.py --serialgps .build/release/serialgps
 
 format:
-	$(SWIFT) format --in-place --recursive Package.swift Sources Tests
+	$(SWIFT) format --in-place --recursive Package.swift Sources Tests Benchmarks
 
 lint:
-	$(SWIFT) format lint --recursive Package.swift Sources Tests
+	$(SWIFT) format lint --recursive Package.swift Sources Tests Benchmarks
 
 clean:
 	rm -rf .build Fuzz/.build dist

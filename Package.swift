@@ -14,16 +14,13 @@ let package = Package(
     .library(name: "Discovery", targets: ["Discovery"]),
     .library(name: "SerialGPS", targets: ["SerialGPS"]),
     .library(name: "Replay", targets: ["Replay"]),
+    .library(name: "Simulator", targets: ["Simulator"]),
     .library(name: "GPSDProtocol", targets: ["GPSDProtocol"]),
     .library(name: "GPX", targets: ["GPX"]),
     .library(name: "TimeService", targets: ["TimeService"]),
     .library(name: "Fleet", targets: ["Fleet"]),
     .library(name: "NTRIP", targets: ["NTRIP"]),
     .executable(name: "serialgps", targets: ["serialgps"]),
-    .executable(name: "nmea-bench", targets: ["nmea-bench"]),
-    .executable(name: "serial-bench", targets: ["serial-bench"]),
-    .executable(name: "receiver-bench", targets: ["receiver-bench"]),
-    .executable(name: "fleet-bench", targets: ["fleet-bench"]),
   ],
   targets: [
     // Bytes → sentences → fixes. No Foundation, no I/O, no clocks.
@@ -65,10 +62,14 @@ let package = Package(
       dependencies: ["NMEA", "SerialPort", "Chipsets", "Discovery", "TimeService", "POSIX"]
     ),
 
-    // Recordings as virtual receivers and in-process sources; the receiver simulator.
-    // It implements SerialGPS's connector for in-process replay, so it comes after SerialGPS.
+    // Recordings: reading, writing and pacing their bursts.
+    .target(name: "Replay", dependencies: ["NMEA", "Chipsets", "SerialPort", "POSIX"]),
+    // Simulated receivers: the receiver models, their physics and energy meter, and
+    // recordings played as in-process receivers. It implements SerialGPS's connector, so it
+    // comes after SerialGPS; the CLI, tests and benchmarks use it, a library app need not.
     .target(
-      name: "Replay", dependencies: ["NMEA", "Chipsets", "SerialPort", "SerialGPS", "POSIX"]),
+      name: "Simulator",
+      dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort", "SerialGPS", "POSIX"]),
 
     // gpsd JSON reports (TPV, SKY, DEVICE …) and client command parsing.
     .target(name: "GPSDProtocol", dependencies: ["NMEA"]),
@@ -100,27 +101,10 @@ let package = Package(
     .executableTarget(
       name: "serialgps",
       dependencies: [
-        "NMEA", "SerialPort", "Chipsets", "Discovery", "SerialGPS", "Replay",
+        "NMEA", "SerialPort", "Chipsets", "Discovery", "SerialGPS", "Replay", "Simulator",
         "GPSDProtocol", "GPX", "GPSDServer", "Fleet", "NTRIP", "TimeService", "POSIX",
       ]
     ),
-
-    // Benchmarks. The malloc-counting shim is linked into the benchmark only.
-    .target(name: "CMallocCounter"),
-    .executableTarget(
-      name: "nmea-bench", dependencies: ["NMEA", "GPSDProtocol", "CMallocCounter", "POSIX"]),
-    // What an idle SerialPort reader costs and how fast a blocked reader wakes.
-    .executableTarget(name: "serial-bench", dependencies: ["SerialPort", "POSIX"]),
-    // The gated receiver's fix latency, power-on time, wake-ups and memory (no Foundation,
-    // whose threads and pages would be counted).
-    .executableTarget(
-      name: "receiver-bench",
-      dependencies: ["SerialGPS", "SerialPort", "Chipsets", "NMEA", "GPSDProtocol", "POSIX"]),
-    // Many in-process replays published through an MQTT broker; driven by
-    // scripts/bench-fleet.py beside serve on ptys and gpsd with gpspipe | mosquitto_pub.
-    .executableTarget(
-      name: "fleet-bench",
-      dependencies: ["Fleet", "SerialGPS", "Replay", "NMEA", "Chipsets", "POSIX"]),
 
     .testTarget(name: "POSIXTests", dependencies: ["POSIX"]),
     .testTarget(name: "NMEATests", dependencies: ["NMEA"]),
@@ -131,21 +115,22 @@ let package = Package(
       exclude: ["Fixtures", "Support"]),
     // Drives Discovery, and the gated receiver following a receiver, through umockdev's
     // testbed for DiscoveryTests (run under umockdev-wrapper); loads libumockdev at run time,
-    // so building needs nothing extra. Mock receivers answer with Replay's ReceiverModel.
+    // so building needs nothing extra. Mock receivers answer with Simulator's ReceiverModel.
     .executableTarget(
       name: "discovery-testbed",
-      dependencies: ["Discovery", "SerialGPS", "Replay", "Chipsets", "NMEA", "POSIX"],
+      dependencies: ["Discovery", "SerialGPS", "Replay", "Simulator", "Chipsets", "NMEA", "POSIX"],
       path: "Tests/DiscoveryTestbed"),
     .testTarget(
       name: "SerialGPSTests",
       dependencies: [
-        "SerialGPS", "Replay", "NMEA", "Chipsets", "SerialPort", "Discovery", "TimeService",
+        "SerialGPS", "Replay", "Simulator", "NMEA", "Chipsets", "SerialPort", "Discovery",
+        "TimeService",
         "POSIX",
       ]
     ),
     .testTarget(
       name: "ReplayTests",
-      dependencies: ["Replay", "NMEA", "Chipsets", "SerialPort", "SerialGPS", "POSIX"]),
+      dependencies: ["Replay", "Simulator", "NMEA", "Chipsets", "SerialPort", "SerialGPS", "POSIX"]),
     .testTarget(name: "GPSDProtocolTests", dependencies: ["GPSDProtocol", "NMEA"]),
     // The NTRIP client's pure parts as exact outputs and action lists, and the client against
     // a test caster and RTKLIB's str2str on loopback ports.
@@ -163,7 +148,7 @@ let package = Package(
     .testTarget(
       name: "serialgpsTests",
       dependencies: [
-        "serialgps", "GPSDProtocol", "GPX", "NMEA", "Replay", "SerialPort", "Chipsets",
+        "serialgps", "GPSDProtocol", "GPX", "NMEA", "Replay", "Simulator", "SerialPort", "Chipsets",
         "GPSDServer", "SerialGPS", "NTRIP",
       ]),
     // `serialgps watch`: its formatting, and the built executable against a pty.
@@ -175,7 +160,8 @@ let package = Package(
     .testTarget(
       name: "FleetTests",
       dependencies: [
-        "Fleet", "CMosquitto", "SerialGPS", "Replay", "GPSDProtocol", "NMEA", "Chipsets",
+        "Fleet", "CMosquitto", "SerialGPS", "Replay", "Simulator", "GPSDProtocol", "NMEA",
+        "Chipsets",
         "GPSDServer",
         "POSIX", "serialgps",
       ]
@@ -183,10 +169,47 @@ let package = Package(
     .testTarget(
       name: "GPSDServerTests",
       dependencies: [
-        "GPSDServer", "GPSDProtocol", "SerialGPS", "Replay", "NMEA", "SerialPort", "Discovery",
+        "GPSDServer", "GPSDProtocol", "SerialGPS", "Replay", "Simulator", "NMEA", "SerialPort",
+        "Discovery",
         "Chipsets", "POSIX", "TimeService",
       ]
     ),
   ],
   swiftLanguageModes: [.v6]
 )
+
+// The benchmarks (Benchmarks/, BENCHMARKS.md) exist only when SERIALGPS_BENCHMARKS is set in
+// the environment (`make bench` and the scripts that build them set it): `swift build` of this
+// package, and of an app that depends on it, builds none of them. They stay in this package
+// rather than one of their own because they use its modules' package-level API (POSIX's
+// clocks, descriptors and threads).
+if Context.environment["SERIALGPS_BENCHMARKS"] != nil {
+  package.products += [
+    .executable(name: "nmea-bench", targets: ["nmea-bench"]),
+    .executable(name: "serial-bench", targets: ["serial-bench"]),
+    .executable(name: "receiver-bench", targets: ["receiver-bench"]),
+    .executable(name: "fleet-bench", targets: ["fleet-bench"]),
+  ]
+  package.targets += [
+    // The malloc-counting shim, linked into nmea-bench only.
+    .target(name: "CMallocCounter", path: "Benchmarks/CMallocCounter"),
+    .executableTarget(
+      name: "nmea-bench", dependencies: ["NMEA", "GPSDProtocol", "CMallocCounter", "POSIX"],
+      path: "Benchmarks/nmea-bench"),
+    // What an idle SerialPort reader costs and how fast a blocked reader wakes.
+    .executableTarget(
+      name: "serial-bench", dependencies: ["SerialPort", "POSIX"], path: "Benchmarks/serial-bench"),
+    // The gated receiver's fix latency, power-on time, wake-ups and memory (no Foundation,
+    // whose threads and pages would be counted).
+    .executableTarget(
+      name: "receiver-bench",
+      dependencies: ["SerialGPS", "SerialPort", "Chipsets", "NMEA", "GPSDProtocol", "POSIX"],
+      path: "Benchmarks/receiver-bench"),
+    // Many in-process replays published through an MQTT broker; driven by
+    // scripts/bench-fleet.py beside serve on ptys and gpsd with gpspipe | mosquitto_pub.
+    .executableTarget(
+      name: "fleet-bench",
+      dependencies: ["Fleet", "SerialGPS", "Replay", "Simulator", "NMEA", "Chipsets", "POSIX"],
+      path: "Benchmarks/fleet-bench"),
+  ]
+}

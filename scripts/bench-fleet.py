@@ -27,7 +27,8 @@ memory (PSS) per receiver, and the broker's CPU per fix.
     scripts/bench-fleet.py --repeat 3               # 200 receivers, 1 Hz and 10 Hz
     scripts/bench-fleet.py --receivers 50 --rates 10 --seconds 10 --publishers fleet-bench,gpsd
 
-Needs: release builds of serialgps and fleet-bench (swift build -c release), mosquitto,
+Needs: release builds of serialgps and fleet-bench (SERIALGPS_BENCHMARKS=1 swift build -c
+release: the benchmarks are targets only with it set), mosquitto,
 mosquitto-clients, gpsd and gpsd-clients; for the floor, cc and libmosquitto-dev.
 """
 

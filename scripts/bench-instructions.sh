@@ -22,7 +22,7 @@ sentences="${1:-20000}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bench="${2:-}"
 if [ -z "$bench" ]; then
-  swift build --package-path "$root" -c release --product nmea-bench >/dev/null
+  SERIALGPS_BENCHMARKS=1 swift build --package-path "$root" -c release --product nmea-bench >/dev/null
   bench="$(swift build --package-path "$root" -c release --show-bin-path)/nmea-bench"
 fi
 # Valgrind 3.19 cannot read the DWARF 5 the toolchain writes ("Possibly corrupted debuginfo

@@ -17,7 +17,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-swift build --package-path "$root" -c release --product nmea-bench >/dev/null
+SERIALGPS_BENCHMARKS=1 swift build --package-path "$root" -c release --product nmea-bench >/dev/null
 "$root/.build/release/nmea-bench" --write-stream "$work/stream.nmea"
 
 cat >"$work/harness.c" <<'EOF'

@@ -69,7 +69,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_harness import REPO, free_port, start_replay, start_serve, stop  # noqa: E402
 
 FIXTURE = os.path.join(REPO, "fixtures", "ublox-m8-drive.nmea")
-# ReceiverFigures.ubloxM8 (Sources/Replay/ReceiverFigures.swift; docs/simulator.md cites each).
+# ReceiverFigures.ubloxM8 (Sources/Simulator/ReceiverFigures.swift; docs/simulator.md cites each).
 FIGURES = {
     "name": "u-blox M8 (SAM-M8Q)", "hot_s": 1.0, "acquisition_mA": 32.0, "tracking_mA": 29.0,
     "backup_mA": 0.030, "first_error_m": 25.0, "converged_m": 3.0, "hot_tau_s": 3.0,

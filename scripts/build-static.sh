@@ -53,8 +53,11 @@ flags=(
   # Names the code no longer has are skipped.
   -Xlinker "--symbol-ordering-file=$PWD/$order" -Xlinker --no-warn-symbol-ordering
 )
-"$swift" build "${flags[@]}" >&2
 binary=$("$swift" build "${flags[@]}" --show-bin-path)/serialgps
+# SwiftPM does not know the order file is an input of the link: a list newer than the binary
+# would otherwise leave the old layout in place.
+if [ -e "$binary" ] && [ "$order" -nt "$binary" ]; then rm "$binary"; fi
+"$swift" build "${flags[@]}" >&2
 
 # What the executable must not contain or load: Foundation (too large for a board; the
 # driver core imports none), regex support, any Swift runtime library from a toolchain, or

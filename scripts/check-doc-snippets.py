@@ -44,7 +44,7 @@ PRELUDE_OPEN = re.compile(r"^\s*<!--\s*swift-prelude\s*$")
 FILE_SCOPE = re.compile(r"^\s*<!--\s*swift-file-scope\s*-->\s*$")
 IMPORT = re.compile(r"^\s*(@testable\s+)?import\s+\w+")
 # The products a user's package can depend on (Package.swift's library products).
-PRODUCTS = ["NMEA", "SerialPort", "Chipsets", "Discovery", "SerialGPS", "Replay",
+PRODUCTS = ["NMEA", "SerialPort", "Chipsets", "Discovery", "SerialGPS", "Replay", "Simulator",
             "GPSDProtocol", "GPX", "TimeService", "Fleet"]
 
 

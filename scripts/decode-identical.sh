@@ -29,7 +29,7 @@ if [ ! -x "$cache/serialgps" ]; then
 fi
 
 swift build --package-path "$root" -c release --product serialgps >/dev/null
-swift build --package-path "$root" -c release --product nmea-bench >/dev/null
+SERIALGPS_BENCHMARKS=1 swift build --package-path "$root" -c release --product nmea-bench >/dev/null
 bin="$(swift build --package-path "$root" -c release --show-bin-path)"
 
 work="$(mktemp -d)"

@@ -140,6 +140,13 @@ static int cposix_release_code_of(struct dl_phdr_info *info, size_t size, void *
     }
     uintptr_t start = (info->dlpi_addr + header->p_vaddr) & ~(page - 1);
     uintptr_t end = (info->dlpi_addr + header->p_vaddr + header->p_memsz + page - 1) & ~(page - 1);
+    // No readahead on the code from now on (a fault reads its own page only), and the pages
+    // only this process maps leave the page cache as well as its resident set: the kernel's
+    // fault-around maps the cached pages around each fault, so code left cached would come
+    // back 64 KB at a time with the first page that runs near it. Both are advice: a kernel
+    // without MADV_PAGEOUT (before 5.4) releases as MADV_DONTNEED alone does.
+    (void)madvise((void *)start, end - start, MADV_RANDOM);
+    (void)madvise((void *)start, end - start, MADV_PAGEOUT);
     if (madvise((void *)start, end - start, MADV_DONTNEED) != 0) {
       released->error = errno;
       return 1;
@@ -152,6 +159,12 @@ static int cposix_release_code_of(struct dl_phdr_info *info, size_t size, void *
 long cposix_release_executable_code(void) {
   struct cposix_released released = {0, 0};
   dl_iterate_phdr(cposix_release_code_of, &released);
+  // What no process maps any more of the executable leaves the page cache too.
+  int executable = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  if (executable >= 0) {
+    (void)posix_fadvise(executable, 0, 0, POSIX_FADV_DONTNEED);
+    close(executable);
+  }
   if (released.error != 0) {
     errno = released.error;
     return -1;

@@ -9,9 +9,12 @@ package enum ResidentMemory {
   /// every page touched (fault-around), so a long-running program keeps far more of its code
   /// resident than it runs. This drops the whole of it from the process's resident set
   /// (`madvise(MADV_DONTNEED)` on the executable's code segments only; never on data, and never
-  /// on libraries): what runs afterwards faults back in from the page cache, a minor fault per
-  /// 64 KB window, and what does not run stays out. The pages themselves stay in the page cache
-  /// (clean file pages, reclaimable) for any other process of the same file.
+  /// on libraries), and out of the page cache where no other process maps them
+  /// (`MADV_PAGEOUT`, then `POSIX_FADV_DONTNEED`), with readahead off for the code
+  /// (`MADV_RANDOM`): the kernel maps the cached pages around every fault (64 KB), so code left
+  /// cached came back a window at a time with the first page that ran near it. What runs
+  /// afterwards is read back a page at a time (once; a board's flash reads 4 KB in well under a
+  /// millisecond), and what does not run stays out.
   ///
   /// Call it once, synchronously, where a long-running command has finished starting (it costs
   /// no timer and no thread: nothing wakes the process later). docs/posix.md; the figures are

@@ -51,7 +51,7 @@ public struct Playback: Sendable {
   public var nominalDelay: Duration { pace.scaled(recording.nominalInterval) }
 
   /// Whether bursts go out as fast as they are read rather than on the clock.
-  var isReadPaced: Bool { pace == .asFastAsPossible || nominalDelay == .zero }
+  package var isReadPaced: Bool { pace == .asFastAsPossible || nominalDelay == .zero }
 
   /// Takes the next burst and the wait until the one after it; `nil` when finished.
   public mutating func next() -> (burst: Recording.Burst, delayAfter: Duration)? {

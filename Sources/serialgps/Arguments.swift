@@ -108,55 +108,6 @@ struct ArgumentReader {
     return text
   }
 
-  /// `--chipset NAME`: a chipset family; with `allowingAuto`, `auto` gives `nil`.
-  mutating func chipset(allowingAuto: Bool = false) throws(UsageMessage) -> ChipsetFamily? {
-    let name = try value("--chipset needs a name", allowingEmpty: true)
-    if allowingAuto && name == "auto" { return nil }
-    guard let family = ChipsetFamily(cliName: name) else {
-      let makers = ChipsetRegistry.drivers(maker: name).map(\.family)
-      if !makers.isEmpty {
-        throw UsageMessage(
-          "'\(name)' makes receivers of more than one chipset family; name the family: "
-            + ChipsetRegistry.choices(makers))
-      }
-      throw UsageMessage(
-        "unknown chipset '\(name)'; use \(ChipsetFamily.cliNames)\(allowingAuto ? " or auto" : "")")
-    }
-    return family
-  }
-
-  /// `--ubx navigation|legacy|off`: the UBX messages a u-blox receiver is told to send beside
-  /// its NMEA (``GPSReceiver/Options/ubxMessages``).
-  mutating func ubxMessages() throws(UsageMessage) -> UBXMessageSelection {
-    let name = try value("--ubx needs \(UBXMessageSelection.cliNames)", allowingEmpty: true)
-    guard let selection = UBXMessageSelection(cliName: name) else {
-      throw UsageMessage(
-        "unknown --ubx '\(name)'; use \(UBXMessageSelection.cliNames) (navigation for u-blox "
-          + "8 and later, legacy for u-blox 6 and older)")
-    }
-    return selection
-  }
-
-  /// `--chipset auto|probe|NAME`, for the commands that drive a receiver (`watch`).
-  mutating func chipsetChoice() throws(UsageMessage) -> ChipsetChoice {
-    let name = try value("--chipset needs a name", allowingEmpty: true)
-    guard let choice = ChipsetChoice(cliName: name) else {
-      throw UsageMessage("unknown chipset '\(name)'; use \(ChipsetFamily.cliNames), auto or probe")
-    }
-    return choice
-  }
-
-  /// `--baud N|auto`: a rate the port can be set to; `nil` for `auto` (listen for it).
-  mutating func baud() throws(UsageMessage) -> BaudRate? {
-    let text = try value("--baud needs a rate or auto", allowingEmpty: true)
-    if text == "auto" { return nil }
-    guard let rate = Int(text), BaudRate(rate).isSupported else {
-      let rates = BaudRate.supported.map(\.description).joined(separator: ", ")
-      throw UsageMessage("--baud \(text) is not a rate serialgps can set; use \(rates) or auto")
-    }
-    return BaudRate(rate)
-  }
-
   /// A number of seconds in `range`, to the millisecond, as the library reads a request's
   /// durations (``LocationRequest/duration(seconds:)``: above 0 and at least a millisecond),
   /// or exactly 0 when `allowingZero`; `invalid` is the message otherwise.
@@ -171,14 +122,6 @@ struct ArgumentReader {
       throw UsageMessage(invalid)
     }
     return duration
-  }
-
-  /// `--linger SECONDS`: how long a receiver stays powered after its last subscription
-  /// ends, from 0 to a day (longer is certainly a typo).
-  mutating func linger() throws(UsageMessage) -> Duration {
-    try seconds(
-      in: 0...86_400, allowingZero: true,
-      "--linger needs a number of seconds from 0 to 86400, such as 5 or 0.5")
   }
 
   /// `--count N`: how many fixes to print before stopping, at least one.

@@ -5,6 +5,7 @@ import POSIX
 import Replay
 import SerialGPS
 import SerialPort
+import Simulator
 
 // `serialgps demo`: the main job without a receiver, clearly labelled as a demo. A recorded
 // drive is replayed on a virtual u-blox receiver (the simulator, on a pty) and watched

@@ -21,8 +21,8 @@ let locateCommand = Command(
 enum Locate: CommandArguments {
   struct Options {
     var device: String?
-    var chipset: ChipsetChoice = .automatic
-    var baud: SerialConnector.BaudSetting = .automatic()
+    /// `--chipset`, `--baud`.
+    var receiver = ReceiverArguments.locate
     var accuracy: Double?
     var timeout: Duration = .seconds(60)
     var maxAge: Duration?
@@ -58,13 +58,10 @@ enum Locate: CommandArguments {
   static func parse(_ arguments: [String]) -> Parsed {
     var options = Options()
     return ArgumentReader.parse(arguments) { argument, reader throws(UsageMessage) in
+      if try options.receiver.take(argument, from: &reader) { return }
       switch argument {
       case "--json":
         options.json = true
-      case "--chipset":
-        options.chipset = try reader.chipsetChoice()
-      case "--baud":
-        options.baud = try reader.baud().map { .fixed($0) } ?? .automatic()
       case "--accuracy":
         options.accuracy = try reader.number(
           in: 0.01...1_000_000, "--accuracy needs a number of metres above 0, such as 10")
@@ -85,13 +82,15 @@ enum Locate: CommandArguments {
 
   static func run(_ options: Options) async -> Int32 {
     var receiverOptions = GPSReceiver.Options()
-    receiverOptions.chipset = options.chipset
+    options.receiver.apply(to: &receiverOptions)
     receiverOptions.linger = .zero
     receiverOptions.awakeMarkers = SerialGPSPaths.awakeMarkers
     let receiver =
       options.device.map {
-        GPSReceiver(device: $0, baud: options.baud, options: receiverOptions)
-      } ?? GPSReceiver(selecting: .first, baud: options.baud, options: receiverOptions)
+        GPSReceiver(device: $0, baud: options.receiver.baudSetting, options: receiverOptions)
+      }
+      ?? GPSReceiver(
+        selecting: .first, baud: options.receiver.baudSetting, options: receiverOptions)
     let stop = StopSignals()
     // Watched beside the request, which delivers fixes only: why none can come, said at once.
     let observer = receiver.observe()

@@ -70,20 +70,16 @@ struct RecordOptions: Equatable, CommandArguments {
     var positional: [String] = []
     var output: String?
     var duration: Duration?
-    var baud: BaudRate?
-    var chipset: ChipsetFamily?
+    var receiver = ReceiverArguments.record
     var name: String?
     return ArgumentReader.parse(arguments) { argument, reader throws(UsageMessage) in
+      if try receiver.take(argument, from: &reader) { return }
       switch argument {
       case "-o", "--output":
         output = try reader.value("-o needs a file name")
       case "--duration":
         duration = try reader.seconds(
           in: 0...1_000_000_000, "--duration needs a number of seconds from 0.001, such as 60")
-      case "--baud":
-        baud = try reader.baud()
-      case "--chipset":
-        chipset = try reader.chipset()
       case "--name":
         name = try reader.value("--name needs a name")
       default:
@@ -99,7 +95,8 @@ struct RecordOptions: Equatable, CommandArguments {
       }
       guard let output else { throw UsageMessage("give the file to write with -o FILE") }
       return RecordOptions(
-        device: positional[0], output: output, duration: duration, baud: baud, chipset: chipset,
+        device: positional[0], output: output, duration: duration, baud: receiver.baud,
+        chipset: receiver.family,
         name: name)
     }
   }

@@ -3,6 +3,7 @@ import Glibc
 import NMEA
 import POSIX
 import Replay
+import Simulator
 
 // `serialgps replay FILE [--speed X | --fast] [--chipset …] [--loop] [--link PATH]`: a
 // recording presented as a virtual receiver on a pty. The path to open goes to standard
@@ -99,7 +100,9 @@ struct ReplayOptions: Equatable, CommandArguments {
     var physics = PhysicsOptions()
     var physicsOn = false
     var physicsOptionGiven: String?
+    var receiver = ReceiverArguments.replay
     return ArgumentReader.parse(arguments) { argument, reader throws(UsageMessage) in
+      if try receiver.take(argument, from: &reader) { return }
       if argument.hasPrefix("--"), argument != "--physics",
         [
           "--start", "--no-backup", "--time-scale", "--ephemeris-validity", "--seed",
@@ -140,8 +143,6 @@ struct ReplayOptions: Equatable, CommandArguments {
         fast = true
       case "--loop":
         options.loops = true
-      case "--chipset":
-        options.chipset = try reader.chipset()
       case "--link":
         options.link = try reader.value("--link needs a path")
       default:
@@ -157,6 +158,7 @@ struct ReplayOptions: Equatable, CommandArguments {
       }
       if physicsOn { options.physics = physics }
       options.path = path
+      options.chipset = receiver.family
       if fast { options.pace = .asFastAsPossible }
       if let speed { options.pace = .recorded(speed: speed) }
       return options

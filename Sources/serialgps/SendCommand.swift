@@ -81,15 +81,11 @@ struct SendRequest {
 
   static func parse(_ arguments: [String]) -> Parsed {
     var positional: [String] = []
-    var family: ChipsetFamily?
-    var baud: BaudRate? = .b9600
+    var receiver = ReceiverArguments.send
     var timeout = Duration.seconds(1)
     return ArgumentReader.parse(arguments) { argument, reader throws(UsageMessage) in
+      if try receiver.take(argument, from: &reader) { return }
       switch argument {
-      case "--chipset":
-        family = try reader.chipset()
-      case "--baud":
-        baud = try reader.baud()
       case "--timeout":
         timeout = try reader.seconds(
           in: 0...600, "--timeout needs a number of seconds between 0 and 600, such as 1.5")
@@ -112,7 +108,8 @@ struct SendRequest {
       default: action = .raw(positional[1])
       }
       return SendRequest(
-        device: positional[0], action: action, family: family, baud: baud, timeout: timeout)
+        device: positional[0], action: action, family: receiver.family, baud: receiver.baud,
+        timeout: timeout)
     }
   }
 }

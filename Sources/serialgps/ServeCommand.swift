@@ -28,13 +28,11 @@ let serveCommand = Command(
 
 struct ServeOptions: Equatable, CommandArguments {
   var listen = "127.0.0.1:2947"
-  var linger: Duration = .seconds(5)
+  /// `--chipset`, `--baud`, `--linger`, `--ubx`, `--wake-pin` (the wake line wired to the
+  /// receiver: docs/chipsets.md, "Sleep depth"), `--sleep`.
+  var receiver = ReceiverArguments.serve
   /// `--ephemeris-refresh S`: the longest time between two ephemeris collections.
   var ephemerisRefresh = GPSReceiver.Options().ephemerisRefresh
-  /// `--wake-pin CHIP:LINE`: the wake line wired to the receiver (docs/chipsets.md, "Sleep
-  /// depth"); `--sleep deepest|standby`.
-  var wakePin: String?
-  var sleepDepth: SleepDepth = .deepest
   /// `--exit-idle S`: end after S with no client and no receiver subscribed.
   var exitIdle: Duration?
   var maximumClients = 64
@@ -47,10 +45,6 @@ struct ServeOptions: Equatable, CommandArguments {
   /// `--nmea-socket PATH`, `--nmea-socket-mode OCTAL`: the NMEA socket for GeoClue.
   var nmeaSocket: String?
   var nmeaSocketMode: UInt32?
-  var baud: BaudRate?
-  var family: ChipsetFamily?
-  /// `--ubx`: the UBX messages a u-blox receiver adds to its NMEA.
-  var ubx: UBXMessageSelection = .none
   /// `--state-dir DIR`: where the receivers' last positions are kept across restarts.
   var stateDirectory = "/var/lib/serialgps"
   /// `--no-aiding`: no time and position told to a receiver at a wake.
@@ -180,6 +174,7 @@ struct ServeOptions: Equatable, CommandArguments {
   static func parse(_ arguments: [String]) -> Parsed {
     var options = ServeOptions()
     return ArgumentReader.parse(arguments) { argument, reader throws(UsageMessage) in
+      if try options.receiver.take(argument, from: &reader) { return }
       switch argument {
       case "--listen":
         options.listen = try reader.value(
@@ -205,17 +200,6 @@ struct ServeOptions: Equatable, CommandArguments {
         options.exitIdle = try reader.seconds(
           in: 1...86_400, allowingZero: false,
           "--exit-idle needs a number of seconds from 1 to 86400, such as 60")
-      case "--linger":
-        options.linger = try reader.linger()
-      case "--wake-pin":
-        options.wakePin = try reader.value(
-          "--wake-pin needs CHIP:LINE (the GPIO line wired to FORCE_ON, such as gpiochip0:17)")
-      case "--sleep":
-        let value = try reader.value("--sleep needs deepest or standby")
-        guard let depth = SleepDepth(rawValue: value) else {
-          throw UsageMessage("--sleep takes deepest or standby, not \(value)")
-        }
-        options.sleepDepth = depth
       case "--ephemeris-refresh":
         options.ephemerisRefresh = try reader.seconds(
           in: 0...604_800,
@@ -235,12 +219,6 @@ struct ServeOptions: Equatable, CommandArguments {
           throw UsageMessage(message)
         }
         options.clientSendBuffer = bytes
-      case "--baud":
-        options.baud = try reader.baud()
-      case "--chipset":
-        options.family = try reader.chipset(allowingAuto: true)
-      case "--ubx":
-        options.ubx = try reader.ubxMessages()
       case "--state-dir":
         options.stateDirectory = try reader.value("--state-dir needs a directory")
       case "--no-aiding":
@@ -362,10 +340,9 @@ struct ServeOptions: Equatable, CommandArguments {
     configuration.allowRemote = allowRemote
     configuration.maximumClients = maximumClients
     configuration.clientSendBufferSize = clientSendBuffer
-    configuration.receiverOptions.linger = linger
+    receiver.apply(to: &configuration.receiverOptions)
     configuration.receiverOptions.ephemerisRefresh = ephemerisRefresh
-    configuration.receiverOptions.sleepDepth = sleepDepth
-    if let wakePin {
+    if let wakePin = receiver.wakePin {
       do {
         configuration.receiverOptions.wakePin = try Watch.wakeLine(wakePin)
       } catch {
@@ -373,19 +350,15 @@ struct ServeOptions: Equatable, CommandArguments {
       }
     }
     configuration.receiverOptions.awakeMarkers = SerialGPSPaths.awakeMarkers
-    if let family { configuration.receiverOptions.chipset = .family(family) }
-    configuration.receiverOptions.ubxMessages = ubx
     configuration.receiverOptions.aiding = aiding
-    configuration.baud = baudSetting
+    configuration.baud = receiver.baudSetting
     if servesTime {
       var time = timeSettings
-      if let family { time.family = family }
+      if let family = receiver.family { time.family = family }
       configuration.time = time
     }
     return .success(configuration)
   }
-
-  var baudSetting: SerialConnector.BaudSetting { baud.map { .fixed($0) } ?? .automatic() }
 }
 
 struct ServeUsageError: Error, Equatable {
@@ -460,7 +433,7 @@ enum ServeCommand {
     let devices: GPSDServer.Devices =
       options.devices.isEmpty
       ? .discovery(DeviceDiscovery())
-      : .fixed(options.devices.map { .serialPort(path: $0, baud: options.baudSetting) })
+      : .fixed(options.devices.map { .serialPort(path: $0, baud: options.receiver.baudSetting) })
     // Before the receivers exist: a signal from now on stops them cleanly.
     let stop = StopSignals()
     if let after = options.exitIdle {

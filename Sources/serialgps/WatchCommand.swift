@@ -4,6 +4,7 @@ import NMEA
 import Replay
 import SerialGPS
 import SerialPort
+import Simulator
 
 // `serialgps watch DEVICE`: subscribes to one receiver and prints its fixes, one line each on
 // standard output (or gpsd TPV JSON), and its status changes on standard error. It ends its
@@ -26,23 +27,16 @@ let watchCommand = Command(
 enum Watch: CommandArguments {
   struct Options {
     var device: String?
-    var chipset: ChipsetChoice = .automatic
-    /// `--ubx`: the UBX messages a u-blox receiver adds to its NMEA.
-    var ubx: UBXMessageSelection = .none
-    var baud: SerialConnector.BaudSetting = .automatic()
+    /// `--chipset`, `--baud`, `--linger`, `--ubx`, `--wake-pin`, `--sleep`.
+    var receiver = ReceiverArguments.watch
     var count: Int?
     var json = false
-    /// Watch is the receiver's only subscriber, so by default nothing is kept warm for later.
-    var linger: Duration = .zero
     /// One fix per interval (the receiver sleeps between them), of this accuracy.
     var interval: Duration?
     var accuracy: Double?
     /// `--ephemeris-refresh S`: the longest time between two ephemeris collections.
     var ephemerisRefresh = GPSReceiver.Options().ephemerisRefresh
-    /// `--wake-pin CHIP:LINE` or `control:FIFO`: the wake line wired to the receiver.
-    var wakePin: String?
-    /// `--sleep deepest|standby`.
-    var sleepDepth: SleepDepth = .deepest
+    /// The wake line `--wake-pin` names, once made.
     var wakeLine: (any WakeLine)?
   }
 
@@ -118,19 +112,12 @@ enum Watch: CommandArguments {
   static func parse(_ arguments: [String]) -> Parsed {
     var options = Options()
     return ArgumentReader.parse(arguments) { argument, reader throws(UsageMessage) in
+      if try options.receiver.take(argument, from: &reader) { return }
       switch argument {
       case "--json":
         options.json = true
-      case "--chipset":
-        options.chipset = try reader.chipsetChoice()
-      case "--ubx":
-        options.ubx = try reader.ubxMessages()
-      case "--baud":
-        options.baud = try reader.baud().map { .fixed($0) } ?? .automatic()
       case "--count":
         options.count = try reader.fixCount()
-      case "--linger":
-        options.linger = try reader.linger()
       case "--interval":
         options.interval = try reader.seconds(
           in: 0...86_400, "--interval needs a number of seconds from 0.001, such as 30")
@@ -141,15 +128,6 @@ enum Watch: CommandArguments {
         options.ephemerisRefresh = try reader.seconds(
           in: 0...604_800,
           "--ephemeris-refresh needs a number of seconds from 0.001 up to a week, such as 7200")
-      case "--wake-pin":
-        options.wakePin = try reader.value(
-          "--wake-pin needs CHIP:LINE (the GPIO line wired to FORCE_ON, such as gpiochip0:17)")
-      case "--sleep":
-        let value = try reader.value("--sleep needs deepest or standby")
-        guard let depth = SleepDepth(rawValue: value) else {
-          throw UsageMessage("--sleep takes deepest or standby, not \(value)")
-        }
-        options.sleepDepth = depth
       default:
         try takeOperand(argument, into: &options.device, "watches one device")
       }
@@ -160,7 +138,7 @@ enum Watch: CommandArguments {
 
   static func run(_ options: Options) async -> Int32 {
     var options = options
-    if let specification = options.wakePin {
+    if let specification = options.receiver.wakePin {
       do {
         options.wakeLine = try wakeLine(specification)
       } catch {
@@ -201,7 +179,8 @@ enum Watch: CommandArguments {
       device: chosen.path, options: options,
       makeReceiver: { receiverOptions in
         GPSReceiver(
-          selecting: .first, discovery: discovery, baud: options.baud, options: receiverOptions)
+          selecting: .first, discovery: discovery, baud: options.receiver.baudSetting,
+          options: receiverOptions)
       })
   }
 
@@ -247,12 +226,9 @@ enum Watch: CommandArguments {
   /// How the receiver is driven, from the command line.
   static func receiverOptions(_ options: Options) -> GPSReceiver.Options {
     var receiverOptions = GPSReceiver.Options()
-    receiverOptions.chipset = options.chipset
-    receiverOptions.ubxMessages = options.ubx
-    receiverOptions.linger = options.linger
+    options.receiver.apply(to: &receiverOptions)
     receiverOptions.ephemerisRefresh = options.ephemerisRefresh
     receiverOptions.wakePin = options.wakeLine
-    receiverOptions.sleepDepth = options.sleepDepth
     receiverOptions.awakeMarkers = SerialGPSPaths.awakeMarkers
     return receiverOptions
   }
@@ -264,7 +240,7 @@ enum Watch: CommandArguments {
     let receiverOptions = receiverOptions(options)
     let receiver =
       makeReceiver?(receiverOptions)
-      ?? GPSReceiver(device: device, baud: options.baud, options: receiverOptions)
+      ?? GPSReceiver(device: device, baud: options.receiver.baudSetting, options: receiverOptions)
     let stop = StopSignals()
     let isRequest = options.interval != nil || options.accuracy != nil
     let events: ReceiverEvents
@@ -307,9 +283,9 @@ enum Watch: CommandArguments {
 
     if case .cannotOpen(let reason) = ending {
       Output.error.line("serialgps watch: " + reason)
-    } else if options.linger > .zero && !stop.isRequested {
+    } else if options.receiver.linger > .zero && !stop.isRequested {
       // The receiver powers off by itself when the linger ends; a stop request ends the wait.
-      await stop.sleep(for: options.linger)
+      await stop.sleep(for: options.receiver.linger)
     }
     // Powers off now if the linger is not over, and returns once the standby commands were
     // sent and the port closed. Their failures no longer reach the ended subscription.

@@ -3,6 +3,7 @@ import Glibc
 import NMEA
 import POSIX
 import Replay
+import Simulator
 
 /// Monotonic time since an arbitrary origin.
 func monotonicNow() -> Duration { MonotonicInstant.now.sinceOrigin }

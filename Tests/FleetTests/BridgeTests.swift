@@ -6,6 +6,7 @@ import NMEA
 import POSIX
 import Replay
 import SerialGPS
+import Simulator
 import Testing
 
 // The bridge and remote receivers in this process against a real mosquitto. The receiver is a

@@ -5,6 +5,7 @@ import Glibc
 import NMEA
 import Replay
 import SerialGPS
+import Simulator
 import Testing
 
 // The built `serialgps` as the process under test: `follow` (its Last Will when killed, its

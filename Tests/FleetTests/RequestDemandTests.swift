@@ -1,6 +1,7 @@
 import Foundation
 import Replay
 import SerialGPS
+import Simulator
 import Testing
 
 @testable import Fleet

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Replay
 import SerialGPS
+import Simulator
 import Testing
 
 @testable import GPSDServer

@@ -2,6 +2,7 @@ import Chipsets
 import NMEA
 import Replay
 import SerialGPS
+import Simulator
 import Testing
 
 @testable import GPSDServer

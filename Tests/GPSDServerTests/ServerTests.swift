@@ -6,6 +6,7 @@ import NMEA
 import Replay
 import SerialGPS
 import SerialPort
+import Simulator
 import Testing
 
 @testable import GPSDServer

@@ -3,6 +3,7 @@ import Glibc
 import NMEA
 import Replay
 import SerialGPS
+import Simulator
 import Testing
 
 @testable import GPSDServer

@@ -1,6 +1,7 @@
 import Chipsets
 import NMEA
 import Replay
+import Simulator
 import Testing
 
 /// A planned wake's power-on steps (``ReceiverCommandSet/powerOnSteps(for:)``) run through the

@@ -3,6 +3,7 @@ import Foundation
 import NMEA
 import Replay
 import SerialGPS
+import Simulator
 import Testing
 
 /// Location requests through the real gated receiver, on the simulated MediaTek (hot start

@@ -1,6 +1,7 @@
 import Chipsets
 import NMEA
 import Replay
+import Simulator
 import Testing
 
 /// The receiver behaviour as a state machine, with time as plain values in milliseconds.

@@ -4,6 +4,7 @@ import NMEA
 import Replay
 import SerialGPS
 import SerialPort
+import Simulator
 import Testing
 
 /// The physics of the receiver model, driven with plain times: starts, no-fix epochs, the

@@ -3,6 +3,7 @@ import Foundation
 import NMEA
 import Replay
 import SerialGPS
+import Simulator
 import Testing
 
 // The in-process replay under the real gated receiver, with a virtual clock: what a clock

@@ -3,6 +3,7 @@ import Glibc
 import NMEA
 import Replay
 import SerialPort
+import Simulator
 import Testing
 
 /// The simulator driven through a real ``SerialPort``, as the driver uses it. Paces are ten

@@ -3,6 +3,7 @@ import Foundation
 import NMEA
 import Replay
 import SerialGPS
+import Simulator
 import Testing
 
 /// The simulator's FORCE_ON as the declared wake line (docs/simulator.md, "Pins").

@@ -5,6 +5,7 @@ import NMEA
 import Replay
 import SerialGPS
 import SerialPort
+import Simulator
 import Testing
 
 // Serial calls block their thread, so they run on threads of their own (never the two-thread

@@ -4,6 +4,7 @@ import NMEA
 import POSIX
 import Replay
 import SerialGPS
+import Simulator
 import Testing
 
 /// Aiding at a wake through the gated receiver (``GPSReceiver``, its controller and command

@@ -5,6 +5,7 @@ import NMEA
 import POSIX
 import Replay
 import SerialPort
+import Simulator
 import Testing
 
 @testable import SerialGPS

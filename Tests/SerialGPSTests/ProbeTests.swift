@@ -3,6 +3,7 @@ import Foundation
 import NMEA
 import Replay
 import SerialPort
+import Simulator
 import Testing
 
 @testable import SerialGPS

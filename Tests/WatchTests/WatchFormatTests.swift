@@ -51,17 +51,17 @@ struct WatchArgumentTests {
   func defaults() throws {
     let parsed = try options(["/dev/ttyACM0"])
     #expect(parsed.device == "/dev/ttyACM0")
-    guard case .automatic = parsed.chipset else {
-      Issue.record("chipset \(parsed.chipset)")
+    guard case .automatic = parsed.receiver.chipset else {
+      Issue.record("chipset \(parsed.receiver.chipset)")
       return
     }
-    guard case .automatic = parsed.baud else {
-      Issue.record("baud \(parsed.baud)")
+    guard case .automatic = parsed.receiver.baudSetting else {
+      Issue.record("baud \(parsed.receiver.baudSetting)")
       return
     }
     #expect(parsed.count == nil)
     #expect(!parsed.json)
-    #expect(parsed.linger == .zero)
+    #expect(parsed.receiver.linger == .zero)
   }
 
   @Test("every option, in any order")
@@ -71,15 +71,15 @@ struct WatchArgumentTests {
       "--linger", "1.5",
     ])
     #expect(parsed.device == "/dev/ttyUSB0")
-    guard case .family(.mediatek) = parsed.chipset else {
-      Issue.record("chipset \(parsed.chipset)")
+    guard case .family(.mediatek) = parsed.receiver.chipset else {
+      Issue.record("chipset \(parsed.receiver.chipset)")
       return
     }
-    #expect(parsed.baud == .fixed(.b115200))
+    #expect(parsed.receiver.baudSetting == .fixed(.b115200))
     #expect(parsed.count == 3)
     #expect(parsed.json)
-    #expect(parsed.linger == .milliseconds(1500))
-    #expect(try options(["x", "--baud", "auto"]).baud == .automatic())
+    #expect(parsed.receiver.linger == .milliseconds(1500))
+    #expect(try options(["x", "--baud", "auto"]).receiver.baudSetting == .automatic())
   }
 
   @Test("no device: parsed, for discovery to choose")
@@ -126,7 +126,7 @@ struct WatchArgumentTests {
       complaint(["d", "--chipset", "garmin"])
         == "unknown chipset 'garmin'; use nmea|ublox|mtk|sirf|casic|airoha, auto or probe")
     guard case .options(let options) = Watch.parse(["d", "--chipset", "probe"]),
-      case .probe = options.chipset
+      case .probe = options.receiver.chipset
     else {
       Issue.record("--chipset probe not taken")
       return
@@ -135,11 +135,11 @@ struct WatchArgumentTests {
 
   @Test("--ubx: the UBX messages a u-blox receiver adds to its NMEA, none by default")
   func ubx() throws {
-    #expect(try options(["d"]).ubx == .none)
+    #expect(try options(["d"]).receiver.ubx == .none)
     #expect(Watch.receiverOptions(try options(["d"])).ubxMessages == .none)
-    #expect(try options(["d", "--ubx", "navigation"]).ubx == .navigation)
-    #expect(try options(["d", "--ubx", "legacy"]).ubx == .legacyNavigation)
-    #expect(try options(["d", "--ubx", "navigation", "--ubx", "off"]).ubx == .none)
+    #expect(try options(["d", "--ubx", "navigation"]).receiver.ubx == .navigation)
+    #expect(try options(["d", "--ubx", "legacy"]).receiver.ubx == .legacyNavigation)
+    #expect(try options(["d", "--ubx", "navigation", "--ubx", "off"]).receiver.ubx == .none)
     let driven = Watch.receiverOptions(try options(["d", "--ubx", "navigation"]))
     #expect(driven.ubxMessages == .navigation)
     #expect(

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Replay
+import Simulator
 import Testing
 
 @testable import serialgps

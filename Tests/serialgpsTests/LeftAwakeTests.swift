@@ -2,6 +2,7 @@ import Chipsets
 import Foundation
 import Glibc
 import Replay
+import Simulator
 import Testing
 
 /// Issue 14 item 2: a receiver left awake by a process killed outright (SIGKILL) is put to

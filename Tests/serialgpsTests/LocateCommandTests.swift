@@ -1,6 +1,7 @@
 import Chipsets
 import Foundation
 import Replay
+import Simulator
 import Testing
 
 /// `serialgps locate` on the receiver simulator: one fix of the accuracy asked, or the best

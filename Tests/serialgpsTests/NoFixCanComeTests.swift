@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Replay
+import Simulator
 import Testing
 
 /// What `serialgps` tells a person at a terminal about a receiver it cannot get a fix from:

@@ -2,6 +2,7 @@ import Chipsets
 import Foundation
 import Glibc
 import Replay
+import Simulator
 import Testing
 
 /// One owner per device, between processes: two `serialgps` on one receiver each got part of

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Replay
+import Simulator
 import Testing
 
 // The built `serialgps` as a child process, for the commands whose job is the process itself:

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Replay
+import Simulator
 import Testing
 
 /// A receiver configured for UBX output only, served by `serialgps serve`: its gpsd clients

@@ -2,6 +2,7 @@ import Chipsets
 import Foundation
 import Glibc
 import Replay
+import Simulator
 import Testing
 
 @testable import serialgps

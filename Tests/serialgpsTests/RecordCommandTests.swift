@@ -4,6 +4,7 @@ import Glibc
 import NMEA
 import Replay
 import SerialPort
+import Simulator
 import Testing
 
 @testable import serialgps

@@ -3,6 +3,7 @@ import Glibc
 import NMEA
 import NTRIP
 import Replay
+import Simulator
 import Testing
 
 @testable import serialgps

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Replay
+import Simulator
 import Testing
 
 /// `serialgps serve --state-dir DIR`: the receiver's last position is kept there when it is

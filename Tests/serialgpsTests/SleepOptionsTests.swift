@@ -43,7 +43,7 @@ import Testing
       Issue.record("refused")
       return
     }
-    #expect(options.sleepDepth == .standby)
-    #expect(options.wakePin == "x:1")
+    #expect(options.receiver.sleepDepth == .standby)
+    #expect(options.receiver.wakePin == "x:1")
   }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Replay
+import Simulator
 import Testing
 
 /// `serialgps serve` stopped (SIGSTOP) while its receiver streams, then continued: the epochs

@@ -1,6 +1,7 @@
 import Chipsets
 import Foundation
 import Replay
+import Simulator
 import Testing
 
 // `watch --json` and `decode --json` write their TPV reports with the one encoder, so the same

@@ -84,9 +84,10 @@ int cposix_signal_thread(pthread_t thread, int number);
 
 /// madvise(MADV_DONTNEED) on the executable's own code: every loadable segment of the main
 /// program that is executable and not writable (never its relocated or writable data, whose
-/// contents would be lost). The code stays mapped; the pages leave the process's resident set
-/// and fault back in, from the page cache, when next run. Returns the bytes advised, or -1
-/// with errno set when madvise refused.
+/// contents would be lost), after MADV_RANDOM (no readahead) and MADV_PAGEOUT (the pages only
+/// this process maps leave the page cache), then POSIX_FADV_DONTNEED on the executable. The
+/// code stays mapped; the pages leave the process's resident set and are read back, a page at
+/// a time, when next run. Returns the bytes advised, or -1 with errno set when madvise refused.
 long cposix_release_executable_code(void);
 
 /// GPIO character device, uAPI v2 (linux/gpio.h): asks the open chip `chip` (a

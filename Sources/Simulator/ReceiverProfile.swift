@@ -1,5 +1,6 @@
 import Chipsets
 import NMEA
+import Replay
 
 /// Which receiver a simulator imitates: what it answers, and which power states it has.
 public enum ReceiverProfile: Sendable, Hashable, CustomStringConvertible {

@@ -2,6 +2,7 @@ import Chipsets
 import Glibc
 import NMEA
 import POSIX
+import Replay
 import SerialPort
 
 /// A virtual GPS receiver on a pseudo-terminal, for tests and tools: the driver opens
@@ -36,57 +37,8 @@ import SerialPort
 public final class ReceiverSimulator: SimulatedReceiver, ObservableSimulatedReceiver,
   @unchecked Sendable
 {
-  /// How a simulator behaves.
-  public struct Configuration: Sendable {
-    /// Which chip it imitates.
-    public var profile: ReceiverProfile
-    /// How fast the recording plays.
-    public var pace: Pace
-    /// Whether the recording starts again after its last burst; otherwise the receiver falls
-    /// silent (still answering commands) once it has played everything.
-    public var loops: Bool
-    /// The power state it starts in. ``SimulatedPowerState/running`` is a receiver that was
-    /// just plugged in; ``SimulatedPowerState/standby`` or ``SimulatedPowerState/backup`` one
-    /// that a previous program left asleep.
-    public var initialPowerState: SimulatedPowerState
-    /// How long a wake, a reset or a power cycle takes; input meanwhile is lost.
-    public var wakeDelay: Duration
-    /// How it treats commands.
-    public var responses: ResponseMode
-    /// Where the device appears: a symbolic link to the current pty, kept across
-    /// ``replug()``. `nil`: `gps0` in a new directory under `/tmp`, removed by ``stop()``.
-    public var devicePath: String?
-    /// How long a write may wait for room in the pty before its bytes are dropped, as unread
-    /// bytes on a real line are lost. The pty fills only when nobody reads (the port is
-    /// closed; opening it discards what is queued and makes room at once) or the reader is
-    /// far behind, so this is long: a slow reader on a loaded machine loses nothing.
-    public var writeTimeout: Duration
-    /// How many inputs ``ReceiverSimulator/received`` keeps (the newest); a long replay that a
-    /// program keeps writing to stays bounded.
-    public var receivedLimit: Int
-    /// The physics to model (starts, errors, currents, aiding; docs/simulator.md); `nil` (the
-    /// default) plays the recording's epochs exactly as recorded.
-    public var physics: PhysicsConfiguration?
-
-    public init(
-      profile: ReceiverProfile, pace: Pace = .realTime, loops: Bool = true,
-      initialPowerState: SimulatedPowerState = .running,
-      wakeDelay: Duration = .milliseconds(50), responses: ResponseMode = .normal,
-      devicePath: String? = nil, writeTimeout: Duration = .seconds(10),
-      receivedLimit: Int = 10_000, physics: PhysicsConfiguration? = nil
-    ) {
-      self.profile = profile
-      self.pace = pace
-      self.loops = loops
-      self.initialPowerState = initialPowerState
-      self.wakeDelay = wakeDelay
-      self.responses = responses
-      self.devicePath = devicePath
-      self.writeTimeout = writeTimeout
-      self.receivedLimit = receivedLimit
-      self.physics = physics
-    }
-  }
+  /// How a simulator behaves (the simulated receivers' one options type).
+  public typealias Configuration = SimulatorOptions
 
   let core: SimulatorCore
 
@@ -120,7 +72,7 @@ public final class ReceiverSimulator: SimulatedReceiver, ObservableSimulatedRece
   /// The current pty (`/dev/pts/N`); `nil` while unplugged.
   public var pseudoTerminalPath: String? { core.state { $0.pty?.devicePath } }
   /// The profile imitated.
-  public var profile: ReceiverProfile { core.configuration.profile }
+  public var profile: ReceiverProfile { core.profile }
   /// The recording streamed.
   public var recording: Recording { core.recording }
 
@@ -231,6 +183,8 @@ final class SimulatorCore: SimulatedChipCore, @unchecked Sendable {
   }
 
   let configuration: ReceiverSimulator.Configuration
+  /// The chip imitated: the configuration's, or the recording's.
+  let profile: ReceiverProfile
   let recording: Recording
   let devicePath: String
   /// The directory made for ``devicePath`` when none was given; removed by ``stop()``.
@@ -243,6 +197,7 @@ final class SimulatorCore: SimulatedChipCore, @unchecked Sendable {
     throws(SimulatorError)
   {
     self.configuration = configuration
+    profile = configuration.profile ?? .inferred(from: recording)
     self.recording = recording
     if let path = configuration.devicePath {
       devicePath = path
@@ -267,16 +222,9 @@ final class SimulatorCore: SimulatedChipCore, @unchecked Sendable {
       throw SimulatorError(
         description: "Could not make the simulated receiver's pty at \(devicePath): \(error)")
     }
-    let model = ReceiverModel(
-      profile: configuration.profile, power: configuration.initialPowerState,
-      responses: configuration.responses, wakeDelay: configuration.wakeDelay,
-      receivedLimit: configuration.receivedLimit, physics: configuration.physics,
-      recordingStart: recording.firstTimestamp, epochInterval: recording.nominalInterval)
+    let model = configuration.model(of: recording, as: profile)
     locked = State(
-      model: model,
-      playback: Playback(
-        recording: configuration.physics != nil ? recording.fixEpochs : recording,
-        pace: configuration.pace, loops: configuration.loops),
+      model: model, playback: configuration.playback(of: recording, loopsByDefault: true),
       nextBurstAt: model.power.isStreaming ? .zero : nil, pty: pty)
   }
 

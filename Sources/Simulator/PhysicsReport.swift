@@ -1,6 +1,7 @@
 import Glibc
 import NMEA
 import POSIX
+import Replay
 
 extension ReceiverPhysics {
   /// The physics at `now` as one JSON object, for benchmarks and scripts that read a

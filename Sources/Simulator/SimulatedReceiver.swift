@@ -1,5 +1,6 @@
 import Chipsets
 import NMEA
+import Replay
 
 /// What a test looks at and changes on a simulated receiver, on a pty (``ReceiverSimulator``)
 /// or in-process (``ReplayConnector``): the simulated chip (``ReceiverModel``) and the

@@ -23,6 +23,7 @@ import NMEA
 import POSIX
 import Replay
 import SerialGPS
+import Simulator
 
 struct Settings {
   var broker = "mqtt://127.0.0.1:1883"
