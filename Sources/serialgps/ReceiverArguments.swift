@@ -37,7 +37,7 @@ struct ReceiverArguments: Equatable {
   /// `--chipset probe`.
   var probes = false
   /// `--chipset MAKER` (`quectel`), where the command identifies among the maker's families.
-  var maker: ChipsetChoice?
+  var maker: String?
   /// `--baud N`; `nil` for `auto` (listen for the rate).
   var baud: BaudRate?
   /// `--linger SECONDS`: how long the receiver stays powered after its last subscription.
@@ -80,7 +80,7 @@ struct ReceiverArguments: Equatable {
   /// The chipset as the driver takes it.
   var chipset: ChipsetChoice {
     if probes { return .probe }
-    if let maker { return maker }
+    if let maker, let choice = ChipsetChoice(cliName: maker) { return choice }
     return family.map { .family($0) } ?? .automatic
   }
 
@@ -148,12 +148,12 @@ struct ReceiverArguments: Equatable {
       !makers.isEmpty
     {
       // Identifying among a maker's families needs a command that listens first.
-      guard chipsetNames == .familiesAutoOrProbe, let choice = ChipsetChoice(cliName: name) else {
+      guard chipsetNames == .familiesAutoOrProbe else {
         throw UsageMessage(
           "'\(name)' makes receivers of more than one chipset family; name the family: "
             + ChipsetRegistry.choices(makers))
       }
-      (family, probes, maker) = (nil, false, choice)
+      (family, probes, maker) = (nil, false, name)
     } else {
       let others: String
       switch chipsetNames {

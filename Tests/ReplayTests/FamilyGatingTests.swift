@@ -3,6 +3,7 @@ import Foundation
 import NMEA
 import Replay
 import SerialGPS
+import Simulator
 import Testing
 
 /// The gated receiver on the two families added as a driver file and a registry line each,

@@ -1,6 +1,7 @@
 import Chipsets
 import NMEA
 import Replay
+import Simulator
 import Testing
 
 /// The CASIC and Airoha chips as state machines (``CASICModel``, ``AirohaModel`` inside

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import NMEA
 import Replay
+import Simulator
 import Testing
 
 /// `serialgps watch DEVICE --chipset airoha` (and `casic`) twice in a row on the same device,
