@@ -154,8 +154,9 @@ import Testing
       })
     #expect(replay.received.map(\.bytes) == on)
     #expect(replay.received.allSatisfy { $0.outcome == .carriedOut })
-    // Nothing puts an L76K to sleep over its UART: it keeps running.
+    // Nothing puts an L76K to sleep over its UART: it keeps running, and the app is told.
     #expect(replay.powerState == .running)
+    #expect(receiver.lastNotice == .keepsRunning(family: .casic, cause: .noWakeLine))
     #expect(
       await subscribeAndLeave(clock, replay, receiver, fixes: 2) {
         receiver.statistics.powerOffs == 2
