@@ -64,7 +64,8 @@ import Testing
     let off = set.powerOffSteps.map(\.bytes)
     #expect(
       await subscribeAndLeave(clock, replay, receiver, fixes: 3) {
-        replay.powerState == .gnssStopped
+        // The chip stops at $PAIR003; the power-off is over (and counted) once the port closed.
+        replay.powerState == .gnssStopped && receiver.statistics.powerOffs == 1
       })
     #expect(replay.received.map(\.bytes) == on + off)
     #expect(replay.received.allSatisfy { $0.outcome == .acknowledged })
