@@ -4,8 +4,8 @@ import POSIX
 /// What the driver has to say whether or not anyone subscribes: the receiver's standby and
 /// its position memory are handled when the last subscription has ended, where a
 /// ``ReceiverStatus`` reaches nobody. Given to ``GPSReceiver/Options/notices`` as it happens
-/// (`serialgps serve` logs each), and the last one kept in ``GPSReceiver/lastNotice``. Each is
-/// said once per occurrence, never every fix.
+/// (`serialgps serve` logs each, `watch` prints each to stderr), and the last one kept in
+/// ``GPSReceiver/lastNotice``. Each is said once per occurrence, never every fix.
 public enum ReceiverNotice: Sendable, Hashable, CustomStringConvertible {
   /// A power-off did not put the receiver to sleep for certain, for `reason`: its standby was
   /// refused or ignored while it kept talking, or it ignored the sleep asked for and the
