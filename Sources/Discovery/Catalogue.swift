@@ -37,24 +37,24 @@ public enum ReceiverCatalogue {
   public static let receivers: [Entry] = [
     // u-blox AG. 01a5–01a9 are in [gpsd-rules] ("u-blox 5" … "u-blox 9", CDC-ACM);
     // 01a4 is the older Antaris 4 in [usb.ids], which already spoke UBX.
-    receiver(0x1546, 0x01a4, .ublox, "u-blox Antaris 4"),
-    receiver(0x1546, 0x01a5, .ublox, "u-blox 5"),
-    receiver(0x1546, 0x01a6, .ublox, "u-blox 6"),
-    receiver(0x1546, 0x01a7, .ublox, "u-blox 7"),
-    receiver(0x1546, 0x01a8, .ublox, "u-blox 8"),
-    receiver(0x1546, 0x01a9, .ublox, "u-blox 9"),
+    receiver(0x1546, 0x01a4, "ublox", "u-blox Antaris 4"),
+    receiver(0x1546, 0x01a5, "ublox", "u-blox 5"),
+    receiver(0x1546, 0x01a6, "ublox", "u-blox 6"),
+    receiver(0x1546, 0x01a7, "ublox", "u-blox 7"),
+    receiver(0x1546, 0x01a8, "ublox", "u-blox 8"),
+    receiver(0x1546, 0x01a9, "ublox", "u-blox 9"),
     // MediaTek, CDC-ACM: Holux M-1200E [gpsd-rules], Qstarz BT-Q1000XT [usb.ids].
-    receiver(0x0e8d, 0x3329, .mediatek, "MediaTek GPS (Holux M-1200E, Qstarz BT-Q1000XT)"),
+    receiver(0x0e8d, 0x3329, "mediatek", "MediaTek GPS (Holux M-1200E, Qstarz BT-Q1000XT)"),
     // Garmin, garmin_gps driver [gpsd-rules]. These speak Garmin's binary protocol over
     // USB, not NMEA, so the family is left for the driver to identify.
     receiver(0x091e, 0x0003, nil, "Garmin USB GPS (Garmin binary protocol)"),
     // DeLorme Earthmate on Cypress M8, cypress_m8 driver [gpsd-rules]: the original
     // Earthmate and the LT-20/LT-40; the LT-20 sends standard NMEA [lt20].
-    receiver(0x1163, 0x0100, .nmea, "DeLorme Earthmate"),
-    receiver(0x1163, 0x0200, .nmea, "DeLorme Earthmate LT-20/LT-40"),
+    receiver(0x1163, 0x0100, "nmea", "DeLorme Earthmate"),
+    receiver(0x1163, 0x0200, "nmea", "DeLorme Earthmate LT-20/LT-40"),
     // Prolific "Pharos" ID, a PL2303 programmed for the Pharos/Microsoft GPS-360
     // [gpsd-rules: "PS-360 OEM"], labelled "SiRF Powered" [pharos].
-    receiver(0x067b, 0xaaa0, .sirf, "Pharos / Microsoft GPS-360"),
+    receiver(0x067b, 0xaaa0, "sirf", "Pharos / Microsoft GPS-360"),
   ]
 
   /// Generic USB-serial bridges. GPS pucks use them (GlobalSat BU-353S4 is a SiRF IV behind
@@ -125,10 +125,15 @@ public enum ReceiverCatalogue {
     }
   }
 
+  /// A known receiver; `chipset` is its family's registry name (``ChipsetFamily/rawValue``,
+  /// the name its driver in ``ChipsetRegistry/all`` gives it), so that a row names a family
+  /// without the catalogue depending on each family's identifier.
   private static func receiver(
-    _ vendor: UInt16, _ product: UInt16, _ chipset: ChipsetFamily?, _ model: String
+    _ vendor: UInt16, _ product: UInt16, _ chipset: String?, _ model: String
   ) -> Entry {
-    Entry(id: USBID(vendor: vendor, product: product), kind: .known, chipset: chipset, model: model)
+    Entry(
+      id: USBID(vendor: vendor, product: product), kind: .known,
+      chipset: chipset.map(ChipsetFamily.init(rawValue:)), model: model)
   }
 
   private static func bridge(_ vendor: UInt16, _ product: UInt16, _ model: String) -> Entry {

@@ -95,7 +95,7 @@ public final class GPSDServer: Sendable {
     /// called on the server's thread, must not block.
     public var log: (@Sendable (String) -> Void)?
     /// Whose words the log uses where a receiver's message says what to set: the Swift API's
-    /// (`chipset: .family(.ublox)`) by default, serialgps's options (`--chipset ublox`) for
+    /// (`chipset: .family(…)`) by default, serialgps's options (`--chipset NAME`) for
     /// `serialgps serve`.
     public var messageVocabulary: MessageVocabulary = .swiftAPI
     /// Told of each receiver the server starts or stops serving (named devices at start,

@@ -171,7 +171,11 @@ final class ConnectionReader: @unchecked Sendable {
       if let acknowledgement = ReceiverAcknowledgement(frame) {
         core.acknowledgements.deliver(acknowledgement)
       }
-    case .sirf, .parseError, .ubxMessage, .ubxRejected, .casic:
+    case .casic(let frame):
+      if let acknowledgement = ReceiverAcknowledgement(frame: .casic(frame)) {
+        core.acknowledgements.deliver(acknowledgement)
+      }
+    case .sirf, .parseError, .ubxMessage, .ubxRejected:
       break
     }
   }

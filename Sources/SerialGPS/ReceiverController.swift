@@ -174,7 +174,7 @@ final class ReceiverController: @unchecked Sendable {
     let set = core.knowledge.commandSet()
     var effects = machine.beginSleep(
       choice: set.sleep(for: machine.sleepContext(now: clock.now)),
-      quick: set.sleep(for: ReceiverMachine.quickContext))
+      quick: set.sleep(for: ReceiverMachine.quickContext), family: set.family)
     while !effects.isEmpty {
       var outcome: SleepSequence.Outcome?
       for effect in effects {

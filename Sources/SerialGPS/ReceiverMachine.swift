@@ -111,6 +111,9 @@ struct ReceiverMachine {
   private(set) var generation = 0
   private(set) var isOpen = false
   private var sleep: SleepSequence?
+  /// The last ``ReceiverNotice/keepsRunning(family:cause:)`` said: it is not said again
+  /// until the family or the cause changes.
+  private var toldKeepsRunning: ReceiverNotice?
 
   init(configuration: Configuration) {
     self.configuration = configuration
@@ -218,14 +221,30 @@ struct ReceiverMachine {
   static let quickContext = SleepContext(expected: nil, depth: .standby)
 
   /// Starts the power-off's sleep: `choice` for ``sleepContext(now:)``, `quick` for
-  /// ``quickContext``. Returns its first step; each step's end comes back as
-  /// ``Event/slept(_:)``, until a step returns nothing more to run.
-  mutating func beginSleep(choice: SleepChoice, quick: SleepChoice) -> [Effect] {
+  /// ``quickContext``, both of `family`'s command set. Returns its first step; each step's
+  /// end comes back as ``Event/slept(_:)``, until a step returns nothing more to run. A
+  /// choice that leaves the receiver running is said first
+  /// (``ReceiverNotice/keepsRunning(family:cause:)``), once per family and cause.
+  mutating func beginSleep(choice: SleepChoice, quick: SleepChoice, family: ChipsetFamily)
+    -> [Effect]
+  {
     policy.asleepOnWakeLine = false
     let (sequence, effects) = SleepSequence.start(
       choice: choice, quick: quick, wakeLine: configuration.wakeLine)
     sleep = sequence
-    return effects
+    guard choice.state == .running else { return effects }
+    let notice = ReceiverNotice.keepsRunning(family: family, cause: keepsRunningCause(family))
+    guard notice != toldKeepsRunning else { return effects }
+    toldKeepsRunning = notice
+    return [.tell(notice)] + effects
+  }
+
+  /// Why a sleep that leaves `family`'s receiver running was all there was.
+  private func keepsRunningCause(_ family: ChipsetFamily) -> ReceiverNotice.KeepsRunningCause {
+    if !family.hasCommands { return .chipsetUnknown }
+    if !configuration.wakeLine { return .noWakeLine }
+    if configuration.sleepDepth == .standby { return .quickWakeChosen }
+    return .noSleep
   }
 
   // MARK: - Inside

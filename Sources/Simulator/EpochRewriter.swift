@@ -2,22 +2,16 @@ import Chipsets
 import Glibc
 import NMEA
 
-/// How a chip writes an epoch without a fix: the fields it leaves empty or fills.
+/// How a chip writes an epoch without a fix: the fields it leaves empty or fills. Named by
+/// what it writes, not by whose it is: a profile says which it uses
+/// (``ReceiverProfile/epochStyle``).
 public enum EpochStyle: Sendable, Hashable {
-  /// u-blox: satellites `00`, DOPs `99.99`, units left empty.
-  case ublox
-  /// MediaTek: satellites `0`, DOPs empty, units kept.
-  case mediatek
+  /// Satellites `00`, DOPs `99.99`, units left empty (u-blox).
+  case emptyUnitsDOPs99
+  /// Satellites `0`, DOPs empty, units kept (MediaTek).
+  case oneDigitSatellites
   /// Anything else: satellites `00`, DOPs empty, units kept.
   case generic
-
-  init(_ profile: ReceiverProfile) {
-    switch profile {
-    case .ublox: self = .ublox
-    case .mediatek: self = .mediatek
-    default: self = .generic
-    }
-  }
 }
 
 /// The offsets a fix epoch's positions carry, metres.
@@ -156,7 +150,7 @@ enum EpochRewriter {
       guard index < f.count else { return }
       f[index] = context.utc.map { timeField($0.time, like: f[index]) } ?? ""
     }
-    let ublox = context.style == .ublox
+    let dops99 = context.style == .emptyUnitsDOPs99
     let fix = context.fix
     switch line.type {
     case "GGA":
@@ -171,11 +165,11 @@ enum EpochRewriter {
       } else {
         for i in 1...4 { set(i, "") }
         set(5, "0")
-        set(6, context.style == .mediatek ? "0" : "00")
-        set(7, ublox ? "99.99" : "")
+        set(6, context.style == .oneDigitSatellites ? "0" : "00")
+        set(7, dops99 ? "99.99" : "")
         set(8, "")
         set(10, "")
-        if ublox {
+        if dops99 {
           set(9, "")
           set(11, "")
         }
@@ -224,13 +218,13 @@ enum EpochRewriter {
     case "VTG":
       guard fix == nil else { break }
       for i in [0, 2, 4, 6] { set(i, "") }
-      if ublox { for i in [1, 3, 5, 7] { set(i, "") } }
+      if dops99 { for i in [1, 3, 5, 7] { set(i, "") } }
       set(8, "N")
     case "GSA":
       guard fix == nil else { break }
       set(1, "1")
       for i in 2...13 { set(i, "") }
-      for i in 14...16 { set(i, ublox ? "99.99" : "") }
+      for i in 14...16 { set(i, dops99 ? "99.99" : "") }
     case "GST":
       guard let estimate = context.errorEstimate, fix != nil else { return nil }
       time(0)

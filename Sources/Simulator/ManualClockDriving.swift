@@ -14,7 +14,7 @@ extension ManualClock {
   ///
   /// ```swift
   /// let clock = ManualClock()
-  /// let replay = try ReplayConnector(recordingAt: path, profile: .ublox(.m8), clock: clock)
+  /// let replay = try ReplayConnector(recordingAt: path, profile: .generic, clock: clock)
   /// let receiver = GPSReceiver(connector: replay, clock: clock)
   /// let log = …  // what the app under test saw
   /// let arrived = await clock.advance(upTo: .seconds(30), reading: replay) { log.fixes >= 5 }

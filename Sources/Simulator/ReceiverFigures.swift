@@ -164,22 +164,6 @@ public struct ReceiverFigures: Sendable, Hashable, CustomStringConvertible {
     supplyVolts: 3.0)
 }
 
-extension ReceiverProfile {
-  /// The figures of the chip this profile imitates; `nil` for SiRF and generic receivers,
-  /// whose physics this simulator does not model (they stream the recording as it is).
-  public var figures: ReceiverFigures? {
-    switch self {
-    case .ublox(.m8): return .ubloxM8
-    case .ublox(.m9): return .ubloxM9
-    case .ublox(.m10): return .ubloxM10
-    case .mediatek: return .mediatekMT3339
-    case .casic: return .casicL76K
-    case .airoha: return .airohaLC76G
-    case .sirf, .generic: return nil
-    }
-  }
-}
-
 /// What kind of start a receiver makes, from what it kept.
 public enum StartKind: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
   /// Ephemeris younger than its validity, time and position kept.

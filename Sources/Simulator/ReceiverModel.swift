@@ -142,7 +142,7 @@ public struct ReceiverModel {
   /// Whether a byte on RX wakes the chip from its current sleep.
   public var wakesOnBytes: Bool {
     switch power {
-    case .standby: return profile != .casic  // the L76K's standby is left by its pin only
+    case .standby: return profile.standbyWakesOnBytes
     case .backup: return backupWakeSources.uart
     default: return false
     }
@@ -156,8 +156,9 @@ public struct ReceiverModel {
   public mutating func epoch(_ burst: ArraySlice<UInt8>, at now: Duration) -> [UInt8] {
     guard physics != nil else { return Array(burst) }
     var bytes = physics!.render(
-      burst, at: now, style: EpochStyle(profile), addsErrorEstimate: errorEstimateSwitchedOn)
-    if case .ublox = profile, !ubxNavigationOutput.isEmpty {
+      burst, at: now, style: profile.epochStyle, addsErrorEstimate: errorEstimateSwitchedOn)
+    // Only u-blox's commands switch UBX navigation messages on.
+    if !ubxNavigationOutput.isEmpty {
       let horizontal = physics!.horizontalError(at: now)
       let vertical = horizontal.map { physics!.figures.verticalErrorRatio * $0 / 2.0.squareRoot() }
       bytes += UBXEpochEncoder.frames(
@@ -187,35 +188,25 @@ public struct ReceiverModel {
     let was = pinLevels[pin] ?? false
     pinLevels[pin] = high
     guard was != high, responses != .unresponsive else { return }
-    switch (pin, profile) {
-    case (.forceOn, .mediatek) where high && power == .hibernate,
-      (.forceOn, .airoha) where high && power == .hibernate,
-      (.forceOn, .casic) where high && power == .standby:
+    switch profile.pinEffect(pin, high: high, power: power, backupWakeSources: backupWakeSources) {
+    case .wake:
       flushNoise(at: now, final: true)
       framer.reset()
       enterBooting(at: now)
-    case (.forceOn, .casic) where !high && power == .running:
+    case .standby:
       flushNoise(at: now, final: true)
       setPower(.standby, at: now)
       nextDeadline = nil
-    case (.extint, .ublox) where power == .backup && backupWakeSources.pin:
-      flushNoise(at: now, final: true)
-      framer.reset()
-      enterBooting(at: now)
-    default:
+    case nil:
       break
     }
   }
 
   /// Whether the host switched GST on: `$PMTK314` field 7 on MediaTek, `CFG-MSG` F0 07 or
-  /// `CFG-MSGOUT-NMEA_ID_GST_*` on u-blox.
+  /// `CFG-MSGOUT-NMEA_ID_GST_*` on u-blox, `$PCAS03` on CASIC. Each is changed only by its own
+  /// family's commands, so the others stay off.
   private var errorEstimateSwitchedOn: Bool {
-    switch profile {
-    case .mediatek: return mtkIntervals[7] > 0
-    case .ublox: return gstSwitchedOn
-    case .casic: return casic.errorEstimateSwitchedOn
-    default: return false
-    }
+    mtkIntervals[7] > 0 || gstSwitchedOn || casic.errorEstimateSwitchedOn
   }
   var gstSwitchedOn = false
 
@@ -320,10 +311,7 @@ public struct ReceiverModel {
       flushNoise(at: deadline, final: true)
       framer.reset()
       setPower(.running, at: deadline)
-      if profile == .mediatek {
-        if bootIsColdStart { replies.append(NMEAChecksum.frame("PMTK011,MTKGPS")) }
-        replies.append(NMEAChecksum.frame("PMTK010,001"))
-      }
+      replies += profile.startMessages(coldStart: bootIsColdStart)
       if let periodic {
         nextDeadline = deadline + periodic.runTime
         deadlineAction = .periodicSleep

@@ -2,26 +2,16 @@ import Chipsets
 import NMEA
 import Replay
 
-// What ReceiverModel does with each command the host writes, by chipset family.
+// What ReceiverModel does with each command the host writes: u-blox's, MediaTek's and SiRF's
+// here, CASIC's and Airoha's in their models' files; which one runs is the profile's
+// (ReceiverProfile.swift).
 
 extension ReceiverModel {
   // MARK: - Commands
 
-  mutating func handle(_ command: ReceiverCommand, at now: Duration) -> InputOutcome {
-    switch profile {
-    case .ublox(let model): return handleUblox(command, model: model, at: now)
-    case .mediatek: return handleMediaTek(command, at: now)
-    case .sirf: return handleSiRF(command, at: now)
-    case .casic: return apply(casic.handle(command, responses: responses), at: now)
-    case .airoha:
-      return apply(airoha.handle(command, power: power, responses: responses), at: now)
-    case .generic: return .ignored
-    }
-  }
-
   /// Carries out what a family model in its own file decided: its answers, then its restart
   /// or power change, then the aiding it took.
-  private mutating func apply(_ effect: FamilyCommandEffect, at now: Duration) -> InputOutcome {
+  mutating func apply(_ effect: FamilyCommandEffect, at now: Duration) -> InputOutcome {
     replies += effect.replies
     if effect.countsAsAcknowledgement { acknowledgements += 1 }
     if effect.countsAsRejection { rejections += 1 }
@@ -46,7 +36,7 @@ extension ReceiverModel {
   /// u-blox acknowledges input messages of class CFG only (UBX-18010854, UBX-ACK: "Reject
   /// messages to UBX-CFG input messages"); other classes get no answer unless they are polls
   /// it serves.
-  private mutating func handleUblox(_ command: ReceiverCommand, model: UbloxModel, at now: Duration)
+  mutating func handleUblox(_ command: ReceiverCommand, model: UbloxModel, at now: Duration)
     -> InputOutcome
   {
     switch command {
@@ -269,8 +259,7 @@ extension ReceiverModel {
     869, 886,
   ]
 
-  private mutating func handleMediaTek(_ command: ReceiverCommand, at now: Duration) -> InputOutcome
-  {
+  mutating func handleMediaTek(_ command: ReceiverCommand, at now: Duration) -> InputOutcome {
     switch command {
     case .mtkStandby(let mode):
       guard mode == 0 || mode == 1 else { return mtkAnswer(161, .invalidCommand) }
@@ -406,7 +395,7 @@ extension ReceiverModel {
 
   /// SiRF never acknowledges NMEA input (SiRF NMEA Reference Manual): `$PSRF103` is taken
   /// silently; `$PSRF117,16` answers `$PSRF150,0` and hibernates.
-  private mutating func handleSiRF(_ command: ReceiverCommand, at now: Duration) -> InputOutcome {
+  mutating func handleSiRF(_ command: ReceiverCommand, at now: Duration) -> InputOutcome {
     switch command {
     case .sirfSetRate:
       return .carriedOut

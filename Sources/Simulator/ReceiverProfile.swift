@@ -48,6 +48,72 @@ public enum ReceiverProfile: Sendable, Hashable, CustomStringConvertible {
     }
   }
 
+  /// The figures of the chip this profile imitates (``ReceiverFigures``' presets); `nil` for
+  /// SiRF and generic receivers, whose physics this simulator does not model (they stream the
+  /// recording as it is).
+  public var figures: ReceiverFigures? {
+    switch self {
+    case .ublox(.m8): return .ubloxM8
+    case .ublox(.m9): return .ubloxM9
+    case .ublox(.m10): return .ubloxM10
+    case .mediatek: return .mediatekMT3339
+    case .casic: return .casicL76K
+    case .airoha: return .airohaLC76G
+    case .sirf, .generic: return nil
+    }
+  }
+
+  /// How the chip writes an epoch without a fix.
+  var epochStyle: EpochStyle {
+    switch self {
+    case .ublox: return .emptyUnitsDOPs99
+    case .mediatek: return .oneDigitSatellites
+    default: return .generic
+    }
+  }
+
+  /// Whether a byte on RX ends its standby: not the L76K's, which only its standby input
+  /// leaves.
+  var standbyWakesOnBytes: Bool { self != .casic }
+
+  /// What the host driving `pin` to `high` does to the chip in `power`: MediaTek FORCE_ON and
+  /// the Airoha wake pin, high, wake it from backup; the L76K's standby input, high, ends its
+  /// standby and, low, enters it; a u-blox EXTINT edge wakes it from backup when the PMREQ's
+  /// wake-up sources include the pin. `nil`: nothing.
+  func pinEffect(
+    _ pin: ReceiverPin, high: Bool, power: SimulatedPowerState,
+    backupWakeSources: ReceiverModel.BackupWakeSources
+  ) -> PinEffect? {
+    switch (pin, self) {
+    case (.forceOn, .mediatek) where high && power == .hibernate,
+      (.forceOn, .airoha) where high && power == .hibernate,
+      (.forceOn, .casic) where high && power == .standby:
+      return .wake
+    case (.forceOn, .casic) where !high && power == .running:
+      return .standby
+    case (.extint, .ublox) where power == .backup && backupWakeSources.pin:
+      return .wake
+    default:
+      return nil
+    }
+  }
+
+  /// What a pin change does (``pinEffect(_:high:power:backupWakeSources:)``).
+  enum PinEffect {
+    /// The chip boots out of its sleep.
+    case wake
+    /// The chip enters standby.
+    case standby
+  }
+
+  /// What the chip sends by itself as a start ends: MediaTek's `$PMTK010,001`, after
+  /// `$PMTK011,MTKGPS` when it was a power cycle.
+  func startMessages(coldStart: Bool) -> [[UInt8]] {
+    guard self == .mediatek else { return [] }
+    return (coldStart ? [NMEAChecksum.frame("PMTK011,MTKGPS")] : [])
+      + [NMEAChecksum.frame("PMTK010,001")]
+  }
+
   public var description: String {
     switch self {
     case .ublox(let model): return "u-blox \(model.rawValue)"
@@ -206,5 +272,21 @@ extension ReceiverProfile {
     guard let family else { return inferred }
     if inferred.family == family { return inferred }
     return ReceiverProfile(family: family)
+  }
+}
+
+extension ReceiverModel {
+  /// What the chip does with `command`: its profile's command handling (u-blox, MediaTek and
+  /// SiRF in ReceiverModelCommands.swift, ``CASICModel``, ``AirohaModel``).
+  mutating func handle(_ command: ReceiverCommand, at now: Duration) -> InputOutcome {
+    switch profile {
+    case .ublox(let model): return handleUblox(command, model: model, at: now)
+    case .mediatek: return handleMediaTek(command, at: now)
+    case .sirf: return handleSiRF(command, at: now)
+    case .casic: return apply(casic.handle(command, responses: responses), at: now)
+    case .airoha:
+      return apply(airoha.handle(command, power: power, responses: responses), at: now)
+    case .generic: return .ignored
+    }
   }
 }

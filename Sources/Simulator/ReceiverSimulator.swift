@@ -15,9 +15,10 @@ import SerialPort
 /// made deaf or made to reject everything (``setResponses(_:)``).
 ///
 /// ```swift
+/// let recording = try Recording.load(path: "fixtures/mtk-cold-start.nmea")
 /// let sim = try ReceiverSimulator(
-///   recording: try .load(path: "fixtures/mtk-cold-start.nmea"),
-///   configuration: .init(profile: .mediatek, pace: .recorded(speed: 10)))
+///   recording: recording,
+///   configuration: .init(profile: .inferred(from: recording), pace: .recorded(speed: 10)))
 /// let port = try SerialPort.open(path: sim.devicePath, baudRate: 9600)
 /// …
 /// let standby = await sim.waitForCommand(timeout: .seconds(10)) { $0 == .mtkStandby(mode: 0) }

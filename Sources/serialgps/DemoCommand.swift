@@ -83,6 +83,8 @@ struct DemoSession {
   /// How long anything in the demo may take before it counts as broken: generous, for a
   /// loaded machine.
   let patience: Duration = .seconds(30)
+  /// The family the demo imitates and drives (its recording is a u-blox M8's), named once.
+  static let family = ChipsetFamily.ublox
 
   func run() async -> Int32 {
     guard let path = options.recording ?? Self.findRecording() else {
@@ -98,7 +100,7 @@ struct DemoSession {
       Output.error.line("serialgps demo: \(error)")
       return 2
     }
-    let profile = ReceiverProfile.chosen(.ublox, for: recording)
+    let profile = ReceiverProfile.chosen(Self.family, for: recording)
     // Asleep, as serialgps leaves a receiver that nobody listens to.
     let simulator: ReceiverSimulator
     do {
@@ -137,7 +139,7 @@ struct DemoSession {
     out.flush()
 
     var receiverOptions = GPSReceiver.Options()
-    receiverOptions.chipset = .family(.ublox)
+    receiverOptions.chipset = .family(Self.family)
     receiverOptions.linger = .zero
     let receiver = GPSReceiver(
       connector: SerialConnector(path: simulator.devicePath, baud: .fixed(.b115200)),
@@ -153,7 +155,7 @@ struct DemoSession {
         return total > told ? Array(simulator.received.suffix(total - told)) : []
       }
       for input in inputs {
-        out.line("  → receiver got " + CommandNames.describe(input, family: .ublox))
+        out.line("  → receiver got " + CommandNames.describe(input, family: Self.family))
       }
       if !inputs.isEmpty { out.flush() }
     }

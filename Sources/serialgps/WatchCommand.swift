@@ -230,6 +230,11 @@ enum Watch: CommandArguments {
     receiverOptions.ephemerisRefresh = options.ephemerisRefresh
     receiverOptions.wakePin = options.wakeLine
     receiverOptions.awakeMarkers = SerialGPSPaths.awakeMarkers
+    // What the receiver says with nobody subscribed (a standby that failed, a receiver left
+    // running) comes after the last fix was printed: to stderr, as it happens.
+    receiverOptions.notices = { device, notice in
+      Output.error.line("serialgps watch: \(device): \(notice)")
+    }
     return receiverOptions
   }
 

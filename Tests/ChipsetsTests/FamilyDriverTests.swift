@@ -77,6 +77,34 @@ import Testing
     #expect(CASICDriver().expectedAcknowledgement(forAddress: "PCAS03") == nil)
   }
 
+  /// ACK-ACK and ACK-NAK for CFG-MSG (06 01), framed by hand from the CASIC specification
+  /// (§2.1: checksum = (ID << 24) + (class << 16) + length, plus the payload as little-endian
+  /// words): ACK-ACK `BA CE 04 00 05 01 06 01 00 00` sum 0x0105010A; ACK-NAK sum 0x0005010A.
+  @Test func casicBinaryAcknowledgementEndsTheStep() throws {
+    let ackFrame = hexBytes("BA CE 04 00 05 01 06 01 00 00 0A 01 05 01")
+    let nakFrame = hexBytes("BA CE 04 00 05 00 06 01 00 00 0A 01 05 00")
+    let step = CommandStep(
+      bytes: [0xBA, 0xCE], summary: "CFG-MSG", acknowledgement: .casic(0x06, 0x01))
+    let accepted = try #require(Framed(ackFrame).acknowledgements.first)
+    let refused = try #require(Framed(nakFrame).acknowledgements.first)
+    #expect(step.isAcknowledged(by: refused) == false)
+    #expect(refused.failureReason?.contains("06-01") == true)
+    // Another message's answer is no answer to this step.
+    let other = try #require(
+      Framed(hexBytes("BA CE 04 00 05 01 06 07 00 00 0A 07 05 01")).acknowledgements.first)
+    #expect(step.isAcknowledged(by: other) == nil)
+
+    var exchange = CommandExchange<TestInstant>(step: step, attempts: 2, timeout: .seconds(1))
+    #expect(exchange.start() == .write(step.bytes))
+    #expect(exchange.written(now: .zero) == .wait(until: .seconds(1)))
+    #expect(exchange.answered(other, now: .milliseconds(10)) == nil)
+    #expect(exchange.answered(refused, now: .milliseconds(20)) == .write(step.bytes))
+    _ = exchange.written(now: .milliseconds(20))
+    #expect(
+      exchange.answered(accepted, now: .milliseconds(40))
+        == .finished(.acknowledged(accepted, attempt: 2, written: 2, late: nil)))
+  }
+
   // MARK: Sleeps
 
   @Test func airohaBacksUpOnlyWithTheLineAndALongSleep() {

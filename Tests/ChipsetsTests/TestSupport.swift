@@ -61,7 +61,9 @@ struct Framed {
         ubx.append(UBXMessageID(view))
         commands.append(ReceiverCommand(view))
         if let ack = ReceiverAcknowledgement(view) { acknowledgements.append(ack) }
-      case .sirf, .rtcm3, .casic:
+      case .casic:
+        if let ack = ReceiverAcknowledgement(frame: frame) { acknowledgements.append(ack) }
+      case .sirf, .rtcm3:
         break
       }
     }

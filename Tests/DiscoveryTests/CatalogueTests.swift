@@ -16,6 +16,17 @@ struct CatalogueTests {
       usb: id(vendor, product), chipsetProperty: chipset, ignoreProperty: ignore)
   }
 
+  /// The rows name a family by its registry name: a misspelt one would be a family without a
+  /// driver.
+  @Test("Every family the catalogue names has a driver in the registry")
+  func rowsNameRegisteredFamilies() {
+    let registered = Set(ChipsetRegistry.all.map(\.family))
+    let named = ReceiverCatalogue.receivers.compactMap(\.chipset)
+    #expect(!named.isEmpty)
+    for family in named { #expect(registered.contains(family), "\(family.rawValue)") }
+    #expect(ReceiverCatalogue.receivers.first?.chipset == .ublox)
+  }
+
   @Test("A kernel GNSS device is a known receiver; its protocol names the family")
   func gnssType() {
     let cases: [(String, ChipsetFamily?)] = [

@@ -64,9 +64,8 @@ import Testing
     let off = set.powerOffSteps.map(\.bytes)
     #expect(
       await subscribeAndLeave(clock, replay, receiver, fixes: 3) {
-        // The chip stops its GNSS as it answers; the driver counts the power-off when the
-        // answer has come back through the reader, a moment later on a loaded machine.
-        replay.powerState == .gnssStopped && receiver.statistics.powerOffs >= 1
+        // The chip stops at $PAIR003; the power-off is over (and counted) once the port closed.
+        replay.powerState == .gnssStopped && receiver.statistics.powerOffs == 1
       })
     #expect(replay.received.map(\.bytes) == on + off)
     #expect(replay.received.allSatisfy { $0.outcome == .acknowledged })
@@ -156,8 +155,9 @@ import Testing
       })
     #expect(replay.received.map(\.bytes) == on)
     #expect(replay.received.allSatisfy { $0.outcome == .carriedOut })
-    // Nothing puts an L76K to sleep over its UART: it keeps running.
+    // Nothing puts an L76K to sleep over its UART: it keeps running, and the app is told.
     #expect(replay.powerState == .running)
+    #expect(receiver.lastNotice == .keepsRunning(family: .casic, cause: .noWakeLine))
     #expect(
       await subscribeAndLeave(clock, replay, receiver, fixes: 2) {
         receiver.statistics.powerOffs == 2

@@ -62,7 +62,7 @@ extension DriverInstant {
     #expect(
       machine.beginSleep(
         choice: Self.mediatek.sleep(for: context),
-        quick: Self.mediatek.sleep(for: ReceiverMachine.quickContext))
+        quick: Self.mediatek.sleep(for: ReceiverMachine.quickContext), family: .mediatek)
         == [.driveWakeLine(high: false)])
     #expect(
       machine.handle(.slept(.lineDriven(failure: nil)), now: .ms(2100))
@@ -81,7 +81,10 @@ extension DriverInstant {
   @Test mutating func aSleepTheReceiverRefusesFallsBackToTheStandbyWithTheLineHigh() {
     let backup = SleepChoice(state: .backup, steps: [MediaTekCommandSet.backup], needsWakePin: true)
     let quick = Self.mediatek.sleep(for: ReceiverMachine.quickContext)
-    #expect(machine.beginSleep(choice: backup, quick: quick) == [.driveWakeLine(high: false)])
+    #expect(
+      machine.beginSleep(choice: backup, quick: quick, family: .mediatek) == [
+        .driveWakeLine(high: false)
+      ])
     _ = machine.handle(.slept(.lineDriven(failure: nil)), now: .ms(0))
     #expect(
       machine.handle(.slept(.ran(succeeded: false, failure: Self.refused)), now: .ms(100))
@@ -101,7 +104,7 @@ extension DriverInstant {
   @Test mutating func aWakeLineThatCannotBeReleasedGetsTheStandbyAtOnce() {
     let backup = SleepChoice(state: .backup, steps: [MediaTekCommandSet.backup], needsWakePin: true)
     let quick = Self.mediatek.sleep(for: ReceiverMachine.quickContext)
-    _ = machine.beginSleep(choice: backup, quick: quick)
+    _ = machine.beginSleep(choice: backup, quick: quick, family: .mediatek)
     #expect(
       machine.handle(.slept(.lineDriven(failure: Self.lineStuck)), now: .ms(0))
         == [
@@ -123,7 +126,7 @@ extension DriverInstant {
     #expect(
       noLine.beginSleep(
         choice: SleepChoice(state: .backup, steps: [pmreq]),
-        quick: SleepChoice(state: .standby, steps: [stop])) == [.runStep(pmreq)])
+        quick: SleepChoice(state: .standby, steps: [stop]), family: .ublox) == [.runStep(pmreq)])
     #expect(
       noLine.handle(.slept(.ran(succeeded: false, failure: ignored)), now: .ms(0))
         == [
@@ -138,11 +141,62 @@ extension DriverInstant {
   @Test mutating func theQuickStandbyIsSentAsItIsAndAnUnansweredOneIsTakenAsEntered() {
     let quick = Self.mediatek.sleep(for: ReceiverMachine.quickContext)
     #expect(
-      machine.beginSleep(choice: quick, quick: quick) == [.sendSteps([MediaTekCommandSet.standby])])
+      machine.beginSleep(choice: quick, quick: quick, family: .mediatek) == [
+        .sendSteps([MediaTekCommandSet.standby])
+      ])
     let silent = FailureReason(.noAnswer, "$PMTK161,0 standby: no acknowledgement")
     #expect(machine.handle(.slept(.sent(failure: silent)), now: .ms(0)) == [])
     // Nothing more follows a sleep that is over.
     #expect(machine.handle(.slept(.sent(failure: nil)), now: .ms(1)) == [])
+  }
+
+  /// A CASIC receiver without a wake line: its sleep is the port closed, and the machine says
+  /// the receiver keeps running, with what to do, before the (empty) steps; once.
+  @Test mutating func aReceiverLeftRunningIsSaidOnce() {
+    var noLine = ReceiverMachine(
+      configuration: .init(power: machine.configuration.power, wakeLine: false))
+    let casic = CASICCommandSet()
+    let choice = casic.sleep(for: noLine.sleepContext(now: .ms(0)))
+    let quick = casic.sleep(for: ReceiverMachine.quickContext)
+    #expect(choice.state == .running)
+    let said = ReceiverNotice.keepsRunning(family: .casic, cause: .noWakeLine)
+    #expect(
+      noLine.beginSleep(choice: choice, quick: quick, family: .casic)
+        == [.tell(said), .sendSteps([])])
+    #expect(noLine.handle(.slept(.sent(failure: nil)), now: .ms(0)) == [])
+    #expect(said.description.contains("--wake-pin"))
+    // The next power-off says nothing new.
+    #expect(noLine.beginSleep(choice: choice, quick: quick, family: .casic) == [.sendSteps([])])
+    // An unknown chipset: nothing is written, and the words say to name it.
+    let generic = GenericNMEACommandSet()
+    let unknown = ReceiverNotice.keepsRunning(family: .nmea, cause: .chipsetUnknown)
+    #expect(
+      noLine.beginSleep(
+        choice: generic.sleep(for: noLine.sleepContext(now: .ms(0))),
+        quick: generic.sleep(for: ReceiverMachine.quickContext), family: .nmea)
+        == [.tell(unknown), .sendSteps([])])
+    #expect(unknown.description.contains("--chipset"))
+  }
+
+  /// With the line declared but the quick-wake depth asked for, CASIC's pin standby is ruled
+  /// out, and the words say so; with the line and the deepest sleep nothing is said.
+  @Test func aWakeLineRuledOutByTheDepthIsSaid() {
+    var quickOnly = ReceiverMachine(
+      configuration: .init(
+        power: machine.configuration.power, wakeLine: true, sleepDepth: .standby))
+    let casic = CASICCommandSet()
+    let quick = casic.sleep(for: ReceiverMachine.quickContext)
+    #expect(
+      quickOnly.beginSleep(
+        choice: casic.sleep(for: quickOnly.sleepContext(now: .ms(0))), quick: quick,
+        family: .casic)
+        == [.tell(.keepsRunning(family: .casic, cause: .quickWakeChosen)), .sendSteps([])])
+    var withLine = ReceiverMachine(configuration: machine.configuration)
+    #expect(
+      withLine.beginSleep(
+        choice: casic.sleep(for: withLine.sleepContext(now: .ms(0))), quick: quick,
+        family: .casic)
+        == [.driveWakeLine(high: false)])
   }
 
   @Test mutating func aShutdownWakesAReceiverLeftOnTheWakeLine() {
@@ -152,7 +206,8 @@ extension DriverInstant {
     #expect(machine.nextOperation(now: .ms(6000)) == [.powerOff])
     let backup = SleepChoice(state: .backup, steps: [MediaTekCommandSet.backup], needsWakePin: true)
     _ = machine.beginSleep(
-      choice: backup, quick: Self.mediatek.sleep(for: ReceiverMachine.quickContext))
+      choice: backup, quick: Self.mediatek.sleep(for: ReceiverMachine.quickContext),
+      family: .mediatek)
     _ = machine.handle(.slept(.lineDriven(failure: nil)), now: .ms(6000))
     _ = machine.handle(.slept(.ran(succeeded: true, failure: nil)), now: .ms(6100))
     _ = machine.handle(.closed, now: .ms(6200))

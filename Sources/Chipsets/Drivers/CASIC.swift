@@ -107,6 +107,33 @@ public struct CASICDriver: ChipsetDriver {
     selection.sentences.filter { CASICCommandSet.pcas03Field[$0] == nil }
   }
 
+  /// ACK-ACK or ACK-NAK (class `0x05`, protocol specification §2.5, ``CASICAcknowledgement``):
+  /// the receiver's answer to a binary command, named by the class and ID it answers.
+  public func acknowledgement(in frame: Frame) -> ReceiverAcknowledgement? {
+    guard case .casic(let view) = frame, let answer = CASICAcknowledgement(view) else {
+      return nil
+    }
+    let command = Self.commandName(answer.messageClass, answer.messageID)
+    return .reply(
+      CommandReply(
+        family: family, command: command, accepted: answer.accepted,
+        text: answer.description,
+        failureReason: "the receiver refused CASIC message \(command) (ACK-NAK)"))
+  }
+
+  public func acknowledgementDescription(command: String) -> String {
+    "CASIC ACK-ACK/NAK for \(command)"
+  }
+
+  /// How a binary message is named in an acknowledgement: class and ID in hex (`06-01`).
+  static func commandName(_ messageClass: UInt8, _ messageID: UInt8) -> String {
+    "\(hexDigits(messageClass))-\(hexDigits(messageID))"
+  }
+
+  private static func hexDigits(_ byte: UInt8) -> String {
+    (byte < 0x10 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+  }
+
   /// What CASIC firmware writes unasked, in `$GPTXT` (sentence 01 of 01):
   /// - its start-up banner, text identifier 02 (`MA=CASIC`, `IC=AT6558…`, `SW=…`, `TB=…`,
   ///   `MO=…`, as gpsd's driver_casic.c quotes an AT6558's): the maker and the chip, high;
@@ -141,5 +168,15 @@ public struct CASICDriver: ChipsetDriver {
       return found
     }
     return nil
+  }
+}
+
+extension AcknowledgementExpectation {
+  /// CASIC ACK-ACK (or ACK-NAK) naming the binary message of `messageClass` and `messageID`
+  /// (a `CFG` message, class `0x06`): how the receiver answers its binary commands.
+  public static func casic(_ messageClass: UInt8, _ messageID: UInt8)
+    -> AcknowledgementExpectation
+  {
+    .reply(.casic, command: CASICDriver.commandName(messageClass, messageID))
   }
 }
