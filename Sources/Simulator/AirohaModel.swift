@@ -56,12 +56,13 @@ struct AirohaModel: Sendable, Hashable {
       effect.restart = number == 4 ? .hot : number == 5 ? .warm : .cold
       return effect
     case 62:
-      // $PAIR062,<type>,<rate>: type -1 (all) or 0…5 here, rate 0…20.
+      // $PAIR062,<type>,<rate>: type 0…5 here, rate 0…20; type -1 puts every sentence back
+      // to its factory rate, whatever the rate field says.
       guard numbers.count == 2, let type = numbers[0], let rate = numbers[1],
         (-1...5).contains(type), (0...20).contains(rate)
       else { return answer(4) }
       if type == -1 {
-        outputRates = Array(repeating: rate, count: outputRates.count)
+        outputRates = AirohaModel().outputRates
       } else {
         outputRates[type] = rate
       }
@@ -107,15 +108,22 @@ struct AirohaModel: Sendable, Hashable {
 }
 
 extension ReceiverFigures {
-  /// Quectel LC76G (Airoha AG3352Q), GPS, GLONASS, Galileo, BeiDou and QZSS, 3.3 V. Cold
-  /// start 26 s autonomous: Waveshare's L76K/LC76G/L76B GPS Module wiki, "Parameters". No
-  /// hot-start figure or current was found in a document reached (docs/chipsets.md,
-  /// "Airoha"): the hot start, the currents and the accuracy are authored, in the range of
-  /// the other presets, and marked so.
+  /// Quectel LC76G (Airoha AG3352Q), GPS, GLONASS, Galileo, BeiDou and QZSS, 3.3 V. Cold start
+  /// 26 s autonomous: Waveshare's L76K/LC76G/L76B GPS Module wiki, "Parameters"; no warm
+  /// figure, so warm and aided are the cold start. No document reached gives the LC76G's hot
+  /// start, currents or accuracy (docs/chipsets.md, "Airoha"): each is the nearest documented
+  /// sibling's, and of two siblings the one that does not flatter the sleeps the driver
+  /// chooses. Hot start 5.5 s, acquisition and tracking 41 mA and 2.0 m CEP: the L76K on the
+  /// same Waveshare board (Seeed Studio's XIAO L76K wiki). GNSS off (`$PAIR003`: RF off, the
+  /// processor and UART on) 600 µA: the Quectel L76's standby, the same state (L76&L76-L
+  /// Hardware Design, §3.3.2). Backup 14 µA: the MediaTek GNSS (Airoha's predecessor) backup
+  /// of Quectel's MC60 Hardware Design, §3.4.2.3, above the MT3339's 7 µA. Standby is not
+  /// reachable on this chip and is given GNSS off's current.
   public static let airohaLC76G = ReceiverFigures(
-    name: "Airoha AG3352 (Quectel LC76G)", hotStart: .seconds(1), warmStart: .seconds(26),
-    coldStart: .seconds(26), aidedStart: .seconds(26), convergedError: 1.5 * 1.2,
+    name: "Airoha AG3352 (Quectel LC76G)", hotStart: .milliseconds(5500),
+    warmStart: .seconds(26), coldStart: .seconds(26), aidedStart: .seconds(26),
+    convergedError: 2.0 * 1.2,
     currents: Currents(
-      acquisition: 30, tracking: 27, standby: 1.0, backup: 0.015, gnssStopped: 1.0),
+      acquisition: 41, tracking: 41, standby: 0.6, backup: 0.014, gnssStopped: 0.6),
     supplyVolts: 3.3)
 }

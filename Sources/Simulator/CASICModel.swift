@@ -81,15 +81,20 @@ struct CASICModel: Sendable, Hashable {
 }
 
 extension ReceiverFigures {
-  /// Quectel L76K (CASIC AT6558R), GPS, BeiDou and GLONASS, 3.3 V. Cold start 30 s and
-  /// 41 mA acquiring and tracking, 360 µA in standby (the STANDBY pin held low): Seeed Studio
-  /// XIAO L76K GNSS Module wiki, "Specification" (with its active antenna). Hot start 1 s:
-  /// the AT6558R data sheet's "hot start TTFF ≤ 1 s". No warm figure, so warm is cold; no
-  /// backup or GNSS-stop state is reachable over the UART, so those currents are the
-  /// standby's.
+  /// Quectel L76K (CASIC AT6558R), GPS, BeiDou and GLONASS, 3.3 V. From the Seeed Studio XIAO
+  /// L76K GNSS Module wiki, "Specification" (with its active antenna): cold start 30 s without
+  /// AGNSS, hot start 5.5 s without AGNSS (2 s with it), 41 mA acquiring and tracking, 360 µA
+  /// in standby (the STANDBY pin held low), 2.0 m CEP. The cold start and CEP agree with
+  /// Waveshare's L76K/LC76G/L76B GPS Module wiki ("Parameters") and DFRobot's TEL0157 wiki;
+  /// DFRobot's 2 s hot start, which does not say whether aided, is Seeed's aided figure, so
+  /// the unaided 5.5 s is used. No warm figure is published, so warm and aided (time and
+  /// position, no ephemeris) are the cold start. Backup and GNSS stop are
+  /// not reachable over the UART; their currents are the standby's so that no state is cheaper
+  /// than a document says (docs/chipsets.md, "CASIC").
   public static let casicL76K = ReceiverFigures(
-    name: "CASIC AT6558R (Quectel L76K)", hotStart: .seconds(1), warmStart: .seconds(30),
-    coldStart: .seconds(30), aidedStart: .seconds(30), convergedError: 2.0 * 1.2,
+    name: "CASIC AT6558R (Quectel L76K)", hotStart: .milliseconds(5500),
+    warmStart: .seconds(30), coldStart: .seconds(30), aidedStart: .seconds(30),
+    convergedError: 2.0 * 1.2,
     currents: Currents(
       acquisition: 41, tracking: 41, standby: 0.36, backup: 0.36, gnssStopped: 0.36),
     supplyVolts: 3.3)

@@ -117,6 +117,10 @@ import Testing
     let gnssOff = SleepChoice(state: .gnssStopped, steps: [AirohaCommandSet.gnssOff])
     #expect(set.sleep(for: SleepContext(expected: .seconds(600))) == gnssOff)
     #expect(set.sleep(for: SleepContext(expected: .seconds(10), wakePin: true)) == gnssOff)
+    // Backup repays its reboot (41 mA·s) over GNSS off (600 µA against 14 µA) from 70 s.
+    #expect(set.sleep(for: SleepContext(expected: .seconds(69), wakePin: true)) == gnssOff)
+    #expect(
+      set.sleep(for: SleepContext(expected: .seconds(70), wakePin: true)).state == .backup)
     #expect(set.sleep(for: SleepContext(expected: nil, wakePin: true)) == gnssOff)
     #expect(
       set.sleep(for: SleepContext(expected: .seconds(600), wakePin: true, depth: .standby))
@@ -154,6 +158,9 @@ import Testing
     #expect(Set(quectel) == [.mediatek, .casic, .airoha])
     #expect(CASICDriver().factoryBaudRate == 9600)
     #expect(AirohaDriver().factoryBaudRate == 115200)
+    // Hot starts as published: the L76K's 5.5 s unaided (Seeed); none for the LC76G.
+    #expect(CASICCommandSet().powerProfile.hotStartMilliseconds == 5500)
+    #expect(AirohaCommandSet().powerProfile.hotStartMilliseconds == nil)
     #expect(CASICDriver().gpsdDriverName == "CASIC")
   }
 

@@ -1,8 +1,9 @@
 import Chipsets
 import NMEA
 import Replay
-import Simulator
 import Testing
+
+@testable import Simulator
 
 /// The CASIC and Airoha chips as state machines (``CASICModel``, ``AirohaModel`` inside
 /// ``ReceiverModel``), with time as plain values in milliseconds.
@@ -27,6 +28,19 @@ import Testing
     #expect(model.rejections == 2)
     // Not the chip's sentence at all: nothing.
     #expect(model.receive(line("PMTK161,0"), at: ms(50)).isEmpty)
+  }
+
+  /// `$PAIR062,-1,…` puts every sentence back to its factory rate (the PAIR protocol's
+  /// PAIR_COMMON_SET_NMEA_OUTPUT_RATE, "-1 Reset all sentence to default value"), whatever
+  /// its rate field says.
+  @Test func airohaPAIR062MinusOneRestoresTheFactoryOutput() {
+    var model = ReceiverModel(profile: .airoha)
+    let factory = model.airoha.outputRates
+    _ = model.receive(line("PAIR062,3,0"), at: ms(0))
+    _ = model.receive(line("PAIR062,0,5"), at: ms(10))
+    #expect(model.airoha.outputRates != factory)
+    #expect(model.receive(line("PAIR062,-1,0"), at: ms(20)) == [line("PAIR001,062,0")])
+    #expect(model.airoha.outputRates == factory)
   }
 
   @Test func airohaBackupIsLeftOnlyByTheWakePin() {

@@ -37,15 +37,16 @@ public struct AirohaCommandSet: ReceiverCommandSet {
 
   public var powerProfile: PowerProfile {
     // No hot-start figure was found for the LC76G; 1 s as for the other families.
-    PowerProfile(offState: .gnssStopped, wakesOverSerial: true, hotStartMilliseconds: 1000)
+    // No LC26G/LC76G/LC86G or LC29H document reached gives a hot start: not known.
+    PowerProfile(offState: .gnssStopped, wakesOverSerial: true, hotStartMilliseconds: nil)
   }
 
   /// The shortest expected sleep for which backup beats GNSS off, with a wake line: leaving
-  /// backup reboots the chip, about 1 s more at an acquisition current of some 30 mA than
-  /// powering the GNSS on again (30 mA·s), which GNSS off (about 1 mA) spends over backup
-  /// (about 15 µA) in some 30 s. The currents are authored, not a data sheet's
-  /// (docs/chipsets.md, "Airoha").
-  public static let backupWorthFrom: Duration = .seconds(30)
+  /// backup reboots the chip, taken as 1 s more at the 41 mA acquisition current than
+  /// powering the GNSS on again (41 mA·s), which GNSS off (600 µA) spends over backup (14 µA)
+  /// in 70 s. No LC76G document gives these figures; they are its nearest documented
+  /// siblings' (docs/chipsets.md, "Airoha"), as in the simulator's `airohaLC76G`.
+  public static let backupWorthFrom: Duration = .seconds(70)
 
   /// `$PAIR650,0` (backup, left only by the wake pin) when `context` declares the wake line
   /// and expects a sleep of at least ``backupWorthFrom``; else `$PAIR003` (GNSS off, left by
@@ -106,8 +107,9 @@ public struct AirohaDriver: ChipsetDriver {
   public var vendor: String? { "Airoha" }
   /// gpsd has no Airoha driver: its generic NMEA driver reads these receivers.
   public var gpsdDriverName: String { "NMEA0183" }
-  /// 115200 bit/s, the LC26G/LC76G/LC86G and LC29H factory setting (not re-read in their
-  /// hardware designs: docs/chipsets.md).
+  /// 115200 bit/s, the LC26G/LC76G/LC86G and LC29H factory setting, read second-hand only
+  /// (the LC76G protocol guide's `$PAIR864` section as quoted, the LC29H's tools): no
+  /// original Quectel document was reached (docs/chipsets.md, "Airoha").
   public var factoryBaudRate: Int { 115200 }
   public var takesAiding: Bool { true }
 

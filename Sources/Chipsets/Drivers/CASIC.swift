@@ -32,8 +32,9 @@ public struct CASICCommandSet: ReceiverCommandSet {
   public var powerOffSteps: [CommandStep] { [] }
 
   public var powerProfile: PowerProfile {
-    // AT6558R data sheet: hot start TTFF ≤ 1 s.
-    PowerProfile(offState: .running, wakesOverSerial: true, hotStartMilliseconds: 1000)
+    // Hot start 5.5 s without AGNSS: Seeed Studio's XIAO L76K GNSS Module wiki, "Specification"
+    // (the same as ReceiverFigures.casicL76K in the simulator).
+    PowerProfile(offState: .running, wakesOverSerial: true, hotStartMilliseconds: 5500)
   }
 
   /// The standby input driven low (360 µA against 41 mA running: Seeed Studio's L76K module
@@ -90,7 +91,8 @@ public struct CASICDriver: ChipsetDriver {
   public var vendor: String? { "Zhongke (CASIC)" }
   /// gpsd 3.26's drivers/driver_casic.c, `type_name`.
   public var gpsdDriverName: String { "CASIC" }
-  /// 9600 bit/s: Seeed Studio's L76K module wiki, Waveshare's Pico-GPS-L76K wiki.
+  /// 9600 bit/s: Seeed Studio's XIAO L76K GNSS Module wiki ("UART interface", default
+  /// 9600 bps), Waveshare's Pico-GPS-L76K wiki ("default 9600bps").
   public var factoryBaudRate: Int { 9600 }
   /// CASIC answers no NMEA command (protocol specification §2.5).
   public var acknowledgesCommands: Bool { false }
