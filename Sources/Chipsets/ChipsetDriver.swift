@@ -12,7 +12,7 @@ import NMEA
 /// Values are immutable; every requirement is a pure function of its arguments. The
 /// requirements with a default (below) need only be written by a family that differs.
 public protocol ChipsetDriver: Sendable {
-  /// The identifier (`ChipsetFamily.ublox`), declared as a static member beside the driver.
+  /// The identifier, declared as a static member of ``ChipsetFamily`` beside the driver.
   var family: ChipsetFamily { get }
   /// The name on the command line (`--chipset mtk`), lower case, unique in the registry.
   var cliName: String { get }

@@ -83,9 +83,6 @@ struct DemoSession {
   /// How long anything in the demo may take before it counts as broken: generous, for a
   /// loaded machine.
   let patience: Duration = .seconds(30)
-  /// The family the demo imitates and drives (its recording is a u-blox M8's), named once.
-  static let family = ChipsetFamily.ublox
-
   func run() async -> Int32 {
     guard let path = options.recording ?? Self.findRecording() else {
       Output.error.line(
@@ -100,7 +97,17 @@ struct DemoSession {
       Output.error.line("serialgps demo: \(error)")
       return 2
     }
-    let profile = ReceiverProfile.chosen(Self.family, for: recording)
+    // The receiver the recording came from (the default one is a u-blox M8's), identified
+    // from what it says, as the driver would.
+    let profile = ReceiverProfile.inferred(from: recording)
+    let family = profile.family
+    guard family.hasCommands else {
+      Output.error.line(
+        "serialgps demo: \(path) does not say which chipset recorded it, so the demo has no "
+          + "commands to show; use a recording of a u-blox, MediaTek or other commandable "
+          + "receiver, such as \(DemoOptions.defaultRecording)")
+      return 2
+    }
     // Asleep, as serialgps leaves a receiver that nobody listens to.
     let simulator: ReceiverSimulator
     do {
@@ -139,7 +146,7 @@ struct DemoSession {
     out.flush()
 
     var receiverOptions = GPSReceiver.Options()
-    receiverOptions.chipset = .family(Self.family)
+    receiverOptions.chipset = .family(family)
     receiverOptions.linger = .zero
     let receiver = GPSReceiver(
       connector: SerialConnector(path: simulator.devicePath, baud: .fixed(.b115200)),
@@ -155,7 +162,7 @@ struct DemoSession {
         return total > told ? Array(simulator.received.suffix(total - told)) : []
       }
       for input in inputs {
-        out.line("  → receiver got " + CommandNames.describe(input, family: Self.family))
+        out.line("  → receiver got " + CommandNames.describe(input, family: family))
       }
       if !inputs.isEmpty { out.flush() }
     }
