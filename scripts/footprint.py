@@ -147,6 +147,23 @@ def activity(pid):
     return faults, switches
 
 
+def resident_by_mapping(pid):
+    """kB resident per mapping of process `pid` (/proc/PID/smaps), file mappings by file and
+    permissions (a binary's code, read-only data, relocated data apart), the rest by kind."""
+    totals = {}
+    name = None
+    with open("/proc/%d/smaps" % pid) as handle:
+        for line in handle:
+            fields = line.split()
+            if "-" in fields[0] and len(fields) >= 5 and ":" not in fields[0]:
+                path = fields[5] if len(fields) >= 6 else "anonymous"
+                name = "%s %s" % (os.path.basename(path) if path.startswith("/") else path,
+                                  fields[1])
+            elif fields[0] == "Rss:" and name is not None:
+                totals[name] = totals.get(name, 0) + int(fields[1])
+    return {key: value for key, value in totals.items() if value}
+
+
 class Client:
     """A watching client that reads everything in a thread of its own."""
 
@@ -235,6 +252,7 @@ def memory(kind, binary, replayer, recording, idle, stream):
         time.sleep(stream)
         streaming_status = status(process.pid)
         streaming_status["StreamFaults"] = activity(process.pid)[0] - window_faults
+        streaming_status["Mappings"] = resident_by_mapping(process.pid)
         tpvs = client.tpvs
         client.close()
         return idle_status, streaming_status, tpvs
@@ -318,6 +336,8 @@ def main():
                         help="another serialgps build to measure the same way (memory and "
                         "size only), for the table of steps (scripts/footprint-steps.sh)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--mappings", action="store_true", help="also print what each "
+                        "mapping holds resident while streaming (medians, kB)")
     options = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("footprint: run as root (the pty is handed to group dialout for gpsd)")
@@ -329,6 +349,10 @@ def main():
     results = {kind: {"ttf": [], "idle": [], "streaming": [], "tpvs": []}
                for kind, _ in servers + variants}
     load = [os.getloadavg()[0]]
+
+    def counted(sample):
+        return {key: value for key, value in sample.items() if key != "Mappings"}
+
     for round_number in range(options.rounds):
         for kind, binary in servers:
             first_tpv, first_fix = time_to_first_tpv(kind, binary, options.dynamic,
@@ -340,7 +364,7 @@ def main():
             results[kind]["streaming"].append(streaming)
             results[kind]["tpvs"].append(tpvs)
             print("round %d %-7s first TPV %.2f s (with a position %.2f s); idle %s; streaming %s"
-                  % (round_number + 1, kind, first_tpv, first_fix, idle, streaming),
+                  % (round_number + 1, kind, first_tpv, first_fix, idle, counted(streaming)),
                   file=sys.stderr)
         for name, binary in variants:
             idle, streaming, tpvs = memory("serialgps", binary, options.dynamic,
@@ -349,11 +373,16 @@ def main():
             results[name]["streaming"].append(streaming)
             results[name]["tpvs"].append(tpvs)
             print("round %d %s: idle %s; streaming %s" % (round_number + 1, name, idle,
-                                                          streaming), file=sys.stderr)
+                                                          counted(streaming)), file=sys.stderr)
     load.append(os.getloadavg()[0])
 
     def median(values):
         return statistics.median(values)
+
+    def mappings_median(samples):
+        names = sorted({name for sample in samples for name in sample["Mappings"]})
+        return {name: median([sample["Mappings"].get(name, 0) for sample in samples])
+                for name in names}
 
     summary = {"machine": machine(), "load_average": load, "rounds": options.rounds,
                "idle_seconds": options.idle, "stream_seconds": options.stream,
@@ -371,6 +400,7 @@ def main():
             "counts": {key: median([(s1 | s2)[key] for s1, s2 in zip(entry["idle"],
                                                                     entry["streaming"])])
                        for key in COUNTS},
+            "mappings_kB": mappings_median(entry["streaming"]),
             "runs": entry,
         }
     for name, binary in variants:
@@ -383,6 +413,7 @@ def main():
             "counts": {key: median([(s1 | s2)[key] for s1, s2 in zip(entry["idle"],
                                                                     entry["streaming"])])
                        for key in COUNTS},
+            "mappings_kB": mappings_median(entry["streaming"]),
             "runs": entry,
         })
     if options.json:
@@ -429,6 +460,14 @@ def main():
             (entry["name"], entry["counts"]) for entry in summary.get("variants", [])]:
         print("| %s | %d | %d | %d |" % (kind, counts["StartFaults"], counts["IdleSwitches"],
                                          counts["StreamFaults"]))
+    if options.mappings:
+        rows = [(kind, summary[kind]["mappings_kB"]) for kind, _ in servers] + [
+            (entry["name"], entry["mappings_kB"]) for entry in summary.get("variants", [])]
+        for kind, mappings in rows:
+            print()
+            print("%s, resident while streaming (kB, medians): %s" % (kind, "; ".join(
+                "%s %d" % (name, value) for name, value in sorted(
+                    mappings.items(), key=lambda item: -item[1]))))
     if variants:
         print()
         print("| step | idle VmRSS / RssAnon / RssFile | streaming VmRSS / RssAnon / RssFile | "
