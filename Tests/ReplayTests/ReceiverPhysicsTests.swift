@@ -185,6 +185,33 @@ import Testing
     #expect(early > 5, "\(early)")
   }
 
+  @Test func adjustedFiguresSetTheHotStartAndTheConvergence() throws {
+    let figures = try #require(
+      ReceiverFigures.ubloxM8.adjusted(
+        hotStart: s(2.5), firstFixError: 40, convergedError: 4, hotConvergence: s(2)))
+    #expect(
+      figures.name
+        == "u-blox M8 (SAM-M8Q) [hot start 2.50 s, first error 40 m, converged 4 m, tau 2 s]")
+    var bench = try Bench(
+      "ublox-m8-drive", profile: .ublox(.m8),
+      physics: physics(figures, knowing: .ephemeris(age: .zero)))
+    let epochs = bench.run(from: .seconds(1), seconds: 30)
+    // The first epoch at or after 2.5 s carries the fix, 40 m off as reported; from it the
+    // error reaches 10 m after 2·ln(36/6) = 3.58 s, on the epoch at 7 s.
+    let first = try #require(firstFix(epochs))
+    #expect(first.at == .seconds(3))
+    #expect(bench.model.physics?.starts.first?.kind == .hot)
+    #expect(abs(first.fix.horizontalAccuracy! - 40) < 0.1)
+    let reported = epochs.filter(\.hasFix).map { ($0.at, $0.fix.horizontalAccuracy!) }
+    let firstWithin10 = try #require(reported.first { $0.1 <= 10 })
+    #expect(firstWithin10.0 == .seconds(7), "\(reported)")
+    #expect(abs(reported.last!.1 - 4) < 0.1)
+    // The presets stay as they are; values that make no receiver are refused.
+    #expect(ReceiverFigures.ubloxM8.adjusted() == .ubloxM8)
+    #expect(ReceiverFigures.ubloxM8.adjusted(convergedError: 30) == nil)
+    #expect(ReceiverFigures.ubloxM8.adjusted(hotStart: .zero) == nil)
+  }
+
   @Test func theErrorsAreSeeded() throws {
     func bytes(seed: UInt64) throws -> [UInt8] {
       var bench = try Bench(
