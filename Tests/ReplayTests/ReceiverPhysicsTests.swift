@@ -212,6 +212,26 @@ import Testing
     #expect(ReceiverFigures.ubloxM8.adjusted(hotStart: .zero) == nil)
   }
 
+  @Test func theFirstFixAfterNoFixEpochsKeepsItsEstimateInOneStream() throws {
+    // A hot start of 2.5 s: two no-fix epochs, from which one decoder learns where a cycle
+    // ends, then the fix whose GST must stay inside its epoch.
+    let figures = try #require(ReceiverFigures.ubloxM8.adjusted(hotStart: s(2.5)))
+    var bench = try Bench(
+      "ublox-m8-drive", profile: .ublox(.m8),
+      physics: physics(figures, knowing: .ephemeris(age: .zero)))
+    let bytes = bench.run(from: .seconds(1), seconds: 6).flatMap(\.bytes)
+    var decoder = NMEADecoder()
+    var fixes: [Fix] = []
+    func take(_ output: DecoderEvent) {
+      if case .epoch(let epoch) = output, epoch.fix.position != nil { fixes.append(epoch.fix) }
+    }
+    decoder.decode(bytes[...], take)
+    decoder.finish(take)
+    #expect(fixes.count == 4)
+    let first = try #require(fixes.first)
+    #expect(abs((first.horizontalAccuracy ?? 0) - 25) < 0.1, "\(first)")
+  }
+
   @Test func theErrorsAreSeeded() throws {
     func bytes(seed: UInt64) throws -> [UInt8] {
       var bench = try Bench(
