@@ -97,6 +97,10 @@ def one_run(bench, binary, scratch, logs, index, hot, tau, window):
             fixes = sum(1 for d in deliveries if began - 0.5 <= start + d["at"] <= ended + 0.5)
             per_wake.append({"began": round(began - start, 2), "on_s": round(on, 3),
                              "fixes": fixes, "ratio": round(on / limit, 3)})
+        # A wake for the fix due at the window's end is cut by the door's leaving: no fix.
+        if per_wake and per_wake[-1]["fixes"] == 0 and wakes[-1][1] >= end - 0.5:
+            per_wake[-1]["cut"] = True
+            per_wake = per_wake[:-1]
         later = per_wake[1:]
         later_fixes = sum(w["fixes"] for w in later)
         later_on = sum(w["on_s"] for w in later)
