@@ -142,6 +142,7 @@ bench: deps
 bench-power: test-deps
 	$(SWIFT) build -c release --product serialgps
 	python3 scripts/bench-power.py --serialgps .build/release/serialgps
+	python3 scripts/bench-power.py --serialgps .build/release/serialgps --cases spread
 
 format:
 	$(SWIFT) format --in-place --recursive Package.swift Sources Tests Benchmarks

@@ -4,6 +4,7 @@ serialgps' doors beside gpsd 3.22 on the same simulated receiver (issue 23, "Ben
 
     scripts/bench-power.py [--serialgps PATH] [--cases a,b,c,d,e] [--runs a=3,b=3,c=2,d=3,e=1]
                            [--json] [--logs DIR]
+    scripts/bench-power.py --cases spread [--spread-runs 6] [--spread-minutes 5] [--seed N]
 
 Every run of every case has a receiver of its own: `serialgps replay
 fixtures/ublox-m8-drive.nmea --chipset ublox --physics --start hot --loop --energy-file F`, the
@@ -22,6 +23,8 @@ carries its error. The charge is the energy file's, read at the case's start and
   (e) as (a) with the simulator's ephemeris valid 300 s (`--ephemeris-validity 300`), 720 s,
       and watch's refresh age scaled with it (`--ephemeris-refresh 150`: half the validity, as
       the default 2 h is half of 4 h; what a user who knows the validity sets).
+  (spread) (`--cases spread` alone, scripts/bench_spread.py): (a) on receivers drawn at
+      random (hot start 0.5-3 s, convergence time constant 1-5 s), each against its own limit.
   (f) (`--cases f` alone, `aiding_run`): a cold start after a fix, the simulator's supply cut
       without a backup battery, through `serve --state-dir` with and without `--no-aiding`.
 - gpsd: `gpsd -b -N -n` (read-only) on a receiver of its own left running, as gpsd leaves
@@ -583,6 +586,12 @@ def main():
     parser.add_argument("--logs", help="keep every process's standard error in this directory")
     parser.add_argument("--sleep-scale", type=float, default=4,
                         help="(g) only: the simulator's time scale (1: a real hour; default 4)")
+    parser.add_argument("--spread-runs", type=int, default=6,
+                        help="(spread) only: how many receivers, each drawn at random")
+    parser.add_argument("--spread-minutes", type=float, default=5,
+                        help="(spread) only: each run's window")
+    parser.add_argument("--seed", type=int,
+                        help="(spread) only: the seed of the draw (default: a new one, printed)")
     parser.add_argument("--sleep-receivers", metavar="PREFIX",
                         help="(g) only: the receivers whose name starts so (CASIC, Airoha …)")
     args = parser.parse_args()
@@ -597,6 +606,10 @@ def main():
         sys.exit("build serialgps first: swift build -c release --product serialgps")
     if args.cases == "g":
         return sleep_depth(binary, args.json, args.sleep_scale, args.sleep_receivers)
+    if args.cases == "spread":
+        import bench_spread
+        sys.exit(bench_spread.main(sys.modules[__name__], binary, args.spread_runs,
+                                   args.spread_minutes, args.seed, args.json, args.logs))
     for tool in ("gpsd", "mosquitto", "mosquitto_pub", "mosquitto_sub"):
         if subprocess.call(["which", tool], stdout=subprocess.DEVNULL) != 0:
             sys.exit("%s is not installed (make test-deps)" % tool)

@@ -226,8 +226,14 @@ enum EpochRewriter {
       for i in 2...13 { set(i, "") }
       for i in 14...16 { set(i, dops99 ? "99.99" : "") }
     case "GST":
-      guard let estimate = context.errorEstimate, fix != nil else { return nil }
       time(0)
+      // Without a fix the sentence stays, its fields empty, as receivers send it (gpsd's
+      // corpus, skytraq.log): the epoch keeps its shape, so a fix builder that learned where
+      // a cycle ends from no-fix epochs still finds the first fix's estimate inside it.
+      guard let estimate = context.errorEstimate, fix != nil else {
+        f = [f.first ?? ""] + Array(repeating: "", count: 7)
+        break
+      }
       f = [f.first ?? ""] + gstFields(estimate)
     case "PGRME":
       guard let estimate = context.errorEstimate, fix != nil else { return nil }

@@ -124,6 +124,43 @@ public struct ReceiverFigures: Sendable, Hashable, CustomStringConvertible {
     kind == .hot ? hotConvergence : coldConvergence
   }
 
+  /// These figures with a different hot start and error convergence, for a receiver the
+  /// presets do not describe (a benchmark's spread of receivers, `serialgps replay --hot-start`):
+  /// each value given replaces the preset's, the others stay. The name says what changed, so
+  /// that a report shows it.
+  ///
+  /// - Returns: `nil` when the values make no receiver: times not above zero, errors not
+  ///   above zero, or a converged error not below the first fix's.
+  public func adjusted(
+    hotStart: Duration? = nil, firstFixError: Double? = nil, convergedError: Double? = nil,
+    hotConvergence: Duration? = nil
+  ) -> ReceiverFigures? {
+    var figures = self
+    var changes: [String] = []
+    if let hotStart {
+      figures.hotStart = hotStart
+      changes.append("hot start \(PhysicsConfiguration.describe(hotStart))")
+    }
+    if let firstFixError {
+      figures.firstFixError = firstFixError
+      changes.append("first error \(ReceiverPhysics.number(firstFixError)) m")
+    }
+    if let convergedError {
+      figures.convergedError = convergedError
+      changes.append("converged \(ReceiverPhysics.number(convergedError)) m")
+    }
+    if let hotConvergence {
+      figures.hotConvergence = hotConvergence
+      changes.append("tau \(PhysicsConfiguration.describe(hotConvergence))")
+    }
+    guard figures.hotStart > .zero, figures.hotConvergence > .zero,
+      figures.convergedError > 0, figures.convergedError < figures.firstFixError,
+      figures.firstFixError.isFinite
+    else { return nil }
+    if !changes.isEmpty { figures.name += " [" + changes.joined(separator: ", ") + "]" }
+    return figures
+  }
+
   // MARK: - Presets (docs/simulator.md, "Figures", gives each source)
 
   /// GlobalTop PA6H / Quectel L80 (MediaTek MT3339), GPS only, 3.3 V. The times and the

@@ -14,7 +14,8 @@ let replayCommand = Command(
   usage:
     "replay FILE [--speed X | --fast] [--chipset \(ChipsetRegistry.allNames)] [--loop] [--link PATH] "
     + "[--physics [--start hot|warm|cold] [--no-backup] [--time-scale X] "
-    + "[--ephemeris-validity S] [--seed N] [--energy-file PATH] [--control FIFO]]",
+    + "[--ephemeris-validity S] [--hot-start S] [--first-error M] [--converged-error M] "
+    + "[--convergence S] [--seed N] [--energy-file PATH] [--control FIFO]]",
   summary: "Present a recording as a virtual receiver on a pty (prints the device to open).",
   arguments: ReplayOptions.self
 ) { options in
@@ -39,6 +40,11 @@ struct ReplayOptions: Equatable, CommandArguments {
     /// Seconds of the receiver's own time; `nil`: the data sheet's 4 h.
     var ephemerisValidity: Double?
     var start = StartKind.hot
+    /// The receiver's hot start and error convergence; each `nil`: the data sheet's.
+    var hotStart: Double?
+    var firstFixError: Double?
+    var convergedError: Double?
+    var convergence: Double?
     var backupPower = true
     var seed: UInt64 = 1
     var energyFile: String?
@@ -78,6 +84,11 @@ struct ReplayOptions: Equatable, CommandArguments {
                        (default: the --speed factor)
       --ephemeris-validity S
                        ephemeris valid for S seconds of the receiver's time (data sheet: 14400)
+      --hot-start S    a hot start takes S seconds to the first fix (data sheet: 1 or 2)
+      --first-error M  the first fix of a start is M metres off (default 25)
+      --converged-error M
+                       the error converges on M metres (data sheet: the chip's accuracy)
+      --convergence S  time constant of that convergence after a hot start (default 3)
       --seed N         seed of the position errors (default 1)
       --energy-file PATH
                        keep PATH rewritten (whole, every 100 ms and at the end) with a JSON
@@ -106,7 +117,8 @@ struct ReplayOptions: Equatable, CommandArguments {
       if argument.hasPrefix("--"), argument != "--physics",
         [
           "--start", "--no-backup", "--time-scale", "--ephemeris-validity", "--seed",
-          "--energy-file", "--control",
+          "--energy-file", "--control", "--hot-start", "--first-error", "--converged-error",
+          "--convergence",
         ].contains(argument)
       {
         physicsOptionGiven = argument
@@ -128,6 +140,18 @@ struct ReplayOptions: Equatable, CommandArguments {
       case "--ephemeris-validity":
         physics.ephemerisValidity = try reader.number(
           in: 1...1_000_000, "--ephemeris-validity needs seconds, such as 300")
+      case "--hot-start":
+        physics.hotStart = try reader.number(
+          in: 0.001...3600, "--hot-start needs seconds above 0, such as 2")
+      case "--first-error":
+        physics.firstFixError = try reader.number(
+          in: 0.01...100_000, "--first-error needs metres above 0, such as 25")
+      case "--converged-error":
+        physics.convergedError = try reader.number(
+          in: 0.01...100_000, "--converged-error needs metres above 0, such as 3")
+      case "--convergence":
+        physics.convergence = try reader.number(
+          in: 0.001...3600, "--convergence needs seconds above 0, such as 2")
       case "--seed":
         physics.seed = UInt64(
           try reader.number(in: 0...Int.max, "--seed needs a whole number, such as 7") as Int)
@@ -157,6 +181,13 @@ struct ReplayOptions: Equatable, CommandArguments {
         throw UsageMessage("\(given) belongs to --physics; add --physics")
       }
       if physicsOn { options.physics = physics }
+      if let first = physics.firstFixError, let converged = physics.convergedError,
+        converged >= first
+      {
+        throw UsageMessage(
+          "--converged-error (\(converged) m) must be below --first-error (\(first) m): the "
+            + "error shrinks after the first fix")
+      }
       options.path = path
       options.chipset = receiver.family
       if fast { options.pace = .asFastAsPossible }
@@ -194,6 +225,19 @@ struct ReplaySession {
         return 2
       }
       if let validity = chosen.ephemerisValidity { figures.ephemerisValidity = .seconds(validity) }
+      guard
+        let adjusted = figures.adjusted(
+          hotStart: chosen.hotStart.map { .seconds($0) }, firstFixError: chosen.firstFixError,
+          convergedError: chosen.convergedError,
+          hotConvergence: chosen.convergence.map { .seconds($0) })
+      else {
+        Output.error.line(
+          "serialgps replay: the error cannot converge on \(chosen.convergedError ?? figures.convergedError) m "
+            + "from a first fix \(chosen.firstFixError ?? figures.firstFixError) m off; give a "
+            + "--converged-error below --first-error.")
+        return 2
+      }
+      figures = adjusted
       physics = PhysicsConfiguration(
         figures: figures, timeScale: chosen.timeScale ?? Self.speed(of: options.pace),
         seed: chosen.seed, backupPower: chosen.backupPower,

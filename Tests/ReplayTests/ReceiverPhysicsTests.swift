@@ -185,6 +185,53 @@ import Testing
     #expect(early > 5, "\(early)")
   }
 
+  @Test func adjustedFiguresSetTheHotStartAndTheConvergence() throws {
+    let figures = try #require(
+      ReceiverFigures.ubloxM8.adjusted(
+        hotStart: s(2.5), firstFixError: 40, convergedError: 4, hotConvergence: s(2)))
+    #expect(
+      figures.name
+        == "u-blox M8 (SAM-M8Q) [hot start 2.50 s, first error 40 m, converged 4 m, tau 2 s]")
+    var bench = try Bench(
+      "ublox-m8-drive", profile: .ublox(.m8),
+      physics: physics(figures, knowing: .ephemeris(age: .zero)))
+    let epochs = bench.run(from: .seconds(1), seconds: 30)
+    // The first epoch at or after 2.5 s carries the fix, 40 m off as reported; from it the
+    // error reaches 10 m after 2·ln(36/6) = 3.58 s, on the epoch at 7 s.
+    let first = try #require(firstFix(epochs))
+    #expect(first.at == .seconds(3))
+    #expect(bench.model.physics?.starts.first?.kind == .hot)
+    #expect(abs(first.fix.horizontalAccuracy! - 40) < 0.1)
+    let reported = epochs.filter(\.hasFix).map { ($0.at, $0.fix.horizontalAccuracy!) }
+    let firstWithin10 = try #require(reported.first { $0.1 <= 10 })
+    #expect(firstWithin10.0 == .seconds(7), "\(reported)")
+    #expect(abs(reported.last!.1 - 4) < 0.1)
+    // The presets stay as they are; values that make no receiver are refused.
+    #expect(ReceiverFigures.ubloxM8.adjusted() == .ubloxM8)
+    #expect(ReceiverFigures.ubloxM8.adjusted(convergedError: 30) == nil)
+    #expect(ReceiverFigures.ubloxM8.adjusted(hotStart: .zero) == nil)
+  }
+
+  @Test func theFirstFixAfterNoFixEpochsKeepsItsEstimateInOneStream() throws {
+    // A hot start of 2.5 s: two no-fix epochs, from which one decoder learns where a cycle
+    // ends, then the fix whose GST must stay inside its epoch.
+    let figures = try #require(ReceiverFigures.ubloxM8.adjusted(hotStart: s(2.5)))
+    var bench = try Bench(
+      "ublox-m8-drive", profile: .ublox(.m8),
+      physics: physics(figures, knowing: .ephemeris(age: .zero)))
+    let bytes = bench.run(from: .seconds(1), seconds: 6).flatMap(\.bytes)
+    var decoder = NMEADecoder()
+    var fixes: [Fix] = []
+    func take(_ output: DecoderEvent) {
+      if case .epoch(let epoch) = output, epoch.fix.position != nil { fixes.append(epoch.fix) }
+    }
+    decoder.decode(bytes[...], take)
+    decoder.finish(take)
+    #expect(fixes.count == 4)
+    let first = try #require(fixes.first)
+    #expect(abs((first.horizontalAccuracy ?? 0) - 25) < 0.1, "\(first)")
+  }
+
   @Test func theErrorsAreSeeded() throws {
     func bytes(seed: UInt64) throws -> [UInt8] {
       var bench = try Bench(

@@ -208,6 +208,21 @@ struct ReplayCommandTests {
     #expect(
       ReplayOptions.parse(["f", "--physics", "--start", "aided"])
         == .invalid("--start needs hot, warm or cold, not 'aided'"))
+    var receiver = ReplayOptions(path: "f")
+    receiver.physics = .init(hotStart: 2.5, firstFixError: 30, convergedError: 4, convergence: 2)
+    #expect(
+      ReplayOptions.parse([
+        "f", "--physics", "--hot-start", "2.5", "--first-error", "30", "--converged-error", "4",
+        "--convergence", "2",
+      ]) == .options(receiver))
+    #expect(
+      ReplayOptions.parse(["f", "--convergence", "2"])
+        == .invalid("--convergence belongs to --physics; add --physics"))
+    #expect(
+      ReplayOptions.parse(["f", "--physics", "--first-error", "5", "--converged-error", "6"])
+        == .invalid(
+          "--converged-error (6.0 m) must be below --first-error (5.0 m): the error shrinks "
+            + "after the first fix"))
     #expect(DemoOptions.parse(["--no-physics"]) == .options(DemoOptions(physics: false)))
   }
 
