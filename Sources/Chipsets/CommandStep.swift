@@ -109,6 +109,19 @@ public enum ReceiverAcknowledgement: Sendable, Hashable, CustomStringConvertible
     return nil
   }
 
+  /// Recognises an acknowledgement in whatever the decoder handed out: a sentence or a binary
+  /// frame, as the drivers read them; `nil` for anything else. The one call every reader makes,
+  /// so a family's acknowledgements reach every command loop alike.
+  public init?(_ event: DecoderEvent) {
+    switch event {
+    case .sentence(let sentence): self.init(sentence)
+    case .ubx(let view): self.init(frame: .ubx(view))
+    case .sirf(let view): self.init(frame: .sirf(view))
+    case .casic(let view): self.init(frame: .casic(view))
+    case .epoch, .parseError, .ubxMessage, .ubxRejected: return nil
+    }
+  }
+
   /// Whether the receiver accepted the command.
   public var isPositive: Bool {
     switch self {

@@ -158,24 +158,16 @@ final class ConnectionReader: @unchecked Sendable {
 
   private func handle(_ event: DecoderEvent, fixes: inout Int) {
     timekeeping?.observe(event)
+    if let acknowledgement = ReceiverAcknowledgement(event) {
+      core.acknowledgements.deliver(acknowledgement)
+    }
     switch event {
-    case .sentence(let sentence):
+    case .sentence:
       if status == nil { publish(.streaming) }
-      if let acknowledgement = ReceiverAcknowledgement(sentence) {
-        core.acknowledgements.deliver(acknowledgement)
-      }
     case .epoch(let epoch):
       fixes += 1
       release(gate.completed(epoch, cycleLearned: knownCycle?.isLearned == true))
-    case .ubx(let frame):
-      if let acknowledgement = ReceiverAcknowledgement(frame) {
-        core.acknowledgements.deliver(acknowledgement)
-      }
-    case .casic(let frame):
-      if let acknowledgement = ReceiverAcknowledgement(frame: .casic(frame)) {
-        core.acknowledgements.deliver(acknowledgement)
-      }
-    case .sirf, .parseError, .ubxMessage, .ubxRejected:
+    case .ubx, .casic, .sirf, .parseError, .ubxMessage, .ubxRejected:
       break
     }
   }

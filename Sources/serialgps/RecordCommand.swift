@@ -372,12 +372,8 @@ struct Capture {
           fixes += 1
           lastFix = epoch.fix
         }
-      case .sentence(let sentence):
-        if let answer = ReceiverAcknowledgement(sentence) { answers.append(answer) }
-      case .ubx(let frame):
-        if let answer = ReceiverAcknowledgement(frame) { answers.append(answer) }
-      case .sirf, .parseError, .ubxMessage, .ubxRejected, .casic:
-        break
+      default:
+        if let answer = ReceiverAcknowledgement(event) { answers.append(answer) }
       }
     }
     showProgress()

@@ -377,15 +377,16 @@ struct AnswerPort: CommandPort {
       case .sentence(let sentence):
         sentences += 1
         identifier.observe(sentence)
-        if let answer = ReceiverAcknowledgement(sentence) { acknowledgements.append(answer) }
       case .ubx(let frame):
         identifier.observe(frame)
-        if let answer = ReceiverAcknowledgement(frame) { acknowledgements.append(answer) }
       case .sirf(let frame):
         identifier.observe(frame)
-      case .epoch, .parseError, .ubxMessage, .ubxRejected, .casic:
+      case .casic(let frame):
+        identifier.observe(.casic(frame))
+      case .epoch, .parseError, .ubxMessage, .ubxRejected:
         break
       }
+      if let answer = ReceiverAcknowledgement(event) { acknowledgements.append(answer) }
     }
     return true
   }

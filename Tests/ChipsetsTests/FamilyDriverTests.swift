@@ -105,6 +105,22 @@ import Testing
         == .finished(.acknowledged(accepted, attempt: 2, written: 2, late: nil)))
   }
 
+  @Test func everyDecoderEventIsReadForAcknowledgementsByOneCall() {
+    // A CASIC ACK, a $PMTK001 and a UBX-ACK-ACK in one stream: each reader (the receiver's,
+    // send's, record's) asks the same initialiser, so each family's answers reach all of them.
+    let stream =
+      hexBytes("BA CE 04 00 05 01 06 01 00 00 0A 01 05 01")
+      + Array("$PMTK001,161,3*36\r\n".utf8)
+      + hexBytes("B5 62 05 01 02 00 06 04 12 3B")
+    var decoder = NMEADecoder()
+    var found: [ReceiverAcknowledgement] = []
+    decoder.decode(stream) { event in
+      if let acknowledgement = ReceiverAcknowledgement(event) { found.append(acknowledgement) }
+    }
+    #expect(found.count == 3, "\(found)")
+    #expect(found.allSatisfy(\.isPositive), "\(found)")
+  }
+
   // MARK: Sleeps
 
   @Test func airohaBacksUpOnlyWithTheLineAndALongSleep() {
