@@ -118,7 +118,7 @@ import Testing
       if let acknowledgement = ReceiverAcknowledgement(event) { found.append(acknowledgement) }
     }
     #expect(found.count == 3, "\(found)")
-    #expect(found.allSatisfy(\.isPositive), "\(found)")
+    #expect(found.allSatisfy { $0.isPositive }, "\(found)")
   }
 
   // MARK: Sleeps
