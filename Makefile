@@ -18,9 +18,10 @@ TEST_PACKAGES := $(BUILD_PACKAGES) umockdev libumockdev-dev udev socat gpsd-clie
 	gcc-arm-linux-gnueabihf libc6-dev-arm64-cross libc6-dev-armhf-cross
 
 # Needed to make the Debian package (dpkg-shlibdeps, dpkg-gencontrol; python3 for the man page)
-# and to check it (lintian; systemd for systemd-analyze verify; udev for udevadm).
+# and to check it (lintian; systemd for systemd-analyze verify; udev for udevadm; valgrind for
+# the code layout check).
 DEB_PACKAGES := $(BUILD_PACKAGES) dpkg-dev binutils python3
-DEB_CHECK_PACKAGES := $(DEB_PACKAGES) lintian systemd udev man-db
+DEB_CHECK_PACKAGES := $(DEB_PACKAGES) lintian systemd udev man-db valgrind
 
 # The version's one home is Sources/serialgps/Version.swift (docs/packaging.md).
 VERSION := $(shell scripts/version.sh)
@@ -92,10 +93,13 @@ deb:
 	@binary=$$(SWIFT=$(SWIFT) scripts/build-static.sh) && scripts/make-deb.sh "$$binary" dist
 
 # What CI checks of the package: lintian, then install it, run the installed command, verify
-# the installed unit, purge it and find nothing left behind (as root).
+# the installed unit, purge it and find nothing left behind (as root); and that the package's
+# code layout still lists what `serve` runs (contrib/serialgps.order: a stale list costs
+# resident memory and fails nothing else; valgrind, about a minute).
 deb-check: deb
 	@scripts/install-deps.sh $(DEB_CHECK_PACKAGES)
 	scripts/check-deb.sh dist/serialgps_$(VERSION)_$$(dpkg --print-architecture).deb
+	python3 scripts/symbol-order.py --check --binary "$$(SWIFT=$(SWIFT) scripts/build-static.sh)"
 
 # serialgps serve (dynamic and static builds) and gpsd on the same simulated receiver: memory,
 # sizes, time to the first TPV (BENCHMARKS.md, Footprint).

@@ -17,10 +17,13 @@ unstripped binary's symbol table. Needs valgrind (apt-get install valgrind) and 
 goes to group dialout as for the footprint run).
 
     scripts/symbol-order.py [--binary PATH] [--seconds S] [--output contrib/serialgps.order]
+    scripts/symbol-order.py --check [--binary PATH]   # CI: is the committed list still right?
 
 Run it again when the hot path changes: names that no longer exist are ignored by the
-linker, new functions land after the listed ones, and scripts/build-static.sh says how many
-of the listed names it found.
+linker and new functions land after the listed ones, scattered, so a stale list costs resident
+memory without failing anything. `--check` (run by `make deb-check`, so by CI) profiles the
+build the same way and fails when more than --tolerance of the functions run while streaming
+are not listed.
 """
 
 import argparse
@@ -144,12 +147,71 @@ def profile_serve(stripped, replayer, seconds, directory):
     return start_up, [output]
 
 
+def profiled_functions(binary, seconds):
+    """Runs `serve` from `binary` (unstripped; profiled stripped, as the package has it) under
+    callgrind: the functions it ran while streaming, then those it ran only to start, each in
+    order of first execution; and every function's size by name."""
+    with tempfile.TemporaryDirectory() as directory:
+        stripped = os.path.join(directory, "serialgps")
+        subprocess.run(["strip", "-o", stripped, binary], check=True)
+        # The replayer is another copy, so that the profile sees only the server.
+        replayer = os.path.join(directory, "replayer")
+        subprocess.run(["cp", binary, replayer], check=True)
+        start_up, streaming = profile_serve(stripped, replayer, seconds, directory)
+        symbols = function_symbols(binary)
+        starts = [address for address, _, _ in symbols]
+        parts, seen = [], set()
+        for profiles in (streaming, start_up):
+            part = []
+            for profile in profiles:
+                for address in executed_addresses(profile, "serialgps"):
+                    index = bisect.bisect_right(starts, address) - 1
+                    if index < 0:
+                        continue
+                    start, size, name = symbols[index]
+                    # Code past a function's end belongs to a function with no symbol
+                    # (contrib/serialgps-text.ld places those).
+                    if address >= start + max(size, 1) or name in seen:
+                        continue
+                    seen.add(name)
+                    part.append(name)
+            parts.append(part)
+    sizes = {name: size for _, size, name in symbols}
+    return parts[0], parts[1], sizes
+
+
+def check(listed_path, streaming, sizes, tolerance):
+    """Whether the committed list still names the code `serve` runs while streaming: the
+    functions that ran and are not listed, against `tolerance` (a count: each one can keep a
+    64 KB window resident whatever its size)."""
+    listed = set(line.strip() for line in open(listed_path) if line.strip())
+    missing = [name for name in streaming if name not in listed]
+    missing_bytes = sum(sizes.get(name, 0) for name in missing)
+    relative = os.path.relpath(listed_path, REPO)
+    print("symbol-order: %d of the %d functions run while streaming are not in %s (%d bytes;"
+          " tolerance %d functions)" % (len(missing), len(streaming), relative, missing_bytes,
+                                        tolerance), file=sys.stderr)
+    if len(missing) <= tolerance:
+        return 0
+    for name in sorted(missing, key=lambda name: -sizes.get(name, 0))[:20]:
+        print("  %6d  %s" % (sizes.get(name, 0), name), file=sys.stderr)
+    print("symbol-order: %s is stale: every unlisted function that runs keeps a 64 KB window of"
+          " cold code resident. Make it again (as root, with valgrind): scripts/symbol-order.py,"
+          " and commit it (BENCHMARKS.md, Footprint)" % relative, file=sys.stderr)
+    return 1
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--binary", help="the unstripped static build (default: build it "
                         "with scripts/build-static.sh)")
     parser.add_argument("--seconds", type=float, default=25, help="seconds streaming")
     parser.add_argument("--output", default=os.path.join(REPO, "contrib", "serialgps.order"))
+    parser.add_argument("--check", action="store_true", help="write nothing: fail when more "
+                        "than --tolerance of the functions run while streaming are not in the "
+                        "list (--output)")
+    parser.add_argument("--tolerance", type=int, default=10, help="functions (default 10: "
+                        "two profiles of one build differ by about 4)")
     options = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("symbol-order: run as root (the pty is handed to group dialout)")
@@ -159,36 +221,16 @@ def main():
     binary = options.binary or subprocess.run(
         [os.path.join(REPO, "scripts", "build-static.sh")], capture_output=False,
         stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
-    with tempfile.TemporaryDirectory() as directory:
-        stripped = os.path.join(directory, "serialgps")
-        subprocess.run(["strip", "-o", stripped, binary], check=True)
-        # The replayer is another copy, so that the profile sees only the server.
-        replayer = os.path.join(directory, "replayer")
-        subprocess.run(["cp", binary, replayer], check=True)
-        start_up, streaming = profile_serve(stripped, replayer, options.seconds, directory)
-        symbols = function_symbols(binary)
-        starts = [address for address, _, _ in symbols]
-        order, seen = [], set()
-        counts = []
-        for profiles in (streaming, start_up):
-            before = len(order)
-            for profile in profiles:
-                for address in executed_addresses(profile, "serialgps"):
-                    index = bisect.bisect_right(starts, address) - 1
-                    if index < 0:
-                        continue
-                    start, size, name = symbols[index]
-                    if address >= start + max(size, 1) or name in seen:
-                        continue
-                    seen.add(name)
-                    order.append(name)
-            counts.append(len(order) - before)
-    if counts[0] == 0:
+    streaming, start_up, sizes = profiled_functions(binary, options.seconds)
+    if not streaming:
         sys.exit("symbol-order: the profile shows no function of serialgps; nothing written")
+    if options.check:
+        sys.exit(check(options.output, streaming, sizes, options.tolerance))
     with open(options.output, "w") as handle:
-        handle.write("\n".join(order) + "\n")
+        handle.write("\n".join(streaming + start_up) + "\n")
     print("symbol-order: %d functions streaming, %d more at start-up -> %s"
-          % (counts[0], counts[1], os.path.relpath(options.output, REPO)), file=sys.stderr)
+          % (len(streaming), len(start_up), os.path.relpath(options.output, REPO)),
+          file=sys.stderr)
 
 
 if __name__ == "__main__":
