@@ -20,7 +20,8 @@ public struct LocationRequest: Sendable, Hashable {
   public var interval: Duration?
   /// The horizontal error, in metres, a fix must reach to count for this request
   /// (``Fix/horizontalAccuracy``); `nil`: any fix. A fix whose receiver gives no estimate
-  /// counts: its `horizontalAccuracy` is `nil`, which says so.
+  /// counts: its `horizontalAccuracy` is `nil`, which says so; a fix without one from a
+  /// receiver that gave one with its fix before does not (its estimate was lost).
   public var accuracy: Double?
   /// How old the latest fix may be and still answer at once, without waking the receiver
   /// (``GPSReceiver/location(accuracy:timeout:maxAge:)``). `nil`: never from the cache.
@@ -51,13 +52,25 @@ public struct LocationRequest: Sendable, Hashable {
   }
 
   /// Whether `fix` is good enough for this request: it has a position, and its estimated
-  /// horizontal error reaches ``accuracy`` (or the receiver gives no estimate). A fix the
+  /// horizontal error reaches ``accuracy`` (or the receiver gives no estimate: the driver's
+  /// scheduler also refuses a fix without one from a receiver that gave one with its fix
+  /// before). A fix the
   /// receiver flags outside its own limits (``Fix/gnssFixOK`` `false`) counts only by an
   /// estimate that reaches the accuracy asked for, never for "any fix".
   public func accepts(_ fix: Fix) -> Bool {
+    accepts(fix, estimateExpected: false)
+  }
+
+  /// ``accepts(_:)`` knowing whether the receiver gave an estimate with its fix before this
+  /// one: if it did, a fix without one had its estimate lost on the way (a sentence outside
+  /// its epoch, a dropped frame), not a receiver that gives none, and it does not meet an
+  /// ``accuracy``. A receiver that gives none keeps being served from its second fix on.
+  func accepts(_ fix: Fix, estimateExpected: Bool) -> Bool {
     guard fix.position != nil, fix.mode != .noFix else { return false }
     guard let accuracy else { return fix.gnssFixOK != false }
-    guard let error = fix.horizontalAccuracy else { return fix.gnssFixOK != false }
+    guard let error = fix.horizontalAccuracy else {
+      return !estimateExpected && fix.gnssFixOK != false
+    }
     return error <= accuracy
   }
 }

@@ -77,11 +77,14 @@ struct RequestScheduler {
   struct Timings: Equatable {
     var samples: [Sample] = []
 
-    /// From the wake to the first fix reaching `accuracy` (any fix for `nil`, and a fix
-    /// without an estimate counts); `nil` when no wake seen reached it.
+    /// From the wake to the first fix reaching `accuracy` (any fix for `nil`; a fix without
+    /// an estimate counts only from a receiver that gave none on these wakes, as a delivery
+    /// does); `nil` when no wake seen reached it.
     func time(toReach accuracy: Double?) -> Duration? {
-      samples.first { sample in
-        guard let accuracy, let error = sample.error else { return true }
+      let givesEstimates = samples.contains { $0.error != nil }
+      return samples.first { sample in
+        guard let accuracy else { return true }
+        guard let error = sample.error else { return !givesEstimates }
         return error <= accuracy
       }?.elapsed
     }
@@ -177,6 +180,11 @@ struct RequestScheduler {
   private(set) var starts: [StartKind] = []
   /// Requests refused because they cannot be met (a non-positive interval or count).
   private(set) var refusedRequests = 0
+  /// Whether the receiver's last fix came with an estimate of its error, and whether the one
+  /// before it did (what the last fix was judged by): a receiver that gives estimates is
+  /// expected to give one with every fix (``LocationRequest/accepts(_:estimateExpected:)``).
+  private var lastFixHadEstimate = false
+  private var estimateExpectedForLastFix = false
   private(set) var unexpectedEvents = 0
   var assertsOnUnexpectedEvents = true
 
@@ -208,12 +216,15 @@ struct RequestScheduler {
         actions.append(.armTimer(timer, deadline: now + duration))
       }
       requests[id] = active
+      // The cached fix is the last one or older: an estimate was expected of it if the
+      // receiver gave one with either of its last two fixes.
+      let expected = lastFixHadEstimate || estimateExpectedForLastFix
       if let cached, let maxAge = request.maxAge, cached.age(at: now) <= maxAge,
-        request.accepts(cached.fix)
+        request.accepts(cached.fix, estimateExpected: expected)
       {
         let replay = FixUpdate(
           fix: cached.fix, age: cached.age(at: now), isReplay: true, arrival: cached.arrival)
-        actions += offer(replay, to: id, reach: nil)
+        actions += offer(replay, to: id, reach: nil, estimateExpected: expected)
       }
 
     case .remove(let id):
@@ -235,6 +246,9 @@ struct RequestScheduler {
         beginSession(now: now)
       }
       observe(update)
+      let expected = lastFixHadEstimate
+      estimateExpectedForLastFix = expected
+      lastFixHadEstimate = update.fix.horizontalAccuracy != nil
       // A fix that serves an interval request on time is a scheduled wake's: it also goes
       // to the requests due within half their interval, which merges their phases onto
       // this wake. Otherwise only to those it is on time for.
@@ -243,11 +257,11 @@ struct RequestScheduler {
           return false
         }
         return active.due <= update.arrival + onTime(interval)
-          && active.request.accepts(update.fix)
+          && active.request.accepts(update.fix, estimateExpected: expected)
       }
       for id in requests.keys.sorted() {
         let reach = requests[id]?.request.interval.map { merging ? $0 / 2 : onTime($0) }
-        actions += offer(update, to: id, reach: reach ?? .zero)
+        actions += offer(update, to: id, reach: reach ?? .zero, estimateExpected: expected)
       }
 
     case .receiverPowered(let powered):
@@ -371,12 +385,13 @@ struct RequestScheduler {
   /// was its last update.
   /// `reach`: how long before its due time the fix may come (`nil`: whenever it comes, for
   /// the cached fix a new request is answered with).
-  private mutating func offer(_ update: FixUpdate, to id: RequestID, reach: Duration?)
-    -> [Action]
-  {
+  /// `estimateExpected`: the receiver gave an estimate with the fix before this one.
+  private mutating func offer(
+    _ update: FixUpdate, to id: RequestID, reach: Duration?, estimateExpected: Bool
+  ) -> [Action] {
     guard var active = requests[id] else { return [] }
     let request = active.request
-    guard request.accepts(update.fix) else {
+    guard request.accepts(update.fix, estimateExpected: estimateExpected) else {
       if Self.isBetter(update, than: active.best) { active.best = update }
       requests[id] = active
       return []

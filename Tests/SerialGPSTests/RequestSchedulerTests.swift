@@ -508,6 +508,64 @@ private func fix(at ms: Int, error: Double) -> FixUpdate {
       ])
   }
 
+  @Test("a fix that lost its estimate does not meet an accuracy when the fix before had one")
+  func lostEstimateIsNotAnyAccuracy() {
+    var scheduler = RequestScheduler(configuration: .init())
+    let request = LocationRequest(accuracy: 10, maxUpdates: 1, duration: .seconds(20))
+    _ = scheduler.handle(.add(1, request, cached: nil), now: .ms(0))
+    _ = scheduler.handle(.receiverPowered(true), now: .ms(100))
+    // 25 m, then an epoch whose estimate was lost (its GST outside the epoch): not 10 m.
+    #expect(scheduler.handle(.fix(fix(at: 1100, error: 25)), now: .ms(1100)) == [])
+    var lost = fix(at: 2100, error: 0)
+    lost.fix.horizontalAccuracy = nil
+    #expect(scheduler.handle(.fix(lost), now: .ms(2100)) == [])
+    // A request made now is not answered with it from the cache either.
+    let recent = LocationRequest(accuracy: 10, maxAge: .seconds(30), maxUpdates: 1)
+    #expect(scheduler.handle(.add(2, recent, cached: lost), now: .ms(2200)) == [])
+    // The next epoch has its estimate again, within 10 m: delivered to both.
+    let good = fix(at: 3100, error: 8)
+    #expect(
+      scheduler.handle(.fix(good), now: .ms(3100)) == [
+        .deliver(1, good), .cancelTimer(1), .finish(1, best: nil),
+        .deliver(2, good), .finish(2, best: nil), .powerOff(linger: false),
+      ])
+  }
+
+  @Test("learned timings count a fix without an estimate only from a receiver that gives none")
+  func timingsAndLostEstimates() {
+    typealias Sample = RequestScheduler.Sample
+    let lost = RequestScheduler.Timings(samples: [
+      Sample(elapsed: .seconds(1), error: 25), Sample(elapsed: .seconds(2), error: nil),
+      Sample(elapsed: .seconds(3), error: 8),
+    ])
+    #expect(lost.time(toReach: 10) == .seconds(3))
+    #expect(lost.time(toReach: nil) == .seconds(1))
+    let none = RequestScheduler.Timings(samples: [
+      Sample(elapsed: .seconds(1), error: nil), Sample(elapsed: .seconds(2), error: nil),
+    ])
+    #expect(none.time(toReach: 10) == .seconds(1))
+  }
+
+  @Test("a receiver that gives no estimate is served from its second fix on")
+  func receiverWithoutEstimates() {
+    var scheduler = RequestScheduler(configuration: .init())
+    // Its last fix had an estimate (another receiver, before it was swapped for this one).
+    _ = scheduler.handle(.add(1, LocationRequest(maxUpdates: 1), cached: nil), now: .ms(0))
+    _ = scheduler.handle(.receiverPowered(true), now: .ms(100))
+    _ = scheduler.handle(.fix(fix(at: 1100, error: 5)), now: .ms(1100))
+    let request = LocationRequest(accuracy: 10, maxUpdates: 1, duration: .seconds(20))
+    _ = scheduler.handle(.add(2, request, cached: nil), now: .ms(1200))
+    var bare = fix(at: 2100, error: 0)
+    bare.fix.horizontalAccuracy = nil
+    #expect(scheduler.handle(.fix(bare), now: .ms(2100)) == [])
+    var next = fix(at: 3100, error: 0)
+    next.fix.horizontalAccuracy = nil
+    #expect(
+      scheduler.handle(.fix(next), now: .ms(3100)) == [
+        .deliver(2, next), .cancelTimer(1), .finish(2, best: nil), .powerOff(linger: false),
+      ])
+  }
+
   @Test("maxUpdates and minDistance; requests that cannot be met are refused")
   func limitsAndRefusals() {
     var scheduler = RequestScheduler(configuration: .init())
