@@ -1,4 +1,5 @@
 import Glibc
+import NMEA
 
 /// Where the server listens: a numeric IPv4 or IPv6 address (or `localhost`) and a port.
 public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
@@ -102,7 +103,17 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
     return bytes == [UInt8](repeating: 0, count: 15) + [1]
   }
 
-  public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+  /// `HOST:PORT` or `[IPV6]:PORT`; the port by `DecimalFormatting`, not interpolation: every
+  /// accepted client's peer is described, and the standard library's integer text would be
+  /// paged in for it alone (BENCHMARKS.md, Footprint).
+  public var description: String {
+    var text: [UInt8] = isIPv6 ? [UInt8(ascii: "[")] : []
+    text += host.utf8
+    if isIPv6 { text.append(UInt8(ascii: "]")) }
+    text.append(UInt8(ascii: ":"))
+    DecimalFormatting.appendDigits(UInt64(port), to: &text)
+    return String(decoding: text, as: UTF8.self)
+  }
 
   func withSocketAddress<Result>(
     _ body: (UnsafePointer<sockaddr>, socklen_t) -> Result

@@ -53,47 +53,61 @@ enum DeviceLock {
   /// The lock file of the device at `path`, links resolved: `/dev/` cut off and every other
   /// `/` turned into `_`, as picocom and lockdev name them (`LCK..ttyUSB0`, `LCK..pts_3`).
   static func lockFile(for path: String, in directory: String) -> String {
-    let node = linksResolved(path)
-    var name = Substring(node)
-    if name.hasPrefix("/dev/") {
-      name = name.dropFirst(5)
-    } else if let slash = name.lastIndex(of: "/") {
-      name = name[name.index(after: slash)...]
+    let node = Array(linksResolved(path).utf8)
+    var name = node[...]
+    if node.starts(with: "/dev/".utf8) {
+      name = node[5...]
+    } else if let slash = node.lastIndex(of: UInt8(ascii: "/")) {
+      name = node[(slash + 1)...]
     }
-    return directory + "/LCK.." + name.map { $0 == "/" ? "_" : String($0) }.joined()
+    var file = Array(directory.utf8)
+    file += "/LCK..".utf8
+    for byte in name { file.append(byte == UInt8(ascii: "/") ? UInt8(ascii: "_") : byte) }
+    return String(decoding: file, as: UTF8.self)
   }
 
   /// `path` with its symbolic links followed (`/dev/serial/by-id/…` → `/dev/ttyACM0`), by
   /// `lstat` and `readlink`, not `realpath`: umockdev's `realpath()` corrupts memory for the
   /// nodes it stands in for with ptys. At most 16 links; the path itself when it is none.
   static func linksResolved(_ path: String) -> String {
-    var current = path
+    // Paths as bytes, not `String`'s characters: a path is bytes to the kernel, and this runs
+    // on every open, where the standard library's grapheme-breaking code would be paged in
+    // for it alone (BENCHMARKS.md, Footprint).
+    let slash = UInt8(ascii: "/")
+    let dot = UInt8(ascii: ".")
+    var current = Array(path.utf8)
     for _ in 0..<16 {
+      let text = String(decoding: current, as: UTF8.self)
       var status = stat()
-      guard lstat(current, &status) == 0, status.st_mode & S_IFMT == S_IFLNK else { break }
+      guard lstat(text, &status) == 0, status.st_mode & S_IFMT == S_IFLNK else { break }
       var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-      let length = readlink(current, &target, target.count - 1)
+      let length = readlink(text, &target, target.count - 1)
       guard length > 0 else { break }
-      let link = String(
-        decoding: target[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-      if link.hasPrefix("/") {
+      let link = target[..<length].map { UInt8(bitPattern: $0) }
+      if link.first == slash {
         current = link
-      } else if let slash = current.lastIndex(of: "/") {
-        current = String(current[...slash]) + link
+      } else if let last = current.lastIndex(of: slash) {
+        current = Array(current[...last]) + link
       } else {
         current = link
       }
     }
     // `/dev/serial/by-id/../../ttyACM0` → `/dev/ttyACM0`.
-    var components: [Substring] = []
-    for component in current.split(separator: "/") where component != "." {
-      if component == ".." {
+    var components: [ArraySlice<UInt8>] = []
+    for component in current.split(separator: slash) {
+      if component.count == 1, component.first == dot { continue }
+      if component.count == 2, component.allSatisfy({ $0 == dot }) {
         if !components.isEmpty { components.removeLast() }
       } else {
         components.append(component)
       }
     }
-    return (current.hasPrefix("/") ? "/" : "") + components.joined(separator: "/")
+    var resolved: [UInt8] = current.first == slash ? [slash] : []
+    for (index, component) in components.enumerated() {
+      if index > 0 { resolved.append(slash) }
+      resolved += component
+    }
+    return String(decoding: resolved, as: UTF8.self)
   }
 
   /// The process a lock file names, if it exists and names one: ASCII (HDB, spaces allowed) or
@@ -103,10 +117,20 @@ enum DeviceLock {
     if bytes.count == 4, bytes.contains(where: { $0 < 0x20 && $0 != 0x0a }) {
       return bytes.withUnsafeBytes { $0.loadUnaligned(as: pid_t.self) }
     }
-    let text = String(decoding: bytes.prefix(32), as: UTF8.self)
-    return text.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }).first.flatMap {
-      pid_t($0)
+    // The first word of the first 32 bytes, in decimal digits.
+    let words = bytes.prefix(32).split {
+      $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\t")
     }
+    guard let first = words.first else { return nil }
+    var value: pid_t = 0
+    for byte in first {
+      guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+      let (times, overflowTimes) = value.multipliedReportingOverflow(by: 10)
+      let (sum, overflowSum) = times.addingReportingOverflow(pid_t(byte - UInt8(ascii: "0")))
+      guard !overflowTimes, !overflowSum else { return nil }
+      value = sum
+    }
+    return value
   }
 
   /// Who holds the device at `path` now, found without opening it: a lock file naming a live
@@ -160,14 +184,21 @@ enum DeviceLock {
             processID: pid, command: Processes.commandLine(of: pid), lockFile: file))
       }
       guard claiming else { return nil }
-      let partial = "\(lockDirectory)/.LCK.\(me).\(UInt32.random(in: 0...UInt32.max))"
-      var text = String(me)
-      text = String(repeating: " ", count: max(0, 10 - text.count)) + text + "\n"
+      var name = Array(lockDirectory.utf8)
+      name += "/.LCK.".utf8
+      name += decimal(UInt64(me))
+      name.append(UInt8(ascii: "."))
+      name += decimal(UInt64(UInt32.random(in: 0...UInt32.max)))
+      let partial = String(decoding: name, as: UTF8.self)
+      // HDB: the PID right-aligned in ten characters, and a newline.
+      var text = decimal(UInt64(me))
+      text = [UInt8](repeating: UInt8(ascii: " "), count: max(0, 10 - text.count)) + text
+      text.append(UInt8(ascii: "\n"))
       do throws(Errno) {
         let descriptor = try FileDescriptor.open(
           partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions: 0o644)
         defer { try? descriptor.close() }
-        try descriptor.writeAll(Array(text.utf8))
+        try descriptor.writeAll(text)
       } catch {
         try? FileSystem.unlink(partial)
         return nil  // the directory is not ours to write: the flock alone
@@ -187,6 +218,19 @@ enum DeviceLock {
       }
     }
     return nil
+  }
+
+  /// `value` in decimal digits. The package's decimal text is `NMEA`'s `DecimalFormatting`,
+  /// which this module does not depend on; an interpolated integer would page in the
+  /// standard library's formatting for this one use on every open (BENCHMARKS.md, Footprint).
+  static func decimal(_ value: UInt64) -> [UInt8] {
+    var digits: [UInt8] = []
+    var rest = value
+    repeat {
+      digits.append(UInt8(ascii: "0") + UInt8(rest % 10))
+      rest /= 10
+    } while rest > 0
+    return digits.reversed()
   }
 
   /// Removes this process's lock file, if it still names this process.
