@@ -130,6 +130,38 @@ package enum FileSystem {
 
 /// What the kernel says about other processes.
 package enum Processes {
+  /// `pid` in decimal digits, as lock files and awake markers hold it. Written here rather
+  /// than interpolated: these are written on every open, and the standard library's integer
+  /// text would be paged in for that alone (BENCHMARKS.md, Footprint). Negative ids are
+  /// written as 0 (no process).
+  package static func decimal(_ pid: pid_t) -> [UInt8] {
+    var digits: [UInt8] = []
+    var rest = max(pid, 0)
+    repeat {
+      digits.append(UInt8(ascii: "0") + UInt8(rest % 10))
+      rest /= 10
+    } while rest > 0
+    return digits.reversed()
+  }
+
+  /// The process id a file's text names: its first word (words end at a space, a tab or a
+  /// newline) in decimal digits, within the first 32 bytes; `nil` for anything else.
+  package static func id<Bytes: Collection<UInt8>>(inText bytes: Bytes) -> pid_t? {
+    let words = bytes.prefix(32).split {
+      $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\t")
+    }
+    guard let first = words.first else { return nil }
+    var value: pid_t = 0
+    for byte in first {
+      guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+      let (times, overflowTimes) = value.multipliedReportingOverflow(by: 10)
+      let (sum, overflowSum) = times.addingReportingOverflow(pid_t(byte - UInt8(ascii: "0")))
+      guard !overflowTimes, !overflowSum else { return nil }
+      value = sum
+    }
+    return value
+  }
+
   /// Whether a process with this id exists (`kill(pid, 0)`): EPERM means it does, only not
   /// ours to signal; ESRCH that it does not. Ids at or below zero name no one process.
   package static func exists(_ pid: pid_t) -> Bool {

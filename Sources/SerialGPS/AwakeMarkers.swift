@@ -63,14 +63,14 @@ public struct AwakeMarkers: Sendable, Hashable {
   /// A file name for the receiver known as `identity` (a serial number, USB IDs and a port
   /// path …): letters, digits, `-` and `.` kept, anything else `_`.
   static func fileName(for identity: String) -> String {
-    var name = ""
+    var name: [UInt8] = []
     for scalar in identity.unicodeScalars {
       let keep =
         (scalar >= "a" && scalar <= "z") || (scalar >= "A" && scalar <= "Z")
         || (scalar >= "0" && scalar <= "9") || scalar == "-" || scalar == "."
-      name.unicodeScalars.append(keep ? scalar : "_")
+      name.append(keep ? UInt8(truncatingIfNeeded: scalar.value) : UInt8(ascii: "_"))
     }
-    return name
+    return String(decoding: name, as: UTF8.self)
   }
 
   /// Notes that this process has woken the receiver.
@@ -83,7 +83,8 @@ public struct AwakeMarkers: Sendable, Hashable {
     guard Self.prepare(directory) else { return }
     // Not durable: the markers live in /run, which a reboot empties anyway.
     try? FileSystem.writeWhole(
-      Array("\(getpid())\n".utf8), to: path(for: identity), durable: false)
+      Processes.decimal(getpid()) + [UInt8(ascii: "\n")], to: path(for: identity),
+      durable: false)
   }
 
   /// Forgets the receiver (standby sent, or the connection ended).
@@ -94,8 +95,7 @@ public struct AwakeMarkers: Sendable, Hashable {
   /// The process that marked the receiver awake, if a marker exists.
   func owner(of identity: String) -> pid_t? {
     guard let bytes = try? FileDescriptor.contents(of: path(for: identity)) else { return nil }
-    let text = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first ?? ""
-    return pid_t(text)
+    return Processes.id(inText: bytes)
   }
 
   /// Whether the receiver was left awake by a process that no longer runs, and nobody owns its

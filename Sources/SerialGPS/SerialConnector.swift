@@ -91,7 +91,15 @@ public struct SerialConnector: ReceiverConnector {
     let node = resolvedPath(path) ?? path
     var status = stat()
     guard stat(node, &status) == 0 else { return nil }
-    return "tty \(node) \(status.st_ctim.tv_sec).\(status.st_ctim.tv_nsec)"
+    // Built from bytes: this runs on every open (BENCHMARKS.md, Footprint).
+    var text = Array("tty ".utf8)
+    text += node.utf8
+    text.append(UInt8(ascii: " "))
+    if status.st_ctim.tv_sec < 0 { text.append(UInt8(ascii: "-")) }
+    DecimalFormatting.appendDigits(UInt64(status.st_ctim.tv_sec.magnitude), to: &text)
+    text.append(UInt8(ascii: "."))
+    DecimalFormatting.appendDigits(UInt64(status.st_ctim.tv_nsec.magnitude), to: &text)
+    return String(decoding: text, as: UTF8.self)
   }
 
   /// The device as configured (`/dev/serial/by-id/…` when the user named it so): what stays

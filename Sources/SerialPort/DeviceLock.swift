@@ -117,20 +117,7 @@ enum DeviceLock {
     if bytes.count == 4, bytes.contains(where: { $0 < 0x20 && $0 != 0x0a }) {
       return bytes.withUnsafeBytes { $0.loadUnaligned(as: pid_t.self) }
     }
-    // The first word of the first 32 bytes, in decimal digits.
-    let words = bytes.prefix(32).split {
-      $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\t")
-    }
-    guard let first = words.first else { return nil }
-    var value: pid_t = 0
-    for byte in first {
-      guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
-      let (times, overflowTimes) = value.multipliedReportingOverflow(by: 10)
-      let (sum, overflowSum) = times.addingReportingOverflow(pid_t(byte - UInt8(ascii: "0")))
-      guard !overflowTimes, !overflowSum else { return nil }
-      value = sum
-    }
-    return value
+    return Processes.id(inText: bytes)
   }
 
   /// Who holds the device at `path` now, found without opening it: a lock file naming a live
@@ -186,12 +173,12 @@ enum DeviceLock {
       guard claiming else { return nil }
       var name = Array(lockDirectory.utf8)
       name += "/.LCK.".utf8
-      name += decimal(UInt64(me))
+      name += Processes.decimal(me)
       name.append(UInt8(ascii: "."))
-      name += decimal(UInt64(UInt32.random(in: 0...UInt32.max)))
+      name += Processes.decimal(.random(in: 0...pid_t.max))
       let partial = String(decoding: name, as: UTF8.self)
       // HDB: the PID right-aligned in ten characters, and a newline.
-      var text = decimal(UInt64(me))
+      var text = Processes.decimal(me)
       text = [UInt8](repeating: UInt8(ascii: " "), count: max(0, 10 - text.count)) + text
       text.append(UInt8(ascii: "\n"))
       do throws(Errno) {
@@ -218,19 +205,6 @@ enum DeviceLock {
       }
     }
     return nil
-  }
-
-  /// `value` in decimal digits. The package's decimal text is `NMEA`'s `DecimalFormatting`,
-  /// which this module does not depend on; an interpolated integer would page in the
-  /// standard library's formatting for this one use on every open (BENCHMARKS.md, Footprint).
-  static func decimal(_ value: UInt64) -> [UInt8] {
-    var digits: [UInt8] = []
-    var rest = value
-    repeat {
-      digits.append(UInt8(ascii: "0") + UInt8(rest % 10))
-      rest /= 10
-    } while rest > 0
-    return digits.reversed()
   }
 
   /// Removes this process's lock file, if it still names this process.
