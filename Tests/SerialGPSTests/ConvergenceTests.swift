@@ -116,7 +116,17 @@ func slowAcknowledgingConnector(
     #expect(statistics.powerOns == statistics.powerOffs + 1)
     #expect(statistics.powerOns <= 3, "\(statistics.powerOns) power-ons")
     #expect(connector.openCount == 1)
-    #expect(await eventually { log.fixes.contains { !$0.isReplay } })
+    // The simulated receiver answers each wake with two cycles only (seconds 1 and 2, so the
+    // first wake's fix is the one fix it ever makes), which may have gone out before the last
+    // subscriber was counted in. A receiver kept on goes on streaming: fresh cycles, a second
+    // apart in its time, until the subscriber has a live fix.
+    var second = 10
+    while !log.fixes.contains(where: { !$0.isReplay }), second < 50 {
+      connector.connections.last?.feed(cycle(second: second))
+      second += 1
+      try await Task.sleep(for: .milliseconds(200))
+    }
+    #expect(log.fixes.contains { !$0.isReplay })
     log.stop()
     await receiver.shutdown()
   }
