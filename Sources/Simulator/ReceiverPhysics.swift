@@ -504,13 +504,13 @@ public struct ReceiverPhysics: Sendable {
 }
 
 /// A small, fast, seedable generator (SplitMix64): the same seed gives the same sequence on
-/// every platform.
-struct SplitMix64: Sendable {
+/// every platform. Tests that need a seeded `RandomNumberGenerator` use it too.
+package struct SplitMix64: RandomNumberGenerator, Sendable {
   private var state: UInt64
 
-  init(seed: UInt64) { state = seed }
+  package init(seed: UInt64) { state = seed }
 
-  mutating func next() -> UInt64 {
+  package mutating func next() -> UInt64 {
     state &+= 0x9E37_79B9_7F4A_7C15
     var z = state
     z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -1,5 +1,6 @@
 import Glibc
 import NMEA
+import Simulator
 import Testing
 
 @testable import SerialGPS
@@ -34,18 +35,6 @@ import Testing
       var epoch = (earliest - phase).rounded(.up) + phase
       if epoch <= now { epoch += 1 }
       return epoch
-    }
-  }
-
-  /// SplitMix64: the runs are the same on every machine.
-  struct Seeded: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-      state &+= 0x9E37_79B9_7F4A_7C15
-      var z = state
-      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-      return z ^ (z >> 31)
     }
   }
 
@@ -131,7 +120,7 @@ import Testing
   }
 
   @Test func learnedWakesStayWithinAFifthOfTheirLimitAndOnTime() throws {
-    var random = Seeded(state: 36)
+    var random = SplitMix64(seed: 36)  // the runs are the same on every machine
     for index in 0..<12 {
       let model = Model(
         hotStart: .random(in: 0.5...3, using: &random),
