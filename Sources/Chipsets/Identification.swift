@@ -134,6 +134,19 @@ public struct ChipsetIdentifier: Sendable {
     }
   }
 
+  /// Observes what a ``Decoder`` handed on: its sentences and binary frames (epochs, UBX
+  /// messages and parse errors show nothing of the chipset). The one reading for every
+  /// decoder's user, as ``ReceiverAcknowledgement/init(_:)`` is for answers.
+  public mutating func observe(event: DecoderEvent) {
+    switch event {
+    case .sentence(let sentence): observe(sentence)
+    case .ubx(let frame): observe(frame)
+    case .sirf(let frame): observe(frame)
+    case .casic(let frame): observe(Frame.casic(frame))
+    case .epoch, .parseError, .ubxMessage, .ubxRejected: break
+    }
+  }
+
   /// Observes a raw sentence. Proprietary (`$P…`) and `TXT` sentences are parsed; GGA and
   /// RMC are read for the way their fields are written (``FormatHabits``), which gives a hint
   /// at most.

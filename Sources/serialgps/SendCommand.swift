@@ -373,19 +373,8 @@ struct AnswerPort: CommandPort {
     guard case .received(let count) = try result.get() else { return false }
     if count > 0 { heard = true }
     decoder.decode(buffer[..<count]) { event in
-      switch event {
-      case .sentence(let sentence):
-        sentences += 1
-        identifier.observe(sentence)
-      case .ubx(let frame):
-        identifier.observe(frame)
-      case .sirf(let frame):
-        identifier.observe(frame)
-      case .casic(let frame):
-        identifier.observe(.casic(frame))
-      case .epoch, .parseError, .ubxMessage, .ubxRejected:
-        break
-      }
+      if case .sentence = event { sentences += 1 }
+      identifier.observe(event: event)
       if let answer = ReceiverAcknowledgement(event) { acknowledgements.append(answer) }
     }
     return true

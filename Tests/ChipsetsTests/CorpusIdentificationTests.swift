@@ -157,6 +157,37 @@ struct CorpusIdentificationTests {
     return all
   }
 
+  /// What a decoder's user learns through ``ChipsetIdentifier/observe(event:)`` (`serialgps
+  /// send`, which reads decoded events, not frames).
+  static func identifiedFromEvents(_ bytes: [UInt8]) -> ChipsetIdentification {
+    var identifier = ChipsetIdentifier()
+    var decoder = NMEADecoder()
+    decoder.decode(bytes) { identifier.observe(event: $0) }
+    decoder.finish { identifier.observe(event: $0) }
+    return identifier.identification
+  }
+
+  @Test("decoded events identify each capture's family as its frames do")
+  func eventsAsFrames() throws {
+    let captures = try Self.captures()
+    var checked = 0
+    for capture in captures {
+      let framed = Self.measure(capture.bytes).identification
+      guard framed.confidence >= .medium else { continue }
+      let decoded = Self.identifiedFromEvents(capture.bytes)
+      #expect(decoded.family == framed.family, "\(capture.corpus)/\(capture.name)")
+      #expect(decoded.confidence >= .medium, "\(capture.corpus)/\(capture.name)")
+      checked += 1
+    }
+    // u-blox, MediaTek and SiRF from sentences, u-blox from UBX and SiRF from its binary
+    // frames; the L76K from its text (its binary frames carry no evidence of their own).
+    #expect(checked >= 20)
+    #expect(
+      captures.contains {
+        $0.corpus == "gpsd-casic" && Self.identifiedFromEvents($0.bytes).family == .casic
+      })
+  }
+
   @Test("every capture")
   func everyCapture() throws {
     let captures = try Self.captures()
